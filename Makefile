@@ -1,0 +1,63 @@
+# agentscope-memory: every developer and CI entry point.
+#   make serve   start the server on its embedded defaults (sqlite under ./data)
+#   make test    lint the contract and run every test
+#   make bench   run the benchmarks and write bench/results.json
+
+PYTHON ?= python3.11
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip
+BUF    := $(VENV)/bin/buf
+PROTO_DIR := proto
+PROTOS := $(wildcard $(PROTO_DIR)/agentscope/memory/v1/*.proto)
+GEN_DIR := agentscope_memory/_proto
+GEN_STAMP := $(GEN_DIR)/.stamp
+INSTALL_STAMP := $(VENV)/.install-stamp
+export BUF_CACHE_DIR := $(CURDIR)/.cache/buf
+
+.PHONY: all install gen lint test test-python test-java serve bench clean
+
+all: gen
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(PIP) install --quiet --upgrade "pip>=24"
+
+$(INSTALL_STAMP): pyproject.toml | $(VENV)/bin/python
+	$(PIP) install --quiet -e ".[dev]"
+	touch $@
+
+install: $(INSTALL_STAMP)
+
+# Generated Python code lives in agentscope_memory/_proto/ and is never committed. protoc
+# writes absolute imports rooted at the proto path (`from agentscope.memory.v1 import ...`),
+# which would collide with the real `agentscope` package, so they are re-rooted under
+# agentscope_memory._proto.
+$(GEN_STAMP): $(PROTOS) $(INSTALL_STAMP)
+	rm -rf $(GEN_DIR)/agentscope
+	$(PY) -m grpc_tools.protoc -I$(PROTO_DIR) --python_out=$(GEN_DIR) --pyi_out=$(GEN_DIR) \
+		--grpc_python_out=$(GEN_DIR) $(PROTOS)
+	find $(GEN_DIR)/agentscope -type d -exec touch {}/__init__.py \;
+	find $(GEN_DIR)/agentscope -name '*.py' -o -name '*.pyi' | xargs sed -i \
+		-e 's/^from agentscope\.memory\.v1 import/from agentscope_memory._proto.agentscope.memory.v1 import/' \
+		-e 's/^import agentscope\.memory\.v1\./import agentscope_memory._proto.agentscope.memory.v1./'
+	touch $@
+
+gen: $(GEN_STAMP)
+
+lint: $(INSTALL_STAMP)
+	cd $(PROTO_DIR) && ../$(BUF) lint
+
+test: lint gen test-python
+
+test-python: gen
+	$(PY) -m pytest -q
+
+serve: gen
+	$(VENV)/bin/agentscope-memory serve
+
+bench: gen
+	$(PY) -m bench
+
+clean:
+	rm -rf $(GEN_DIR)/agentscope $(GEN_STAMP) .cache

@@ -1,0 +1,1 @@
+"""The gRPC transport of agentscope-memory: servicers, interceptors, configuration and CLI."""
