@@ -1,0 +1,7 @@
+"""Python clients for the agentscope-memory server (blocking and asyncio), in library types."""
+
+from agentscope_memory.client._common import MemoryDescription
+from agentscope_memory.client.aio import AsyncMemoryClient
+from agentscope_memory.client.sync import MemoryClient
+
+__all__ = ["AsyncMemoryClient", "MemoryClient", "MemoryDescription"]

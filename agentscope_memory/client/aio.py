@@ -1,0 +1,145 @@
+"""The asyncio client for `MemoryService`."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import AsyncIterator, Awaitable, Callable, Sequence, TypeVar
+
+import grpc
+
+from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
+from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
+from agentscope_memory.client import _requests
+from agentscope_memory.client._common import (
+    CHANNEL_OPTIONS,
+    DEFAULT_TARGET,
+    DEFAULT_TIMEOUT_S,
+    RETRYABLE,
+    MemoryDescription,
+    describe,
+    metadata,
+    new_request_id,
+    translate,
+)
+from agentscope_memory.message import Msg
+
+T = TypeVar("T")
+
+
+class AsyncMemoryClient:
+    """Short-term memory over gRPC, in library types.
+
+    Every call has a deadline (`timeout`, seconds). Calls that are safe to repeat are retried on
+    UNAVAILABLE (`retries` times, with backoff); `add_messages` is made safe by a request id.
+    Failures raise the library's errors (`NotFoundError`, `InvalidArgumentError`, ...).
+    """
+
+    def __init__(
+        self,
+        target: str = DEFAULT_TARGET,
+        *,
+        channel: grpc.aio.Channel | None = None,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        retries: int = 3,
+    ) -> None:
+        self._own_channel = channel is None
+        self._channel = channel or grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
+        self._stub = pb_grpc.MemoryServiceStub(self._channel)
+        self._metadata = metadata(api_key)
+        self.timeout = timeout
+        self.retries = retries
+
+    async def close(self) -> None:
+        if self._own_channel:
+            await self._channel.close()
+
+    async def __aenter__(self) -> AsyncMemoryClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _call(self, method: Callable[..., Awaitable[T]], request: object, retry: bool = True) -> T:
+        attempts = self.retries + 1 if retry else 1
+        for attempt in range(attempts):
+            try:
+                return await method(request, timeout=self.timeout, metadata=self._metadata)
+            except grpc.aio.AioRpcError as exc:
+                if exc.code() in RETRYABLE and attempt + 1 < attempts:
+                    await asyncio.sleep(min(0.1 * 2**attempt, 2.0))
+                    continue
+                raise translate(exc) from None
+        raise AssertionError("unreachable")
+
+    async def create_memory(
+        self,
+        memory_id: str,
+        kind: str = "IN_MEMORY",
+        *,
+        labels: dict[str, str] | None = None,
+        allow_existing: bool = False,
+        auto_context_config: pb.AutoContextConfig | None = None,
+    ) -> MemoryDescription:
+        request = _requests.create(memory_id, kind, labels, allow_existing, auto_context_config)
+        response = await self._call(self._stub.CreateMemory, request, retry=allow_existing)
+        return describe(response.memory)
+
+    async def get_memory(self, memory_id: str) -> MemoryDescription:
+        response = await self._call(self._stub.GetMemory, pb.GetMemoryRequest(memory_id=memory_id))
+        return describe(response.memory)
+
+    async def list_memories(self, page_size: int = 0) -> AsyncIterator[MemoryDescription]:
+        token = ""
+        while True:
+            response = await self._call(
+                self._stub.ListMemories, pb.ListMemoriesRequest(page_size=page_size, page_token=token)
+            )
+            for memory in response.memories:
+                yield describe(memory)
+            token = response.next_page_token
+            if not token:
+                return
+
+    async def delete_memory(self, memory_id: str) -> None:
+        await self._call(self._stub.DeleteMemory, pb.DeleteMemoryRequest(memory_id=memory_id), retry=False)
+
+    async def add_messages(
+        self, memory_id: str, msgs: Sequence[Msg], *, request_id: str | None = None
+    ) -> int:
+        """Append messages; returns the memory's message count afterwards."""
+        request = _requests.add(memory_id, msgs, request_id or new_request_id())
+        response = await self._call(self._stub.AddMessages, request)
+        return response.message_count
+
+    async def add_message(self, memory_id: str, msg: Msg) -> int:
+        return await self.add_messages(memory_id, [msg])
+
+    async def iter_messages(self, memory_id: str, page_size: int = 0) -> AsyncIterator[Msg]:
+        token = ""
+        while True:
+            response = await self._call(
+                self._stub.GetMessages,
+                pb.GetMessagesRequest(memory_id=memory_id, page_size=page_size, page_token=token),
+            )
+            for msg in _requests.page_messages(response):
+                yield msg
+            token = response.next_page_token
+            if not token:
+                return
+
+    async def get_messages(self, memory_id: str) -> list[Msg]:
+        """Every message in insertion order (Java `Memory.getMessages()`)."""
+        return [m async for m in self.iter_messages(memory_id)]
+
+    async def delete_message(self, memory_id: str, index: int) -> bool:
+        """Delete by position; like AgentScope, an index out of range (or negative) is a no-op."""
+        if index < 0:
+            return False
+        response = await self._call(
+            self._stub.DeleteMessage, pb.DeleteMessageRequest(memory_id=memory_id, index=index), retry=False
+        )
+        return response.deleted
+
+    async def clear(self, memory_id: str) -> None:
+        await self._call(self._stub.ClearMessages, pb.ClearMessagesRequest(memory_id=memory_id))

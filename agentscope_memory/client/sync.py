@@ -1,0 +1,130 @@
+"""The blocking client for `MemoryService`; same methods as the asyncio one."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Iterator, Sequence, TypeVar
+
+import grpc
+
+from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
+from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
+from agentscope_memory.client import _requests
+from agentscope_memory.client._common import (
+    CHANNEL_OPTIONS,
+    DEFAULT_TARGET,
+    DEFAULT_TIMEOUT_S,
+    RETRYABLE,
+    MemoryDescription,
+    describe,
+    metadata,
+    new_request_id,
+    translate,
+)
+from agentscope_memory.message import Msg
+
+T = TypeVar("T")
+
+
+class MemoryClient:
+    """Short-term memory over gRPC, in library types (blocking). See `AsyncMemoryClient`."""
+
+    def __init__(
+        self,
+        target: str = DEFAULT_TARGET,
+        *,
+        channel: grpc.Channel | None = None,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        retries: int = 3,
+    ) -> None:
+        self._own_channel = channel is None
+        self._channel = channel or grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
+        self._stub = pb_grpc.MemoryServiceStub(self._channel)
+        self._metadata = metadata(api_key)
+        self.timeout = timeout
+        self.retries = retries
+
+    def close(self) -> None:
+        if self._own_channel:
+            self._channel.close()
+
+    def __enter__(self) -> MemoryClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, method: Callable[..., T], request: object, retry: bool = True) -> T:
+        attempts = self.retries + 1 if retry else 1
+        for attempt in range(attempts):
+            try:
+                return method(request, timeout=self.timeout, metadata=self._metadata)
+            except grpc.RpcError as exc:
+                if exc.code() in RETRYABLE and attempt + 1 < attempts:  # type: ignore[attr-defined]
+                    time.sleep(min(0.1 * 2**attempt, 2.0))
+                    continue
+                raise translate(exc) from None  # type: ignore[arg-type]
+        raise AssertionError("unreachable")
+
+    def create_memory(
+        self,
+        memory_id: str,
+        kind: str = "IN_MEMORY",
+        *,
+        labels: dict[str, str] | None = None,
+        allow_existing: bool = False,
+        auto_context_config: pb.AutoContextConfig | None = None,
+    ) -> MemoryDescription:
+        request = _requests.create(memory_id, kind, labels, allow_existing, auto_context_config)
+        return describe(self._call(self._stub.CreateMemory, request, retry=allow_existing).memory)
+
+    def get_memory(self, memory_id: str) -> MemoryDescription:
+        return describe(self._call(self._stub.GetMemory, pb.GetMemoryRequest(memory_id=memory_id)).memory)
+
+    def list_memories(self, page_size: int = 0) -> Iterator[MemoryDescription]:
+        token = ""
+        while True:
+            response = self._call(
+                self._stub.ListMemories, pb.ListMemoriesRequest(page_size=page_size, page_token=token)
+            )
+            yield from (describe(m) for m in response.memories)
+            token = response.next_page_token
+            if not token:
+                return
+
+    def delete_memory(self, memory_id: str) -> None:
+        self._call(self._stub.DeleteMemory, pb.DeleteMemoryRequest(memory_id=memory_id), retry=False)
+
+    def add_messages(self, memory_id: str, msgs: Sequence[Msg], *, request_id: str | None = None) -> int:
+        request = _requests.add(memory_id, msgs, request_id or new_request_id())
+        return self._call(self._stub.AddMessages, request).message_count
+
+    def add_message(self, memory_id: str, msg: Msg) -> int:
+        return self.add_messages(memory_id, [msg])
+
+    def iter_messages(self, memory_id: str, page_size: int = 0) -> Iterator[Msg]:
+        token = ""
+        while True:
+            response = self._call(
+                self._stub.GetMessages,
+                pb.GetMessagesRequest(memory_id=memory_id, page_size=page_size, page_token=token),
+            )
+            yield from _requests.page_messages(response)
+            token = response.next_page_token
+            if not token:
+                return
+
+    def get_messages(self, memory_id: str) -> list[Msg]:
+        return list(self.iter_messages(memory_id))
+
+    def delete_message(self, memory_id: str, index: int) -> bool:
+        if index < 0:
+            return False
+        response = self._call(
+            self._stub.DeleteMessage, pb.DeleteMessageRequest(memory_id=memory_id, index=index), retry=False
+        )
+        return response.deleted
+
+    def clear(self, memory_id: str) -> None:
+        self._call(self._stub.ClearMessages, pb.ClearMessagesRequest(memory_id=memory_id))

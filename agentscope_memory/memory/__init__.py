@@ -1,0 +1,1 @@
+"""Short-term memories: the manager, InMemoryMemory and AutoContextMemory."""

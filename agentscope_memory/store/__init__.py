@@ -1,0 +1,22 @@
+"""Durable backends behind one protocol: sqlite (default), memory (tests, throwaway use)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentscope_memory.store.base import MemoryRecord, RequestRecord, Row, Store, Tx
+
+__all__ = ["MemoryRecord", "RequestRecord", "Row", "Store", "Tx", "open_store"]
+
+
+def open_store(kind: str, data_dir: Path, *, sqlite_synchronous: str = "NORMAL") -> Store:
+    """Open the configured backend. `kind` is `sqlite` or `memory`."""
+    if kind == "sqlite":
+        from agentscope_memory.store.sqlite import SqliteStore
+
+        return SqliteStore(Path(data_dir) / "agentscope-memory.sqlite3", synchronous=sqlite_synchronous)
+    if kind == "memory":
+        from agentscope_memory.store.memory import MemoryStore
+
+        return MemoryStore()
+    raise ValueError(f"unknown store {kind!r} (sqlite or memory)")

@@ -1,0 +1,75 @@
+"""The storage protocol every backend implements.
+
+Memory logic talks to storage through `Tx`, a synchronous view of one tenant inside one
+transaction: everything a callback does commits together or not at all. Callbacks run on the
+backend's worker thread, so they must not await or do network I/O; slow work (an LLM call)
+happens outside, followed by a second transaction that re-checks `version`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Protocol, Sequence, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass
+class MemoryRecord:
+    """One memory's row: what it is, not what it holds."""
+
+    memory_id: str
+    kind: str
+    config_json: str = "{}"
+    labels: dict[str, str] = field(default_factory=dict)
+    create_time: float = 0.0
+    update_time: float = 0.0
+    version: int = 0
+
+
+@dataclass(frozen=True)
+class Row:
+    """One item of a stored list. `seq` grows within a (memory, list) and is never reused."""
+
+    seq: int
+    data: str
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """The outcome of an idempotent request, kept so a retry can be answered without redoing it."""
+
+    fingerprint: str
+    result_json: str
+
+
+class Tx(Protocol):
+    tenant: str
+
+    def get_memory(self, memory_id: str) -> MemoryRecord | None: ...
+    def insert_memory(self, record: MemoryRecord) -> None: ...
+    def touch_memory(self, memory_id: str) -> int: ...
+    def delete_memory(self, memory_id: str) -> None: ...
+    def list_memories(self, after_id: str, limit: int) -> list[MemoryRecord]: ...
+
+    def append(self, memory_id: str, list_name: str, items: Sequence[str]) -> None: ...
+    def read(
+        self, memory_id: str, list_name: str, after_seq: int = 0, limit: int | None = None
+    ) -> list[Row]: ...
+    def length(self, memory_id: str, list_name: str) -> int: ...
+    def delete_at(self, memory_id: str, list_name: str, index: int) -> bool: ...
+    def clear(self, memory_id: str, list_name: str) -> None: ...
+    def replace(self, memory_id: str, list_name: str, items: Sequence[str]) -> None: ...
+
+    def kv_get(self, memory_id: str, key: str) -> str | None: ...
+    def kv_put(self, memory_id: str, key: str, value: str) -> None: ...
+    def kv_delete(self, memory_id: str, key: str) -> None: ...
+    def kv_keys(self, memory_id: str, prefix: str = "") -> list[str]: ...
+
+    def request_get(self, memory_id: str, request_id: str) -> RequestRecord | None: ...
+    def request_put(self, memory_id: str, request_id: str, record: RequestRecord) -> None: ...
+
+
+class Store(Protocol):
+    async def run(self, tenant: str, fn: Callable[[Tx], T], *, write: bool = True) -> T: ...
+    async def close(self) -> None: ...

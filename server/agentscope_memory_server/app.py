@@ -1,0 +1,137 @@
+"""Builds and runs the gRPC server: store, memory logic, servicers, health and reflection."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from agentscope_memory._proto.agentscope.memory.v1 import (
+    long_term_memory_service_pb2,
+    long_term_memory_service_pb2_grpc,
+    memory_service_pb2,
+    memory_service_pb2_grpc,
+    state_service_pb2,
+    state_service_pb2_grpc,
+)
+from agentscope_memory.memory.in_memory import InMemoryKind
+from agentscope_memory.memory.manager import MemoryManager
+from agentscope_memory.store import Store, open_store
+from agentscope_memory_server.config import Settings
+from agentscope_memory_server.errors import unimplemented
+from agentscope_memory_server.memory_servicer import MemoryServicer
+
+log = logging.getLogger("agentscope_memory_server")
+
+SERVICE_NAMES = (
+    memory_service_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name,
+    long_term_memory_service_pb2.DESCRIPTOR.services_by_name["LongTermMemoryService"].full_name,
+    state_service_pb2.DESCRIPTOR.services_by_name["StateService"].full_name,
+)
+
+
+def _placeholder(base: type, what: str) -> object:
+    """A servicer whose every RPC answers UNIMPLEMENTED with `what` (a sentence)."""
+    names = [n for n in vars(base) if not n.startswith("_")]
+    return type(f"Unimplemented{base.__name__}", (base,), {n: unimplemented(what) for n in names})()
+
+
+@dataclass
+class RunningServer:
+    """A started server. `stop` drains in-flight calls, then closes what the server opened."""
+
+    server: grpc.aio.Server
+    port: int
+    settings: Settings
+    store: Store
+    manager: MemoryManager
+    health: health.aio.HealthServicer
+    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    _stopped: bool = False
+
+    @property
+    def address(self) -> str:
+        return f"{self.settings.host}:{self.port}"
+
+    async def stop(self, grace: float | None = None) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        grace = self.settings.shutdown_grace_s if grace is None else grace
+        await self.health.enter_graceful_shutdown()
+        log.info("shutting down", extra={"fields": {"grace_s": grace}})
+        # New calls are refused at once; calls in flight get `grace` seconds to finish.
+        await self.server.stop(grace)
+        for close in reversed(self.closers):
+            await close()
+        await self.store.close()
+        log.info("stopped")
+
+
+async def start_server(settings: Settings) -> RunningServer:
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    store = open_store(
+        settings.store, settings.data_dir, sqlite_synchronous=settings.sqlite_synchronous
+    )
+    manager = MemoryManager(store, [InMemoryKind()], settings.limits())
+
+    options = [
+        ("grpc.max_receive_message_length", settings.grpc_max_receive_bytes),
+        ("grpc.max_send_message_length", settings.grpc_max_receive_bytes),
+        ("grpc.so_reuseport", 0),
+    ]
+    server = grpc.aio.server(options=options)
+    memory_service_pb2_grpc.add_MemoryServiceServicer_to_server(MemoryServicer(manager), server)
+    long_term_memory_service_pb2_grpc.add_LongTermMemoryServiceServicer_to_server(
+        _placeholder(
+            long_term_memory_service_pb2_grpc.LongTermMemoryServiceServicer,
+            "long-term memory (mem0) is not available on this server yet",
+        ),
+        server,
+    )
+    state_service_pb2_grpc.add_StateServiceServicer_to_server(
+        _placeholder(
+            state_service_pb2_grpc.StateServiceServicer,
+            "state save/load and JsonSession export are not available on this server yet",
+        ),
+        server,
+    )
+
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection(
+        SERVICE_NAMES + (health.SERVICE_NAME, reflection.SERVICE_NAME), server
+    )
+
+    try:
+        port = server.add_insecure_port(f"{settings.host}:{settings.port}")
+    except RuntimeError as exc:
+        await store.close()
+        raise OSError(f"cannot listen on {settings.host}:{settings.port}: {exc}") from exc
+    await server.start()
+    for name in ("",) + SERVICE_NAMES:
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    running = RunningServer(server, port, settings, store, manager, health_servicer)
+    log.info("listening", extra={"fields": {"address": running.address}})
+    return running
+
+
+async def serve_until_signalled(settings: Settings) -> None:
+    """Run until SIGTERM or SIGINT, then shut down gracefully."""
+    import signal
+
+    running = await start_server(settings)
+    if settings.port_file is not None:
+        settings.port_file.write_text(str(running.port))
+    print(f"agentscope-memory listening on {running.address}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    await running.stop()

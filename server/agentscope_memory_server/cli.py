@@ -1,0 +1,70 @@
+"""`agentscope-memory`: the command line."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from agentscope_memory_server.config import load_settings
+from agentscope_memory_server.logs import configure_logging
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="agentscope-memory", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the gRPC server")
+    serve.add_argument("--config", type=Path, help="TOML config file (flags and env win over it)")
+    serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port to listen on (default 50051; 0 picks one)")
+    serve.add_argument("--port-file", type=Path, help="write the bound port to this file")
+    serve.add_argument("--data-dir", type=Path, help="where stores keep their files (default ./data)")
+    serve.add_argument("--store", choices=["sqlite", "memory"], help="storage backend (default sqlite)")
+    serve.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    serve.add_argument("--log-format", choices=["json", "text"])
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "serve":
+        try:
+            settings = load_settings(
+                args.config,
+                host=args.host,
+                port=args.port,
+                port_file=args.port_file,
+                data_dir=args.data_dir,
+                store=args.store,
+                log_level=args.log_level,
+                log_format=args.log_format,
+            )
+        except (ValidationError, FileNotFoundError, ValueError) as exc:
+            print(f"agentscope-memory: invalid configuration:\n{exc}", file=sys.stderr)
+            return 2
+        configure_logging(settings.log_level, settings.log_format)
+        logging.getLogger("agentscope_memory_server").info(
+            "configuration", extra={"fields": {"settings": settings.printable()}}
+        )
+        try:
+            asyncio.run(_serve(settings))
+        except OSError as exc:
+            print(f"agentscope-memory: {exc}", file=sys.stderr)
+            return 1
+        return 0
+    return 2
+
+
+async def _serve(settings) -> None:  # type: ignore[no-untyped-def]
+    from agentscope_memory_server.app import serve_until_signalled
+
+    await serve_until_signalled(settings)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""Server configuration: flags > environment (`AGENTSCOPE_MEMORY_*`) > config file > defaults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from agentscope_memory.memory.manager import Limits
+
+MiB = 1024 * 1024
+
+
+class Settings(BaseSettings):
+    """Everything the server can be told. Printed at start with secrets masked."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="AGENTSCOPE_MEMORY_", extra="forbid", validate_default=True
+    )
+
+    # Where and how to listen.
+    host: str = "127.0.0.1"
+    port: int = Field(50051, ge=0, le=65535, description="0 picks a free port")
+    port_file: Path | None = Field(None, description="write the bound port here once listening")
+
+    # Storage.
+    data_dir: Path = Path("./data")
+    store: Literal["sqlite", "memory"] = "sqlite"
+    sqlite_synchronous: Literal["NORMAL", "FULL", "EXTRA"] = "NORMAL"
+
+    # Limits.
+    max_message_bytes: int = Field(4 * MiB, gt=0)
+    max_batch_messages: int = Field(1000, gt=0)
+    max_batch_bytes: int = Field(32 * MiB, gt=0)
+    max_page_bytes: int = Field(4 * MiB, gt=0)
+    grpc_max_receive_bytes: int = Field(64 * MiB, gt=0)
+
+    # Operations.
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_format: Literal["json", "text"] = "json"
+    shutdown_grace_s: float = Field(10.0, ge=0)
+
+    # The OpenAI-compatible chat endpoint used for summaries and fact extraction; unset means
+    # none (AutoContext then uses its extractive fallback, mem0 stores raw text).
+    llm_base_url: str | None = None
+    llm_model: str = "gpt-4o-mini"
+    llm_api_key: SecretStr | None = None
+    llm_timeout_s: float = Field(60.0, gt=0)
+    llm_max_retries: int = Field(2, ge=0)
+
+    @field_validator("host")
+    @classmethod
+    def _host_not_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # init (flags) > environment > the TOML config file, if one was named.
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        config_file = getattr(cls, "_config_file", None)
+        if config_file is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=config_file))
+        return tuple(sources)
+
+    def limits(self) -> Limits:
+        return Limits(
+            max_message_bytes=self.max_message_bytes,
+            max_batch_messages=self.max_batch_messages,
+            max_batch_bytes=self.max_batch_bytes,
+            max_page_bytes=self.max_page_bytes,
+        )
+
+    def printable(self) -> dict[str, Any]:
+        """The effective settings with secrets masked, for the start-up log."""
+        out = self.model_dump(mode="json")
+        for name, value in self:
+            if isinstance(value, SecretStr):
+                out[name] = "********"
+        return out
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Build settings from flags (`overrides`, None meaning "not given"), env and a file."""
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if config_file is None:
+        return Settings(**given)
+    if not Path(config_file).is_file():
+        raise FileNotFoundError(f"config file {config_file} does not exist")
+    # A subclass carries the file name so the source order stays declarative above.
+    bound = type("FileSettings", (Settings,), {"_config_file": Path(config_file)})
+    return bound(**given)

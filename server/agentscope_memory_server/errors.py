@@ -1,0 +1,91 @@
+"""The one place that turns library errors into gRPC status codes.
+
+Servicers raise library errors; the decorators here abort with the matching code and the
+error's own message. Anything unexpected becomes INTERNAL with an incident id that is also in
+the server log with the traceback, never UNKNOWN with a Python traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import uuid
+from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
+
+import grpc
+
+from agentscope_memory import errors
+
+log = logging.getLogger("agentscope_memory_server")
+
+_CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
+    (errors.InvalidArgumentError, grpc.StatusCode.INVALID_ARGUMENT),
+    (errors.NotFoundError, grpc.StatusCode.NOT_FOUND),
+    (errors.AlreadyExistsError, grpc.StatusCode.ALREADY_EXISTS),
+    (errors.FailedPreconditionError, grpc.StatusCode.FAILED_PRECONDITION),
+    (errors.AbortedError, grpc.StatusCode.ABORTED),
+    (errors.ResourceExhaustedError, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    (errors.UnavailableError, grpc.StatusCode.UNAVAILABLE),
+    (errors.DeadlineExceededError, grpc.StatusCode.DEADLINE_EXCEEDED),
+    (errors.UnimplementedError, grpc.StatusCode.UNIMPLEMENTED),
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def status_for(exc: BaseException) -> tuple[grpc.StatusCode, str] | None:
+    for cls, code in _CODES:
+        if isinstance(exc, cls):
+            return code, str(exc)
+    return None
+
+
+async def _abort_for(exc: Exception, context: grpc.aio.ServicerContext, method: str) -> None:
+    mapped = status_for(exc)
+    if mapped is not None:
+        await context.abort(*mapped)
+    incident = uuid.uuid4().hex[:12]
+    log.exception("unexpected error in %s (incident %s)", method, incident)
+    await context.abort(
+        grpc.StatusCode.INTERNAL, f"internal error (incident {incident}); see the server log"
+    )
+
+
+def grpc_errors(method: F) -> F:
+    """Map library errors of a unary RPC handler to status codes."""
+
+    @functools.wraps(method)
+    async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            return await method(self, request, context)
+        except grpc.aio.AbortError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - mapped or reported as INTERNAL
+            await _abort_for(exc, context, method.__qualname__)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def grpc_stream_errors(method: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIterator[Any]]:
+    """The same for server-streaming handlers (async generators)."""
+
+    @functools.wraps(method)
+    async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        try:
+            async for item in method(self, request, context):
+                yield item
+        except grpc.aio.AbortError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            await _abort_for(exc, context, method.__qualname__)
+
+    return wrapper
+
+
+def unimplemented(what: str) -> Callable[..., Awaitable[Any]]:
+    """A handler for a contract RPC this server does not provide yet; says what is missing."""
+
+    async def handler(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, what)
+
+    return handler
