@@ -37,6 +37,8 @@ $(GEN_STAMP): $(PROTOS) $(INSTALL_STAMP)
 	rm -rf $(GEN_DIR)/agentscope
 	$(PY) -m grpc_tools.protoc -I$(PROTO_DIR) --python_out=$(GEN_DIR) --pyi_out=$(GEN_DIR) \
 		--grpc_python_out=$(GEN_DIR) $(PROTOS)
+	$(PY) -m grpc_tools.protoc -I$(PROTO_DIR) --include_source_info --include_imports \
+		--descriptor_set_out=$(GEN_DIR)/agentscope/descriptor_set.binpb $(PROTOS)
 	find $(GEN_DIR)/agentscope -type d -exec touch {}/__init__.py \;
 	find $(GEN_DIR)/agentscope -name '*.py' -o -name '*.pyi' | xargs sed -i \
 		-e 's/^from agentscope\.memory\.v1 import/from agentscope_memory._proto.agentscope.memory.v1 import/' \

@@ -25,6 +25,7 @@ from agentscope_memory.store import Store, open_store
 from agentscope_memory_server.config import Settings
 from agentscope_memory_server.errors import unimplemented
 from agentscope_memory_server.memory_servicer import MemoryServicer
+from agentscope_memory_server.reflection_docs import documented_pool
 
 log = logging.getLogger("agentscope_memory_server")
 
@@ -105,7 +106,7 @@ async def start_server(settings: Settings) -> RunningServer:
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
-        SERVICE_NAMES + (health.SERVICE_NAME, reflection.SERVICE_NAME), server
+        SERVICE_NAMES + (health.SERVICE_NAME, reflection.SERVICE_NAME), server, documented_pool()
     )
 
     try:

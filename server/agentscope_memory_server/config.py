@@ -73,9 +73,8 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # init (flags) > environment > the TOML config file, if one was named.
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        config_file = getattr(cls, "_config_file", None)
-        if config_file is not None:
-            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=config_file))
+        if settings_cls.model_config.get("toml_file"):
+            sources.append(TomlConfigSettingsSource(settings_cls))
         return tuple(sources)
 
     def limits(self) -> Limits:
@@ -103,5 +102,9 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
     if not Path(config_file).is_file():
         raise FileNotFoundError(f"config file {config_file} does not exist")
     # A subclass carries the file name so the source order stays declarative above.
-    bound = type("FileSettings", (Settings,), {"_config_file": Path(config_file)})
+    bound = type(
+        "FileSettings",
+        (Settings,),
+        {"model_config": SettingsConfigDict(**{**Settings.model_config, "toml_file": Path(config_file)})},
+    )
     return bound(**given)

@@ -1,0 +1,49 @@
+"""Configuration precedence (flags > environment > config file > defaults) and masking."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from agentscope_memory_server.cli import main
+from agentscope_memory_server.config import load_settings
+
+
+def test_defaults() -> None:
+    settings = load_settings()
+    assert (settings.host, settings.port, settings.store) == ("127.0.0.1", 50051, "sqlite")
+    assert settings.data_dir == Path("./data")
+
+
+def test_flags_beat_environment_beat_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "memory.toml"
+    config.write_text('port = 7000\nstore = "memory"\nhost = "0.0.0.0"\nmax_batch_messages = 9\n')
+    monkeypatch.setenv("AGENTSCOPE_MEMORY_PORT", "7100")
+    monkeypatch.setenv("AGENTSCOPE_MEMORY_STORE", "sqlite")
+    settings = load_settings(config, port=7200)
+    assert settings.port == 7200  # flag
+    assert settings.store == "sqlite"  # environment over file
+    assert settings.host == "0.0.0.0"  # file over default
+    assert settings.max_batch_messages == 9
+
+
+def test_invalid_values_are_rejected_with_the_field_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTSCOPE_MEMORY_STORE", "mongo")
+    with pytest.raises(ValidationError, match="store"):
+        load_settings()
+
+
+def test_secrets_are_masked_when_printed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTSCOPE_MEMORY_LLM_API_KEY", "sk-very-secret")
+    settings = load_settings()
+    assert settings.llm_api_key.get_secret_value() == "sk-very-secret"
+    assert "sk-very-secret" not in str(settings.printable())
+    assert settings.printable()["llm_api_key"] == "********"
+
+
+def test_cli_reports_bad_configuration(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["serve", "--port", "99999", "--data-dir", str(tmp_path)]) == 2
+    assert "port" in capsys.readouterr().err
+    assert main(["serve", "--config", str(tmp_path / "missing.toml")]) == 2
