@@ -32,7 +32,16 @@ from agentscope_memory.message import (
     to_json_text,
 )
 
-__all__ = ["msg_from_proto", "msg_to_proto", "msgs_from_proto", "msgs_to_proto", "parse_json_object"]
+__all__ = [
+    "msg_from_proto",
+    "msg_from_stored",
+    "msg_to_proto",
+    "msg_to_stored",
+    "msgs_from_proto",
+    "msgs_to_proto",
+    "parse_json_object",
+    "stored_to_proto",
+]
 
 _ROLE_TO_PB = {
     None: pb.ROLE_UNSPECIFIED,
@@ -154,8 +163,11 @@ def _float32(value: float) -> float:
     packed = struct.pack("<f", value)
     for digits in range(1, 10):
         candidate = float(f"{value:.{digits}g}")
-        if struct.pack("<f", candidate) == packed:
-            return candidate
+        try:
+            if struct.pack("<f", candidate) == packed:
+                return candidate
+        except OverflowError:  # rounded past the float32 range; try more digits
+            continue
     return value
 
 
@@ -268,3 +280,20 @@ def msg_from_proto(msg: pb.Msg, field: str = "message") -> Msg:
 
 def msgs_from_proto(msgs: Any, field: str = "messages") -> list[Msg]:
     return [msg_from_proto(m, f"{field}[{i}]") for i, m in enumerate(msgs)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Stored form: stores keep a message as its serialized `Msg` proto (normalised by a round trip
+# through the library type). Serving a page is then a C-level parse, not a Python conversion.
+
+
+def msg_to_stored(msg: Msg) -> bytes:
+    return msg_to_proto(msg).SerializeToString()
+
+
+def stored_to_proto(data: bytes) -> pb.Msg:
+    return pb.Msg.FromString(data)
+
+
+def msg_from_stored(data: bytes) -> Msg:
+    return msg_from_proto(pb.Msg.FromString(data), "stored message")

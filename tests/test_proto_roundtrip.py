@@ -52,8 +52,11 @@ def _float32(value: float) -> float:
     packed = struct.pack("<f", value)
     for digits in range(1, 10):
         candidate = float(f"{value:.{digits}g}")
-        if struct.pack("<f", candidate) == packed:
-            return candidate
+        try:
+            if struct.pack("<f", candidate) == packed:
+                return candidate
+        except OverflowError:  # rounded past the float32 range; try more digits
+            continue
     return value
 
 

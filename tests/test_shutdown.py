@@ -24,11 +24,11 @@ class GatedStore:
         self.waiting = asyncio.Event()
         self.closed = False
 
-    async def run(self, tenant, fn, *, write=True):
+    async def run(self, tenant, fn, *, write=True, small=False):
         if write:
             self.waiting.set()
             await self.gate.wait()
-        return await self.inner.run(tenant, fn, write=write)
+        return await self.inner.run(tenant, fn, write=write, small=small)
 
     async def close(self) -> None:
         self.closed = True

@@ -7,6 +7,7 @@ clear. The list lives in the store, so "in memory" names the semantics, not wher
 from __future__ import annotations
 
 from agentscope_memory.errors import InvalidArgumentError
+from agentscope_memory.memory.manager import NewMessage
 from agentscope_memory.store.base import MemoryRecord, Row, Tx
 
 MESSAGES = "messages"
@@ -24,8 +25,8 @@ class InMemoryKind:
             )
         return "{}"
 
-    def add(self, tx: Tx, record: MemoryRecord, msgs_json: list[str]) -> None:
-        tx.append(record.memory_id, MESSAGES, msgs_json)
+    def add(self, tx: Tx, record: MemoryRecord, new: list[NewMessage]) -> None:
+        tx.append(record.memory_id, MESSAGES, [m.data for m in new])
 
     def read(self, tx: Tx, record: MemoryRecord, after_seq: int, limit: int | None) -> list[Row]:
         return tx.read(record.memory_id, MESSAGES, after_seq, limit)

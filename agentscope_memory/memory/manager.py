@@ -23,12 +23,32 @@ from agentscope_memory.errors import (
     UnimplementedError,
 )
 from agentscope_memory.ids import check_id, check_request_id
-from agentscope_memory.message import Msg, msg_from_json, msg_to_json
+from agentscope_memory.message import Msg
+from agentscope_memory.proto_convert import msg_from_stored, msg_to_stored
 from agentscope_memory.store.base import MemoryRecord, RequestRecord, Row, Store, Tx
 
-__all__ = ["AddResult", "Limits", "MemoryKindHandler", "MemoryManager", "MessagePage", "MemoryPage"]
+__all__ = [
+    "AddResult",
+    "Limits",
+    "MemoryKindHandler",
+    "MemoryManager",
+    "MemoryPage",
+    "MessagePage",
+    "NewMessage",
+]
 
 DEFAULT_TENANT = "default"
+# Transactions below this many bytes run without a thread hop (see Store.run).
+SMALL_TRANSACTION_BYTES = 256 * 1024
+SMALL_PAGE = 1000
+
+
+@dataclass(frozen=True)
+class NewMessage:
+    """A message being added: the parsed message and the form the store keeps."""
+
+    msg: Msg
+    data: bytes
 
 
 class MemoryKindHandler(Protocol):
@@ -37,7 +57,7 @@ class MemoryKindHandler(Protocol):
     kind: str
 
     def validate_config(self, config_json: str) -> str: ...
-    def add(self, tx: Tx, record: MemoryRecord, msgs_json: list[str]) -> None: ...
+    def add(self, tx: Tx, record: MemoryRecord, new: list[NewMessage]) -> None: ...
     def read(self, tx: Tx, record: MemoryRecord, after_seq: int, limit: int | None) -> list[Row]: ...
     def count(self, tx: Tx, record: MemoryRecord) -> int: ...
     def delete_at(self, tx: Tx, record: MemoryRecord, index: int) -> bool: ...
@@ -66,9 +86,15 @@ class AddResult:
 
 @dataclass(frozen=True)
 class MessagePage:
-    messages: list[Msg]
+    """A page of messages in their stored form (serialized `Msg` protos)."""
+
+    stored: list[bytes]
     next_page_token: str
     total_size: int
+
+    @property
+    def messages(self) -> list[Msg]:
+        return [msg_from_stored(d) for d in self.stored]
 
 
 @dataclass(frozen=True)
@@ -174,7 +200,7 @@ class MemoryManager:
             record = self._require(tx, memory_id)
             return MemoryInfo(record, self.handler(record.kind).count(tx, record))
 
-        return await self.store.run(tenant, get, write=False)
+        return await self.store.run(tenant, get, write=False, small=True)
 
     async def list_memories(self, tenant: str, page_size: int = 0, page_token: str = "") -> MemoryPage:
         size = self._page_size(page_size, default=100, maximum=1000)
@@ -201,7 +227,7 @@ class MemoryManager:
 
     # -- messages ---------------------------------------------------------------------------
 
-    def _encode_batch(self, msgs: Sequence[Msg]) -> list[str]:
+    def _encode_batch(self, msgs: Sequence[Msg]) -> list[NewMessage]:
         if not msgs:
             raise InvalidArgumentError("messages", "must contain at least one message")
         if len(msgs) > self.limits.max_batch_messages:
@@ -209,21 +235,20 @@ class MemoryManager:
                 "messages",
                 f"has {len(msgs)} messages; at most {self.limits.max_batch_messages} per call",
             )
-        encoded: list[str] = []
+        encoded: list[NewMessage] = []
         total = 0
         for i, msg in enumerate(msgs):
-            text = msg_to_json(msg)
-            size = len(text.encode("utf-8", "surrogatepass"))
-            if size > self.limits.max_message_bytes:
+            data = msg_to_stored(msg)
+            if len(data) > self.limits.max_message_bytes:
                 raise ResourceExhaustedError(
                     f"messages[{i}]",
-                    f"is {size} bytes as JSON; at most {self.limits.max_message_bytes}",
+                    f"is {len(data)} bytes; at most {self.limits.max_message_bytes}",
                 )
-            total += size
-            encoded.append(text)
+            total += len(data)
+            encoded.append(NewMessage(msg, data))
         if total > self.limits.max_batch_bytes:
             raise ResourceExhaustedError(
-                "messages", f"is {total} bytes as JSON; at most {self.limits.max_batch_bytes} per call"
+                "messages", f"is {total} bytes; at most {self.limits.max_batch_bytes} per call"
             )
         return encoded
 
@@ -233,7 +258,12 @@ class MemoryManager:
         check_id(memory_id, "memory_id")
         request_id = check_request_id(request_id or "")
         encoded = self._encode_batch(msgs)
-        fingerprint = hashlib.sha256("\n".join(encoded).encode("utf-8", "surrogatepass")).hexdigest()
+        digest = hashlib.sha256()
+        for item in encoded:
+            digest.update(len(item.data).to_bytes(8, "big"))
+            digest.update(item.data)
+        fingerprint = digest.hexdigest()
+        small = sum(len(item.data) for item in encoded) < SMALL_TRANSACTION_BYTES
 
         def add(tx: Tx) -> AddResult:
             record = self._require(tx, memory_id)
@@ -261,7 +291,7 @@ class MemoryManager:
                 )
             return result
 
-        return await self.store.run(tenant, add)
+        return await self.store.run(tenant, add, small=small)
 
     async def get_messages(self, tenant: str, memory_id: str) -> list[Msg]:
         """Every message in order (Java `getMessages()`), read in one consistent snapshot."""
@@ -272,7 +302,7 @@ class MemoryManager:
             return self.handler(record.kind).read(tx, record, 0, None)
 
         rows = await self.store.run(tenant, read, write=False)
-        return [msg_from_json(r.data) for r in rows]
+        return [msg_from_stored(r.data) for r in rows]
 
     def _page_size(self, requested: int, *, default: int, maximum: int) -> int:
         if requested < 0:
@@ -299,7 +329,7 @@ class MemoryManager:
             rows = handler.read(tx, record, after, size + 1)
             return rows, len(rows) > size, handler.count(tx, record)
 
-        rows, more, total = await self.store.run(tenant, read, write=False)
+        rows, more, total = await self.store.run(tenant, read, write=False, small=size <= SMALL_PAGE)
         rows = rows[:size]
         # Cut the page at the byte budget so no response outgrows a client's receive limit;
         # a single message larger than the budget still travels alone.
@@ -307,14 +337,14 @@ class MemoryManager:
         kept = 0
         used = 0
         for row in rows:
-            used += len(row.data.encode("utf-8", "surrogatepass"))
+            used += len(row.data)
             if kept and used > budget:
                 more = True
                 break
             kept += 1
         rows = rows[:kept]
         token = _encode_token("messages", memory_id, str(rows[-1].seq)) if more and rows else ""
-        return MessagePage([msg_from_json(r.data) for r in rows], token, total)
+        return MessagePage([r.data for r in rows], token, total)
 
     async def delete_message(self, tenant: str, memory_id: str, index: int) -> tuple[bool, int]:
         check_id(memory_id, "memory_id")
@@ -329,7 +359,7 @@ class MemoryManager:
                 tx.touch_memory(memory_id)
             return deleted, handler.count(tx, record)
 
-        return await self.store.run(tenant, delete)
+        return await self.store.run(tenant, delete, small=True)
 
     async def clear_messages(self, tenant: str, memory_id: str) -> None:
         check_id(memory_id, "memory_id")

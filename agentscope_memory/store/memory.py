@@ -104,7 +104,7 @@ class MemoryTx:
 
         self.undo.append(restore)
 
-    def append(self, memory_id: str, list_name: str, items: Sequence[str]) -> None:
+    def append(self, memory_id: str, list_name: str, items: Sequence[str | bytes]) -> None:
         stored = self._list(memory_id, list_name)
         count, next_seq = len(stored.rows), stored.next_seq
         stored.rows.extend(Row(next_seq + i, data) for i, data in enumerate(items))
@@ -139,7 +139,7 @@ class MemoryTx:
         self._snapshot(stored)
         stored.rows = []
 
-    def replace(self, memory_id: str, list_name: str, items: Sequence[str]) -> None:
+    def replace(self, memory_id: str, list_name: str, items: Sequence[str | bytes]) -> None:
         stored = self._list(memory_id, list_name)
         self._snapshot(stored)
         stored.rows = [Row(stored.next_seq + i, data) for i, data in enumerate(items)]
@@ -191,7 +191,9 @@ class MemoryStore:
         self._tenants: dict[str, _Tenant] = {}
         self._closed = False
 
-    async def run(self, tenant: str, fn: Callable[[MemoryTx], T], *, write: bool = True) -> T:
+    async def run(
+        self, tenant: str, fn: Callable[[MemoryTx], T], *, write: bool = True, small: bool = False
+    ) -> T:
         if self._closed:
             raise RuntimeError("store is closed")
         # Runs inline on the event loop: no await inside, so transactions never interleave.

@@ -82,6 +82,8 @@ class SqliteTx:
     def __init__(self, conn: sqlite3.Connection, tenant: str) -> None:
         self._conn = conn
         self.tenant = tenant
+        # List heads read or written in this transaction; saves re-reading them.
+        self._heads: dict[tuple[str, str], tuple[int, int]] = {}
 
     # -- memories ---------------------------------------------------------------------------
 
@@ -120,6 +122,7 @@ class SqliteTx:
 
     def delete_memory(self, memory_id: str) -> None:
         key = (self.tenant, memory_id)
+        self._heads = {k: v for k, v in self._heads.items() if k[0] != memory_id}
         for table in ("memories", "list_heads", "items", "kv", "requests"):
             self._conn.execute(f"DELETE FROM {table} WHERE tenant = ? AND memory_id = ?", key)
 
@@ -134,6 +137,9 @@ class SqliteTx:
     # -- lists ------------------------------------------------------------------------------
 
     def _head(self, memory_id: str, list_name: str) -> tuple[int, int]:
+        cached = self._heads.get((memory_id, list_name))
+        if cached is not None:
+            return cached
         row = self._conn.execute(
             "SELECT next_seq, length FROM list_heads"
             " WHERE tenant = ? AND memory_id = ? AND list_name = ?",
@@ -148,8 +154,9 @@ class SqliteTx:
             " DO UPDATE SET next_seq = excluded.next_seq, length = excluded.length",
             (self.tenant, memory_id, list_name, next_seq, length),
         )
+        self._heads[(memory_id, list_name)] = (next_seq, length)
 
-    def append(self, memory_id: str, list_name: str, items: Sequence[str]) -> None:
+    def append(self, memory_id: str, list_name: str, items: Sequence[str | bytes]) -> None:
         if not items:
             return
         next_seq, length = self._head(memory_id, list_name)
@@ -198,7 +205,7 @@ class SqliteTx:
         next_seq, _ = self._head(memory_id, list_name)
         self._set_head(memory_id, list_name, next_seq, 0)
 
-    def replace(self, memory_id: str, list_name: str, items: Sequence[str]) -> None:
+    def replace(self, memory_id: str, list_name: str, items: Sequence[str | bytes]) -> None:
         self.clear(memory_id, list_name)
         self.append(memory_id, list_name, items)
 
@@ -277,6 +284,7 @@ class SqliteStore:
         # One writer serialises every write transaction; readers see committed snapshots.
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-writer")
         self._readers = ThreadPoolExecutor(max_workers=readers, thread_name_prefix="sqlite-reader")
+        self._write_lock: asyncio.Lock | None = None
         self._writes = 0
         self._closed = False
         # Create the schema now so a bad path fails at start-up, not on the first request.
@@ -315,12 +323,25 @@ class SqliteStore:
             conn.execute("ROLLBACK")
             raise
 
-    async def run(self, tenant: str, fn: Callable[[SqliteTx], T], *, write: bool = True) -> T:
+    async def run(
+        self, tenant: str, fn: Callable[[SqliteTx], T], *, write: bool = True, small: bool = False
+    ) -> T:
         if self._closed:
             raise RuntimeError("store is closed")
+        # A small transaction (a few rows) costs less than the hop to a worker thread and back,
+        # so it runs right here on the event loop. Writes take the lock either way, so a write on
+        # the loop never waits on SQLite's own lock held by the writer thread.
         loop = asyncio.get_running_loop()
-        executor = self._writer if write else self._readers
-        return await loop.run_in_executor(executor, self._in_transaction, tenant, fn, write)
+        if not write:
+            if small:
+                return self._in_transaction(tenant, fn, False)
+            return await loop.run_in_executor(self._readers, self._in_transaction, tenant, fn, False)
+        if self._write_lock is None:
+            self._write_lock = asyncio.Lock()
+        async with self._write_lock:
+            if small:
+                return self._in_transaction(tenant, fn, True)
+            return await loop.run_in_executor(self._writer, self._in_transaction, tenant, fn, True)
 
     async def close(self) -> None:
         if self._closed:

@@ -9,7 +9,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as 
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
 from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.memory.manager import MemoryInfo, MemoryManager
-from agentscope_memory.proto_convert import msgs_from_proto, msgs_to_proto
+from agentscope_memory.proto_convert import msgs_from_proto, stored_to_proto
 from agentscope_memory_server.auto_context_rpcs import AutoContextRpcs, auto_context_config_json
 from agentscope_memory_server.errors import grpc_errors
 from agentscope_memory_server.tenancy import tenant_of
@@ -107,7 +107,7 @@ class MemoryServicer(AutoContextRpcs, pb_grpc.MemoryServiceServicer):
             tenant_of(context), request.memory_id, request.page_size, request.page_token
         )
         return pb.GetMessagesResponse(
-            messages=msgs_to_proto(page.messages),
+            messages=[stored_to_proto(d) for d in page.stored],
             next_page_token=page.next_page_token,
             total_size=page.total_size,
         )

@@ -1,0 +1,1 @@
+"""Benchmarks (`make bench`): measured against a baseline taken in the same run, never asserted."""

@@ -1,0 +1,51 @@
+"""`make bench`: run every benchmark, print a table, write bench/results.json."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+# Each module exposes `async def run(results: list[dict]) -> None`.
+MODULES = ["bench.memory_bench", "bench.auto_context_bench", "bench.long_term_bench"]
+
+
+async def main(selected: list[str]) -> list[dict]:
+    results: list[dict] = []
+    for name in MODULES:
+        if selected and not any(s in name for s in selected):
+            continue
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:
+                continue
+            raise
+        started = time.perf_counter()
+        await module.run(results)
+        print(f"{name}: {time.perf_counter() - started:.1f}s", file=sys.stderr)
+    return results
+
+
+def table(results: list[dict]) -> str:
+    lines = [f"{'benchmark':<44} {'conc':>4} {'p50 ms':>9} {'p99 ms':>9} {'ops/s':>9} {'x echo':>7}"]
+    for r in results:
+        lines.append(
+            f"{r['benchmark']:<44} {r.get('concurrency', ''):>4} {r.get('p50_ms', float('nan')):>9.3f} "
+            f"{r.get('p99_ms', r.get('p95_ms', float('nan'))):>9.3f} {r.get('ops_per_s', float('nan')):>9.1f} "
+            f"{r.get('ratio_to_echo', ''):>7}"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    results = asyncio.run(main(sys.argv[1:]))
+    out = Path(__file__).resolve().parent / "results.json"
+    out.write_text(json.dumps({"machine": platform.platform(), "python": platform.python_version(),
+                               "results": results}, indent=2))
+    print(table(results))
+    print(f"wrote {out}")
