@@ -14,6 +14,7 @@ import struct
 from typing import Any
 
 from agentscope_memory._proto.agentscope.memory.v1 import message_pb2 as pb
+from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2 as state_pb
 from agentscope_memory.message import (
     AudioBlock,
     Base64Source,
@@ -31,6 +32,7 @@ from agentscope_memory.message import (
     VideoBlock,
     to_json_text,
 )
+from agentscope_memory.session.state import StateEntry
 
 __all__ = [
     "msg_from_proto",
@@ -40,6 +42,8 @@ __all__ = [
     "msgs_from_proto",
     "msgs_to_proto",
     "parse_json_object",
+    "entry_from_proto",
+    "entry_to_proto",
     "stored_to_proto",
 ]
 
@@ -297,3 +301,35 @@ def stored_to_proto(data: bytes) -> pb.Msg:
 
 def msg_from_stored(data: bytes) -> Msg:
     return msg_from_proto(pb.Msg.FromString(data), "stored message")
+
+
+# ---------------------------------------------------------------------------------------------
+# Session state entries: JSON values travel as JSON text.
+
+
+def entry_to_proto(entry: StateEntry) -> state_pb.StateEntry:
+    if entry.items is not None:
+        return state_pb.StateEntry(
+            key=entry.key, list=state_pb.JsonList(items=[to_json_text(i) for i in entry.items])
+        )
+    return state_pb.StateEntry(key=entry.key, json=to_json_text(entry.value))
+
+
+def _parse_json(text: str, field: str) -> Any:
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except ValueError as exc:
+        raise MessageError(field, f"is not valid JSON: {exc}") from None
+
+
+def entry_from_proto(entry: state_pb.StateEntry, index: int) -> StateEntry:
+    field = f"entries[{index}]"
+    if not entry.key:
+        raise MessageError(f"{field}.key", "is required")
+    kind = entry.WhichOneof("value")
+    if kind == "list":
+        items = [_parse_json(t, f"{field}.list.items[{i}]") for i, t in enumerate(entry.list.items)]
+        return StateEntry(entry.key, items=items)
+    if kind == "json":
+        return StateEntry(entry.key, value=_parse_json(entry.json, f"{field}.json"))
+    raise MessageError(field, f"state {entry.key!r} has no value: set json or list")

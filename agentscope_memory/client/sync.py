@@ -9,6 +9,8 @@ import grpc
 
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
+from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2 as state_pb
+from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2_grpc as state_grpc
 from agentscope_memory.client import _requests
 from agentscope_memory.client._common import (
     CHANNEL_OPTIONS,
@@ -22,6 +24,8 @@ from agentscope_memory.client._common import (
     translate,
 )
 from agentscope_memory.message import Msg
+from agentscope_memory.proto_convert import entry_from_proto, entry_to_proto
+from agentscope_memory.session.state import StateEntry
 
 T = TypeVar("T")
 
@@ -41,6 +45,7 @@ class MemoryClient:
         self._own_channel = channel is None
         self._channel = channel or grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
         self._stub = pb_grpc.MemoryServiceStub(self._channel)
+        self._state = state_grpc.StateServiceStub(self._channel)
         self._metadata = metadata(api_key)
         self.timeout = timeout
         self.retries = retries
@@ -128,3 +133,18 @@ class MemoryClient:
 
     def clear(self, memory_id: str) -> None:
         self._call(self._stub.ClearMessages, pb.ClearMessagesRequest(memory_id=memory_id))
+
+    def save_state(self, memory_id: str) -> tuple[list[StateEntry], int]:
+        """The memory's state in AgentScope session terms, and the version it was read at."""
+        response = self._call(self._state.SaveState, state_pb.SaveStateRequest(memory_id=memory_id))
+        return [entry_from_proto(e, i) for i, e in enumerate(response.entries)], response.version
+
+    def load_state(
+        self, memory_id: str, entries: list[StateEntry], *, expected_version: int | None = None
+    ) -> int:
+        """Replace the memory's contents (AgentScope `loadFrom`); returns the new version.
+        With `expected_version`, a memory changed since then raises `AbortedError`."""
+        request = state_pb.LoadStateRequest(memory_id=memory_id, entries=[entry_to_proto(e) for e in entries])
+        if expected_version is not None:
+            request.expected_version = expected_version
+        return (self._call(self._state.LoadState, request, retry=expected_version is not None)).version

@@ -6,8 +6,18 @@ clear. The list lives in the store, so "in memory" names the semantics, not wher
 
 from __future__ import annotations
 
+from typing import Callable
+
 from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.memory.manager import NewMessage
+from agentscope_memory.message import Msg
+from agentscope_memory.proto_convert import msg_from_stored
+from agentscope_memory.session.state import (
+    MEMORY_MESSAGES,
+    StateEntry,
+    messages_from_items,
+    messages_to_items,
+)
 from agentscope_memory.store.base import MemoryRecord, Row, Tx
 
 MESSAGES = "messages"
@@ -17,6 +27,8 @@ class InMemoryKind:
     """The `IN_MEMORY` memory kind."""
 
     kind = "IN_MEMORY"
+    # (key, is_list) of the session entries this kind reads and writes.
+    state_keys = [(MEMORY_MESSAGES, True)]
 
     def validate_config(self, config_json: str) -> str:
         if config_json.strip() not in ("", "{}"):
@@ -39,3 +51,26 @@ class InMemoryKind:
 
     def clear(self, tx: Tx, record: MemoryRecord) -> None:
         tx.clear(record.memory_id, MESSAGES)
+
+    def export_state(self, tx: Tx, record: MemoryRecord) -> list[StateEntry]:
+        # InMemoryMemory.saveTo always saves the list, even when empty.
+        msgs = [msg_from_stored(r.data) for r in tx.read(record.memory_id, MESSAGES)]
+        return [StateEntry(MEMORY_MESSAGES, items=messages_to_items(msgs))]
+
+    def parse_state(
+        self, entries: list[StateEntry], encode: Callable[[Msg, str], NewMessage]
+    ) -> list[NewMessage]:
+        messages: list[NewMessage] = []
+        for entry in entries:
+            if entry.key != MEMORY_MESSAGES:
+                raise InvalidArgumentError(
+                    f"entries[{entry.key}]",
+                    f"is not a state key of an IN_MEMORY memory (it has only {MEMORY_MESSAGES})",
+                )
+            msgs = messages_from_items(entry)
+            messages = [encode(m, f"{MEMORY_MESSAGES}[{i}]") for i, m in enumerate(msgs)]
+        # A missing key loads as an empty list, as AgentScope's loadFrom does.
+        return messages
+
+    def apply_state(self, tx: Tx, record: MemoryRecord, parsed: list[NewMessage]) -> None:
+        tx.replace(record.memory_id, MESSAGES, [m.data for m in parsed])

@@ -13,9 +13,10 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from agentscope_memory.errors import (
+    AbortedError,
     AlreadyExistsError,
     InvalidArgumentError,
     NotFoundError,
@@ -25,6 +26,7 @@ from agentscope_memory.errors import (
 from agentscope_memory.ids import check_id, check_request_id
 from agentscope_memory.message import Msg
 from agentscope_memory.proto_convert import msg_from_stored, msg_to_stored
+from agentscope_memory.session.state import StateEntry
 from agentscope_memory.store.base import MemoryRecord, RequestRecord, Row, Store, Tx
 
 __all__ = [
@@ -55,6 +57,7 @@ class MemoryKindHandler(Protocol):
     """What a kind of memory does for the plain `Memory` operations, inside a transaction."""
 
     kind: str
+    state_keys: list[tuple[str, bool]]
 
     def validate_config(self, config_json: str) -> str: ...
     def add(self, tx: Tx, record: MemoryRecord, new: list[NewMessage]) -> None: ...
@@ -62,6 +65,10 @@ class MemoryKindHandler(Protocol):
     def count(self, tx: Tx, record: MemoryRecord) -> int: ...
     def delete_at(self, tx: Tx, record: MemoryRecord, index: int) -> bool: ...
     def clear(self, tx: Tx, record: MemoryRecord) -> None: ...
+    # State in AgentScope session terms (StateService, JsonSession).
+    def export_state(self, tx: Tx, record: MemoryRecord) -> list[StateEntry]: ...
+    def parse_state(self, entries: list[StateEntry], encode: Callable[[Msg, str], NewMessage]) -> Any: ...
+    def apply_state(self, tx: Tx, record: MemoryRecord, parsed: Any) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -370,3 +377,56 @@ class MemoryManager:
             tx.touch_memory(memory_id)
 
         await self.store.run(tenant, clear)
+
+    # -- state ------------------------------------------------------------------------------
+
+    def _encode_one(self, msg: Msg, field: str) -> NewMessage:
+        data = msg_to_stored(msg)
+        if len(data) > self.limits.max_message_bytes:
+            raise ResourceExhaustedError(field, f"is {len(data)} bytes; at most {self.limits.max_message_bytes}")
+        return NewMessage(msg, data)
+
+    async def save_state(self, tenant: str, memory_id: str) -> tuple[MemoryRecord, list[StateEntry]]:
+        """The memory's state as AgentScope's `saveTo` writes it, read in one snapshot."""
+        check_id(memory_id, "memory_id")
+
+        def export(tx: Tx) -> tuple[MemoryRecord, list[StateEntry]]:
+            record = self._require(tx, memory_id)
+            return record, self.handler(record.kind).export_state(tx, record)
+
+        return await self.store.run(tenant, export, write=False)
+
+    async def load_state(
+        self,
+        tenant: str,
+        memory_id: str,
+        entries: list[StateEntry],
+        expected_version: int | None = None,
+    ) -> int:
+        """Replace the memory's contents with `entries` (AgentScope's `loadFrom`), atomically:
+        everything is validated first, and a failure changes nothing. Returns the new version."""
+        check_id(memory_id, "memory_id")
+        seen: set[tuple[str, bool]] = set()
+        for entry in entries:
+            if (entry.key, entry.is_list) in seen:
+                raise InvalidArgumentError(f"entries[{entry.key}]", "appears twice")
+            seen.add((entry.key, entry.is_list))
+        kind = await self.store.run(
+            tenant, lambda tx: self._require(tx, memory_id).kind, write=False, small=True
+        )
+        handler = self.handler(kind)
+        parsed = handler.parse_state(entries, self._encode_one)
+
+        def apply(tx: Tx) -> int:
+            record = self._require(tx, memory_id)
+            if record.kind != kind:
+                raise AbortedError(f"memory {memory_id!r} was replaced while its state was loading")
+            if expected_version is not None and record.version != expected_version:
+                raise AbortedError(
+                    f"memory {memory_id!r} is at version {record.version}, not the expected "
+                    f"{expected_version}; reload and retry"
+                )
+            handler.apply_state(tx, record, parsed)
+            return tx.touch_memory(memory_id)
+
+        return await self.store.run(tenant, apply)

@@ -26,6 +26,7 @@ from agentscope_memory_server.config import Settings
 from agentscope_memory_server.errors import unimplemented
 from agentscope_memory_server.memory_servicer import MemoryServicer
 from agentscope_memory_server.reflection_docs import documented_pool
+from agentscope_memory_server.state_servicer import StateServicer
 
 log = logging.getLogger("agentscope_memory_server")
 
@@ -96,11 +97,7 @@ async def start_server(settings: Settings) -> RunningServer:
         server,
     )
     state_service_pb2_grpc.add_StateServiceServicer_to_server(
-        _placeholder(
-            state_service_pb2_grpc.StateServiceServicer,
-            "state save/load and JsonSession export are not available on this server yet",
-        ),
-        server,
+        StateServicer(manager, settings.sessions_root()), server
     )
 
     health_servicer = health.aio.HealthServicer()

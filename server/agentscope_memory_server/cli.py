@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from agentscope_memory_server import session_cli
 from agentscope_memory_server.config import load_settings
 from agentscope_memory_server.logs import configure_logging
 
@@ -27,6 +28,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--store", choices=["sqlite", "memory"], help="storage backend (default sqlite)")
     serve.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     serve.add_argument("--log-format", choices=["json", "text"])
+    session_cli.add_parser(commands)
     return parser
 
 
@@ -57,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"agentscope-memory: {exc}", file=sys.stderr)
             return 1
         return 0
+    if args.command == "session":
+        return session_cli.run(args)
     return 2
 
 

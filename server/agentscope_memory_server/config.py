@@ -34,6 +34,7 @@ class Settings(BaseSettings):
     data_dir: Path = Path("./data")
     store: Literal["sqlite", "memory"] = "sqlite"
     sqlite_synchronous: Literal["NORMAL", "FULL", "EXTRA"] = "NORMAL"
+    sessions_dir: Path | None = Field(None, description="JsonSession root; default <data_dir>/sessions")
 
     # Limits.
     max_message_bytes: int = Field(4 * MiB, gt=0)
@@ -76,6 +77,9 @@ class Settings(BaseSettings):
         if settings_cls.model_config.get("toml_file"):
             sources.append(TomlConfigSettingsSource(settings_cls))
         return tuple(sources)
+
+    def sessions_root(self) -> Path:
+        return self.sessions_dir or self.data_dir / "sessions"
 
     def limits(self) -> Limits:
         return Limits(

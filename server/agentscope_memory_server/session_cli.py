@@ -1,0 +1,126 @@
+"""`agentscope-memory session ...`: JsonSession directories on this machine, memories on a server.
+
+export  reads a memory's state from a server and writes it as a JsonSession directory here
+import  reads a JsonSession directory here and loads it into a memory on a server
+list    lists the sessions in a directory
+show    prints a session's messages readably
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from agentscope_memory.client import MemoryClient
+from agentscope_memory.errors import MemoryServiceError
+from agentscope_memory.message import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, msg_from_dict
+from agentscope_memory.session import JsonSession
+from agentscope_memory.session.exchange import read_entries, write_entries
+
+DEFAULT_DIR = Path("./data/sessions/default")
+KNOWN_LIST_KEYS = [
+    ("memory_messages", True),
+    ("autoContextMemory_workingMessages", True),
+    ("autoContextMemory_originalMessages", True),
+    ("autoContextMemory_compressionEvents", True),
+    ("autoContextMemory_offloadContext", False),
+]
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    session = commands.add_parser("session", help="JsonSession import/export/list/show")
+    actions = session.add_subparsers(dest="action", required=True)
+    for name in ("export", "import"):
+        action = actions.add_parser(name, help=f"{name} a memory's state {'to' if name == 'export' else 'from'} a JsonSession directory")
+        action.add_argument("--target", default="127.0.0.1:50051", help="server address")
+        action.add_argument("--api-key", help="API key, if the server wants one")
+        action.add_argument("--memory-id", required=True)
+        action.add_argument("--session-id", required=True)
+        action.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="JsonSession root directory")
+    listing = actions.add_parser("list", help="list the sessions in a JsonSession root")
+    listing.add_argument("--dir", type=Path, default=DEFAULT_DIR)
+    show = actions.add_parser("show", help="print a session's messages")
+    show.add_argument("session_id")
+    show.add_argument("--dir", type=Path, default=DEFAULT_DIR)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return _ACTIONS[args.action](args)
+    except (MemoryServiceError, OSError) as exc:
+        print(f"agentscope-memory session {args.action}: {exc}", file=sys.stderr)
+        return 1
+
+
+def _export(args: argparse.Namespace) -> int:
+    with MemoryClient(args.target, api_key=args.api_key) as client:
+        entries, version = client.save_state(args.memory_id)
+    session = JsonSession(args.dir)
+    write_entries(session, args.session_id, entries)
+    print(f"wrote {', '.join(e.key for e in entries)} (version {version}) to {session.session_dir(args.session_id)}")
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    session = JsonSession(args.dir)
+    if not session.exists(args.session_id):
+        print(f"no session {args.session_id!r} in {args.dir}", file=sys.stderr)
+        return 1
+    entries = read_entries(session, args.session_id, KNOWN_LIST_KEYS)
+    with MemoryClient(args.target, api_key=args.api_key) as client:
+        kind = client.get_memory(args.memory_id).kind
+        prefix = "memory_" if kind == "IN_MEMORY" else "autoContextMemory_"
+        entries = [e for e in entries if e.key.startswith(prefix)]
+        version = client.load_state(args.memory_id, entries)
+    print(f"loaded {', '.join(e.key for e in entries) or 'nothing'} into {args.memory_id} (version {version})")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    if not args.dir.is_dir():
+        print(f"no sessions in {args.dir}", file=sys.stderr)
+        return 1
+    session = JsonSession(args.dir)
+    for name in session.list_session_dirs():
+        keys = ", ".join(f"{k}{'.jsonl' if kind == 'list' else '.json'}" for k, kind in session.keys(name))
+        print(f"{name}\t{keys}")
+    return 0
+
+
+def describe_block(block: object) -> str:
+    if isinstance(block, TextBlock):
+        return block.text
+    if isinstance(block, ThinkingBlock):
+        return f"(thinking) {block.thinking}"
+    if isinstance(block, ToolUseBlock):
+        return f"-> {block.name}({block.content if block.content is not None else block.input}) [{block.id}]"
+    if isinstance(block, ToolResultBlock):
+        return f"<- {block.name} [{block.id}]: " + " ".join(describe_block(b) for b in block.output)
+    return f"[{type(block).__name__.removesuffix('Block').lower()}]"
+
+
+def format_message(msg: Msg) -> str:
+    role = msg.role.value if msg.role else "?"
+    who = f"{role}" + (f" ({msg.name})" if msg.name else "")
+    body = "\n    ".join(describe_block(b) for b in msg.content) or "(empty)"
+    return f"[{msg.timestamp or '-'}] {who}:\n    {body}"
+
+
+def _show(args: argparse.Namespace) -> int:
+    session = JsonSession(args.dir)
+    if not session.exists(args.session_id):
+        print(f"no session {args.session_id!r} in {args.dir}", file=sys.stderr)
+        return 1
+    for key, kind in session.keys(args.session_id):
+        if kind != "list" or not key.endswith(("messages", "Messages")):
+            continue
+        items = session.get_list(args.session_id, key)
+        print(f"== {key} ({len(items)} messages)")
+        for i, item in enumerate(items):
+            if item is not None:
+                print(format_message(msg_from_dict(item, f"{key}[{i}]")))
+    return 0
+
+
+_ACTIONS = {"export": _export, "import": _import, "list": _list, "show": _show}
