@@ -84,3 +84,19 @@ def test_sigterm_stops_the_process_cleanly(tmp_path) -> None:
         assert "shutting down" in log and "stopped" in log
     finally:
         server.close()
+
+
+async def test_prometheus_metrics_count_calls_by_method_and_code(server_factory) -> None:
+    import httpx
+
+    server = await server_factory(metrics_port=0)
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        stub = pb_grpc.MemoryServiceStub(channel)
+        await stub.CreateMemory(pb.CreateMemoryRequest(memory_id="m", kind=pb.MEMORY_KIND_IN_MEMORY))
+        with pytest.raises(grpc.aio.AioRpcError):
+            await stub.GetMemory(pb.GetMemoryRequest(memory_id="missing"))
+    async with httpx.AsyncClient() as http:
+        text = (await http.get(f"http://127.0.0.1:{server.metrics_port}/metrics")).text
+    assert 'agentscope_memory_rpc_calls_total{code="OK",method="/agentscope.memory.v1.MemoryService/CreateMemory"} 1.0' in text
+    assert 'code="NOT_FOUND",method="/agentscope.memory.v1.MemoryService/GetMemory"' in text
+    assert "agentscope_memory_rpc_seconds_bucket" in text

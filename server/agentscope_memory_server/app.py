@@ -25,8 +25,10 @@ from agentscope_memory.store import Store, open_store
 from agentscope_memory_server.config import Settings
 from agentscope_memory_server.errors import unimplemented
 from agentscope_memory_server.memory_servicer import MemoryServicer
+from agentscope_memory_server.metrics import Metrics, MetricsInterceptor
 from agentscope_memory_server.reflection_docs import documented_pool
 from agentscope_memory_server.state_servicer import StateServicer
+from agentscope_memory_server.tenancy import AuthInterceptor
 
 log = logging.getLogger("agentscope_memory_server")
 
@@ -54,6 +56,7 @@ class RunningServer:
     manager: MemoryManager
     health: health.aio.HealthServicer
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    metrics_port: int | None = None
     _stopped: bool = False
 
     @property
@@ -87,7 +90,14 @@ async def start_server(settings: Settings) -> RunningServer:
         ("grpc.max_send_message_length", settings.grpc_max_receive_bytes),
         ("grpc.so_reuseport", 0),
     ]
-    server = grpc.aio.server(options=options)
+    interceptors: list[grpc.aio.ServerInterceptor] = []
+    metrics = None
+    if settings.metrics_port is not None:
+        metrics = Metrics()
+        interceptors.append(MetricsInterceptor(metrics))
+    if settings.api_keys:
+        interceptors.append(AuthInterceptor(settings.api_keys))
+    server = grpc.aio.server(options=options, interceptors=interceptors)
     memory_service_pb2_grpc.add_MemoryServiceServicer_to_server(MemoryServicer(manager), server)
     long_term_memory_service_pb2_grpc.add_LongTermMemoryServiceServicer_to_server(
         _placeholder(
@@ -115,6 +125,13 @@ async def start_server(settings: Settings) -> RunningServer:
     for name in ("",) + SERVICE_NAMES:
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     running = RunningServer(server, port, settings, store, manager, health_servicer)
+    if metrics is not None:
+        running.metrics_port = metrics.serve(settings.host, settings.metrics_port or 0)
+
+        async def close_metrics() -> None:
+            metrics.close()
+
+        running.closers.append(close_metrics)
     log.info("listening", extra={"fields": {"address": running.address}})
     return running
 

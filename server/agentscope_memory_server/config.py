@@ -43,7 +43,11 @@ class Settings(BaseSettings):
     max_page_bytes: int = Field(4 * MiB, gt=0)
     grpc_max_receive_bytes: int = Field(64 * MiB, gt=0)
 
+    # Authentication: API key -> tenant. Empty means no authentication (tenant "default").
+    api_keys: dict[str, str] = Field(default_factory=dict)
+
     # Operations.
+    metrics_port: int | None = Field(None, ge=0, le=65535, description="Prometheus /metrics port; unset = off")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["json", "text"] = "json"
     shutdown_grace_s: float = Field(10.0, ge=0)
@@ -55,6 +59,17 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     llm_timeout_s: float = Field(60.0, gt=0)
     llm_max_retries: int = Field(2, ge=0)
+
+    @field_validator("api_keys")
+    @classmethod
+    def _keys_and_tenants_valid(cls, value: dict[str, str]) -> dict[str, str]:
+        from agentscope_memory.ids import check_id
+
+        for key, tenant in value.items():
+            if len(key) < 16:
+                raise ValueError("API keys must be at least 16 characters")
+            check_id(tenant, "api_keys tenant")
+        return value
 
     @field_validator("host")
     @classmethod
@@ -95,6 +110,7 @@ class Settings(BaseSettings):
         for name, value in self:
             if isinstance(value, SecretStr):
                 out[name] = "********"
+        out["api_keys"] = {"********": tenant for tenant in self.api_keys.values()}
         return out
 
 
