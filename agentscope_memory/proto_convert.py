@@ -161,7 +161,7 @@ def parse_json_object(text: str, field: str) -> dict[str, Any]:
     return value
 
 
-def _float32(value: float) -> float:
+def float32_shortest(value: float) -> float:
     # A proto `float` arrives widened to double; recover the shortest decimal that maps to the
     # same float32, which is what Java's Float.toString prints.
     packed = struct.pack("<f", value)
@@ -254,7 +254,7 @@ def block_from_proto(block: pb.ContentBlock, field: str) -> ContentBlock:
             _source_from_proto(video.source, f"{field}.video.source")
             if video.HasField("source")
             else None,
-            _float32(video.fps) if video.HasField("fps") else None,
+            float32_shortest(video.fps) if video.HasField("fps") else None,
             video.max_frames if video.HasField("max_frames") else None,
             video.min_pixels if video.HasField("min_pixels") else None,
             video.max_pixels if video.HasField("max_pixels") else None,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import math
-import struct
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -25,7 +24,7 @@ from agentscope_memory.message import (
     msg_from_json,
     msg_to_json,
 )
-from agentscope_memory.proto_convert import msg_from_proto, msg_to_proto
+from agentscope_memory.proto_convert import float32_shortest, msg_from_proto, msg_to_proto
 
 # Strings that protobuf can carry: any unicode except lone surrogates.
 text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
@@ -48,19 +47,7 @@ non_null_object = st.dictionaries(text, json_value.filter(lambda v: v is not Non
 int32 = st.none() | st.integers(min_value=-(2**31), max_value=2**31 - 1)
 
 
-def _float32(value: float) -> float:
-    packed = struct.pack("<f", value)
-    for digits in range(1, 10):
-        candidate = float(f"{value:.{digits}g}")
-        try:
-            if struct.pack("<f", candidate) == packed:
-                return candidate
-        except OverflowError:  # rounded past the float32 range; try more digits
-            continue
-    return value
-
-
-fps = st.none() | st.floats(width=32, allow_nan=False, allow_infinity=False).map(_float32)
+fps = st.none() | st.floats(width=32, allow_nan=False, allow_infinity=False).map(float32_shortest)
 source = st.builds(URLSource, text.filter(bool)) | st.builds(
     Base64Source,
     text.filter(bool),

@@ -44,11 +44,18 @@ class AsyncMemoryClient:
         *,
         channel: grpc.aio.Channel | None = None,
         api_key: str | None = None,
+        root_certificates: bytes | None = None,
         timeout: float = DEFAULT_TIMEOUT_S,
         retries: int = 3,
     ) -> None:
         self._own_channel = channel is None
-        self._channel = channel or grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
+        if channel is None:
+            channel = (
+                grpc.aio.secure_channel(target, grpc.ssl_channel_credentials(root_certificates), options=CHANNEL_OPTIONS)
+                if root_certificates is not None
+                else grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
+            )
+        self._channel = channel
         self._stub = pb_grpc.MemoryServiceStub(self._channel)
         self._state = state_grpc.StateServiceStub(self._channel)
         self._metadata = metadata(api_key)

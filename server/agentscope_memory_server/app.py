@@ -117,7 +117,14 @@ async def start_server(settings: Settings) -> RunningServer:
     )
 
     try:
-        port = server.add_insecure_port(f"{settings.host}:{settings.port}")
+        address = f"{settings.host}:{settings.port}"
+        if settings.tls_cert_file is not None and settings.tls_key_file is not None:
+            credentials = grpc.ssl_server_credentials(
+                [(settings.tls_key_file.read_bytes(), settings.tls_cert_file.read_bytes())]
+            )
+            port = server.add_secure_port(address, credentials)
+        else:
+            port = server.add_insecure_port(address)
     except RuntimeError as exc:
         await store.close()
         raise OSError(f"cannot listen on {settings.host}:{settings.port}: {exc}") from exc

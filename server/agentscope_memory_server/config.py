@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -29,6 +29,8 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(50051, ge=0, le=65535, description="0 picks a free port")
     port_file: Path | None = Field(None, description="write the bound port here once listening")
+    tls_cert_file: Path | None = Field(None, description="PEM certificate chain; with tls_key_file enables TLS")
+    tls_key_file: Path | None = Field(None, description="PEM private key")
 
     # Storage.
     data_dir: Path = Path("./data")
@@ -70,6 +72,15 @@ class Settings(BaseSettings):
                 raise ValueError("API keys must be at least 16 characters")
             check_id(tenant, "api_keys tenant")
         return value
+
+    @model_validator(mode="after")
+    def _tls_pair(self) -> "Settings":
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            raise ValueError("tls_cert_file and tls_key_file must be given together")
+        for path in (self.tls_cert_file, self.tls_key_file):
+            if path is not None and not path.is_file():
+                raise ValueError(f"TLS file {path} does not exist")
+        return self
 
     @field_validator("host")
     @classmethod
