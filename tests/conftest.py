@@ -157,3 +157,24 @@ class ServerProcess:
         if self.proc.poll() is None:
             self.kill()
         self._log.close()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Any]:
+    """A private PostgreSQL server for the whole test session (skipped where none is installed)."""
+    from postgres_server import PostgresServer
+
+    try:
+        server = PostgresServer()
+    except FileNotFoundError as exc:
+        pytest.skip(str(exc))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_dsn(postgres: Any) -> str:
+    """A fresh database per test."""
+    import uuid
+
+    return postgres.create_database(f"t_{uuid.uuid4().hex[:12]}")

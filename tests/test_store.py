@@ -7,9 +7,10 @@ import pytest
 from agentscope_memory.store import MemoryRecord, RequestRecord, open_store
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
 async def store(request, tmp_path):
-    store = open_store(request.param, tmp_path)
+    dsn = request.getfixturevalue("postgres_dsn") if request.param == "postgres" else None
+    store = open_store(request.param, tmp_path, postgres_dsn=dsn)
     await store.run("t1", lambda tx: tx.insert_memory(MemoryRecord("m", "IN_MEMORY", version=1)))
     yield store
     await store.close()

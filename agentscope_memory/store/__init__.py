@@ -9,14 +9,22 @@ from agentscope_memory.store.base import MemoryRecord, RequestRecord, Row, Store
 __all__ = ["MemoryRecord", "RequestRecord", "Row", "Store", "Tx", "open_store"]
 
 
-def open_store(kind: str, data_dir: Path, *, sqlite_synchronous: str = "NORMAL") -> Store:
-    """Open the configured backend. `kind` is `sqlite` or `memory`."""
+def open_store(
+    kind: str, data_dir: Path, *, sqlite_synchronous: str = "NORMAL", postgres_dsn: str | None = None
+) -> Store:
+    """Open the configured backend: `sqlite`, `postgres` (needs `postgres_dsn`) or `memory`."""
     if kind == "sqlite":
         from agentscope_memory.store.sqlite import SqliteStore
 
         return SqliteStore(Path(data_dir) / "agentscope-memory.sqlite3", synchronous=sqlite_synchronous)
+    if kind == "postgres":
+        if not postgres_dsn:
+            raise ValueError("the postgres store needs a DSN (postgres_dsn)")
+        from agentscope_memory.store.postgres import PostgresStore
+
+        return PostgresStore(postgres_dsn)
     if kind == "memory":
         from agentscope_memory.store.memory import MemoryStore
 
         return MemoryStore()
-    raise ValueError(f"unknown store {kind!r} (sqlite or memory)")
+    raise ValueError(f"unknown store {kind!r} (sqlite, postgres or memory)")

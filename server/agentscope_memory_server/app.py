@@ -81,7 +81,10 @@ class RunningServer:
 async def start_server(settings: Settings) -> RunningServer:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     store = open_store(
-        settings.store, settings.data_dir, sqlite_synchronous=settings.sqlite_synchronous
+        settings.store,
+        settings.data_dir,
+        sqlite_synchronous=settings.sqlite_synchronous,
+        postgres_dsn=settings.postgres_dsn.get_secret_value() if settings.postgres_dsn else None,
     )
     manager = MemoryManager(store, [InMemoryKind()], settings.limits())
 

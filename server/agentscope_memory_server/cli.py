@@ -25,7 +25,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="port to listen on (default 50051; 0 picks one)")
     serve.add_argument("--port-file", type=Path, help="write the bound port to this file")
     serve.add_argument("--data-dir", type=Path, help="where stores keep their files (default ./data)")
-    serve.add_argument("--store", choices=["sqlite", "memory"], help="storage backend (default sqlite)")
+    serve.add_argument("--store", choices=["sqlite", "postgres", "memory"], help="storage backend (default sqlite)")
+    serve.add_argument("--postgres-dsn", help="PostgreSQL DSN for --store postgres")
     serve.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     serve.add_argument("--log-format", choices=["json", "text"])
     session_cli.add_parser(commands)
@@ -43,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
                 port_file=args.port_file,
                 data_dir=args.data_dir,
                 store=args.store,
+                postgres_dsn=args.postgres_dsn,
                 log_level=args.log_level,
                 log_format=args.log_format,
             )

@@ -34,7 +34,8 @@ class Settings(BaseSettings):
 
     # Storage.
     data_dir: Path = Path("./data")
-    store: Literal["sqlite", "memory"] = "sqlite"
+    store: Literal["sqlite", "postgres", "memory"] = "sqlite"
+    postgres_dsn: SecretStr | None = Field(None, description="e.g. postgresql://user:pw@host:5432/db")
     sqlite_synchronous: Literal["NORMAL", "FULL", "EXTRA"] = "NORMAL"
     sessions_dir: Path | None = Field(None, description="JsonSession root; default <data_dir>/sessions")
 
@@ -72,6 +73,12 @@ class Settings(BaseSettings):
                 raise ValueError("API keys must be at least 16 characters")
             check_id(tenant, "api_keys tenant")
         return value
+
+    @model_validator(mode="after")
+    def _postgres_needs_dsn(self) -> "Settings":
+        if self.store == "postgres" and self.postgres_dsn is None:
+            raise ValueError("store=postgres needs postgres_dsn")
+        return self
 
     @model_validator(mode="after")
     def _tls_pair(self) -> "Settings":

@@ -1,0 +1,59 @@
+"""Several server replicas on one PostgreSQL database: any replica serves any memory."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from agentscope_memory.client import AsyncMemoryClient
+from agentscope_memory.errors import AlreadyExistsError
+from agentscope_memory.message import Msg, MsgRole
+
+
+@pytest.fixture
+async def replicas(server_factory, postgres_dsn):
+    return [await server_factory(store="postgres", postgres_dsn=postgres_dsn) for _ in range(2)]
+
+
+async def test_a_memory_written_on_one_replica_is_read_on_the_other(replicas) -> None:
+    a, b = replicas
+    async with AsyncMemoryClient(a.address) as first, AsyncMemoryClient(b.address) as second:
+        await first.create_memory("m")
+        await first.add_message("m", Msg.create(MsgRole.USER, "hello"))
+        assert [m.text_content for m in await second.get_messages("m")] == ["hello"]
+        await second.delete_message("m", 0)
+        assert await first.get_messages("m") == []
+        with pytest.raises(AlreadyExistsError):
+            await second.create_memory("m")
+
+
+async def test_concurrent_writes_through_both_replicas_are_all_kept_in_order(replicas) -> None:
+    clients = [AsyncMemoryClient(r.address) for r in replicas]
+    try:
+        await clients[0].create_memory("m")
+
+        async def writer(w: int) -> None:
+            client = clients[w % 2]
+            for i in range(25):
+                await client.add_message("m", Msg.create(MsgRole.USER, f"{w}:{i}"))
+
+        await asyncio.gather(*(writer(w) for w in range(6)))
+        texts = [m.text_content for m in await clients[1].get_messages("m")]
+        assert len(texts) == 150 and len(set(texts)) == 150
+        for w in range(6):
+            assert [t for t in texts if t.startswith(f"{w}:")] == [f"{w}:{i}" for i in range(25)]
+        assert (await clients[0].get_memory("m")).message_count == 150
+    finally:
+        for client in clients:
+            await client.close()
+
+
+async def test_a_retry_on_the_other_replica_is_not_stored_twice(replicas) -> None:
+    a, b = replicas
+    msg = Msg.create(MsgRole.USER, "once")
+    async with AsyncMemoryClient(a.address) as first, AsyncMemoryClient(b.address) as second:
+        await first.create_memory("m")
+        await first.add_messages("m", [msg], request_id="retry-1")
+        await second.add_messages("m", [msg], request_id="retry-1")
+        assert len(await second.get_messages("m")) == 1
