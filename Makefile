@@ -25,6 +25,8 @@ $(VENV)/bin/python:
 
 $(INSTALL_STAMP): pyproject.toml | $(VENV)/bin/python
 	$(PIP) install --quiet -e ".[dev]"
+	$(PY) -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['tool']['agentscope-memory']['no-deps'])" \
+		| xargs $(PIP) install --quiet --no-deps
 	touch $@
 
 install: $(INSTALL_STAMP)
@@ -54,6 +56,11 @@ test: lint gen test-python
 
 test-python: gen
 	$(PY) -m pytest -q
+
+# Java client (clients/java): Maven builds the stubs from proto/ and its tests start the server
+# from $(VENV), so the Python side must be installed and generated first.
+test-java: gen
+	cd clients/java && mvn -B -ntp test
 
 serve: gen
 	$(VENV)/bin/agentscope-memory serve

@@ -37,6 +37,8 @@ def make_settings(data_dir: Path, **overrides: Any) -> Settings:
         "data_dir": data_dir,
         "log_format": "text",
         "shutdown_grace_s": 2.0,
+        # Tests that need long-term memory load it on first use; the rest never pay for it.
+        "long_term_preload": False,
     }
     values.update(overrides)
     return Settings(**values)

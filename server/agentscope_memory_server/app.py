@@ -20,10 +20,12 @@ from agentscope_memory._proto.agentscope.memory.v1 import (
     state_service_pb2_grpc,
 )
 from agentscope_memory.memory.in_memory import InMemoryKind
-from agentscope_memory.memory.manager import MemoryManager
+from agentscope_memory.long_term import Mem0LongTermMemory, Mem0Store, Turns
+from agentscope_memory.memory.manager import DEFAULT_TENANT, MemoryManager
 from agentscope_memory.store import Store, open_store
 from agentscope_memory_server.config import Settings
 from agentscope_memory_server.errors import unimplemented
+from agentscope_memory_server.long_term_servicer import LongTermServicer
 from agentscope_memory_server.memory_servicer import MemoryServicer
 from agentscope_memory_server.metrics import Metrics, MetricsInterceptor
 from agentscope_memory_server.reflection_docs import documented_pool
@@ -57,6 +59,7 @@ class RunningServer:
     health: health.aio.HealthServicer
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     metrics_port: int | None = None
+    background: list[asyncio.Task[None]] = field(default_factory=list)
     _stopped: bool = False
 
     @property
@@ -72,10 +75,33 @@ class RunningServer:
         log.info("shutting down", extra={"fields": {"grace_s": grace}})
         # New calls are refused at once; calls in flight get `grace` seconds to finish.
         await self.server.stop(grace)
+        for task in self.background:
+            task.cancel()
+        await asyncio.gather(*self.background, return_exceptions=True)
         for close in reversed(self.closers):
             await close()
         await self.store.close()
         log.info("stopped")
+
+
+def build_long_term(settings: Settings, manager: MemoryManager) -> tuple[Mem0LongTermMemory, Turns, Mem0Store]:
+    mem0_store = Mem0Store(settings.long_term_config())
+    long_term = Mem0LongTermMemory(mem0_store)
+    return long_term, Turns(manager, long_term), mem0_store
+
+
+async def _start_long_term(settings: Settings, mem0_store: Mem0Store, turns: Turns) -> None:
+    """Load mem0 and the embedder (if asked to), then replay unfinished background records."""
+    try:
+        if settings.long_term_preload:
+            await mem0_store.open()
+            log.info("long-term memory ready")
+        tenants = sorted(set(settings.api_keys.values())) or [DEFAULT_TENANT]
+        resumed = await turns.resume_pending(tenants)
+        if resumed:
+            log.info("resumed background long-term records", extra={"fields": {"count": resumed}})
+    except Exception:  # noqa: BLE001 - the first long-term call reports the error to its caller
+        log.exception("long-term memory failed to start")
 
 
 async def start_server(settings: Settings) -> RunningServer:
@@ -102,13 +128,26 @@ async def start_server(settings: Settings) -> RunningServer:
         interceptors.append(AuthInterceptor(settings.api_keys))
     server = grpc.aio.server(options=options, interceptors=interceptors)
     memory_service_pb2_grpc.add_MemoryServiceServicer_to_server(MemoryServicer(manager), server)
-    long_term_memory_service_pb2_grpc.add_LongTermMemoryServiceServicer_to_server(
-        _placeholder(
-            long_term_memory_service_pb2_grpc.LongTermMemoryServiceServicer,
-            "long-term memory (mem0) is not available on this server yet",
-        ),
-        server,
-    )
+    closers: list[Callable[[], Awaitable[None]]] = []
+    if settings.long_term_enabled:
+        long_term, turns, mem0_store = build_long_term(settings, manager)
+        long_term_memory_service_pb2_grpc.add_LongTermMemoryServiceServicer_to_server(
+            LongTermServicer(long_term, turns), server
+        )
+
+        async def close_long_term() -> None:
+            await turns.drain()
+            await mem0_store.close()
+
+        closers.append(close_long_term)
+    else:
+        long_term_memory_service_pb2_grpc.add_LongTermMemoryServiceServicer_to_server(
+            _placeholder(
+                long_term_memory_service_pb2_grpc.LongTermMemoryServiceServicer,
+                "long-term memory is switched off on this server (long_term_enabled=false)",
+            ),
+            server,
+        )
     state_service_pb2_grpc.add_StateServiceServicer_to_server(
         StateServicer(manager, settings.sessions_root()), server
     )
@@ -134,7 +173,9 @@ async def start_server(settings: Settings) -> RunningServer:
     await server.start()
     for name in ("",) + SERVICE_NAMES:
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    running = RunningServer(server, port, settings, store, manager, health_servicer)
+    running = RunningServer(server, port, settings, store, manager, health_servicer, closers)
+    if settings.long_term_enabled:
+        running.background.append(asyncio.create_task(_start_long_term(settings, mem0_store, turns)))
     if metrics is not None:
         running.metrics_port = metrics.serve(settings.host, settings.metrics_port or 0)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
@@ -14,6 +14,9 @@ from pydantic_settings import (
 )
 
 from agentscope_memory.memory.manager import Limits
+
+if TYPE_CHECKING:
+    from agentscope_memory.long_term.mem0_store import LongTermConfig
 
 MiB = 1024 * 1024
 
@@ -63,6 +66,20 @@ class Settings(BaseSettings):
     llm_timeout_s: float = Field(60.0, gt=0)
     llm_max_retries: int = Field(2, ge=0)
 
+    # Long-term memory (mem0 in-process). Embedded default: MiniLM with numpy, embedded Qdrant
+    # under <data_dir>/mem0, and fact extraction only when llm_base_url is set.
+    long_term_enabled: bool = True
+    long_term_preload: bool = Field(True, description="load mem0 and the embedder at start, in the background")
+    long_term_embedder: Literal["minilm", "openai"] = "minilm"
+    long_term_embedder_base_url: str | None = None
+    long_term_embedder_model: str = "text-embedding-3-small"
+    long_term_embedder_api_key: SecretStr | None = None
+    long_term_embedder_dims: int = Field(1536, gt=0)
+    long_term_vector_store: Literal["qdrant", "qdrant_server", "pgvector"] = "qdrant"
+    long_term_qdrant_url: str | None = None
+    long_term_qdrant_api_key: SecretStr | None = None
+    long_term_pgvector_dsn: SecretStr | None = None
+
     @field_validator("api_keys")
     @classmethod
     def _keys_and_tenants_valid(cls, value: dict[str, str]) -> dict[str, str]:
@@ -110,6 +127,29 @@ class Settings(BaseSettings):
         if settings_cls.model_config.get("toml_file"):
             sources.append(TomlConfigSettingsSource(settings_cls))
         return tuple(sources)
+
+    def long_term_config(self) -> "LongTermConfig":
+        from agentscope_memory.long_term.mem0_store import LongTermConfig
+
+        def secret(value: SecretStr | None) -> str | None:
+            return value.get_secret_value() if value is not None else None
+
+        return LongTermConfig(
+            data_dir=self.data_dir,
+            embedder=self.long_term_embedder,
+            embedder_base_url=self.long_term_embedder_base_url,
+            embedder_model=self.long_term_embedder_model,
+            embedder_api_key=secret(self.long_term_embedder_api_key),
+            embedder_dims=self.long_term_embedder_dims,
+            vector_store=self.long_term_vector_store,
+            qdrant_url=self.long_term_qdrant_url,
+            qdrant_api_key=secret(self.long_term_qdrant_api_key),
+            pgvector_dsn=secret(self.long_term_pgvector_dsn),
+            llm_base_url=self.llm_base_url,
+            llm_model=self.llm_model,
+            llm_api_key=secret(self.llm_api_key),
+            llm_timeout_s=self.llm_timeout_s,
+        )
 
     def sessions_root(self) -> Path:
         return self.sessions_dir or self.data_dir / "sessions"

@@ -1,0 +1,204 @@
+"""`Mem0LongTermMemory`: AgentScope-Java 1.0.12's `LongTermMemory` over in-process mem0.
+
+record: messages with no text, or whose text contains `<compressed_history>`, are skipped; USER
+and SYSTEM become mem0 "user" messages, ASSISTANT and TOOL "assistant" ones; only the text is
+kept (reference/agentscope-java-core.md §6.3). retrieve: the query is the message's text, the
+top 5 memories' texts are joined with newlines, and no text gives "" (§6.4).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from agentscope_memory.errors import InvalidArgumentError, NotFoundError, ResourceExhaustedError
+from agentscope_memory.ids import check_id
+from agentscope_memory.long_term.mem0_store import TENANT_KEY, Mem0Store
+from agentscope_memory.message import Msg, MsgRole
+
+log = logging.getLogger("agentscope_memory.long_term")
+
+COMPRESSED_TAG = "<compressed_history>"
+DEFAULT_TOP_K = 5
+MAX_TEXT_CHARS = 64 * 1024
+_ROLES = {MsgRole.USER: "user", MsgRole.SYSTEM: "user", MsgRole.ASSISTANT: "assistant", MsgRole.TOOL: "assistant"}
+_SCOPE_FIELDS = (("agent_name", "agent_id"), ("user_id", "user_id"), ("run_name", "run_id"))
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Whose memories: AgentScope's agentName / userId / runName (mem0's agent/user/run ids)."""
+
+    agent_name: str = ""
+    user_id: str = ""
+    run_name: str = ""
+
+    def validate(self, field_name: str = "scope") -> Scope:
+        if not (self.agent_name or self.user_id or self.run_name):
+            raise InvalidArgumentError(
+                field_name, "at least one of agent_name, user_id or run_name must be provided"
+            )
+        for attr, _ in _SCOPE_FIELDS:
+            value = getattr(self, attr)
+            if value:
+                check_id(value, f"{field_name}.{attr}")
+        return self
+
+    def ids(self) -> dict[str, str]:
+        return {mem0_key: getattr(self, attr) for attr, mem0_key in _SCOPE_FIELDS if getattr(self, attr)}
+
+
+@dataclass
+class MemoryItem:
+    """A stored long-term memory."""
+
+    id: str
+    memory: str
+    scope: Scope
+    metadata: dict[str, Any] = field(default_factory=dict)
+    score: float | None = None
+    created_at: str = ""
+    updated_at: str = ""
+
+
+def _item(raw: dict[str, Any]) -> MemoryItem:
+    metadata = {k: v for k, v in (raw.get("metadata") or {}).items() if k != TENANT_KEY}
+    return MemoryItem(
+        id=str(raw.get("id", "")),
+        memory=raw.get("memory") or "",
+        scope=Scope(raw.get("agent_id") or "", raw.get("user_id") or "", raw.get("run_id") or ""),
+        metadata=metadata,
+        score=raw.get("score"),
+        created_at=str(raw.get("created_at") or ""),
+        updated_at=str(raw.get("updated_at") or ""),
+    )
+
+
+def recordable(msgs: Sequence[Msg | None]) -> list[dict[str, str]]:
+    """The mem0 messages AgentScope-Java's Mem0LongTermMemory sends for `msgs`."""
+    out: list[dict[str, str]] = []
+    for i, msg in enumerate(msgs):
+        if msg is None:
+            continue
+        text = msg.text_content
+        if not text or COMPRESSED_TAG in text:
+            continue
+        if msg.role is None:
+            # Java fails here with a NullPointerException; we say why.
+            raise InvalidArgumentError(f"messages[{i}].role", "is required to record a message")
+        if len(text) > MAX_TEXT_CHARS:
+            raise ResourceExhaustedError(
+                f"messages[{i}]", f"has {len(text)} characters of text; at most {MAX_TEXT_CHARS} per memory"
+            )
+        out.append({"role": _ROLES[msg.role], "content": text})
+    return out
+
+
+class Mem0LongTermMemory:
+    """Long-term memory for every tenant and scope, backed by one in-process mem0."""
+
+    def __init__(self, store: Mem0Store) -> None:
+        self._store = store
+
+    @property
+    def infer(self) -> bool:
+        return self._store.config.infer
+
+    def _filters(self, tenant: str, scope: Scope) -> dict[str, Any]:
+        return {**scope.ids(), TENANT_KEY: tenant}
+
+    async def record(
+        self, tenant: str, scope: Scope, msgs: Sequence[Msg | None], metadata: dict[str, Any] | None = None
+    ) -> list[MemoryItem]:
+        """Store what `msgs` say. Without an LLM each message is kept verbatim, once: a message
+        whose exact text this scope already holds is not stored again."""
+        scope.validate()
+        if metadata and TENANT_KEY in metadata:
+            raise InvalidArgumentError("metadata_json", f"{TENANT_KEY!r} is reserved")
+        messages = recordable(msgs)
+        if not messages:
+            return []
+        if not self.infer:
+            messages = await self._new_only(tenant, scope, messages)
+            if not messages:
+                return []
+        result = await self._store.call(
+            "add",
+            messages,
+            **scope.ids(),
+            metadata={**(metadata or {}), TENANT_KEY: tenant},
+            infer=self.infer,
+        )
+        return [_item({**r, **scope.ids()}) for r in (result or {}).get("results", [])]
+
+    async def _new_only(self, tenant: str, scope: Scope, messages: list[dict[str, str]]) -> list[dict[str, str]]:
+        # AgentScope records the whole conversation every turn; stored verbatim, that would
+        # duplicate each message once per turn. mem0 keeps an md5 of each memory's text.
+        fresh: list[dict[str, str]] = []
+        seen: set[str] = set()
+        for message in messages:
+            digest = hashlib.md5(message["content"].encode("utf-8")).hexdigest()
+            if digest in seen:
+                continue
+            seen.add(digest)
+            existing = await self._store.call(
+                "get_all", filters={**self._filters(tenant, scope), "hash": digest}, top_k=1
+            )
+            if not existing.get("results"):
+                fresh.append(message)
+        return fresh
+
+    async def search(self, tenant: str, scope: Scope, query: str, limit: int = DEFAULT_TOP_K) -> list[MemoryItem]:
+        scope.validate()
+        if not query.strip():
+            return []
+        result = await self._store.call(
+            "search", query, filters=self._filters(tenant, scope), top_k=limit or DEFAULT_TOP_K
+        )
+        return [_item(r) for r in (result or {}).get("results", [])]
+
+    async def retrieve(self, tenant: str, scope: Scope, msg: Msg | None, limit: int = DEFAULT_TOP_K) -> tuple[str, list[MemoryItem]]:
+        """Java `retrieve(msg)`: memories for the message's text, joined with newlines."""
+        if msg is None or not msg.text_content:
+            scope.validate()
+            return "", []
+        items = await self.search(tenant, scope, msg.text_content, limit)
+        return "\n".join(i.memory for i in items if i.memory), items
+
+    async def list(self, tenant: str, scope: Scope, limit: int = 100) -> list[MemoryItem]:
+        scope.validate()
+        result = await self._store.call("get_all", filters=self._filters(tenant, scope), top_k=limit)
+        return [_item(r) for r in (result or {}).get("results", [])]
+
+    async def _owned(self, tenant: str, memory_id: str) -> dict[str, Any]:
+        if not memory_id:
+            raise InvalidArgumentError("id", "is required")
+        try:
+            raw = await self._store.call("get", memory_id)
+        except (ValueError, KeyError):
+            raw = None
+        # Another tenant's memory is reported exactly like a missing one.
+        if not raw or (raw.get("metadata") or {}).get(TENANT_KEY) != tenant:
+            raise NotFoundError(f"long-term memory {memory_id!r} does not exist")
+        return raw
+
+    async def get(self, tenant: str, memory_id: str) -> MemoryItem:
+        return _item(await self._owned(tenant, memory_id))
+
+    async def delete(self, tenant: str, memory_id: str) -> None:
+        await self._owned(tenant, memory_id)
+        await self._store.call("delete", memory_id)
+
+    async def delete_scope(self, tenant: str, scope: Scope) -> int:
+        """Forget everything of a scope (within the tenant); returns how many were deleted."""
+        scope.validate()
+        deleted = 0
+        while True:
+            batch = await self.list(tenant, scope, limit=1000)
+            if not batch:
+                return deleted
+            for item in batch:
+                await self._store.call("delete", item.id)
+                deleted += 1

@@ -1,0 +1,253 @@
+"""LongTermMemoryService over gRPC: Java's tools and texts, the three modes, isolation, faults."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import grpc
+import pytest
+
+from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2 as pb
+from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2_grpc as pb_grpc
+from agentscope_memory.client import AsyncMemoryClient
+from agentscope_memory.long_term.tools import wrap
+from agentscope_memory.message import Msg, MsgRole
+from agentscope_memory.proto_convert import msg_from_proto, msg_to_proto
+from openai_stub import OpenAIStub, Reply
+
+STATIC = pb.LONG_TERM_MEMORY_MODE_STATIC_CONTROL
+AGENT = pb.LONG_TERM_MEMORY_MODE_AGENT_CONTROL
+BOTH = pb.LONG_TERM_MEMORY_MODE_BOTH
+ALICE = pb.Scope(agent_name="Assistant", user_id="alice")
+
+
+def user(text: str):
+    return msg_to_proto(Msg.create(MsgRole.USER, text))
+
+
+@pytest.fixture
+async def ltm(server):
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        yield pb_grpc.LongTermMemoryServiceStub(channel)
+
+
+async def test_tools_are_javas(ltm) -> None:
+    tools = {t.name: t for t in (await ltm.ListTools(pb.ListToolsRequest())).tools}
+    assert list(tools) == ["recordToMemory", "retrieveFromMemory"]
+    assert tools["recordToMemory"].description.startswith("Record important information to long-term memory")
+    record = json.loads(tools["recordToMemory"].parameters_json_schema)
+    assert record["required"] == ["thinking", "content"]
+    assert record["properties"]["content"] == {
+        "type": "array", "items": {"type": "string"},
+        "description": "List of specific facts to remember. Each item should be clear and concise."}
+    retrieve = json.loads(tools["retrieveFromMemory"].parameters_json_schema)
+    assert retrieve["required"] == ["keywords"]
+
+
+async def test_tool_result_texts(ltm) -> None:
+    cases = [
+        (pb.RecordToMemoryRequest(scope=ALICE, thinking="x", content=[]), "No content provided to record"),
+        (pb.RecordToMemoryRequest(scope=ALICE, thinking="", content=["", ""]), "No valid content to record"),
+    ]
+    for request, text in cases:
+        response = await ltm.RecordToMemory(request)
+        assert (response.text, response.tool_result_text) == (text, json.dumps(text))
+    nothing = await ltm.RetrieveFromMemory(pb.RetrieveFromMemoryRequest(scope=ALICE, keywords=["tea"]))
+    assert nothing.text == "No relevant memories found"
+    assert (await ltm.RetrieveFromMemory(pb.RetrieveFromMemoryRequest(scope=ALICE))).text == "No keywords provided for search"
+    ok = await ltm.RecordToMemory(pb.RecordToMemoryRequest(
+        scope=ALICE, thinking="The user shared a preference", content=["Alice drinks green tea"]))
+    assert ok.text == "Successfully recorded to long-term memory"
+    assert ok.tool_result_text == '"Successfully recorded to long-term memory"'
+    found = await ltm.RetrieveFromMemory(pb.RetrieveFromMemoryRequest(scope=ALICE, keywords=["green", "tea"]))
+    assert found.text.startswith("Below is content retrieved from the long-term memory associated with the current user, Please")
+    assert "<long_term_memory>\n" in found.text and "Alice drinks green tea" in found.text
+    assert json.loads(found.tool_result_text) == found.text and "\\n" in found.tool_result_text
+
+
+async def test_record_retrieve_list_get_delete(ltm) -> None:
+    recorded = await ltm.Record(pb.RecordRequest(scope=ALICE, messages=[user("I like tea"), user("I live in Oslo")],
+                                                 metadata_json='{"source":"chat"}'))
+    assert [m.memory for m in recorded.memories] == ["I like tea", "I live in Oslo"]
+    got = await ltm.Retrieve(pb.RetrieveRequest(scope=ALICE, message=user("where does she live"), limit=1))
+    assert got.text == "I live in Oslo" and got.memories[0].HasField("score")
+    listed = await ltm.ListLongTermMemories(pb.ListLongTermMemoriesRequest(scope=ALICE))
+    assert len(listed.memories) == 2 and json.loads(listed.memories[0].metadata_json) == {"source": "chat"}
+    one = await ltm.GetLongTermMemory(pb.GetLongTermMemoryRequest(id=listed.memories[0].id))
+    assert one.memory.scope.user_id == "alice"
+    await ltm.DeleteLongTermMemory(pb.DeleteLongTermMemoryRequest(id=one.memory.id))
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await ltm.GetLongTermMemory(pb.GetLongTermMemoryRequest(id=one.memory.id))
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND
+    deleted = await ltm.DeleteScope(pb.DeleteScopeRequest(scope=pb.Scope(user_id="alice")))
+    assert deleted.deleted_count == 1
+    empty = await ltm.Retrieve(pb.RetrieveRequest(scope=ALICE, message=user("anything")))
+    assert empty.text == "" and not empty.memories
+
+
+async def test_bad_input(ltm) -> None:
+    for call, request, field in [
+        (ltm.Record, pb.RecordRequest(messages=[user("x")]), "scope"),
+        (ltm.Retrieve, pb.RetrieveRequest(scope=pb.Scope(user_id="a/b"), message=user("x")), "scope.user_id"),
+        (ltm.Retrieve, pb.RetrieveRequest(scope=ALICE, message=user("x"), limit=-1), "limit"),
+        (ltm.Record, pb.RecordRequest(scope=ALICE, messages=[user("x")], metadata_json="[1]"), "metadata_json"),
+        (ltm.BeginTurn, pb.BeginTurnRequest(memory_id="m", scope=ALICE), "mode"),
+        (ltm.GetLongTermMemory, pb.GetLongTermMemoryRequest(), "id"),
+    ]:
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await call(request)
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and field in err.value.details()
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await ltm.BeginTurn(pb.BeginTurnRequest(memory_id="missing", scope=ALICE, mode=STATIC, input=[user("hi")]))
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+async def _turn_setup(server, ltm):
+    client = AsyncMemoryClient(server.address)
+    await client.create_memory("chat")
+    await ltm.Record(pb.RecordRequest(scope=ALICE, messages=[user("Alice is allergic to peanuts")]))
+    return client
+
+
+@pytest.mark.parametrize(("mode", "injects", "lists_tools"), [(STATIC, True, False), (AGENT, False, True), (BOTH, True, True)])
+async def test_begin_turn_by_mode(server, ltm, mode, injects, lists_tools) -> None:
+    client = await _turn_setup(server, ltm)
+    try:
+        question = user("Can you suggest a snack? I have allergies")
+        begun = await ltm.BeginTurn(pb.BeginTurnRequest(memory_id="chat", scope=ALICE, mode=mode, input=[question]))
+        stored = await client.get_messages("chat")
+        assert [m.id for m in stored] == [msg_from_proto(m).id for m in begun.input]
+        if injects:
+            injected = msg_from_proto(begun.input[-1])
+            assert len(begun.input) == 2 and injected.role is MsgRole.USER and injected.name == "long_term_memory"
+            assert injected.text_content == wrap("Alice is allergic to peanuts")
+        else:
+            assert list(begun.input) == [question]
+        assert [t.name for t in begun.tools] == (["recordToMemory", "retrieveFromMemory"] if lists_tools else [])
+    finally:
+        await client.close()
+
+
+async def test_begin_turn_without_memories_or_user_input_injects_nothing(server, ltm) -> None:
+    client = AsyncMemoryClient(server.address)
+    await client.create_memory("chat")
+    begun = await ltm.BeginTurn(pb.BeginTurnRequest(memory_id="chat", scope=ALICE, mode=STATIC, input=[user("hello")]))
+    assert len(begun.input) == 1
+    assistant_only = msg_to_proto(Msg.create(MsgRole.ASSISTANT, "peanuts"))
+    begun = await ltm.BeginTurn(pb.BeginTurnRequest(memory_id="chat", scope=ALICE, mode=STATIC, input=[assistant_only]))
+    assert len(begun.input) == 1
+    assert len(await client.get_messages("chat")) == 2
+    await client.close()
+
+
+@pytest.mark.parametrize(("mode", "records"), [(STATIC, True), (AGENT, False), (BOTH, True)])
+async def test_end_turn_by_mode(server, ltm, mode, records) -> None:
+    client = AsyncMemoryClient(server.address)
+    await client.create_memory("chat")
+    await client.add_messages("chat", [Msg.create(MsgRole.USER, "My cat is called Mochi"),
+                                       Msg.create(MsgRole.ASSISTANT, "Lovely name")])
+    ended = await ltm.EndTurn(pb.EndTurnRequest(memory_id="chat", scope=ALICE, mode=mode))
+    assert ended.recorded is records
+    listed = await ltm.ListLongTermMemories(pb.ListLongTermMemoriesRequest(scope=ALICE))
+    assert sorted(m.memory for m in listed.memories) == (["Lovely name", "My cat is called Mochi"] if records else [])
+    await client.close()
+
+
+async def test_background_record_is_finished_on_shutdown(server_factory, tmp_path) -> None:
+    data = tmp_path / "data"
+    server = await server_factory(data_dir=data)
+    async with grpc.aio.insecure_channel(server.address) as channel, AsyncMemoryClient(server.address) as client:
+        await client.create_memory("chat")
+        await client.add_message("chat", Msg.create(MsgRole.USER, "I speak Basque"))
+        ltm = pb_grpc.LongTermMemoryServiceStub(channel)
+        ended = await ltm.EndTurn(pb.EndTurnRequest(memory_id="chat", scope=ALICE, mode=BOTH, async_record=True))
+        assert ended.recorded
+    await server.stop(5)
+    restarted = await server_factory(data_dir=data)
+    async with grpc.aio.insecure_channel(restarted.address) as channel:
+        listed = await pb_grpc.LongTermMemoryServiceStub(channel).ListLongTermMemories(
+            pb.ListLongTermMemoriesRequest(scope=ALICE))
+        assert [m.memory for m in listed.memories] == ["I speak Basque"]
+
+
+async def test_unfinished_background_record_is_replayed_after_a_crash(server_factory, tmp_path) -> None:
+    data = tmp_path / "data"
+    server = await server_factory(data_dir=data)
+    async with AsyncMemoryClient(server.address) as client:
+        await client.create_memory("chat")
+        await client.add_message("chat", Msg.create(MsgRole.USER, "I was born in Tartu"))
+    # What EndTurn(async_record) writes before answering; the crash comes before the record.
+    pending = json.dumps({"scope": ["Assistant", "alice", ""], "count": 1})
+    await server.store.run("default", lambda tx: tx.kv_put("chat", "ltm_pending:crashed", pending))
+    await server.stop(0)
+    restarted = await server_factory(data_dir=data)
+    async with grpc.aio.insecure_channel(restarted.address) as channel:
+        ltm = pb_grpc.LongTermMemoryServiceStub(channel)
+        for _ in range(100):
+            listed = await ltm.ListLongTermMemories(pb.ListLongTermMemoriesRequest(scope=ALICE))
+            if listed.memories:
+                break
+            await asyncio.sleep(0.1)
+        assert [m.memory for m in listed.memories] == ["I was born in Tartu"]
+    for _ in range(50):
+        keys = await restarted.store.run("default", lambda tx: tx.kv_keys("chat", "ltm_pending:"))
+        if not keys:
+            break
+        await asyncio.sleep(0.1)
+    assert keys == []
+
+
+async def test_tenants_are_isolated(server_factory) -> None:
+    server = await server_factory(api_keys={"alice-tenant-key-0001": "tenant-a", "bob-tenant-key-00001": "tenant-b"})
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        ltm = pb_grpc.LongTermMemoryServiceStub(channel)
+        a = [("x-api-key", "alice-tenant-key-0001")]
+        b = [("x-api-key", "bob-tenant-key-00001")]
+        recorded = await ltm.Record(pb.RecordRequest(scope=ALICE, messages=[user("tenant A secret")]), metadata=a)
+        got = await ltm.Retrieve(pb.RetrieveRequest(scope=ALICE, message=user("secret")), metadata=b)
+        assert got.text == ""
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await ltm.GetLongTermMemory(pb.GetLongTermMemoryRequest(id=recorded.memories[0].id), metadata=b)
+        assert err.value.code() == grpc.StatusCode.NOT_FOUND
+        assert (await ltm.DeleteScope(pb.DeleteScopeRequest(scope=ALICE), metadata=b)).deleted_count == 0
+        assert (await ltm.Retrieve(pb.RetrieveRequest(scope=ALICE, message=user("secret")), metadata=a)).text == "tenant A secret"
+
+
+async def test_infer_extracts_facts_with_the_configured_llm(server_factory) -> None:
+    extracted = {"memory": [{"id": "0", "text": "Prefers window seats", "attributed_to": "user", "linked_memory_ids": []}]}
+    stub = OpenAIStub(default=Reply(json.dumps(extracted)))
+    try:
+        server = await server_factory(llm_base_url=stub.base_url, llm_api_key="sk-test", llm_model="scripted")
+        async with grpc.aio.insecure_channel(server.address) as channel:
+            ltm = pb_grpc.LongTermMemoryServiceStub(channel)
+            recorded = await ltm.Record(pb.RecordRequest(scope=ALICE, messages=[
+                user("When I fly I always book a window seat"), msg_to_proto(Msg.create(MsgRole.ASSISTANT, "Noted"))]))
+            assert [m.memory for m in recorded.memories] == ["Prefers window seats"]
+        assert len(stub.requests) == 1
+        body = stub.requests[0]["body"]
+        assert stub.requests[0]["path"] == "/v1/chat/completions" and body["model"] == "scripted"
+        assert stub.requests[0]["auth"] == "Bearer sk-test"
+        assert body["response_format"] == {"type": "json_object"}
+        assert "When I fly I always book a window seat" in body["messages"][-1]["content"]
+    finally:
+        stub.close()
+
+
+async def test_failing_llm_gives_a_clear_error_and_loses_nothing(server_factory) -> None:
+    stub = OpenAIStub(default=Reply(status=500))
+    try:
+        server = await server_factory(llm_base_url=stub.base_url, llm_api_key="sk-test", llm_max_retries=0)
+        async with grpc.aio.insecure_channel(server.address) as channel:
+            ltm = pb_grpc.LongTermMemoryServiceStub(channel)
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await ltm.Record(pb.RecordRequest(scope=ALICE, messages=[user("x")]))
+            assert err.value.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL)
+            assert err.value.code() == grpc.StatusCode.UNAVAILABLE, err.value.details()
+            listed = await ltm.ListLongTermMemories(pb.ListLongTermMemoriesRequest(scope=ALICE))
+            assert list(listed.memories) == []
+            # The agent tool reports the failure in AgentScope's words.
+            tool = await ltm.RecordToMemory(pb.RecordToMemoryRequest(scope=ALICE, content=["y"]))
+            assert tool.text.startswith("Error recording memory: ")
+    finally:
+        stub.close()
