@@ -251,3 +251,20 @@ async def test_failing_llm_gives_a_clear_error_and_loses_nothing(server_factory)
             assert tool.text.startswith("Error recording memory: ")
     finally:
         stub.close()
+
+
+async def test_python_client_runs_a_static_control_conversation(server) -> None:
+    from agentscope_memory.client import AsyncLongTermClient
+    from agentscope_memory.long_term import Scope
+
+    scope = Scope(agent_name="Assistant", user_id="carol")
+    async with AsyncMemoryClient(server.address) as memory, AsyncLongTermClient(server.address) as ltm:
+        await memory.create_memory("carol-chat")
+        turn = await ltm.begin_turn("carol-chat", scope, "BOTH", [Msg.create(MsgRole.USER, "I am vegan")])
+        assert len(turn.input) == 1 and set(turn.tools) == {"recordToMemory", "retrieveFromMemory"}
+        await memory.add_message("carol-chat", Msg.create(MsgRole.ASSISTANT, "Noted, vegan meals only."))
+        assert await ltm.end_turn("carol-chat", scope, "BOTH") is True
+        turn = await ltm.begin_turn("carol-chat", scope, "STATIC_CONTROL", [Msg.create(MsgRole.USER, "dinner ideas?")])
+        assert turn.input[-1].name == "long_term_memory" and "I am vegan" in turn.input[-1].text_content
+        assert "I am vegan" in await ltm.retrieve(scope, Msg.create(MsgRole.USER, "diet"))
+        assert await ltm.forget(scope) >= 2 and await ltm.list(scope) == []
