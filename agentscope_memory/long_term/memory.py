@@ -101,6 +101,9 @@ class Mem0LongTermMemory:
 
     def __init__(self, store: Mem0Store) -> None:
         self._store = store
+        # md5 of every text stored verbatim per (tenant, exact scope), loaded from mem0 on first
+        # use, so a record checks for duplicates without scanning the vector store each time.
+        self._known: dict[tuple[str, Scope], set[str]] = {}
 
     @property
     def infer(self) -> bool:
@@ -124,29 +127,40 @@ class Mem0LongTermMemory:
             messages = await self._new_only(tenant, scope, messages)
             if not messages:
                 return []
-        result = await self._store.call(
-            "add",
-            messages,
-            **scope.ids(),
-            metadata={**(metadata or {}), TENANT_KEY: tenant},
-            infer=self.infer,
-        )
+        try:
+            result = await self._store.call(
+                "add",
+                messages,
+                **scope.ids(),
+                metadata={**(metadata or {}), TENANT_KEY: tenant},
+                infer=self.infer,
+            )
+        except BaseException:
+            self._known.pop((tenant, scope), None)  # unknown what was stored; reload next time
+            raise
         return [_item({**r, **scope.ids()}) for r in (result or {}).get("results", [])]
+
+    async def _known_hashes(self, tenant: str, scope: Scope) -> set[str]:
+        key = (tenant, scope)
+        if key not in self._known:
+            result = await self._store.call("get_all", filters=self._filters(tenant, scope), top_k=1_000_000)
+            self._known[key] = {
+                r.get("hash") or hashlib.md5((r.get("memory") or "").encode("utf-8")).hexdigest()
+                for r in (result or {}).get("results", [])
+                # Broader scopes see narrower ones; only this exact scope's texts count.
+                if _item(r).scope == scope
+            }
+        return self._known[key]
 
     async def _new_only(self, tenant: str, scope: Scope, messages: list[dict[str, str]]) -> list[dict[str, str]]:
         # AgentScope records the whole conversation every turn; stored verbatim, that would
         # duplicate each message once per turn. mem0 keeps an md5 of each memory's text.
+        known = await self._known_hashes(tenant, scope)
         fresh: list[dict[str, str]] = []
-        seen: set[str] = set()
         for message in messages:
             digest = hashlib.md5(message["content"].encode("utf-8")).hexdigest()
-            if digest in seen:
-                continue
-            seen.add(digest)
-            existing = await self._store.call(
-                "get_all", filters={**self._filters(tenant, scope), "hash": digest}, top_k=1
-            )
-            if not existing.get("results"):
+            if digest not in known:
+                known.add(digest)
                 fresh.append(message)
         return fresh
 
@@ -190,6 +204,7 @@ class Mem0LongTermMemory:
     async def delete(self, tenant: str, memory_id: str) -> None:
         await self._owned(tenant, memory_id)
         await self._store.call("delete", memory_id)
+        self._known.clear()
 
     async def delete_scope(self, tenant: str, scope: Scope) -> int:
         """Forget everything of a scope (within the tenant); returns how many were deleted."""
@@ -202,3 +217,4 @@ class Mem0LongTermMemory:
             for item in batch:
                 await self._store.call("delete", item.id)
                 deleted += 1
+            self._known.clear()
