@@ -1,12 +1,15 @@
-"""A scripted OpenAI-compatible chat-completions server on 127.0.0.1, the tests' only double.
+"""A scripted OpenAI-compatible server on 127.0.0.1, the tests' only double (a remote paid API).
 
 It answers POST /v1/chat/completions from a queue of scripted replies (text, an HTTP error
-status, or a delay) and records every request body for assertions.
+status, or a delay), POST /v1/embeddings with vectors derived from the words of each input (so
+texts sharing words are similar), and records every request body for assertions.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -37,6 +40,9 @@ class OpenAIStub:
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
                 stub.requests.append({"path": self.path, "body": body, "auth": self.headers.get("authorization")})
+                if self.path.endswith("/embeddings"):
+                    self._send(200, json.dumps(stub.embeddings(body)).encode())
+                    return
                 reply = stub.replies.pop(0) if stub.replies else (stub.default or Reply("ok"))
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
@@ -50,7 +56,10 @@ class OpenAIStub:
                                      "message": {"role": "assistant", "content": reply.content}}],
                         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
                     }).encode()
-                self.send_response(reply.status)
+                self._send(reply.status, payload)
+
+            def _send(self, status: int, payload: bytes) -> None:
+                self.send_response(status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(payload)))
                 self.end_headers()
@@ -59,6 +68,19 @@ class OpenAIStub:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
+
+    dims: int = 64
+
+    def embeddings(self, body: dict[str, Any]) -> dict[str, Any]:
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        data = []
+        for i, text in enumerate(texts):
+            vector = [0.0] * self.dims
+            for word in str(text).lower().split():
+                vector[int(hashlib.md5(word.strip(".,?!").encode()).hexdigest(), 16) % self.dims] += 1.0
+            norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+            data.append({"object": "embedding", "index": i, "embedding": [v / norm for v in vector]})
+        return {"object": "list", "data": data, "model": body.get("model"), "usage": {"prompt_tokens": 1, "total_tokens": 1}}
 
     @property
     def base_url(self) -> str:

@@ -268,3 +268,29 @@ async def test_python_client_runs_a_static_control_conversation(server) -> None:
         assert turn.input[-1].name == "long_term_memory" and "I am vegan" in turn.input[-1].text_content
         assert "I am vegan" in await ltm.retrieve(scope, Msg.create(MsgRole.USER, "diet"))
         assert await ltm.forget(scope) >= 2 and await ltm.list(scope) == []
+
+
+async def test_an_openai_compatible_embedder_can_replace_minilm(server_factory) -> None:
+    stub = OpenAIStub()
+    try:
+        server = await server_factory(long_term_embedder="openai", long_term_embedder_base_url=stub.base_url,
+                                      long_term_embedder_api_key="sk-embed", long_term_embedder_model="embed-1",
+                                      long_term_embedder_dims=stub.dims)
+        async with grpc.aio.insecure_channel(server.address) as channel:
+            ltm = pb_grpc.LongTermMemoryServiceStub(channel)
+            await ltm.Record(pb.RecordRequest(scope=ALICE, messages=[user("Alice plays the violin"), user("Bob likes golf")]))
+            got = await ltm.Retrieve(pb.RetrieveRequest(scope=ALICE, message=user("which instrument does Alice play"), limit=1))
+            assert got.text == "Alice plays the violin"
+        embedding_calls = [r for r in stub.requests if r["path"].endswith("/embeddings")]
+        assert embedding_calls and all(r["body"]["model"] == "embed-1" and r["auth"] == "Bearer sk-embed"
+                                       for r in embedding_calls)
+    finally:
+        stub.close()
+
+
+async def test_mem0_telemetry_is_off(server) -> None:
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        await pb_grpc.LongTermMemoryServiceStub(channel).Retrieve(pb.RetrieveRequest(scope=ALICE, message=user("x")))
+    import mem0.memory.telemetry as telemetry
+
+    assert telemetry.MEM0_TELEMETRY is False
