@@ -34,6 +34,9 @@ async def main(selected: list[str]) -> list[dict]:
 def table(results: list[dict]) -> str:
     lines = [f"{'benchmark':<44} {'conc':>4} {'p50 ms':>9} {'p99 ms':>9} {'ops/s':>9} {'x echo':>7}"]
     for r in results:
+        if "seconds" in r:
+            lines.append(f"{r['benchmark']:<44} {'':>4} {'':>9} {'':>9} {'':>9}  {r['seconds']} s")
+            continue
         lines.append(
             f"{r['benchmark']:<44} {r.get('concurrency', ''):>4} {r.get('p50_ms', float('nan')):>9.3f} "
             f"{r.get('p99_ms', r.get('p95_ms', float('nan'))):>9.3f} {r.get('ops_per_s', float('nan')):>9.1f} "
