@@ -1,0 +1,84 @@
+"""A small client for OpenAI-compatible chat-completions endpoints (summaries, extraction).
+
+Timeouts, connection failures and 5xx answers are retried with exponential backoff; what is
+left becomes a library error a caller can act on (DeadlineExceededError, UnavailableError).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from agentscope_memory.errors import DeadlineExceededError, UnavailableError
+
+
+@dataclass(frozen=True)
+class LlmConfig:
+    base_url: str
+    model: str
+    api_key: str | None = None
+    timeout_s: float = 60.0
+    max_retries: int = 2
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    text: str
+    input_tokens: int
+    output_tokens: int
+    seconds: float
+
+
+class ChatClient:
+    def __init__(self, config: LlmConfig, client: httpx.AsyncClient | None = None) -> None:
+        self.config = config
+        self._client = client or httpx.AsyncClient(timeout=config.timeout_s)
+
+    async def close(self) -> None:
+        await self._client.aclose()
+
+    async def chat(self, messages: list[dict[str, Any]], **options: Any) -> ChatResult:
+        url = self.config.base_url.rstrip("/") + "/chat/completions"
+        headers = {"content-type": "application/json"}
+        if self.config.api_key:
+            headers["authorization"] = f"Bearer {self.config.api_key}"
+        body = {"model": self.config.model, "messages": messages, **options}
+        last: Exception | None = None
+        for attempt in range(self.config.max_retries + 1):
+            if attempt:
+                await asyncio.sleep(min(0.2 * 2 ** (attempt - 1), 5.0))
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            try:
+                response = await self._client.post(url, json=body, headers=headers)
+            except httpx.TimeoutException as exc:
+                last = DeadlineExceededError(f"LLM at {self.config.base_url} timed out after {self.config.timeout_s}s")
+                last.__cause__ = exc
+                continue
+            except httpx.HTTPError as exc:
+                last = UnavailableError(f"LLM at {self.config.base_url} is unreachable: {exc}")
+                continue
+            if response.status_code >= 500 or response.status_code == 429:
+                last = UnavailableError(f"LLM at {self.config.base_url} answered HTTP {response.status_code}")
+                continue
+            if response.status_code >= 400:
+                raise UnavailableError(
+                    f"LLM at {self.config.base_url} refused the request: HTTP {response.status_code} {response.text[:200]}"
+                )
+            return self._parse(response, loop.time() - started)
+        assert last is not None
+        raise last
+
+    def _parse(self, response: httpx.Response, seconds: float) -> ChatResult:
+        try:
+            data = response.json()
+            text = data["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise UnavailableError(f"LLM at {self.config.base_url} gave a malformed response: {response.text[:200]}") from None
+        if not isinstance(text, str) or not text.strip():
+            raise UnavailableError(f"LLM at {self.config.base_url} gave an empty response")
+        usage = data.get("usage") or {}
+        return ChatResult(text, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0), seconds)
