@@ -20,7 +20,12 @@ from agentscope_memory._proto.agentscope.memory.v1 import (
     state_service_pb2_grpc,
 )
 from agentscope_memory.memory.in_memory import InMemoryKind
+from agentscope_memory.llm import ChatClient, LlmConfig
 from agentscope_memory.long_term import Mem0LongTermMemory, Mem0Store, Turns
+from agentscope_memory.memory.autoctx.engine import Summarizer
+from agentscope_memory.memory.autoctx.service import AutoContextService
+from agentscope_memory.memory.autoctx.stored import AutoContextKind
+from agentscope_memory.memory.autoctx.summarizers import ExtractiveSummarizer, LlmSummarizer
 from agentscope_memory.memory.manager import DEFAULT_TENANT, MemoryManager
 from agentscope_memory.store import Store, open_store
 from agentscope_memory_server.config import Settings
@@ -84,6 +89,16 @@ class RunningServer:
         log.info("stopped")
 
 
+def build_summarizer(settings: Settings) -> Summarizer:
+    """The LLM summariser when an endpoint is configured, else the extractive fallback."""
+    if settings.llm_base_url is None:
+        return ExtractiveSummarizer()
+    return LlmSummarizer(ChatClient(LlmConfig(
+        settings.llm_base_url, settings.llm_model,
+        settings.llm_api_key.get_secret_value() if settings.llm_api_key else None,
+        settings.llm_timeout_s, settings.llm_max_retries)))
+
+
 def build_long_term(settings: Settings, manager: MemoryManager) -> tuple[Mem0LongTermMemory, Turns, Mem0Store]:
     mem0_store = Mem0Store(settings.long_term_config())
     long_term = Mem0LongTermMemory(mem0_store)
@@ -112,7 +127,8 @@ async def start_server(settings: Settings) -> RunningServer:
         sqlite_synchronous=settings.sqlite_synchronous,
         postgres_dsn=settings.postgres_dsn.get_secret_value() if settings.postgres_dsn else None,
     )
-    manager = MemoryManager(store, [InMemoryKind()], settings.limits())
+    manager = MemoryManager(store, [InMemoryKind(), AutoContextKind()], settings.limits())
+    auto_context = AutoContextService(manager, build_summarizer(settings))
 
     options = [
         ("grpc.max_receive_message_length", settings.grpc_max_receive_bytes),
@@ -127,7 +143,7 @@ async def start_server(settings: Settings) -> RunningServer:
     if settings.api_keys:
         interceptors.append(AuthInterceptor(settings.api_keys))
     server = grpc.aio.server(options=options, interceptors=interceptors)
-    memory_service_pb2_grpc.add_MemoryServiceServicer_to_server(MemoryServicer(manager), server)
+    memory_service_pb2_grpc.add_MemoryServiceServicer_to_server(MemoryServicer(manager, auto_context), server)
     closers: list[Callable[[], Awaitable[None]]] = []
     if settings.long_term_enabled:
         long_term, turns, mem0_store = build_long_term(settings, manager)

@@ -8,6 +8,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
 from agentscope_memory.errors import InvalidArgumentError
+from agentscope_memory.memory.autoctx.service import AutoContextService
 from agentscope_memory.memory.manager import MemoryInfo, MemoryManager
 from agentscope_memory.proto_convert import msgs_from_proto, stored_to_proto
 from agentscope_memory_server.auto_context_rpcs import AutoContextRpcs, auto_context_config_json
@@ -28,7 +29,7 @@ def _timestamp(seconds: float) -> Timestamp:
 
 
 class MemoryServicer(AutoContextRpcs, pb_grpc.MemoryServiceServicer):
-    def __init__(self, manager: MemoryManager, auto_context: object | None = None) -> None:
+    def __init__(self, manager: MemoryManager, auto_context: AutoContextService | None = None) -> None:
         self.manager = manager
         self.auto_context = auto_context
 

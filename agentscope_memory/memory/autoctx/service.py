@@ -1,0 +1,220 @@
+"""AutoContextMemory operations on stored memories: compress, the hook's reasoning input,
+original and interaction histories, context reload, events and the plan note.
+
+A compression reads the working history in one transaction, calls the summariser outside any
+transaction, and commits in a second one. Compressions of one memory never overlap (a lock per
+memory); messages appended meanwhile are kept after the compressed history, and any other
+change in between aborts the commit (ABORTED) rather than losing it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import AsyncIterator
+
+from agentscope_memory.errors import AbortedError, FailedPreconditionError, InvalidArgumentError
+from agentscope_memory.ids import check_id
+from agentscope_memory.memory.autoctx import prompts
+from agentscope_memory.memory.autoctx.config import CL100K, IMPROVED, AutoContextConfig
+from agentscope_memory.memory.autoctx.engine import (
+    CompressionEvent, Compressor, ContextState, Identity, PlanNote, Summarizer, interaction_messages,
+)
+from agentscope_memory.memory.autoctx.stored import (
+    KIND, ORIGINAL, WORKING, append_events, get_offload, get_plan, get_tokens, put_offload, read_events,
+    read_messages, set_plan, set_tokens,
+)
+from agentscope_memory.memory.autoctx.tokens import Cl100kCounter, JavaEstimate, TokenCounter, estimate_tokens
+from agentscope_memory.memory.manager import MemoryManager
+from agentscope_memory.message import Msg, MsgRole, TextBlock
+from agentscope_memory.proto_convert import msg_from_stored, msg_to_stored
+from agentscope_memory.store.base import MemoryRecord, Tx
+
+
+@dataclass(frozen=True)
+class CompressOutcome:
+    compressed: bool
+    events: list[tuple[int, CompressionEvent]]
+    tokens_before: int
+    tokens_after: int
+    message_count: int
+
+
+def reload_texts(uuid: str) -> tuple[str | None, str]:
+    """AgentScope-Java's `context_reload` texts: (error for a blank uuid, not-found text)."""
+    return (
+        "Error: UUID cannot be null or empty.",
+        f"No messages found for UUID: {uuid}, The context may have been cleared or the UUID is invalid.",
+    )
+
+
+class AutoContextService:
+    def __init__(self, manager: MemoryManager, summarizer: Summarizer, identity: Identity | None = None) -> None:
+        self._manager = manager
+        self._summarizer = summarizer
+        self._identity = identity or Identity()
+        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._changed: dict[tuple[str, str], asyncio.Condition] = {}
+        self._counters: dict[str, TokenCounter] = {}
+
+    @property
+    def store(self):  # noqa: ANN201
+        return self._manager.store
+
+    def _lock(self, tenant: str, memory_id: str) -> asyncio.Lock:
+        return self._locks.setdefault((tenant, memory_id), asyncio.Lock())
+
+    def _condition(self, tenant: str, memory_id: str) -> asyncio.Condition:
+        return self._changed.setdefault((tenant, memory_id), asyncio.Condition())
+
+    def _counter(self, config: AutoContextConfig) -> TokenCounter:
+        kind = CL100K if config.token_counter == CL100K else "java"
+        if kind not in self._counters:
+            self._counters[kind] = Cl100kCounter() if kind == CL100K else JavaEstimate()
+        return self._counters[kind]
+
+    @staticmethod
+    def _record(tx: Tx, memory_id: str) -> MemoryRecord:
+        record = tx.get_memory(memory_id)
+        if record is None:
+            from agentscope_memory.errors import NotFoundError
+
+            raise NotFoundError(f"memory {memory_id!r} does not exist")
+        if record.kind != KIND:
+            raise FailedPreconditionError(f"memory {memory_id!r} is {record.kind}, not AUTO_CONTEXT")
+        return record
+
+    async def _read(self, tenant: str, memory_id: str, fn, small: bool = False):  # noqa: ANN001, ANN202
+        check_id(memory_id, "memory_id")
+        return await self.store.run(tenant, lambda tx: fn(tx, self._record(tx, memory_id)), write=False, small=small)
+
+    # -- compression ------------------------------------------------------------------------
+
+    async def compress_if_needed(self, tenant: str, memory_id: str) -> CompressOutcome:
+        check_id(memory_id, "memory_id")
+        async with self._lock(tenant, memory_id):
+            return await self._compress(tenant, memory_id)
+
+    async def _compress(self, tenant: str, memory_id: str) -> CompressOutcome:
+        def check(tx: Tx) -> tuple[MemoryRecord, int, int]:
+            record = self._record(tx, memory_id)
+            return record, tx.length(memory_id, WORKING), get_tokens(tx, memory_id)
+
+        record, count, tokens = await self.store.run(tenant, check, write=False, small=True)
+        config = AutoContextConfig.from_json(record.config_json)
+        compressor = Compressor(config, self._summarizer, self._identity)
+        # The O(1) path: running totals say the trigger is not reached.
+        if not compressor.triggered(count, tokens):
+            return CompressOutcome(False, [], tokens, tokens, count)
+
+        def snapshot(tx: Tx) -> tuple[list[int], list[Msg], PlanNote | None]:
+            self._record(tx, memory_id)
+            rows = tx.read(memory_id, WORKING)
+            return [r.seq for r in rows], [msg_from_stored(r.data) for r in rows], get_plan(tx, memory_id)
+
+        seqs, working, plan = await self.store.run(tenant, snapshot, write=False)
+        state = ContextState(list(working), plan=plan)
+        counter = self._counter(config)
+        failure: BaseException | None = None
+        try:
+            compressed = await compressor.compress_if_needed(state)
+        except Exception as exc:  # noqa: BLE001 - committed as Java leaves it, then re-raised
+            failure, compressed = exc, False
+        if failure is not None and config.profile == IMPROVED:
+            raise failure  # improved: a failed compression changes nothing
+        changed_working = state.working is not working and state.working != working
+
+        def commit(tx: Tx) -> list[tuple[int, CompressionEvent]]:
+            self._record(tx, memory_id)
+            current = tx.read(memory_id, WORKING)
+            if [r.seq for r in current[: len(seqs)]] != seqs:
+                raise AbortedError(f"memory {memory_id!r} changed during compression; try again")
+            tail = [r.data for r in current[len(seqs):]]
+            for uuid, msgs in state.offload.items():
+                put_offload(tx, memory_id, uuid, msgs)
+            append_events(tx, memory_id, state.events)
+            if changed_working:
+                tx.replace(memory_id, WORKING, [msg_to_stored(m) for m in state.working] + tail)
+                set_tokens(tx, memory_id, estimate_tokens(state.working)
+                           + estimate_tokens(msg_from_stored(d) for d in tail))
+            if changed_working or state.events or state.offload:
+                tx.touch_memory(memory_id)
+            return read_events(tx, memory_id)[-len(state.events):] if state.events else []
+
+        events = await self.store.run(tenant, commit)
+        if events:
+            async with self._condition(tenant, memory_id):
+                self._condition(tenant, memory_id).notify_all()
+        if failure is not None:
+            raise failure
+        return CompressOutcome(compressed, events, counter.count(working), counter.count(state.working),
+                               len(state.working))
+
+    async def prepare_reasoning_input(
+        self, tenant: str, memory_id: str, system_prompt: str | None
+    ) -> tuple[list[Msg], CompressOutcome]:
+        """What AutoContextHook hands the model on PreReasoningEvent: compress if needed, then
+        the system message with the offload instruction, then the working history."""
+        outcome = await self.compress_if_needed(tenant, memory_id)
+        working = await self._read(tenant, memory_id, lambda tx, _: read_messages(tx, memory_id, WORKING))
+        text = prompts.HOOK_INSTRUCTION if system_prompt is None else system_prompt + "\n\n" + prompts.HOOK_INSTRUCTION
+        system = Msg(self._identity.new_id(), "system", MsgRole.SYSTEM, [TextBlock(text)], {}, self._identity.timestamp())
+        return [system] + working, outcome
+
+    # -- reads ------------------------------------------------------------------------------
+
+    async def original_page(self, tenant: str, memory_id: str, after_seq: int, limit: int) -> tuple[list[tuple[int, bytes]], int]:
+        def read(tx: Tx, _: MemoryRecord) -> tuple[list[tuple[int, bytes]], int]:
+            rows = tx.read(memory_id, ORIGINAL, after_seq, limit)
+            return [(r.seq, r.data) for r in rows], tx.length(memory_id, ORIGINAL)
+
+        return await self._read(tenant, memory_id, read, small=limit <= 1000)
+
+    async def interaction(self, tenant: str, memory_id: str) -> list[Msg]:
+        original = await self._read(tenant, memory_id, lambda tx, _: read_messages(tx, memory_id, ORIGINAL))
+        return interaction_messages(original)
+
+    async def reload(self, tenant: str, memory_id: str, uuid: str) -> tuple[list[Msg], bool]:
+        """The `context_reload` tool: the offloaded messages, or AgentScope's text when none."""
+        blank, missing = reload_texts(uuid)
+
+        def text_msg(text: str) -> Msg:
+            return Msg(self._identity.new_id(), None, MsgRole.USER, [TextBlock(text)], {}, self._identity.timestamp())
+
+        if not uuid or not uuid.strip():
+            await self._read(tenant, memory_id, lambda tx, record: None, small=True)
+            return [text_msg(blank)], False
+        found = await self._read(tenant, memory_id, lambda tx, _: get_offload(tx, memory_id, uuid), small=True)
+        if not found:
+            return [text_msg(missing)], False
+        return found, True
+
+    async def events(self, tenant: str, memory_id: str, after_seq: int = 0) -> list[tuple[int, CompressionEvent]]:
+        if after_seq < 0:
+            raise InvalidArgumentError("after_sequence", "must not be negative")
+        return await self._read(tenant, memory_id, lambda tx, _: read_events(tx, memory_id, after_seq))
+
+    async def watch(self, tenant: str, memory_id: str, after_seq: int = 0) -> AsyncIterator[tuple[int, CompressionEvent]]:
+        """Events after `after_seq`, then new ones as they are recorded (polled every second
+        too, so events committed by another replica arrive)."""
+        last = after_seq
+        condition = self._condition(tenant, memory_id)
+        while True:
+            for seq, event in await self.events(tenant, memory_id, last):
+                last = seq
+                yield seq, event
+            async with condition:
+                try:
+                    await asyncio.wait_for(condition.wait(), 1.0)
+                except asyncio.TimeoutError:
+                    pass
+
+    async def attach_plan(self, tenant: str, memory_id: str, plan: PlanNote | None) -> None:
+        check_id(memory_id, "memory_id")
+
+        def attach(tx: Tx) -> None:
+            self._record(tx, memory_id)
+            set_plan(tx, memory_id, plan)
+            tx.touch_memory(memory_id)
+
+        await self.store.run(tenant, attach, small=True)
