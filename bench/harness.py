@@ -80,8 +80,8 @@ def wait_serving(address: str, timeout: float = 60.0, service: str | None = None
 
 
 @contextmanager
-def process(args: list[str], address: str, health: str | None = "") -> Iterator[subprocess.Popen]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSCOPE_MEMORY_")}
+def process(args: list[str], address: str, health: str | None = "", env_extra: dict[str, str] | None = None) -> Iterator[subprocess.Popen]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSCOPE_MEMORY_")} | (env_extra or {})
     proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_serving(address, service=health)
