@@ -265,3 +265,54 @@ async def test_auto_context_rpcs_refuse_other_kinds(setup) -> None:
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await stub.CompressIfNeeded(pb.CompressIfNeededRequest(memory_id="plain"))
     assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION and "not AUTO_CONTEXT" in err.value.details()
+
+
+async def test_d26_hook_input_rebuild(setup) -> None:
+    _, client, stub, _ = await setup(pb.AutoContextConfig(msg_threshold=100))
+    await client.add_messages("ac", [U("Message 0"), U("Message 1"), U("Message 2")])
+    with_prompt = await stub.PrepareReasoningInput(pb.PrepareReasoningInputRequest(memory_id="ac", system_prompt="Base system prompt"))
+    first = msg_from_proto(with_prompt.messages[0])
+    assert first.text_content.startswith("Base system prompt\n\n") and "context_reload" in first.text_content
+    assert len(with_prompt.messages) == 4
+    without = await stub.PrepareReasoningInput(pb.PrepareReasoningInputRequest(memory_id="ac"))
+    assert msg_from_proto(without.messages[0]).name == "system" and len(without.messages) == 4
+
+
+async def test_d27_context_reload_after_d3(setup) -> None:
+    _, client, stub, _ = await setup()
+    msgs = d3_messages()
+    await client.add_messages("ac", msgs)
+    out = await stub.CompressIfNeeded(pb.CompressIfNeededRequest(memory_id="ac"))
+    uuid = (await client.get_messages("ac"))[1].metadata["_compress_meta"]["offloaduuid"]
+    assert out.compressed and len(uuid) == 36
+    reloaded = await stub.ReloadContext(pb.ReloadContextRequest(memory_id="ac", working_context_offload_uuid=uuid))
+    assert [msg_from_proto(m) for m in reloaded.messages] == msgs[1:11]
+    blank = await stub.ReloadContext(pb.ReloadContextRequest(memory_id="ac", working_context_offload_uuid="   "))
+    assert msg_from_proto(blank.messages[0]).text_content == "Error: UUID cannot be null or empty."
+
+
+async def test_d28_session_round_trip_through_a_jsonsession_directory(setup, tmp_path) -> None:
+    from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2 as spb
+    from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2_grpc as sgrpc
+    from agentscope_memory.session import JsonSession
+
+    server, client, stub, channel = await setup(data_dir=tmp_path / "data")
+    await client.add_messages("ac", d3_messages())
+    await stub.CompressIfNeeded(pb.CompressIfNeededRequest(memory_id="ac"))
+    state_stub = sgrpc.StateServiceStub(channel)
+    exported = await state_stub.ExportSession(spb.ExportSessionRequest(session_id="d28", memory_ids=["ac"]))
+    files = sorted(p.name for p in (tmp_path / "data" / "sessions" / "default" / "d28").iterdir())
+    assert files == ["autoContextMemory_compressionEvents.hash", "autoContextMemory_compressionEvents.jsonl",
+                     "autoContextMemory_offloadContext.json", "autoContextMemory_originalMessages.hash",
+                     "autoContextMemory_originalMessages.jsonl", "autoContextMemory_workingMessages.hash",
+                     "autoContextMemory_workingMessages.jsonl"]
+    session = JsonSession(tmp_path / "data" / "sessions" / "default")
+    assert len(session.get_list("d28", "autoContextMemory_workingMessages")) == 13
+    assert len(session.get_list("d28", "autoContextMemory_originalMessages")) == 22
+    assert list(session.get("d28", "autoContextMemory_offloadContext")) == ["offloadContext"]
+    await client.create_memory("fresh", "AUTO_CONTEXT", auto_context_config=D3_CONFIG)
+    imported = await state_stub.ImportSession(spb.ImportSessionRequest(session_id="d28", memory_id="fresh"))
+    assert list(imported.keys) == ["autoContextMemory_workingMessages", "autoContextMemory_originalMessages",
+                                   "autoContextMemory_offloadContext", "autoContextMemory_compressionEvents"]
+    assert (await client.save_state("fresh"))[0] == (await client.save_state("ac"))[0]
+    assert exported.keys
