@@ -134,6 +134,10 @@ class Mem0Store:
         from mem0.configs.base import MemoryConfig
 
         logging.getLogger("mem0").setLevel(logging.WARNING)
+        # Optional mem0 extras we leave out on purpose (spaCy lemmas; BM25 via fastembed, which
+        # would download a model): their "not installed" warnings are expected, not actionable.
+        for name in ("mem0.utils.spacy_models", "mem0.vector_stores.qdrant"):
+            logging.getLogger(name).setLevel(logging.ERROR)
         memory = AsyncMemory(MemoryConfig(**_mem0_config(self.config)))
         if self.config.embedder == "minilm":
             if self._embedder is None:
