@@ -13,7 +13,7 @@ from agentscope_memory.memory.autoctx.config import CL100K, IMPROVED, JAVA_ESTIM
 from agentscope_memory.memory.autoctx.engine import CompressionEvent, PlanNote, PlanSubtask
 from agentscope_memory.memory.autoctx.service import AutoContextService, CompressOutcome
 from agentscope_memory.message import to_json_text
-from agentscope_memory.proto_convert import msg_to_proto, msgs_to_proto, stored_to_proto
+from agentscope_memory.proto_convert import msg_from_proto, msg_to_proto, msgs_to_proto, stored_to_proto
 from agentscope_memory_server.errors import grpc_errors, grpc_stream_errors
 from agentscope_memory_server.tenancy import tenant_of
 
@@ -92,7 +92,8 @@ class AutoContextRpcs:
     @grpc_errors
     async def PrepareReasoningInput(self, request: pb.PrepareReasoningInputRequest, context: grpc.aio.ServicerContext) -> pb.PrepareReasoningInputResponse:
         prompt = request.system_prompt if request.HasField("system_prompt") else None
-        msgs, outcome = await self._service().prepare_reasoning_input(tenant_of(context), request.memory_id, prompt)
+        system = msg_from_proto(request.system_message, "system_message") if request.HasField("system_message") else None
+        msgs, outcome = await self._service().prepare_reasoning_input(tenant_of(context), request.memory_id, prompt, system)
         return pb.PrepareReasoningInputResponse(messages=msgs_to_proto(msgs), **self._outcome(outcome))
 
     @grpc_errors

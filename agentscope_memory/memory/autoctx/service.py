@@ -10,6 +10,8 @@ change in between aborts the commit (ABORTED) rather than losing it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import copy
 from dataclasses import dataclass
 from typing import AsyncIterator
 
@@ -21,7 +23,7 @@ from agentscope_memory.memory.autoctx.engine import (
     CompressionEvent, Compressor, ContextState, Identity, PlanNote, Summarizer, interaction_messages,
 )
 from agentscope_memory.memory.autoctx.stored import (
-    KIND, ORIGINAL, WORKING, append_events, get_offload, get_plan, get_tokens, put_offload, read_events,
+    KIND, ORIGINAL, WORKING, append_events, get_offload, get_plan, get_totals, put_offload, read_events,
     read_messages, set_plan, set_tokens,
 )
 from agentscope_memory.memory.autoctx.tokens import Cl100kCounter, JavaEstimate, TokenCounter, estimate_tokens
@@ -53,19 +55,42 @@ class AutoContextService:
         self._manager = manager
         self._summarizer = summarizer
         self._identity = identity or Identity()
-        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
-        self._changed: dict[tuple[str, str], asyncio.Condition] = {}
+        # Per memory, only while someone uses them (so they do not pile up over many memories):
+        # the lock serialising compressions with its user count, and the condition watchers
+        # wait on with its watcher count.
+        self._locks: dict[tuple[str, str], tuple[asyncio.Lock, list[int]]] = {}
+        self._changed: dict[tuple[str, str], tuple[asyncio.Condition, list[int]]] = {}
         self._counters: dict[str, TokenCounter] = {}
 
     @property
     def store(self):  # noqa: ANN201
         return self._manager.store
 
-    def _lock(self, tenant: str, memory_id: str) -> asyncio.Lock:
-        return self._locks.setdefault((tenant, memory_id), asyncio.Lock())
+    @staticmethod
+    @contextlib.contextmanager
+    def _use(table: dict, key: tuple[str, str], make):  # noqa: ANN001, ANN205
+        entry = table.get(key)
+        if entry is None:
+            entry = table[key] = (make(), [0])
+        entry[1][0] += 1
+        try:
+            yield entry[0]
+        finally:
+            entry[1][0] -= 1
+            if entry[1][0] == 0 and table.get(key) is entry:
+                del table[key]
 
-    def _condition(self, tenant: str, memory_id: str) -> asyncio.Condition:
-        return self._changed.setdefault((tenant, memory_id), asyncio.Condition())
+    @contextlib.asynccontextmanager
+    async def _exclusive(self, tenant: str, memory_id: str):  # noqa: ANN202
+        with self._use(self._locks, (tenant, memory_id), asyncio.Lock) as lock:
+            async with lock:
+                yield
+
+    async def _notify(self, tenant: str, memory_id: str) -> None:
+        entry = self._changed.get((tenant, memory_id))
+        if entry is not None:
+            async with entry[0]:
+                entry[0].notify_all()
 
     def _counter(self, config: AutoContextConfig) -> TokenCounter:
         kind = CL100K if config.token_counter == CL100K else "java"
@@ -92,20 +117,22 @@ class AutoContextService:
 
     async def compress_if_needed(self, tenant: str, memory_id: str) -> CompressOutcome:
         check_id(memory_id, "memory_id")
-        async with self._lock(tenant, memory_id):
+        async with self._exclusive(tenant, memory_id):
             return await self._compress(tenant, memory_id)
 
     async def _compress(self, tenant: str, memory_id: str) -> CompressOutcome:
-        def check(tx: Tx) -> tuple[MemoryRecord, int, int]:
+        def check(tx: Tx) -> tuple[MemoryRecord, int, dict[str, int]]:
             record = self._record(tx, memory_id)
-            return record, tx.length(memory_id, WORKING), get_tokens(tx, memory_id)
+            return record, tx.length(memory_id, WORKING), get_totals(tx, memory_id)
 
-        record, count, tokens = await self.store.run(tenant, check, write=False, small=True)
+        record, count, totals = await self.store.run(tenant, check, write=False, small=True)
+        tokens = int(totals["tokens"])
         config = AutoContextConfig.from_json(record.config_json)
         compressor = Compressor(config, self._summarizer, self._identity)
         # The O(1) path: running totals say the trigger is not reached.
         if not compressor.triggered(count, tokens):
-            return CompressOutcome(False, [], tokens, tokens, count)
+            shown = int(totals.get("reported", tokens)) if config.token_counter == CL100K else tokens
+            return CompressOutcome(False, [], shown, shown, count)
 
         def snapshot(tx: Tx) -> tuple[list[int], list[Msg], PlanNote | None]:
             self._record(tx, memory_id)
@@ -135,30 +162,44 @@ class AutoContextService:
             append_events(tx, memory_id, state.events)
             if changed_working:
                 tx.replace(memory_id, WORKING, [msg_to_stored(m) for m in state.working] + tail)
-                set_tokens(tx, memory_id, estimate_tokens(state.working)
-                           + estimate_tokens(msg_from_stored(d) for d in tail))
+                tail_msgs = [msg_from_stored(d) for d in tail]
+                reported = None
+                if config.token_counter == CL100K:
+                    reported = counter.count(state.working) + counter.count(tail_msgs)
+                set_tokens(tx, memory_id, estimate_tokens(state.working) + estimate_tokens(tail_msgs), reported)
             if changed_working or state.events or state.offload:
                 tx.touch_memory(memory_id)
             return read_events(tx, memory_id)[-len(state.events):] if state.events else []
 
         events = await self.store.run(tenant, commit)
         if events:
-            async with self._condition(tenant, memory_id):
-                self._condition(tenant, memory_id).notify_all()
+            await self._notify(tenant, memory_id)
         if failure is not None:
             raise failure
         return CompressOutcome(compressed, events, counter.count(working), counter.count(state.working),
                                len(state.working))
 
     async def prepare_reasoning_input(
-        self, tenant: str, memory_id: str, system_prompt: str | None
+        self, tenant: str, memory_id: str, system_prompt: str | None, system_message: Msg | None = None
     ) -> tuple[list[Msg], CompressOutcome]:
         """What AutoContextHook hands the model on PreReasoningEvent: compress if needed, then
-        the system message with the offload instruction, then the working history."""
+        the system message with the offload instruction, then the working history.
+
+        `system_message` is the agent input's first SYSTEM message (Java keeps its name and
+        metadata); `system_prompt` is the same given as plain text."""
+        if system_prompt is not None and system_message is not None:
+            raise InvalidArgumentError("system_message", "set at most one of system_prompt and system_message")
+        if system_message is not None and system_message.role is not MsgRole.SYSTEM:
+            raise InvalidArgumentError("system_message.role", "must be SYSTEM")
         outcome = await self.compress_if_needed(tenant, memory_id)
         working = await self._read(tenant, memory_id, lambda tx, _: read_messages(tx, memory_id, WORKING))
+        if system_message is not None:
+            system_prompt = system_message.text_content
         text = prompts.HOOK_INSTRUCTION if system_prompt is None else system_prompt + "\n\n" + prompts.HOOK_INSTRUCTION
-        system = Msg(self._identity.new_id(), "system", MsgRole.SYSTEM, [TextBlock(text)], {}, self._identity.timestamp())
+        name = system_message.name if system_message is not None else "system"
+        metadata = copy.deepcopy(system_message.metadata) if system_message is not None else {}
+        system = Msg(self._identity.new_id(), name, MsgRole.SYSTEM, [TextBlock(text)], metadata,
+                     self._identity.timestamp())
         return [system] + working, outcome
 
     # -- reads ------------------------------------------------------------------------------
@@ -198,16 +239,16 @@ class AutoContextService:
         """Events after `after_seq`, then new ones as they are recorded (polled every second
         too, so events committed by another replica arrive)."""
         last = after_seq
-        condition = self._condition(tenant, memory_id)
-        while True:
-            for seq, event in await self.events(tenant, memory_id, last):
-                last = seq
-                yield seq, event
-            async with condition:
-                try:
-                    await asyncio.wait_for(condition.wait(), 1.0)
-                except asyncio.TimeoutError:
-                    pass
+        with self._use(self._changed, (tenant, memory_id), asyncio.Condition) as condition:
+            while True:
+                for seq, event in await self.events(tenant, memory_id, last):
+                    last = seq
+                    yield seq, event
+                async with condition:
+                    try:
+                        await asyncio.wait_for(condition.wait(), 1.0)
+                    except asyncio.TimeoutError:
+                        pass
 
     async def attach_plan(self, tenant: str, memory_id: str, plan: PlanNote | None) -> None:
         check_id(memory_id, "memory_id")

@@ -12,9 +12,9 @@ import json
 from typing import Any, Callable
 
 from agentscope_memory.errors import InvalidArgumentError
-from agentscope_memory.memory.autoctx.config import AutoContextConfig
+from agentscope_memory.memory.autoctx.config import CL100K, AutoContextConfig
 from agentscope_memory.memory.autoctx.engine import CompressionEvent, PlanNote, PlanSubtask
-from agentscope_memory.memory.autoctx.tokens import estimate_tokens
+from agentscope_memory.memory.autoctx.tokens import Cl100kCounter, estimate_tokens
 from agentscope_memory.memory.manager import NewMessage
 from agentscope_memory.message import Msg, msg_from_dict, msg_to_dict, to_json_text
 from agentscope_memory.proto_convert import msg_from_stored
@@ -40,12 +40,21 @@ def read_messages(tx: Tx, memory_id: str, list_name: str) -> list[Msg]:
     return [msg_from_stored(r.data) for r in tx.read(memory_id, list_name)]
 
 
+def get_totals(tx: Tx, memory_id: str) -> dict[str, int]:
+    """`tokens`: Java's estimate of the working history (drives the trigger); `reported`: its
+    cl100k count, kept only for memories whose token counter is cl100k."""
+    return json.loads(tx.kv_get(memory_id, TOTALS) or '{"tokens": 0}')
+
+
 def get_tokens(tx: Tx, memory_id: str) -> int:
-    return int(json.loads(tx.kv_get(memory_id, TOTALS) or '{"tokens": 0}')["tokens"])
+    return int(get_totals(tx, memory_id)["tokens"])
 
 
-def set_tokens(tx: Tx, memory_id: str, tokens: int) -> None:
-    tx.kv_put(memory_id, TOTALS, json.dumps({"tokens": max(tokens, 0)}))
+def set_tokens(tx: Tx, memory_id: str, tokens: int, reported: int | None = None) -> None:
+    data = {"tokens": max(tokens, 0)}
+    if reported is not None:
+        data["reported"] = max(reported, 0)
+    tx.kv_put(memory_id, TOTALS, json.dumps(data))
 
 
 def put_offload(tx: Tx, memory_id: str, uuid: str, msgs: list[Msg]) -> None:
@@ -88,6 +97,25 @@ class AutoContextKind:
     kind = KIND
     state_keys = [(KEY_WORKING, True), (KEY_ORIGINAL, True), (KEY_OFFLOAD, False), (KEY_EVENTS, True)]
 
+    def __init__(self) -> None:
+        self._cl100k: Cl100kCounter | None = None
+
+    def reporter(self, record: MemoryRecord) -> Cl100kCounter | None:
+        """The cl100k counter when this memory reports real token counts, else None."""
+        if CL100K not in record.config_json or AutoContextConfig.from_json(record.config_json).token_counter != CL100K:
+            return None
+        if self._cl100k is None:
+            self._cl100k = Cl100kCounter()
+        return self._cl100k
+
+    def _update_totals(self, tx: Tx, record: MemoryRecord, msgs: list[Msg], sign: int) -> None:
+        totals = get_totals(tx, record.memory_id)
+        reporter = self.reporter(record)
+        reported = None
+        if reporter is not None:
+            reported = int(totals.get("reported", 0)) + sign * reporter.count(msgs)
+        set_tokens(tx, record.memory_id, int(totals["tokens"]) + sign * estimate_tokens(msgs), reported)
+
     def validate_config(self, config_json: str) -> str:
         return AutoContextConfig.from_json(config_json).to_json()
 
@@ -96,7 +124,7 @@ class AutoContextKind:
         # Java appends to both histories and never compresses on add.
         tx.append(record.memory_id, WORKING, data)
         tx.append(record.memory_id, ORIGINAL, data)
-        set_tokens(tx, record.memory_id, get_tokens(tx, record.memory_id) + estimate_tokens(m.msg for m in new))
+        self._update_totals(tx, record, [m.msg for m in new], +1)
 
     def read(self, tx: Tx, record: MemoryRecord, after_seq: int, limit: int | None) -> list[Row]:
         return tx.read(record.memory_id, WORKING, after_seq, limit)
@@ -111,14 +139,14 @@ class AutoContextKind:
             return False
         removed = msg_from_stored(rows[index].data)
         tx.delete_at(record.memory_id, WORKING, index)
-        set_tokens(tx, record.memory_id, get_tokens(tx, record.memory_id) - estimate_tokens([removed]))
+        self._update_totals(tx, record, [removed], -1)
         return True
 
     def clear(self, tx: Tx, record: MemoryRecord) -> None:
         # Java's clear() empties both histories but keeps offloads and events (quirk Q2).
         tx.clear(record.memory_id, WORKING)
         tx.clear(record.memory_id, ORIGINAL)
-        set_tokens(tx, record.memory_id, 0)
+        set_tokens(tx, record.memory_id, 0, None if self.reporter(record) is None else 0)
 
     # -- session state ----------------------------------------------------------------------
 
@@ -177,7 +205,9 @@ class AutoContextKind:
         memory_id = record.memory_id
         tx.replace(memory_id, WORKING, [m.data for m in parsed["working"]])
         tx.replace(memory_id, ORIGINAL, [m.data for m in parsed["original"]])
-        set_tokens(tx, memory_id, estimate_tokens(m.msg for m in parsed["working"]))
+        working = [m.msg for m in parsed["working"]]
+        reporter = self.reporter(record)
+        set_tokens(tx, memory_id, estimate_tokens(working), None if reporter is None else reporter.count(working))
         # Java's loadFrom keeps the in-memory offload map when the session has none, and clears
         # the events when the session has none.
         if parsed["offload"] is not None:

@@ -23,9 +23,16 @@ def utf16_len(text: str | None) -> int:
 
 
 def utf16_slice(text: str, end: int) -> str:
-    """`text.substring(0, end)` by UTF-16 units."""
+    """`text.substring(0, end)` by UTF-16 units.
+
+    Where Java would cut a surrogate pair in half (leaving a lone high surrogate), the half
+    character is dropped: a lone surrogate is not valid UTF-8, so it could be neither stored nor
+    sent over gRPC (a deliberate, documented difference from Java)."""
     data = text.encode("utf-16-le", "surrogatepass")[: end * 2]
-    return data.decode("utf-16-le", "surrogatepass")
+    out = data.decode("utf-16-le", "surrogatepass")
+    if out and "\ud800" <= out[-1] <= "\udbff":
+        out = out[:-1]
+    return out
 
 
 def _txt(text: str | None) -> int:
