@@ -19,7 +19,7 @@ from bench.harness import BIN, REPO, free_port, measure, process
 from bench.workload import message
 
 sys.path.insert(0, str(REPO / "tests"))
-from openai_stub import OpenAIStub, Reply  # noqa: E402
+from scripted_llm import ScriptedLLM, ScriptedReply  # noqa: E402
 
 SIZES = (10, 1_000, 10_000)
 NEVER = pb.AutoContextConfig(msg_threshold=2**31 - 1, max_token=2**62)
@@ -73,7 +73,7 @@ async def _flat_cost(results: list[dict]) -> None:
 
 
 async def _end_to_end(results: list[dict]) -> None:
-    stub_llm = OpenAIStub(default=Reply("Read three build logs; step 2 failed on a missing dependency, fixed by pinning it."))
+    stub_llm = ScriptedLLM(default=ScriptedReply.text("Read three build logs; step 2 failed on a missing dependency, fixed by pinning it."))
     port = free_port()
     address = f"127.0.0.1:{port}"
     msgs = conversation(1000)

@@ -11,6 +11,9 @@ empty) and records the request. A reply is one of:
 - `ScriptedReply.raw(b"...", 200)`    any body at all (malformed output);
 - any of them `.after(seconds)`       answered only after a delay (client timeouts).
 
+POST `.../embeddings` answers with vectors derived from the words of each input (texts that
+share words are similar), for tests of an OpenAI-compatible embedder.
+
 Usage:
     with ScriptedLLM(default=ScriptedReply.text("ok")) as llm:
         llm.push(ScriptedReply.error(500), ScriptedReply.text("SUMMARY"))
@@ -20,7 +23,9 @@ Usage:
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import threading
 import time
 from collections import deque
@@ -72,6 +77,7 @@ class ScriptedLLM:
     default: ScriptedReply | None = None
     model: str = "scripted-model"
     requests: list[RecordedRequest] = field(default_factory=list)
+    dims: int = 64
 
     def __post_init__(self) -> None:
         self._queue: deque[ScriptedReply] = deque()
@@ -92,6 +98,9 @@ class ScriptedLLM:
                     body = raw.decode("utf-8", "replace")
                 with llm._lock:
                     llm.requests.append(RecordedRequest("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                    if self.path.rstrip("/").endswith("/embeddings"):
+                        self._send(200, json.dumps(llm.embeddings(body)).encode())
+                        return
                     reply = llm._queue.popleft() if llm._queue else llm.default
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}).encode())
@@ -128,6 +137,21 @@ class ScriptedLLM:
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
+
+    def embeddings(self, body: dict[str, Any]) -> dict[str, Any]:
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        data = []
+        for i, text in enumerate(texts):
+            vector = [0.0] * self.dims
+            for word in str(text).lower().split():
+                vector[int(hashlib.md5(word.strip(".,?!").encode()).hexdigest(), 16) % self.dims] += 1.0
+            norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+            data.append({"object": "embedding", "index": i, "embedding": [v / norm for v in vector]})
+        return {"object": "list", "data": data, "model": body.get("model"), "usage": {"prompt_tokens": 1, "total_tokens": 1}}
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.path.rstrip("/").endswith("/chat/completions")]
 
     def push(self, *replies: ScriptedReply) -> None:
         with self._lock:

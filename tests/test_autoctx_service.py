@@ -15,7 +15,7 @@ from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.message import MsgRole
 from agentscope_memory.proto_convert import msg_from_proto
 from autoctx_helpers import A, TR, TU, U
-from openai_stub import OpenAIStub, Reply
+from scripted_llm import ScriptedLLM, ScriptedReply
 
 D3_CONFIG = pb.AutoContextConfig(msg_threshold=10, last_keep=5, min_consecutive_tool_messages=3,
                                  min_compression_token_threshold=0)
@@ -30,7 +30,7 @@ def d3_messages():
 
 @pytest.fixture
 def llm():
-    stub = OpenAIStub(default=Reply("SUMMARY"))
+    stub = ScriptedLLM(default=ScriptedReply.text("SUMMARY"))
     yield stub
     stub.close()
 
@@ -84,7 +84,7 @@ async def test_d3_through_grpc(setup, llm) -> None:
     (event,) = out.events
     assert (event.event_type, event.compressed_message_count, event.sequence) == ("TOOL_INVOCATION_COMPRESS", 10, 1)
     assert event.previous_message_id == msgs[0].id and event.next_message_id == msgs[11].id
-    assert json.loads(event.metadata_json) == {"inputToken": 10, "outputToken": 5, "time": pytest.approx(json.loads(event.metadata_json)["time"])}
+    assert json.loads(event.metadata_json) == {"inputToken": 10, "outputToken": 20, "time": pytest.approx(json.loads(event.metadata_json)["time"])}
     working = await client.get_messages("ac")
     assert len(working) == 13 and working[1].text_content.startswith("SUMMARY\n<!-- CONTEXT_OFFLOAD: uuid=")
     uuid = working[1].metadata["_compress_meta"]["offloaduuid"]
@@ -98,7 +98,7 @@ async def test_d3_through_grpc(setup, llm) -> None:
     assert len(interaction.messages) == 12  # 11 user messages and the final answer
     listed = await stub.ListCompressionEvents(pb.ListCompressionEventsRequest(memory_id="ac"))
     assert [e.event_type for e in listed.events] == ["TOOL_INVOCATION_COMPRESS"]
-    body = llm.requests[0]["body"]
+    body = llm.requests[0].body
     assert "expert content compression specialist" in body["messages"][0]["content"]
     assert body["messages"][-1]["content"] == "Above is the message list that needs to be compressed."
 
@@ -130,9 +130,9 @@ async def test_fallback_summariser_without_an_llm(setup) -> None:
     assert summary.text_content.startswith("[extractive summary] ") and "test_tool" in summary.text_content
 
 
-@pytest.mark.parametrize(("reply", "code"), [(Reply(status=500), grpc.StatusCode.UNAVAILABLE),
-                                             (Reply("", status=200), grpc.StatusCode.UNAVAILABLE),
-                                             (Reply("x", delay_s=2.0), grpc.StatusCode.DEADLINE_EXCEEDED)])
+@pytest.mark.parametrize(("reply", "code"), [(ScriptedReply.error(500), grpc.StatusCode.UNAVAILABLE),
+                                             (ScriptedReply.text(""), grpc.StatusCode.UNAVAILABLE),
+                                             (ScriptedReply.text("x").after(2.0), grpc.StatusCode.DEADLINE_EXCEEDED)])
 @pytest.mark.parametrize("profile", [pb.AUTO_CONTEXT_PROFILE_PARITY, pb.AUTO_CONTEXT_PROFILE_IMPROVED])
 async def test_llm_faults_leave_the_memory_consistent(setup, llm, reply, code, profile) -> None:
     llm.default = reply
@@ -176,7 +176,7 @@ async def test_restart_keeps_everything(setup, tmp_path) -> None:
 
 
 async def test_concurrent_compressions_do_not_overlap(setup, llm) -> None:
-    llm.default = Reply("SUMMARY", delay_s=0.2)
+    llm.default = ScriptedReply.text("SUMMARY").after(0.2)
     _, client, stub, _ = await setup()
     await client.add_messages("ac", d3_messages())
     results = await asyncio.gather(*(stub.CompressIfNeeded(pb.CompressIfNeededRequest(memory_id="ac")) for _ in range(3)))
@@ -190,7 +190,7 @@ async def test_concurrent_compressions_do_not_overlap(setup, llm) -> None:
 
 
 async def test_appends_during_a_compression_are_kept(setup, llm) -> None:
-    llm.default = Reply("SUMMARY", delay_s=0.5)
+    llm.default = ScriptedReply.text("SUMMARY").after(0.5)
     _, client, stub, _ = await setup()
     await client.add_messages("ac", d3_messages())
     compress = asyncio.ensure_future(stub.CompressIfNeeded(pb.CompressIfNeededRequest(memory_id="ac")))
@@ -221,7 +221,7 @@ async def test_plan_note_reaches_the_summariser(setup, llm) -> None:
     await stub.AttachPlanNote(pb.AttachPlanNoteRequest(memory_id="ac", plan=plan))
     await client.add_messages("ac", d3_messages())
     await stub.CompressIfNeeded(pb.CompressIfNeededRequest(memory_id="ac"))
-    assert llm.requests[0]["body"]["messages"][-1]["content"] == (
+    assert llm.requests[0].body["messages"][-1]["content"] == (
         "<plan_aware_hint>\nGoal: Test Description\nCurrent Progress: Task 1\nProgress: 0/2 subtasks completed\n"
         "Expected Outcome: Test Outcome\n\n</plan_aware_hint>")
 

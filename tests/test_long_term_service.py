@@ -14,7 +14,7 @@ from agentscope_memory.client import AsyncMemoryClient
 from agentscope_memory.long_term.tools import wrap
 from agentscope_memory.message import Msg, MsgRole
 from agentscope_memory.proto_convert import msg_from_proto, msg_to_proto
-from openai_stub import OpenAIStub, Reply
+from scripted_llm import ScriptedLLM, ScriptedReply
 
 STATIC = pb.LONG_TERM_MEMORY_MODE_STATIC_CONTROL
 AGENT = pb.LONG_TERM_MEMORY_MODE_AGENT_CONTROL
@@ -216,7 +216,7 @@ async def test_tenants_are_isolated(server_factory) -> None:
 
 async def test_infer_extracts_facts_with_the_configured_llm(server_factory) -> None:
     extracted = {"memory": [{"id": "0", "text": "Prefers window seats", "attributed_to": "user", "linked_memory_ids": []}]}
-    stub = OpenAIStub(default=Reply(json.dumps(extracted)))
+    stub = ScriptedLLM(default=ScriptedReply.json(extracted))
     try:
         server = await server_factory(llm_base_url=stub.base_url, llm_api_key="sk-test", llm_model="scripted")
         async with grpc.aio.insecure_channel(server.address) as channel:
@@ -225,9 +225,9 @@ async def test_infer_extracts_facts_with_the_configured_llm(server_factory) -> N
                 user("When I fly I always book a window seat"), msg_to_proto(Msg.create(MsgRole.ASSISTANT, "Noted"))]))
             assert [m.memory for m in recorded.memories] == ["Prefers window seats"]
         assert len(stub.requests) == 1
-        body = stub.requests[0]["body"]
-        assert stub.requests[0]["path"] == "/v1/chat/completions" and body["model"] == "scripted"
-        assert stub.requests[0]["auth"] == "Bearer sk-test"
+        body = stub.requests[0].body
+        assert stub.requests[0].path == "/v1/chat/completions" and body["model"] == "scripted"
+        assert stub.requests[0].headers.get("authorization") == "Bearer sk-test"
         assert body["response_format"] == {"type": "json_object"}
         assert "When I fly I always book a window seat" in body["messages"][-1]["content"]
     finally:
@@ -235,7 +235,7 @@ async def test_infer_extracts_facts_with_the_configured_llm(server_factory) -> N
 
 
 async def test_failing_llm_gives_a_clear_error_and_loses_nothing(server_factory) -> None:
-    stub = OpenAIStub(default=Reply(status=500))
+    stub = ScriptedLLM(default=ScriptedReply.error(500))
     try:
         server = await server_factory(llm_base_url=stub.base_url, llm_api_key="sk-test", llm_max_retries=0)
         async with grpc.aio.insecure_channel(server.address) as channel:
@@ -271,7 +271,7 @@ async def test_python_client_runs_a_static_control_conversation(server) -> None:
 
 
 async def test_an_openai_compatible_embedder_can_replace_minilm(server_factory) -> None:
-    stub = OpenAIStub()
+    stub = ScriptedLLM()
     try:
         server = await server_factory(long_term_embedder="openai", long_term_embedder_base_url=stub.base_url,
                                       long_term_embedder_api_key="sk-embed", long_term_embedder_model="embed-1",
@@ -281,8 +281,8 @@ async def test_an_openai_compatible_embedder_can_replace_minilm(server_factory) 
             await ltm.Record(pb.RecordRequest(scope=ALICE, messages=[user("Alice plays the violin"), user("Bob likes golf")]))
             got = await ltm.Retrieve(pb.RetrieveRequest(scope=ALICE, message=user("which instrument does Alice play"), limit=1))
             assert got.text == "Alice plays the violin"
-        embedding_calls = [r for r in stub.requests if r["path"].endswith("/embeddings")]
-        assert embedding_calls and all(r["body"]["model"] == "embed-1" and r["auth"] == "Bearer sk-embed"
+        embedding_calls = [r for r in stub.requests if r.path.endswith("/embeddings")]
+        assert embedding_calls and all(r.body["model"] == "embed-1" and r.headers.get("authorization") == "Bearer sk-embed"
                                        for r in embedding_calls)
     finally:
         stub.close()
