@@ -86,6 +86,9 @@ class ScriptedLLM:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in separate writes; with keep-alive, Nagle plus delayed
+            # ACKs would add ~40 ms to every answer.
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: Any) -> None:
                 pass
