@@ -26,7 +26,9 @@ async def main(selected: list[str]) -> list[dict]:
                 continue
             raise
         started = time.perf_counter()
-        await module.run(results)
+        produced: list[dict] = []
+        await module.run(produced)
+        results += [{**r, "module": name} for r in produced]
         print(f"{name}: {time.perf_counter() - started:.1f}s", file=sys.stderr)
     return results
 
@@ -48,7 +50,11 @@ def table(results: list[dict]) -> str:
 if __name__ == "__main__":
     results = asyncio.run(main(sys.argv[1:]))
     out = Path(__file__).resolve().parent / "results.json"
+    # Running a subset (`python -m bench long_term`) replaces only that module's entries.
+    ran = {r["module"] for r in results}
+    kept = json.loads(out.read_text())["results"] if out.exists() else []
+    merged = [r for r in kept if r.get("module") not in ran] + results
     out.write_text(json.dumps({"machine": platform.platform(), "python": platform.python_version(),
-                               "results": results}, indent=2))
+                               "results": merged}, indent=2))
     print(table(results))
     print(f"wrote {out}")
