@@ -52,7 +52,7 @@ gen: $(GEN_STAMP)
 lint: $(INSTALL_STAMP)
 	cd $(PROTO_DIR) && ../$(BUF) lint
 
-test: lint gen test-python
+test: lint gen test-python test-java
 
 test-python: gen
 	$(PY) -m pytest -q

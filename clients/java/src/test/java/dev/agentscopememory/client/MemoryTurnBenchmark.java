@@ -1,0 +1,149 @@
+package dev.agentscopememory.client;
+
+import io.agentscope.core.ReActAgent;
+import io.agentscope.core.memory.InMemoryMemory;
+import io.agentscope.core.memory.Memory;
+import io.agentscope.core.message.ContentBlock;
+import io.agentscope.core.message.Msg;
+import io.agentscope.core.message.MsgRole;
+import io.agentscope.core.message.TextBlock;
+import io.agentscope.core.message.ToolUseBlock;
+import io.agentscope.core.tool.Toolkit;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.function.Supplier;
+
+/**
+ * Not a test: time spent inside memory calls during a ReActAgent turn with three tool rounds,
+ * on the remote memory and on InMemoryMemory, measured in the same run. Prints one JSON object.
+ *
+ * <pre>
+ * mvn -q test-compile dependency:build-classpath -Dmdep.outputFile=target/cp.txt
+ * java -cp target/classes:target/test-classes:$(cat target/cp.txt) \
+ *     dev.agentscopememory.client.MemoryTurnBenchmark [turns]
+ * </pre>
+ */
+public final class MemoryTurnBenchmark {
+
+    /** Counts calls and the time spent in them. */
+    static final class TimedMemory implements Memory {
+        final Memory inner;
+        long nanos;
+        long getNanos;
+        int gets;
+        int adds;
+
+        TimedMemory(Memory inner) {
+            this.inner = inner;
+        }
+
+        private <T> T timed(Supplier<T> call) {
+            long t = System.nanoTime();
+            try {
+                return call.get();
+            } finally {
+                nanos += System.nanoTime() - t;
+            }
+        }
+
+        @Override
+        public void addMessage(Msg message) {
+            adds++;
+            timed(() -> {
+                inner.addMessage(message);
+                return null;
+            });
+        }
+
+        @Override
+        public List<Msg> getMessages() {
+            gets++;
+            long before = nanos;
+            List<Msg> out = timed(inner::getMessages);
+            getNanos += nanos - before;
+            return out;
+        }
+
+        @Override
+        public void deleteMessage(int index) {
+            timed(() -> {
+                inner.deleteMessage(index);
+                return null;
+            });
+        }
+
+        @Override
+        public void clear() {
+            timed(() -> {
+                inner.clear();
+                return null;
+            });
+        }
+    }
+
+    static List<List<ContentBlock>> threeToolRounds() {
+        List<List<ContentBlock>> script = new ArrayList<>();
+        String[] cities = {"Paris", "Berlin", "Rome"};
+        for (int i = 0; i < 3; i++) {
+            script.add(List.of(TextBlock.builder().text("Checking " + cities[i]).build(),
+                    new ToolUseBlock("call_" + i, "get_weather", Map.of("city", cities[i]),
+                            "{\"city\":\"" + cities[i] + "\"}", Map.of())));
+        }
+        script.add(List.of(TextBlock.builder().text("Done.").build()));
+        return script;
+    }
+
+    static TimedMemory turn(Memory memory) {
+        TimedMemory timed = new TimedMemory(memory);
+        Toolkit toolkit = new Toolkit();
+        toolkit.registerTool(new WeatherTools());
+        ReActAgent agent = ReActAgent.builder().name("Assistant").sysPrompt("sys")
+                .model(new ScriptedModel(threeToolRounds())).toolkit(toolkit).memory(timed).maxIters(6).build();
+        agent.call(Msg.builder().role(MsgRole.USER).name("user").textContent("Weather in three cities?").build())
+                .block(Duration.ofSeconds(60));
+        return timed;
+    }
+
+    static double median(long[] values) {
+        long[] v = values.clone();
+        Arrays.sort(v);
+        return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2.0;
+    }
+
+    public static void main(String[] args) throws Exception {
+        int turns = args.length > 0 ? Integer.parseInt(args[0]) : 50;
+        try (TestServer server = TestServer.start();
+                RemoteConnection conn = RemoteConnection.builder().target(server.target()).build()) {
+            for (int i = 0; i < 10; i++) { // warm-up: JIT, channel, server
+                turn(new InMemoryMemory());
+                turn(RemoteMemory.builder().connection(conn).memoryId("warm-" + UUID.randomUUID()).build());
+            }
+            long[] local = new long[turns];
+            long[] remote = new long[turns];
+            long[] remoteGets = new long[turns];
+            int gets = 0;
+            int adds = 0;
+            for (int i = 0; i < turns; i++) {
+                local[i] = turn(new InMemoryMemory()).nanos;
+                TimedMemory r = turn(RemoteMemory.builder().connection(conn).memoryId("bench-" + UUID.randomUUID()).build());
+                remote[i] = r.nanos;
+                remoteGets[i] = r.getNanos;
+                gets = r.gets;
+                adds = r.adds;
+            }
+            double l = median(local) / 1e6;
+            double rm = median(remote) / 1e6;
+            System.out.printf(
+                    "{\"turns\":%d,\"tool_rounds\":3,\"getMessages_per_turn\":%d,\"addMessage_per_turn\":%d,"
+                            + "\"in_memory_ms_per_turn\":%.3f,\"remote_ms_per_turn\":%.3f,"
+                            + "\"overhead_ms_per_turn\":%.3f,\"ratio\":%.1f,"
+                            + "\"remote_getMessages_ms_per_call\":%.3f,\"remote_addMessage_ms_per_call\":%.3f}%n",
+                    turns, gets, adds, l, rm, rm - l, rm / l,
+                    median(remoteGets) / 1e6 / gets, (rm - median(remoteGets) / 1e6) / adds);
+        }
+    }
+}
