@@ -22,7 +22,7 @@ from typing import Any, Callable, Protocol
 
 from agentscope_memory.memory.autoctx import prompts
 from agentscope_memory.memory.autoctx.config import IMPROVED, AutoContextConfig
-from agentscope_memory.memory.autoctx.tokens import JavaEstimate, TokenCounter, char_count, utf16_len, utf16_slice
+from agentscope_memory.memory.autoctx.tokens import char_count, estimate_tokens, utf16_len, utf16_slice
 from agentscope_memory.message import Msg, MsgRole, TextBlock, ToolResultBlock, ToolUseBlock, java_timestamp
 
 COMPRESS_META = "_compress_meta"
@@ -228,19 +228,17 @@ class Compressor:
         config: AutoContextConfig,
         summarizer: Summarizer,
         identity: Identity | None = None,
-        counter: TokenCounter | None = None,
     ) -> None:
         self.config = config
         self.summarizer = summarizer
         self.identity = identity or Identity()
-        self.counter = counter or JavaEstimate()
         self.improved = config.profile == IMPROVED
 
-    # Estimates that decide behaviour are always Java's, so parity holds; the counter only
-    # reports.
+    # Decisions always use Java's estimate, so triggers fire where Java's do; a real tokenizer
+    # only reports (AutoContextService).
     @staticmethod
     def estimate(msgs: list[Msg]) -> int:
-        return JavaEstimate().count(msgs)
+        return estimate_tokens(msgs)
 
     def triggered(self, count: int, tokens: int) -> bool:
         return count >= self.config.msg_threshold or tokens >= self.config.token_threshold
@@ -595,14 +593,11 @@ class Compressor:
         u = self.identity.new_uuid()
         if not self.improved:
             state.offload[u] = list(src)
-        summary = await self._summarize_with_requirement(state, filtered, requirement)
+        summary = await self._summarize(
+            state, prompts.current_round_prompt(self.config.custom_prompt), filtered, [requirement])
         if self.improved:
             state.offload[u] = list(src)
         replacement = self._summary_msg(u, summary, "", current_round=True)
         self._record(state, CURRENT_ROUND_MESSAGE_COMPRESS, cur, a, b, replacement.id, self._usage_meta(summary.usage))
         cur[a:b + 1] = [replacement]
         return True
-
-    async def _summarize_with_requirement(self, state: ContextState, payload: list[Msg], requirement: Msg) -> Summary:
-        return await self._summarize(state, prompts.current_round_prompt(self.config.custom_prompt), payload,
-                                     [requirement])
