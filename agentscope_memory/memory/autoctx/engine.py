@@ -590,13 +590,8 @@ class Compressor:
         requirement = Msg(self.identity.new_id(), "user", MsgRole.USER,
                           [TextBlock(prompts.CHAR_REQUIREMENT.format(orig=orig, target=target, pct=pct))], {},
                           self.identity.timestamp())
-        u = self.identity.new_uuid()
-        if not self.improved:
-            state.offload[u] = list(src)
-        summary = await self._summarize(
-            state, prompts.current_round_prompt(self.config.custom_prompt), filtered, [requirement])
-        if self.improved:
-            state.offload[u] = list(src)
+        u, summary = await self._offload_and_summarize(
+            state, src, prompts.current_round_prompt(self.config.custom_prompt), filtered, [requirement])
         replacement = self._summary_msg(u, summary, "", current_round=True)
         self._record(state, CURRENT_ROUND_MESSAGE_COMPRESS, cur, a, b, replacement.id, self._usage_meta(summary.usage))
         cur[a:b + 1] = [replacement]
