@@ -155,9 +155,8 @@ async def test_large_payload_counts_utf16_units_like_java(memory) -> None:
     assert out.compressed
     stub = (await mem.working())[2]
     # A 7-unit preview cuts after three emoji and half of the fourth, as Java's substring does;
-    # we cannot store a lone surrogate, so the preview keeps the three whole ones.
-    assert stub.text_content.startswith("\U0001F600" * 3)
-    assert "..." in stub.text_content
+    # a lone surrogate cannot be stored, so the half becomes U+FFFD (one unit, as in Java).
+    assert stub.text_content.startswith("\U0001F600" * 3 + "\ufffd...\n<!-- CONTEXT_OFFLOAD: uuid=")
     assert json.loads(out.events[0].metadata_json)["inputToken"] == estimate_tokens([msgs[2]]) == 5 + 2 + 2 + 48
 
 

@@ -25,13 +25,14 @@ def utf16_len(text: str | None) -> int:
 def utf16_slice(text: str, end: int) -> str:
     """`text.substring(0, end)` by UTF-16 units.
 
-    Where Java would cut a surrogate pair in half (leaving a lone high surrogate), the half
-    character is dropped: a lone surrogate is not valid UTF-8, so it could be neither stored nor
-    sent over gRPC (a deliberate, documented difference from Java)."""
+    Where Java would cut a surrogate pair in half, the lone half becomes U+FFFD: a lone surrogate
+    is not valid UTF-8, so it could be neither stored nor sent over gRPC (a deliberate, documented
+    difference from Java). U+FFFD is one UTF-16 unit too, so every later length, preview and token
+    estimate stays equal to Java's."""
     data = text.encode("utf-16-le", "surrogatepass")[: end * 2]
     out = data.decode("utf-16-le", "surrogatepass")
     if out and "\ud800" <= out[-1] <= "\udbff":
-        out = out[:-1]
+        out = out[:-1] + "\ufffd"
     return out
 
 

@@ -8,7 +8,6 @@ import io.agentscope.core.hook.PreCallEvent;
 import io.agentscope.core.hook.PreReasoningEvent;
 import io.agentscope.core.message.Msg;
 import io.agentscope.core.message.MsgRole;
-import io.agentscope.core.message.TextBlock;
 import io.agentscope.core.tool.Toolkit;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -89,15 +88,7 @@ public final class RemoteAutoContextHook implements Hook {
                     List<Msg> input = event.getInputMessages();
                     Msg system = input != null && !input.isEmpty() && input.get(0).getRole() == MsgRole.SYSTEM
                             ? input.get(0) : null;
-                    List<Msg> prepared = memory.prepareReasoningInput(system == null ? null : system.getTextContent());
-                    if (system != null && !prepared.isEmpty() && prepared.get(0).getRole() == MsgRole.SYSTEM) {
-                        // AgentScope keeps the agent's system message name and metadata.
-                        Msg built = prepared.get(0);
-                        prepared.set(0, Msg.builder().id(built.getId()).name(system.getName())
-                                .role(MsgRole.SYSTEM).metadata(system.getMetadata())
-                                .content(TextBlock.builder().text(built.getTextContent()).build())
-                                .timestamp(built.getTimestamp()).build());
-                    }
+                    List<Msg> prepared = memory.prepareReasoningInput(system);
                     event.setInputMessages(prepared);
                 })
                 .subscribeOn(Schedulers.boundedElastic())

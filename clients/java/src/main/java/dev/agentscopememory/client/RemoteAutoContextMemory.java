@@ -113,14 +113,30 @@ public class RemoteAutoContextMemory extends AbstractRemoteMemory {
      * messages.
      */
     public List<Msg> prepareReasoningInput(String systemPrompt) {
-        ensureMemory();
         PrepareReasoningInputRequest.Builder request = PrepareReasoningInputRequest.newBuilder().setMemoryId(memoryId);
         if (systemPrompt != null) {
             request.setSystemPrompt(systemPrompt);
         }
-        PrepareReasoningInputRequest built = request.build();
+        return prepareReasoningInput(request.build());
+    }
+
+    /**
+     * As {@link #prepareReasoningInput(String)}, from the agent's own system message: like {@code
+     * AutoContextHook}, the server keeps its name and metadata and appends the offload
+     * instruction to its text. {@code null} means the agent input has no system message.
+     */
+    public List<Msg> prepareReasoningInput(Msg systemMessage) {
+        PrepareReasoningInputRequest.Builder request = PrepareReasoningInputRequest.newBuilder().setMemoryId(memoryId);
+        if (systemMessage != null) {
+            request.setSystemMessage(MsgConverter.toProto(systemMessage));
+        }
+        return prepareReasoningInput(request.build());
+    }
+
+    private List<Msg> prepareReasoningInput(PrepareReasoningInputRequest request) {
+        ensureMemory();
         return MsgConverter.fromProto(connection.call("MemoryService/PrepareReasoningInput", false,
-                () -> connection.memory().prepareReasoningInput(built)).getMessagesList());
+                () -> connection.memory().prepareReasoningInput(request)).getMessagesList());
     }
 
     /** The uncompressed, append-only history (a new list). */

@@ -39,9 +39,13 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The remote AutoContext memory against the real {@code AutoContextMemory}: the same message
- * sequences give the same working messages, offloads and events (ids, uuids and timestamps aside).
- * The scenarios here need no summariser (reference/autocontext.md D1, D2, D4, D6, D7, D8, D11,
- * D15, D21, D26, D27, D28).
+ * sequences and the same scripted summariser give the same working messages, offloads and events
+ * (ids, uuids and timestamps aside), over the D-scenarios of reference/autocontext.md and seeded
+ * random conversations.
+ *
+ * <p>1.0.12 is the reference. Against 1.0.9 (the newest release on the reachable Maven Central,
+ * the default build) the comparisons that hinge on fixes made after 1.0.9 are skipped or checked
+ * against the documented 1.0.12 outcome instead; {@code -Dagentscope.version=1.0.12} runs them all.
  */
 class AutoContextParityTest {
 
@@ -133,13 +137,7 @@ class AutoContextParityTest {
         }
         requireServerSupport();
         AutoContextHarness.Outcome got = AutoContextHarness.remote(server.target(), config, input, rounds);
-        String context = scenario + "\nJava:   " + AutoContextHarness.describe(expected)
-                + "\nserver: " + AutoContextHarness.describe(got);
-        assertEquals(expected.compressed(), got.compressed(), context);
-        assertEquals(expected.working(), got.working(), context);
-        assertEquals(expected.original(), got.original(), context);
-        assertEquals(expected.events(), got.events(), context);
-        assertEquals(expected.offloads(), got.offloads(), context);
+        AutoContextHarness.assertSameOutcome(scenario, expected, got);
     }
 
     // ---------------------------------------------------------------- scenarios
@@ -210,9 +208,9 @@ class AutoContextParityTest {
                 .minCompressionTokenThreshold(10000).build();
     }
 
-    @org.junit.jupiter.api.Disabled("AgentScope 1.0.9 (the newest 1.x on the reachable Maven Central) leaves the large user message alone; 1.0.12 offloads it (reference/autocontext.md D6), as the server does")
     @Test
     void d6OffloadsALargeUserMessage() throws Exception {
+        AgentScopeRelease.assumeTarget("leaves the large user message alone (reference/autocontext.md D6)");
         parity("D6", d6Config(), d6Input(), true);
     }
 
@@ -223,18 +221,21 @@ class AutoContextParityTest {
     }
 
     /**
-     * D8 against the documented 1.0.12 outcome (1.0.9 predates the tool-structure fixes #1042 and
-     * #1311 and calls the summariser instead).
+     * D8 against the documented 1.0.12 outcome, and against the Java class when it is 1.0.12 (1.0.9
+     * predates the tool-structure fixes #1042 and #1311 and calls the summariser instead).
      */
-    @org.junit.jupiter.api.Disabled("fails against the server that landed at 13:40; not yet triaged (AgentScope 1.0.9 on the classpath vs the 1.0.12 target, e.g. offload tag format and offload map, or a server bug); see the Java client report")
     @Test
     void d8LargeToolResultKeepsStructure() throws Exception {
         requireServerSupport();
         List<Msg> in = List.of(u("User query"), tu("search", "call_tool_id_001"),
                 tr("search", "call_tool_id_001", "y".repeat(200)), a("Assistant final response"),
                 u("Follow-up user question"), a("Follow-up assistant answer"));
-        AutoContextHarness.Outcome got = remote(cfg().msgThreshold(5).largePayloadThreshold(50).lastKeep(2).minConsecutiveToolMessages(100)
-                .minCompressionTokenThreshold(Integer.MAX_VALUE).build(), in);
+        AutoContextConfig config = cfg().msgThreshold(5).largePayloadThreshold(50).lastKeep(2).minConsecutiveToolMessages(100)
+                .minCompressionTokenThreshold(Integer.MAX_VALUE).build();
+        if (AgentScopeRelease.atLeast(AgentScopeRelease.TARGET)) {
+            parity("D8", config, in, true);
+        }
+        AutoContextHarness.Outcome got = remote(config, in);
         assertEquals(List.of(true), got.compressed());
         AutoContextHarness.Uuids names = new AutoContextHarness.Uuids();
         List<Msg> expected = new ArrayList<>(in);
@@ -286,18 +287,18 @@ class AutoContextParityTest {
         }
     }
 
-    @org.junit.jupiter.api.Disabled("fails against the server that landed at 13:40; not yet triaged (AgentScope 1.0.9 on the classpath vs the 1.0.12 target, e.g. offload tag format and offload map, or a server bug); see the Java client report")
     @Test
     void d28SessionsMoveBetweenLocalAndRemote() throws Exception {
         requireServerSupport();
         JsonSession session = new JsonSession(dir);
-        // Local D6 state saved, loaded into a remote memory.
-        AutoContextMemory local = new AutoContextMemory(d6Config(), new ScriptedModel(List.of()));
-        d6Input().forEach(local::addMessage);
+        // Local D3 state (a summarised tool run with its offload) saved, loaded into a remote memory.
+        AutoContextMemory local = new AutoContextMemory(d3Config(), AutoContextHarness.summariser("SUMMARY").get());
+        d3Input().forEach(local::addMessage);
         assertTrue(local.compressIfNeeded());
+        assertEquals(1, local.getOffloadContext().size());
         local.saveTo(session, "ac");
         try (RemoteAutoContextMemory remote = RemoteAutoContextMemory.builder().target(server.target())
-                .memoryId("ac-" + UUID.randomUUID()).config(d6Config()).build()) {
+                .memoryId("ac-" + UUID.randomUUID()).config(d3Config()).build()) {
             remote.loadFrom(session, "ac");
             assertEquals(json(local.getMessages()), json(remote.getMessages()));
             assertEquals(json(local.getOriginalMemoryMsgs()), json(remote.getOriginalMemoryMsgs()));
@@ -307,7 +308,7 @@ class AutoContextParityTest {
 
             // and back: saved from the remote, loaded into a fresh local memory
             remote.saveTo(session, "back");
-            AutoContextMemory again = new AutoContextMemory(d6Config(), new ScriptedModel(List.of()));
+            AutoContextMemory again = new AutoContextMemory(d3Config(), AutoContextHarness.summariser("SUMMARY").get());
             again.loadFrom(session, "back");
             assertEquals(json(local.getMessages()), json(again.getMessages()));
             assertEquals(json(local.getOriginalMemoryMsgs()), json(again.getOriginalMemoryMsgs()));
@@ -318,10 +319,13 @@ class AutoContextParityTest {
 
     // ---------------------------------------------------------------- with the summariser
 
+    static AutoContextConfig d3Config() {
+        return cfg().msgThreshold(10).lastKeep(5).minConsecutiveToolMessages(3).minCompressionTokenThreshold(0).build();
+    }
+
     @Test
     void d3Strategy1CompressesAToolRun() throws Exception {
-        parity("D3", cfg().msgThreshold(10).lastKeep(5).minConsecutiveToolMessages(3).minCompressionTokenThreshold(0).build(),
-                d3Input(), true);
+        parity("D3", d3Config(), d3Input(), true);
     }
 
     @Test
@@ -351,9 +355,9 @@ class AutoContextParityTest {
                 .largePayloadThreshold(10000).minCompressionTokenThreshold(0).build(), in, true);
     }
 
-    @org.junit.jupiter.api.Disabled("AgentScope 1.0.9 puts a newline between a Strategy-5 summary and its offload tag; 1.0.12 does not (reference/autocontext.md D16, Q15), nor does the server")
     @Test
     void d16Strategy5SummarisesALargeAnswer() throws Exception {
+        AgentScopeRelease.assumeTarget("puts a newline between the summary and its offload tag (reference/autocontext.md D16)");
         List<Msg> in = new ArrayList<>();
         for (int i = 0; i < 8; i++) {
             in.add(u("Initial message " + i));
@@ -398,18 +402,20 @@ class AutoContextParityTest {
 
     /**
      * Seeded random conversations (tool calls, large payloads, CJK and emoji text) through 1 to 3
-     * compression passes. Large payloads go into plain user and assistant messages only: on large
-     * tool results AgentScope 1.0.9 (the release on the classpath) differs from 1.0.12 (#1042,
-     * #1311), and Strategy 1's token floor is 0 for the same reason (#994).
+     * compression passes. Against AgentScope 1.0.12 large payloads also go into tool results and
+     * Strategy 1's token floor varies; against 1.0.9 they do not, as 1.0.9 differs from 1.0.12 on
+     * large tool results (#1042, #1311) and on the floor (#994), and sequences whose Java run
+     * uses Strategy 5 are set aside there (D16). {@code -Dautocontext.seeds=N} (a Maven property) runs more.
      */
-    @org.junit.jupiter.api.Disabled("fails against the server that landed at 13:40; not yet triaged (AgentScope 1.0.9 on the classpath vs the 1.0.12 target, e.g. offload tag format and offload map, or a server bug); see the Java client report")
     @Test
     void randomSequencesMatchTheJavaClass() throws Exception {
         int seeds = Integer.getInteger("autocontext.seeds", 200);
+        boolean target = AgentScopeRelease.atLeast(AgentScopeRelease.TARGET);
         record Case(String name, AutoContextConfig config, List<Msg> input, int rounds, AutoContextHarness.Outcome expected) {}
         List<Case> cases = new ArrayList<>();
         int compressing = 0;
-        for (int seed = 1; seed <= seeds; seed++) {
+        int setAside = 0;
+        for (int seed = 1; cases.size() < seeds; seed++) {
             java.util.Random rnd = new java.util.Random(seed);
             AutoContextConfig config = cfg()
                     .msgThreshold(4 + rnd.nextInt(12))
@@ -417,14 +423,20 @@ class AutoContextParityTest {
                     .minConsecutiveToolMessages(1 + rnd.nextInt(5))
                     .largePayloadThreshold(60 + rnd.nextInt(400))
                     .offloadSinglePreview(10 + rnd.nextInt(120))
-                    .minCompressionTokenThreshold(0)
+                    .minCompressionTokenThreshold(target && rnd.nextBoolean() ? rnd.nextInt(1500) : 0)
                     .maxToken(rnd.nextInt(3) == 0 ? 400 + rnd.nextInt(3000) : 131072)
                     .currentRoundCompressionRatio(0.1 + rnd.nextInt(8) / 10.0)
                     .build();
-            List<Msg> in = randomConversation(rnd, new AutoContextHarness.Messages());
+            List<Msg> in = randomConversation(rnd, new AutoContextHarness.Messages(), target);
             int rounds = 1 + rnd.nextInt(3);
             AutoContextHarness.Outcome expected = AutoContextHarness.local(
                     config, AutoContextHarness.summariser("SUMMARY").get(), in, rounds);
+            if (!target && (usesStrategy5(expected) || hasLargeToolResult(in, config.getLargePayloadThreshold()))) {
+                // Where 1.0.9 differs from 1.0.12: it separates a Strategy-5 summary from its tag
+                // with "\n" (D16), and treats large tool results differently (#1042, #1311).
+                setAside++;
+                continue;
+            }
             if (expected.compressed().contains(true)) {
                 compressing++;
             }
@@ -433,17 +445,34 @@ class AutoContextParityTest {
         }
         // The sequences must exercise compression, not just sit below the thresholds.
         assertTrue(compressing >= seeds / 2, compressing + " of " + seeds + " sequences compress");
+        assertTrue(setAside <= seeds / 4, setAside + " sequences set aside for AgentScope " + AgentScopeRelease.current());
+        System.out.printf("AutoContext parity: %d random sequences against AgentScope %s, %d of them compress, %d set aside%n",
+                seeds, AgentScopeRelease.current(), compressing, setAside);
         requireServerSupport();
         for (Case c : cases) {
             AutoContextHarness.Outcome got = AutoContextHarness.remote(server.target(), c.config(), c.input(), c.rounds());
-            String context = c.name() + "\nJava:   " + AutoContextHarness.describe(c.expected())
-                    + "\nserver: " + AutoContextHarness.describe(got);
-            assertEquals(c.expected().compressed(), got.compressed(), context);
-            assertEquals(c.expected().working(), got.working(), context);
-            assertEquals(c.expected().original(), got.original(), context);
-            assertEquals(c.expected().events(), got.events(), context);
-            assertEquals(c.expected().offloads(), got.offloads(), context);
+            AutoContextHarness.assertSameOutcome(c.name(), c.expected(), got);
         }
+    }
+
+    /** A tool result over the threshold as 1.0.12 measures it (output and names counted). */
+    static boolean hasLargeToolResult(List<Msg> msgs, long threshold) {
+        for (Msg m : msgs) {
+            if (!m.getContentBlocks(ToolResultBlock.class).isEmpty()
+                    && io.agentscope.core.memory.autocontext.MsgUtils.calculateMessageCharCount(m) > threshold) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    static boolean usesStrategy5(AutoContextHarness.Outcome outcome) {
+        for (JsonNode event : outcome.events()) {
+            if ("CURRENT_ROUND_LARGE_MESSAGE_SUMMARY".equals(event.path("type").asText())) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static final String[] WORDS = {"weather", "Paris", "天气", "北京", "数据", "report", "😀", "价格", "tool", "résumé"};
@@ -463,7 +492,7 @@ class AutoContextParityTest {
         return rnd.nextInt(4) == 0 ? text(rnd, 80 + rnd.nextInt(200)) : text(rnd, 1 + rnd.nextInt(12));
     }
 
-    static List<Msg> randomConversation(java.util.Random rnd, AutoContextHarness.Messages gen) {
+    static List<Msg> randomConversation(java.util.Random rnd, AutoContextHarness.Messages gen, boolean largeToolResults) {
         List<Msg> out = new ArrayList<>();
         int rounds = 1 + rnd.nextInt(6);
         int call = 0;
@@ -475,7 +504,7 @@ class AutoContextParityTest {
                 String q = text(rnd, 1 + rnd.nextInt(3));
                 out.add(gen.tu("search", id, Map.of("q", q), "{\"q\":" + TREES.valueToTree(q) + "}"));
                 if (r < rounds - 1 || t < tools - 1 || rnd.nextInt(3) > 0) {
-                    out.add(gen.tr("search", id, text(rnd, 1 + rnd.nextInt(15))));
+                    out.add(gen.tr("search", id, largeToolResults ? payload(rnd) : text(rnd, 1 + rnd.nextInt(15))));
                 }
             }
             if (r < rounds - 1 || rnd.nextBoolean()) {
@@ -498,7 +527,20 @@ class AutoContextParityTest {
                 .toolkit(toolkit).memory(memory).maxIters(6).hook(hook).build();
     }
 
-    @org.junit.jupiter.api.Disabled("fails against the server that landed at 13:40; not yet triaged (AgentScope 1.0.9 on the classpath vs the 1.0.12 target, e.g. offload tag format and offload map, or a server bug); see the Java client report")
+    /**
+     * The offload instruction is the one text the server words itself (the project writes its own
+     * prompts); everything else the model sees must be AgentScope's. Replaces the instruction after
+     * the agent's prompt with a placeholder.
+     */
+    static JsonNode withoutOffloadInstruction(JsonNode calls) {
+        ObjectNode system = (ObjectNode) calls.get(0);
+        ObjectNode text = (ObjectNode) system.get("content").get(0);
+        String value = text.get("text").asText();
+        assertTrue(value.contains("context_reload") && value.contains("CONTEXT_OFFLOAD"), value);
+        text.put("text", value.substring(0, value.indexOf("\n\n") + 2) + "<offload instruction>");
+        return calls;
+    }
+
     @Test
     void d26HookGivesTheModelTheSameInput() throws Exception {
         requireServerSupport();
@@ -520,8 +562,8 @@ class AutoContextParityTest {
                 assertEquals(MsgRole.SYSTEM, input.get(0).getRole());
                 assertTrue(input.get(0).getTextContent().startsWith("Base system prompt\n\n"));
                 assertTrue(input.get(0).getTextContent().contains("context_reload"));
-                assertEquals(AgentScripts.comparable(localModel.calls().get(i)),
-                        AgentScripts.comparable(input), "model call " + i);
+                assertEquals(withoutOffloadInstruction(AgentScripts.comparable(localModel.calls().get(i))),
+                        withoutOffloadInstruction(AgentScripts.comparable(input)), "model call " + i);
             }
             assertTrue(remoteModel.toolNames().get(0).contains(RemoteContextReloadTool.TOOL_NAME));
             assertEquals(localModel.toolNames(), remoteModel.toolNames());
