@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 # Each module exposes `async def run(results: list[dict]) -> None`.
-MODULES = ["bench.memory_bench", "bench.auto_context_bench", "bench.long_term_bench"]
+MODULES = ["bench.memory_bench", "bench.auto_context_bench", "bench.long_term_bench", "bench.java_turn_bench"]
 
 
 async def main(selected: list[str]) -> list[dict]:
@@ -34,15 +34,20 @@ async def main(selected: list[str]) -> list[dict]:
 
 
 def table(results: list[dict]) -> str:
-    lines = [f"{'benchmark':<44} {'conc':>4} {'p50 ms':>9} {'p99 ms':>9} {'ops/s':>9} {'x echo':>7}"]
+    # The last column is the ratio to the benchmark's own baseline: a bare echo server for the
+    # RPC benchmarks, AgentScope's InMemoryMemory for the Java agent turn.
+    lines = [f"{'benchmark':<44} {'conc':>4} {'p50 ms':>9} {'p99 ms':>9} {'ops/s':>9} {'x base':>7}"]
     for r in results:
+        if "skipped" in r:
+            lines.append(f"{r['benchmark']:<44}  skipped: {r['skipped']}")
+            continue
         if "seconds" in r:
             lines.append(f"{r['benchmark']:<44} {'':>4} {'':>9} {'':>9} {'':>9}  {r['seconds']} s")
             continue
         lines.append(
             f"{r['benchmark']:<44} {r.get('concurrency', ''):>4} {r.get('p50_ms', float('nan')):>9.3f} "
             f"{r.get('p99_ms', r.get('p95_ms', float('nan'))):>9.3f} {r.get('ops_per_s', float('nan')):>9.1f} "
-            f"{r.get('ratio_to_echo', ''):>7}"
+            f"{r.get('ratio_to_echo', r.get('ratio_to_in_memory', '')):>7}"
         )
     return "\n".join(lines)
 

@@ -175,15 +175,19 @@ class AutoContextParityTest {
     }
 
     /**
-     * D4 against the documented 1.0.12 outcome: AgentScope 1.0.9 (the release on the classpath)
-     * still has the Strategy-1 skip bug fixed in 1.0.12 (#994) and reports true without changing
-     * anything, so the Java class cannot serve as the reference here.
+     * D4 against the documented 1.0.12 outcome, and against the Java class when it is 1.0.12:
+     * AgentScope 1.0.9 still has the Strategy-1 skip bug fixed in 1.0.12 (#994) and reports true
+     * without changing anything.
      */
     @Test
     void d4ToolRunBelowTokenThreshold() throws Exception {
         requireServerSupport();
         List<Msg> in = d3Input();
-        AutoContextHarness.Outcome got = remote(cfg().msgThreshold(10).lastKeep(5).minConsecutiveToolMessages(3).build(), in);
+        AutoContextConfig config = cfg().msgThreshold(10).lastKeep(5).minConsecutiveToolMessages(3).build();
+        if (AgentScopeRelease.atLeast(AgentScopeRelease.TARGET)) {
+            parity("D4", config, in, false);
+        }
+        AutoContextHarness.Outcome got = remote(config, in);
         assertEquals(List.of(false), got.compressed());
         assertEquals(normalised(in, new AutoContextHarness.Uuids()), got.working());
         assertEquals(0, got.events().size());

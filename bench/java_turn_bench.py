@@ -1,0 +1,51 @@
+"""Java client: time spent in memory calls during a ReActAgent turn with three tool rounds, the
+remote memory against AgentScope's InMemoryMemory in the same run.
+
+Builds the Java module's test classes with Maven, then runs MemoryTurnBenchmark (a plain `main`,
+not a test), which starts its own server from the repo's .venv. Skipped, with a note, when Java or
+Maven is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+from bench.harness import REPO
+
+JAVA_DIR = REPO / "clients" / "java"
+TURNS = 200
+WARMUP_TURNS = 50
+
+
+def _skip(results: list[dict], why: str) -> None:
+    print(f"java_turn_bench: skipped ({why})", file=sys.stderr)
+    results.append({"benchmark": "java ReActAgent turn (3 tool rounds)", "skipped": why})
+
+
+async def run(results: list[dict]) -> None:
+    mvn, java = shutil.which("mvn"), shutil.which("java")
+    if not mvn or not java:
+        _skip(results, "mvn or java not on PATH")
+        return
+    classpath_file = JAVA_DIR / "target" / "bench-classpath.txt"
+    subprocess.run(
+        [mvn, "-B", "-ntp", "-q", "test-compile", "dependency:build-classpath",
+         "-Dmdep.includeScope=test", f"-Dmdep.outputFile={classpath_file}"],
+        cwd=JAVA_DIR, check=True)
+    classpath = ":".join([str(JAVA_DIR / "target" / "classes"), str(JAVA_DIR / "target" / "test-classes"),
+                          classpath_file.read_text().strip()])
+    done = subprocess.run(
+        [java, f"-Dagentscope.memory.repo={REPO}", "-cp", classpath,
+         "dev.agentscopememory.client.MemoryTurnBenchmark", str(TURNS), str(WARMUP_TURNS)],
+        cwd=JAVA_DIR, check=True, capture_output=True, text=True)
+    line = [ln for ln in done.stdout.splitlines() if ln.startswith("{")][-1]
+    report = json.loads(line)
+    results.append({
+        "benchmark": "java ReActAgent turn, 3 tool rounds: remote",
+        "p50_ms": report["remote_ms_per_turn"],
+        "ratio_to_in_memory": report["ratio"],
+        **report,
+    })
