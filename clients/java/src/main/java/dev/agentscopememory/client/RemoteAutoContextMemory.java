@@ -18,6 +18,8 @@ import dev.agentscopememory.grpc.v1.ReloadContextResponse;
 import dev.agentscopememory.grpc.v1.SaveStateRequest;
 import dev.agentscopememory.grpc.v1.SaveStateResponse;
 import dev.agentscopememory.grpc.v1.StateEntry;
+import dev.agentscopememory.grpc.v1.WatchCompressionEventsRequest;
+import dev.agentscopememory.grpc.v1.WatchCompressionEventsResponse;
 import io.agentscope.core.memory.autocontext.AutoContextConfig;
 import io.agentscope.core.memory.autocontext.CompressionEvent;
 import io.agentscope.core.memory.autocontext.OffloadContextState;
@@ -30,11 +32,16 @@ import io.agentscope.core.session.Session;
 import io.agentscope.core.state.SessionKey;
 import io.agentscope.core.state.State;
 import io.agentscope.core.util.JsonUtils;
+import io.grpc.Status;
+import io.grpc.stub.ClientCallStreamObserver;
+import io.grpc.stub.ClientResponseObserver;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import reactor.core.publisher.Flux;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * AgentScope's {@code AutoContextMemory} kept by an agentscope-memory server (a memory of kind
@@ -184,15 +191,68 @@ public class RemoteAutoContextMemory extends AbstractRemoteMemory {
         List<CompressionEvent> out = new ArrayList<>();
         for (dev.agentscopememory.grpc.v1.CompressionEvent e : connection.call("MemoryService/ListCompressionEvents",
                 true, () -> connection.memory().listCompressionEvents(request)).getEventsList()) {
-            Map<String, Object> metadata = e.getMetadataJson().isEmpty()
-                    ? Map.of() : MsgConverter.codecMap(e.getMetadataJson());
-            out.add(new CompressionEvent(e.getEventType(), e.getTimestamp(), e.getCompressedMessageCount(),
-                    e.hasPreviousMessageId() ? e.getPreviousMessageId() : null,
-                    e.hasNextMessageId() ? e.getNextMessageId() : null,
-                    e.hasCompressedMessageId() ? e.getCompressedMessageId() : null,
-                    new HashMap<>(metadata)));
+            out.add(toEvent(e));
         }
         return out;
+    }
+
+    /**
+     * The compression events as the server records them: first those after the first {@code
+     * afterSequence} (the events are numbered from 1 in {@link #getCompressionEvents()} order, so
+     * pass how many you have seen; 0 replays all), then each new one as it is recorded, also when
+     * another client or server replica compresses. The stream runs until the subscriber cancels
+     * (which cancels the call) or fails with a {@link RemoteMemoryException} (e.g. {@code
+     * FailedPrecondition} for a memory of another kind, {@code Unavailable} when the server goes
+     * away). Events arrive on gRPC's threads.
+     */
+    public Flux<CompressionEvent> watchCompressionEvents(long afterSequence) {
+        if (afterSequence < 0) {
+            throw new IllegalArgumentException("afterSequence: must not be negative");
+        }
+        String operation = "MemoryService/WatchCompressionEvents";
+        return Flux.<CompressionEvent>create(sink -> {
+            try {
+                ensureMemory();
+            } catch (RemoteMemoryException e) {
+                sink.error(e);
+                return;
+            }
+            WatchCompressionEventsRequest request = WatchCompressionEventsRequest.newBuilder()
+                    .setMemoryId(memoryId).setAfterSequence(afterSequence).build();
+            connection.memoryStreams().watchCompressionEvents(request,
+                    new ClientResponseObserver<WatchCompressionEventsRequest, WatchCompressionEventsResponse>() {
+                        @Override
+                        public void beforeStart(ClientCallStreamObserver<WatchCompressionEventsRequest> call) {
+                            sink.onDispose(() -> call.cancel("the subscriber cancelled", null));
+                        }
+
+                        @Override
+                        public void onNext(WatchCompressionEventsResponse response) {
+                            sink.next(toEvent(response.getEvent()));
+                        }
+
+                        @Override
+                        public void onError(Throwable t) {
+                            if (!sink.isCancelled()) {
+                                sink.error(RemoteMemoryException.of(operation, Status.fromThrowable(t).asRuntimeException()));
+                            }
+                        }
+
+                        @Override
+                        public void onCompleted() {
+                            sink.complete();
+                        }
+                    });
+        }).subscribeOn(Schedulers.boundedElastic());
+    }
+
+    private static CompressionEvent toEvent(dev.agentscopememory.grpc.v1.CompressionEvent e) {
+        Map<String, Object> metadata = e.getMetadataJson().isEmpty() ? Map.of() : MsgConverter.codecMap(e.getMetadataJson());
+        return new CompressionEvent(e.getEventType(), e.getTimestamp(), e.getCompressedMessageCount(),
+                e.hasPreviousMessageId() ? e.getPreviousMessageId() : null,
+                e.hasNextMessageId() ? e.getNextMessageId() : null,
+                e.hasCompressedMessageId() ? e.getCompressedMessageId() : null,
+                new HashMap<>(metadata));
     }
 
     /** Attaches the notebook's current plan for the plan-aware hint; null or no plan detaches. */

@@ -86,6 +86,11 @@ public final class RemoteConnection implements AutoCloseable {
                 .withDeadlineAfter(deadline.toNanos(), TimeUnit.NANOSECONDS);
     }
 
+    /** The asynchronous stub for server streams, which have no deadline: they run until cancelled. */
+    MemoryServiceGrpc.MemoryServiceStub memoryStreams() {
+        return MemoryServiceGrpc.newStub(channel);
+    }
+
     LongTermMemoryServiceGrpc.LongTermMemoryServiceBlockingStub longTerm() {
         return LongTermMemoryServiceGrpc.newBlockingStub(channel)
                 .withDeadlineAfter(deadline.toNanos(), TimeUnit.NANOSECONDS);
