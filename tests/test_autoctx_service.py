@@ -259,6 +259,24 @@ async def test_watch_streams_new_events(setup) -> None:
     stream.cancel()
 
 
+async def test_event_sequences_are_never_reused(setup) -> None:
+    # A session load replaces the events; the new ones get new sequences, so a watcher resuming
+    # after the last sequence it saw misses nothing and sees nothing twice.
+    _, client, stub, _ = await setup()
+    await client.add_messages("ac", d3_messages())
+    await stub.CompressIfNeeded(pb.CompressIfNeededRequest(memory_id="ac"))
+    entries, _ = await client.save_state("ac")
+    [seen] = (await stub.ListCompressionEvents(pb.ListCompressionEventsRequest(memory_id="ac"))).events
+    stream = stub.WatchCompressionEvents(pb.WatchCompressionEventsRequest(memory_id="ac", after_sequence=seen.sequence))
+    await client.load_state("ac", entries)
+    loaded = (await stub.ListCompressionEvents(pb.ListCompressionEventsRequest(memory_id="ac"))).events
+    assert [e.sequence for e in loaded] == [seen.sequence + 1]
+    replayed = await asyncio.wait_for(stream.read(), 10)
+    assert replayed.event.sequence == seen.sequence + 1
+    assert replayed.event.event_type == seen.event_type
+    stream.cancel()
+
+
 async def test_auto_context_rpcs_refuse_other_kinds(setup) -> None:
     _, client, stub, _ = await setup()
     await client.create_memory("plain")

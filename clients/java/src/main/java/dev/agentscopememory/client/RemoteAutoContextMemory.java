@@ -197,20 +197,19 @@ public class RemoteAutoContextMemory extends AbstractRemoteMemory {
     }
 
     /**
-     * The compression events as the server records them: first those after the first {@code
-     * afterSequence} (the events are numbered from 1 in {@link #getCompressionEvents()} order, so
-     * pass how many you have seen; 0 replays all), then each new one as it is recorded, also when
-     * another client or server replica compresses. The stream runs until the subscriber cancels
-     * (which cancels the call) or fails with a {@link RemoteMemoryException} (e.g. {@code
+     * The compression events as the server records them: first those with a sequence above {@code
+     * afterSequence} (0 replays all), then each new one as it is recorded, also when another
+     * client or server replica compresses. The stream runs until the subscriber cancels (which
+     * cancels the call) or fails with a {@link RemoteMemoryException} (e.g. {@code
      * FailedPrecondition} for a memory of another kind, {@code Unavailable} when the server goes
      * away). Events arrive on gRPC's threads.
      */
-    public Flux<CompressionEvent> watchCompressionEvents(long afterSequence) {
+    public Flux<SequencedCompressionEvent> watchCompressionEvents(long afterSequence) {
         if (afterSequence < 0) {
             throw new IllegalArgumentException("afterSequence: must not be negative");
         }
         String operation = "MemoryService/WatchCompressionEvents";
-        return Flux.<CompressionEvent>create(sink -> {
+        return Flux.<SequencedCompressionEvent>create(sink -> {
             try {
                 ensureMemory();
             } catch (RemoteMemoryException e) {
@@ -228,7 +227,8 @@ public class RemoteAutoContextMemory extends AbstractRemoteMemory {
 
                         @Override
                         public void onNext(WatchCompressionEventsResponse response) {
-                            sink.next(toEvent(response.getEvent()));
+                            sink.next(new SequencedCompressionEvent(
+                                    response.getEvent().getSequence(), toEvent(response.getEvent())));
                         }
 
                         @Override

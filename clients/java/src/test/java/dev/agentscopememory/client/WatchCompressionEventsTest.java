@@ -60,26 +60,28 @@ class WatchCompressionEventsTest {
     @Test
     void deliversEventsAsTheyAreRecordedThenReplaysFromASequence() throws Exception {
         try (RemoteAutoContextMemory memory = memory()) {
-            BlockingQueue<CompressionEvent> live = new LinkedBlockingQueue<>();
+            BlockingQueue<SequencedCompressionEvent> live = new LinkedBlockingQueue<>();
             AtomicReference<Throwable> failure = new AtomicReference<>();
             Disposable watching = memory.watchCompressionEvents(0).subscribe(live::add, failure::set);
             try {
                 memory.addMessages(d7Input());
                 assertNull(live.poll(300, TimeUnit.MILLISECONDS), "no event before a compression");
                 assertTrue(memory.compressIfNeeded());
-                CompressionEvent event = live.poll(10, TimeUnit.SECONDS);
-                assertEquals("LARGE_MESSAGE_OFFLOAD", event.getEventType());
+                SequencedCompressionEvent event = live.poll(10, TimeUnit.SECONDS);
+                assertEquals(1, event.sequence());
+                assertEquals("LARGE_MESSAGE_OFFLOAD", event.event().getEventType());
                 // the same event getCompressionEvents lists, field for field
-                assertEquals(json(memory.getCompressionEvents().get(0)), json(event));
+                assertEquals(json(memory.getCompressionEvents().get(0)), json(event.event()));
                 assertNull(failure.get());
             } finally {
                 watching.dispose();
             }
 
             // Replays: 0 gives the recorded event first; 1 (already seen) gives nothing yet.
-            CompressionEvent replayed = memory.watchCompressionEvents(0).blockFirst(Duration.ofSeconds(10));
-            assertEquals(json(memory.getCompressionEvents().get(0)), json(replayed));
-            BlockingQueue<CompressionEvent> after = new LinkedBlockingQueue<>();
+            SequencedCompressionEvent replayed = memory.watchCompressionEvents(0).blockFirst(Duration.ofSeconds(10));
+            assertEquals(1, replayed.sequence());
+            assertEquals(json(memory.getCompressionEvents().get(0)), json(replayed.event()));
+            BlockingQueue<SequencedCompressionEvent> after = new LinkedBlockingQueue<>();
             Disposable second = memory.watchCompressionEvents(1).subscribe(after::add);
             try {
                 assertNull(after.poll(1500, TimeUnit.MILLISECONDS));
@@ -92,7 +94,7 @@ class WatchCompressionEventsTest {
     @Test
     void cancellingStopsDelivery() throws Exception {
         try (RemoteAutoContextMemory memory = memory()) {
-            BlockingQueue<CompressionEvent> seen = new LinkedBlockingQueue<>();
+            BlockingQueue<SequencedCompressionEvent> seen = new LinkedBlockingQueue<>();
             Disposable watching = memory.watchCompressionEvents(0).subscribe(seen::add);
             Thread.sleep(300); // the call is under way
             watching.dispose();
