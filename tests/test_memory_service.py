@@ -12,6 +12,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grp
 from agentscope_memory.client import AsyncMemoryClient, MemoryClient
 from agentscope_memory.errors import AlreadyExistsError, NotFoundError
 from agentscope_memory.message import Msg, MsgRole, TextBlock, ToolResultBlock, ToolUseBlock
+from agentscope_memory.proto_convert import msg_to_proto
 
 
 def user(text: str) -> Msg:
@@ -128,6 +129,61 @@ async def test_pages_stay_consistent_when_earlier_messages_are_deleted(aclient: 
         rest = await stub.GetMessages(pb.GetMessagesRequest(memory_id="m1", page_size=5, page_token=first.next_page_token))
     # The token remembers a position, not an offset: nothing is skipped or repeated.
     assert [m.content[0].text.text for m in rest.messages] == [str(i) for i in range(5, 10)]
+
+
+async def test_etag_tells_a_client_its_cached_messages_are_current(aclient: AsyncMemoryClient, server) -> None:
+    await aclient.create_memory("m1")
+    await aclient.add_messages("m1", [user("a"), user("b")])
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        stub = pb_grpc.MemoryServiceStub(channel)
+
+        async def get(etag: str = "") -> pb.GetMessagesResponse:
+            return await stub.GetMessages(pb.GetMessagesRequest(memory_id="m1", if_none_match=etag))
+
+        first = await get()
+        assert first.etag and not first.not_modified and len(first.messages) == 2
+        same = await get(first.etag)
+        assert same.not_modified and not same.messages and same.etag == first.etag and same.total_size == 2
+        # An add names the state it was applied to: a client holding that etag can append locally.
+        added = await stub.AddMessages(pb.AddMessagesRequest(memory_id="m1", messages=[msg_to_proto(user("c"))]))
+        assert added.previous_etag == first.etag and added.etag not in ("", first.etag)
+        after_add = await get(first.etag)
+        assert not after_add.not_modified and len(after_add.messages) == 3 and after_add.etag == added.etag
+        # Every other change moves the etag too.
+        etags = [after_add.etag]
+        await stub.DeleteMessage(pb.DeleteMessageRequest(memory_id="m1", index=0))
+        etags.append((await get(etags[-1])).etag)
+        await stub.ClearMessages(pb.ClearMessagesRequest(memory_id="m1"))
+        etags.append((await get(etags[-1])).etag)
+        await aclient.load_state("m1", (await aclient.save_state("m1"))[0])
+        etags.append((await get(etags[-1])).etag)
+        assert len(set(etags)) == 4
+        # Deleted and created again, back at the same version: still a different etag.
+        await aclient.delete_memory("m1")
+        await aclient.create_memory("m1")
+        await aclient.add_messages("m1", [user("a"), user("b")])
+        again = await get(first.etag)
+        assert not again.not_modified and again.etag != first.etag and len(again.messages) == 2
+
+
+async def test_etag_edge_cases(aclient: AsyncMemoryClient, server) -> None:
+    await aclient.create_memory("m1")
+    await aclient.add_messages("m1", [user(str(i)) for i in range(10)])
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        stub = pb_grpc.MemoryServiceStub(channel)
+        first = await stub.GetMessages(pb.GetMessagesRequest(memory_id="m1", page_size=5))
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await stub.GetMessages(pb.GetMessagesRequest(memory_id="m1", page_token=first.next_page_token,
+                                                         if_none_match=first.etag))
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "if_none_match" in err.value.details()
+        # A made-up etag is just a mismatch.
+        full = await stub.GetMessages(pb.GetMessagesRequest(memory_id="m1", if_none_match="no such etag"))
+        assert len(full.messages) == 10 and not full.not_modified
+        # A replayed add did not change anything now, so it names no states.
+        request = pb.AddMessagesRequest(memory_id="m1", messages=[msg_to_proto(user("c"))], request_id="r1")
+        await stub.AddMessages(request)
+        replay = await stub.AddMessages(request)
+        assert replay.replayed and replay.etag == "" and replay.previous_etag == ""
 
 
 async def test_memories_are_listed_created_and_deleted(aclient: AsyncMemoryClient) -> None:

@@ -12,7 +12,7 @@ import binascii
 import hashlib
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Protocol, Sequence
 
 from agentscope_memory.errors import (
@@ -89,6 +89,10 @@ class AddResult:
     message_count: int
     version: int
     replayed: bool
+    # The messages' etag after the call and just before it ("" on a replay): equal
+    # `previous_etag` and a client's cached etag mean the call was the only change since.
+    etag: str = ""
+    previous_etag: str = ""
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,9 @@ class MessagePage:
     stored: list[bytes]
     next_page_token: str
     total_size: int
+    etag: str = ""
+    # True when the caller's `if_none_match` is still current; `stored` is then empty.
+    not_modified: bool = False
 
     @property
     def messages(self) -> list[Msg]:
@@ -114,6 +121,12 @@ class MemoryInfo:
 class MemoryPage:
     memories: list[MemoryInfo]
     next_page_token: str
+
+
+def message_etag(record: MemoryRecord) -> str:
+    """Names one state of a memory's messages. Every change bumps the version; the creation time
+    tells apart a memory deleted and created again under the same id."""
+    return f"{round(record.create_time * 1_000_000)}-{record.version}"
 
 
 def _encode_token(kind: str, scope: str, position: str) -> str:
@@ -286,7 +299,9 @@ class MemoryManager:
             handler = self.handler(record.kind)
             handler.add(tx, record, encoded)
             version = tx.touch_memory(memory_id)
-            result = AddResult(handler.count(tx, record), version, replayed=False)
+            result = AddResult(handler.count(tx, record), version, replayed=False,
+                               etag=message_etag(replace(record, version=version)),
+                               previous_etag=message_etag(record))
             if request_id is not None:
                 tx.request_put(
                     memory_id,
@@ -317,9 +332,13 @@ class MemoryManager:
         return min(requested or default, maximum)
 
     async def get_messages_page(
-        self, tenant: str, memory_id: str, page_size: int = 0, page_token: str = ""
+        self, tenant: str, memory_id: str, page_size: int = 0, page_token: str = "", if_none_match: str = ""
     ) -> MessagePage:
+        """A page of messages. With `if_none_match` (the etag of an earlier first page) and no
+        change since, only `not_modified` and the etag come back: a client's cache is current."""
         check_id(memory_id, "memory_id")
+        if if_none_match and page_token:
+            raise InvalidArgumentError("if_none_match", "applies to the first page only; leave it empty with page_token")
         size = self._page_size(
             page_size, default=self.limits.default_page_size, maximum=self.limits.max_page_size
         )
@@ -330,13 +349,18 @@ class MemoryManager:
                 raise InvalidArgumentError("page_token", "is not a page token issued for this listing")
             after = int(position)
 
-        def read(tx: Tx) -> tuple[list[Row], bool, int]:
+        def read(tx: Tx) -> tuple[list[Row], bool, int, str]:
             record = self._require(tx, memory_id)
             handler = self.handler(record.kind)
+            etag = message_etag(record)
+            if if_none_match == etag:
+                return [], False, handler.count(tx, record), etag
             rows = handler.read(tx, record, after, size + 1)
-            return rows, len(rows) > size, handler.count(tx, record)
+            return rows, len(rows) > size, handler.count(tx, record), etag
 
-        rows, more, total = await self.store.run(tenant, read, write=False, small=size <= SMALL_PAGE)
+        rows, more, total, etag = await self.store.run(tenant, read, write=False, small=size <= SMALL_PAGE)
+        if if_none_match == etag:
+            return MessagePage([], "", total, etag, not_modified=True)
         rows = rows[:size]
         # Cut the page at the byte budget so no response outgrows a client's receive limit;
         # a single message larger than the budget still travels alone.
@@ -351,7 +375,7 @@ class MemoryManager:
             kept += 1
         rows = rows[:kept]
         token = _encode_token("messages", memory_id, str(rows[-1].seq)) if more and rows else ""
-        return MessagePage([r.data for r in rows], token, total)
+        return MessagePage([r.data for r in rows], token, total, etag)
 
     async def delete_message(self, tenant: str, memory_id: str, index: int) -> tuple[bool, int]:
         check_id(memory_id, "memory_id")

@@ -99,18 +99,21 @@ class MemoryServicer(AutoContextRpcs, pb_grpc.MemoryServiceServicer):
             tenant_of(context), request.memory_id, msgs, request.request_id or None
         )
         return pb.AddMessagesResponse(
-            message_count=result.message_count, replayed=result.replayed, version=result.version
+            message_count=result.message_count, replayed=result.replayed, version=result.version,
+            etag=result.etag, previous_etag=result.previous_etag,
         )
 
     @grpc_errors
     async def GetMessages(self, request: pb.GetMessagesRequest, context: grpc.aio.ServicerContext) -> pb.GetMessagesResponse:
         page = await self.manager.get_messages_page(
-            tenant_of(context), request.memory_id, request.page_size, request.page_token
+            tenant_of(context), request.memory_id, request.page_size, request.page_token, request.if_none_match
         )
         return pb.GetMessagesResponse(
             messages=[stored_to_proto(d) for d in page.stored],
             next_page_token=page.next_page_token,
             total_size=page.total_size,
+            etag=page.etag,
+            not_modified=page.not_modified,
         )
 
     @grpc_errors

@@ -1,6 +1,7 @@
 package dev.agentscopememory.client;
 
 import dev.agentscopememory.grpc.v1.AddMessagesRequest;
+import dev.agentscopememory.grpc.v1.AddMessagesResponse;
 import dev.agentscopememory.grpc.v1.AutoContextConfig;
 import dev.agentscopememory.grpc.v1.ClearMessagesRequest;
 import dev.agentscopememory.grpc.v1.CreateMemoryRequest;
@@ -11,6 +12,7 @@ import dev.agentscopememory.grpc.v1.GetMessagesResponse;
 import dev.agentscopememory.grpc.v1.MemoryKind;
 import io.agentscope.core.memory.Memory;
 import io.agentscope.core.message.Msg;
+import io.agentscope.core.util.JsonUtils;
 import io.grpc.Channel;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -19,6 +21,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.UUID;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * What the remote memories share: a memory on an agentscope-memory server addressed by its id,
@@ -43,6 +46,17 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     private final MemoryKind kind;
     private final AutoContextConfig autoContextConfig;
     private volatile boolean ensured;
+
+    /**
+     * The messages as last read or written by this client, with the etag naming that state on the
+     * server. getMessages sends the etag; while nothing changed, the server answers "not modified"
+     * without the messages. AgentScope calls getMessages about 2 + 4N times a turn, so this keeps
+     * long conversations from crossing the wire, and being decoded, again and again. Never handed
+     * out: callers get copies.
+     */
+    private record Snapshot(String etag, List<Msg> messages) {}
+
+    private final AtomicReference<Snapshot> snapshot = new AtomicReference<>();
 
     protected AbstractRemoteMemory(AbstractBuilder<?> b, MemoryKind kind, AutoContextConfig config) {
         if (b.memoryId == null || b.memoryId.isEmpty()) {
@@ -122,30 +136,91 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
                 .addAllMessages(batch)
                 .setRequestId(UUID.randomUUID().toString())
                 .build();
-        connection.call("MemoryService/AddMessages", true,
+        Snapshot before = snapshot.get();
+        AddMessagesResponse response = connection.call("MemoryService/AddMessages", true,
                 () -> connection.memory().addMessages(request));
+        Snapshot after = null;
+        if (before != null && !response.getEtag().isEmpty() && before.etag().equals(response.getPreviousEtag())) {
+            // Nothing else changed the memory since the snapshot: the server now holds it plus this batch.
+            List<Msg> messages = new ArrayList<>(before.messages());
+            messages.addAll(MsgConverter.fromProto(batch));
+            after = new Snapshot(response.getEtag(), List.copyOf(messages));
+        }
+        snapshot.compareAndSet(before, after);
     }
 
-    /** All messages in insertion order, as a new mutable list. */
+    /**
+     * All messages in insertion order, as a new mutable list of new messages. Always asks the
+     * server; when the messages have not changed since this client last saw them, the server says
+     * so instead of sending them again.
+     */
     @Override
     public List<Msg> getMessages() {
         ensureMemory();
-        List<Msg> out = new ArrayList<>();
+        Snapshot cached = snapshot.get();
+        List<dev.agentscopememory.grpc.v1.Msg> wire = new ArrayList<>();
         String token = "";
+        String firstEtag = null;
+        String lastEtag;
         do {
-            GetMessagesRequest request = GetMessagesRequest.newBuilder()
+            GetMessagesRequest.Builder request = GetMessagesRequest.newBuilder()
                     .setMemoryId(memoryId)
                     .setPageSize(pageSize)
-                    .setPageToken(token)
-                    .build();
-            GetMessagesResponse page = connection.call("MemoryService/GetMessages", true,
-                    () -> connection.memory().getMessages(request));
-            for (dev.agentscopememory.grpc.v1.Msg m : page.getMessagesList()) {
-                out.add(MsgConverter.fromProto(m));
+                    .setPageToken(token);
+            if (firstEtag == null && cached != null) {
+                request.setIfNoneMatch(cached.etag());
             }
+            GetMessagesRequest built = request.build();
+            GetMessagesResponse page = connection.call("MemoryService/GetMessages", true,
+                    () -> connection.memory().getMessages(built));
+            if (page.getNotModified()) {
+                return copies(cached.messages());
+            }
+            if (firstEtag == null) {
+                firstEtag = page.getEtag();
+            }
+            lastEtag = page.getEtag();
+            wire.addAll(page.getMessagesList());
             token = page.getNextPageToken();
         } while (!token.isEmpty());
+        List<Msg> messages = MsgConverter.fromProto(wire);
+        // Pages read under one etag are one state of the memory; otherwise it changed in between.
+        boolean consistent = !firstEtag.isEmpty() && firstEtag.equals(lastEtag);
+        snapshot.compareAndSet(cached, consistent ? new Snapshot(firstEtag, List.copyOf(messages)) : null);
+        return copies(messages);
+    }
+
+    /**
+     * New messages equal to {@code messages}, in a new mutable list. Content blocks are immutable
+     * in AgentScope and are shared; the metadata maps, which a caller could change, are copied.
+     */
+    private static List<Msg> copies(List<Msg> messages) {
+        List<Msg> out = new ArrayList<>(messages.size());
+        for (Msg m : messages) {
+            if (m.getTimestamp() == null) {
+                // The builder would stamp the current time; Jackson keeps the null.
+                out.add(JsonUtils.getJsonCodec().fromJson(JsonUtils.getJsonCodec().toJson(m), Msg.class));
+                continue;
+            }
+            out.add(Msg.builder().id(m.getId()).name(m.getName()).role(m.getRole()).content(m.getContent())
+                    .metadata(deepCopy(m.getMetadata())).timestamp(m.getTimestamp()).build());
+        }
         return out;
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <T> T deepCopy(T value) {
+        if (value instanceof Map<?, ?> map) {
+            Map<Object, Object> copy = new LinkedHashMap<>();
+            map.forEach((k, v) -> copy.put(k, deepCopy(v)));
+            return (T) copy;
+        }
+        if (value instanceof List<?> list) {
+            List<Object> copy = new ArrayList<>(list.size());
+            list.forEach(v -> copy.add(deepCopy(v)));
+            return (T) copy;
+        }
+        return value;
     }
 
     /** Deletes the message at {@code index}; an index out of range (negative too) does nothing. */
@@ -157,6 +232,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         ensureMemory();
         DeleteMessageRequest request =
                 DeleteMessageRequest.newBuilder().setMemoryId(memoryId).setIndex(index).build();
+        snapshot.set(null);
         // Not retried: deleting "the message at i" twice would delete two messages.
         connection.call("MemoryService/DeleteMessage", false,
                 () -> connection.memory().deleteMessage(request));
@@ -166,6 +242,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     public void clear() {
         ensureMemory();
         ClearMessagesRequest request = ClearMessagesRequest.newBuilder().setMemoryId(memoryId).build();
+        snapshot.set(null);
         connection.call("MemoryService/ClearMessages", true,
                 () -> connection.memory().clearMessages(request));
     }
