@@ -186,6 +186,47 @@ async def test_etag_edge_cases(aclient: AsyncMemoryClient, server) -> None:
         assert replay.replayed and replay.etag == "" and replay.previous_etag == ""
 
 
+async def test_get_messages_is_one_state_when_the_history_is_rewritten_between_pages(server_factory) -> None:
+    server = await server_factory(max_page_bytes=2_000)
+    async with AsyncMemoryClient(server.address) as client, AsyncMemoryClient(server.address) as other:
+        await client.create_memory("m")
+        await client.add_messages("m", [user(f"old {i} " + "x" * 500) for i in range(10)])
+        real = client._stub.GetMessages
+        tokens: list[str] = []
+
+        async def get_then_rewrite(request, **kwargs):
+            response = await real(request, **kwargs)
+            tokens.append(request.page_token)
+            if len(tokens) == 1:  # as a compression does, between the client's pages
+                await other.clear("m")
+                await other.add_messages("m", [user(f"new {i}") for i in range(3)])
+            return response
+
+        client._stub.GetMessages = get_then_rewrite
+        assert [m.text_content for m in await client.get_messages("m")] == ["new 0", "new 1", "new 2"]
+        assert tokens[0] == "" and tokens[1] != "" and tokens[2] == "", "the first read was abandoned"
+
+
+def test_blocking_get_messages_is_one_state_too(threaded_server) -> None:
+    with MemoryClient(threaded_server.address) as client, MemoryClient(threaded_server.address) as other:
+        client.create_memory("m")
+        for start in range(0, 2500, 1000):
+            client.add_messages("m", [user(f"old {i}") for i in range(start, min(start + 1000, 2500))])
+        real = client._stub.GetMessages
+        calls: list[str] = []
+
+        def get_then_rewrite(request, **kwargs):
+            response = real(request, **kwargs)
+            calls.append(request.page_token)
+            if len(calls) == 1:
+                other.clear("m")
+                other.add_message("m", user("new"))
+            return response
+
+        client._stub.GetMessages = get_then_rewrite
+        assert [m.text_content for m in client.get_messages("m")] == ["new"]
+
+
 async def test_memories_are_listed_created_and_deleted(aclient: AsyncMemoryClient) -> None:
     for i in range(7):
         await aclient.create_memory(f"mem-{i}", labels={"team": "a"})

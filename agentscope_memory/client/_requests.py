@@ -36,3 +36,7 @@ def add(memory_id: str, msgs: Sequence[Msg], request_id: str) -> pb.AddMessagesR
 
 def page_messages(response: pb.GetMessagesResponse) -> list[Msg]:
     return msgs_from_proto(response.messages, "response.messages")
+
+
+# Reads of a long history that another client keeps changing between pages.
+CONSISTENT_READ_ATTEMPTS = 5

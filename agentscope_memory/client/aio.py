@@ -141,8 +141,27 @@ class AsyncMemoryClient:
                 return
 
     async def get_messages(self, memory_id: str) -> list[Msg]:
-        """Every message in insertion order (Java `Memory.getMessages()`)."""
-        return [m async for m in self.iter_messages(memory_id)]
+        """Every message in insertion order (Java `Memory.getMessages()`), as one state of the
+        memory: a history of several pages that changed between pages (a compression rewrites
+        it) is read again. `iter_messages` streams pages without that check."""
+        attempt = 1
+        while True:
+            msgs, etags = await self._read_pages(memory_id)
+            if len(etags) == 1 or attempt >= _requests.CONSISTENT_READ_ATTEMPTS:
+                return msgs
+            attempt += 1
+
+    async def _read_pages(self, memory_id: str) -> tuple[list[Msg], set[str]]:
+        msgs: list[Msg] = []
+        etags: set[str] = set()
+        token = ""
+        while True:
+            response = await self._call(self._stub.GetMessages, pb.GetMessagesRequest(memory_id=memory_id, page_token=token))
+            msgs += _requests.page_messages(response)
+            etags.add(response.etag)
+            token = response.next_page_token
+            if not token:
+                return msgs, etags
 
     async def delete_message(self, memory_id: str, index: int) -> bool:
         """Delete by position; like AgentScope, an index out of range (or negative) is a no-op."""

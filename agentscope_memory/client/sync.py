@@ -128,7 +128,26 @@ class MemoryClient:
                 return
 
     def get_messages(self, memory_id: str) -> list[Msg]:
-        return list(self.iter_messages(memory_id))
+        """As `AsyncMemoryClient.get_messages`: one state of the memory, read again when it
+        changed between pages."""
+        attempt = 1
+        while True:
+            msgs, etags = self._read_pages(memory_id)
+            if len(etags) == 1 or attempt >= _requests.CONSISTENT_READ_ATTEMPTS:
+                return msgs
+            attempt += 1
+
+    def _read_pages(self, memory_id: str) -> tuple[list[Msg], set[str]]:
+        msgs: list[Msg] = []
+        etags: set[str] = set()
+        token = ""
+        while True:
+            response = self._call(self._stub.GetMessages, pb.GetMessagesRequest(memory_id=memory_id, page_token=token))
+            msgs += _requests.page_messages(response)
+            etags.add(response.etag)
+            token = response.next_page_token
+            if not token:
+                return msgs, etags
 
     def delete_message(self, memory_id: str, index: int) -> bool:
         if index < 0:

@@ -149,45 +149,54 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         snapshot.compareAndSet(before, after);
     }
 
+    /** Reads of a long history that another client keeps changing between pages. */
+    static final int CONSISTENT_READ_ATTEMPTS = 5;
+
     /**
      * All messages in insertion order, as a new mutable list of new messages. Always asks the
      * server; when the messages have not changed since this client last saw them, the server says
-     * so instead of sending them again.
+     * so instead of sending them again. A history of several pages is read again when it changed
+     * between pages (a compression rewrites it), so the list is one state of the memory.
      */
     @Override
     public List<Msg> getMessages() {
         ensureMemory();
-        Snapshot cached = snapshot.get();
-        List<dev.agentscopememory.grpc.v1.Msg> wire = new ArrayList<>();
-        String token = "";
-        String firstEtag = null;
-        String lastEtag;
-        do {
-            GetMessagesRequest.Builder request = GetMessagesRequest.newBuilder()
-                    .setMemoryId(memoryId)
-                    .setPageSize(pageSize)
-                    .setPageToken(token);
-            if (firstEtag == null && cached != null) {
-                request.setIfNoneMatch(cached.etag());
+        for (int attempt = 1; ; attempt++) {
+            Snapshot cached = snapshot.get();
+            List<dev.agentscopememory.grpc.v1.Msg> wire = new ArrayList<>();
+            String token = "";
+            String firstEtag = null;
+            String lastEtag;
+            do {
+                GetMessagesRequest.Builder request = GetMessagesRequest.newBuilder()
+                        .setMemoryId(memoryId)
+                        .setPageSize(pageSize)
+                        .setPageToken(token);
+                if (firstEtag == null && cached != null) {
+                    request.setIfNoneMatch(cached.etag());
+                }
+                GetMessagesRequest built = request.build();
+                GetMessagesResponse page = connection.call("MemoryService/GetMessages", true,
+                        () -> connection.memory().getMessages(built));
+                if (page.getNotModified()) {
+                    return copies(cached.messages());
+                }
+                if (firstEtag == null) {
+                    firstEtag = page.getEtag();
+                }
+                lastEtag = page.getEtag();
+                wire.addAll(page.getMessagesList());
+                token = page.getNextPageToken();
+            } while (!token.isEmpty());
+            // Pages read under one etag are one state of the memory; otherwise it changed in between.
+            boolean consistent = !firstEtag.isEmpty() && firstEtag.equals(lastEtag);
+            if (!consistent && attempt < CONSISTENT_READ_ATTEMPTS) {
+                continue;
             }
-            GetMessagesRequest built = request.build();
-            GetMessagesResponse page = connection.call("MemoryService/GetMessages", true,
-                    () -> connection.memory().getMessages(built));
-            if (page.getNotModified()) {
-                return copies(cached.messages());
-            }
-            if (firstEtag == null) {
-                firstEtag = page.getEtag();
-            }
-            lastEtag = page.getEtag();
-            wire.addAll(page.getMessagesList());
-            token = page.getNextPageToken();
-        } while (!token.isEmpty());
-        List<Msg> messages = MsgConverter.fromProto(wire);
-        // Pages read under one etag are one state of the memory; otherwise it changed in between.
-        boolean consistent = !firstEtag.isEmpty() && firstEtag.equals(lastEtag);
-        snapshot.compareAndSet(cached, consistent ? new Snapshot(firstEtag, List.copyOf(messages)) : null);
-        return copies(messages);
+            List<Msg> messages = MsgConverter.fromProto(wire);
+            snapshot.compareAndSet(cached, consistent ? new Snapshot(firstEtag, List.copyOf(messages)) : null);
+            return copies(messages);
+        }
     }
 
     /**

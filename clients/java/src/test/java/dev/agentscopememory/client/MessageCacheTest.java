@@ -28,6 +28,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -44,6 +45,8 @@ class MessageCacheTest {
     private ManagedChannel channel;
     /** Every GetMessages answer the cached client received, in order. */
     private final List<GetMessagesResponse> answers = new CopyOnWriteArrayList<>();
+    /** Run once, when the first page of a longer history arrives (before the client sees it). */
+    private final AtomicReference<Runnable> betweenPages = new AtomicReference<>();
     private Channel observed;
 
     @BeforeEach
@@ -60,6 +63,10 @@ class MessageCacheTest {
                             public void onMessage(R message) {
                                 if (message instanceof GetMessagesResponse response) {
                                     answers.add(response);
+                                    Runnable change = response.getNextPageToken().isEmpty() ? null : betweenPages.getAndSet(null);
+                                    if (change != null) {
+                                        change.run();
+                                    }
                                 }
                                 super.onMessage(message);
                             }
@@ -160,6 +167,31 @@ class MessageCacheTest {
             texts.add(m.getTextContent());
         }
         assertEquals(List.of("after"), texts);
+    }
+
+    @Test
+    void aHistoryRewrittenBetweenPagesIsReadAgain() throws Exception {
+        String id = "cache-" + UUID.randomUUID();
+        RemoteMemory memory = RemoteMemory.builder().channel(observed).memoryId(id).pageSize(3).build();
+        RemoteMemory someoneElse = other(id);
+        List<Msg> before = new ArrayList<>();
+        for (int i = 0; i < 10; i++) {
+            before.add(Msg.builder().role(MsgRole.USER).name("user").textContent("old " + i).build());
+        }
+        someoneElse.addMessages(before);
+        // As a compression does: the history is replaced while the client is between pages.
+        betweenPages.set(() -> {
+            someoneElse.clear();
+            for (int i = 0; i < 4; i++) {
+                someoneElse.addMessage(Msg.builder().role(MsgRole.ASSISTANT).name("a").textContent("new " + i).build());
+            }
+        });
+        List<String> texts = new ArrayList<>();
+        for (Msg m : memory.getMessages()) {
+            texts.add(m.getTextContent());
+        }
+        assertEquals(List.of("new 0", "new 1", "new 2", "new 3"), texts);
+        assertTrue(answers.size() >= 3, "the first read was abandoned: " + answers.size() + " answers");
     }
 
     @Test
