@@ -189,12 +189,14 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
                 token = page.getNextPageToken();
             } while (!token.isEmpty());
             // Pages read under one etag are one state of the memory; otherwise it changed in between.
-            boolean consistent = !firstEtag.isEmpty() && firstEtag.equals(lastEtag);
-            if (!consistent && attempt < CONSISTENT_READ_ATTEMPTS) {
+            // (A server without etags sends "" on every page: nothing to tell, nothing to keep.)
+            boolean oneState = firstEtag.equals(lastEtag);
+            if (!oneState && attempt < CONSISTENT_READ_ATTEMPTS) {
                 continue;
             }
             List<Msg> messages = MsgConverter.fromProto(wire);
-            snapshot.compareAndSet(cached, consistent ? new Snapshot(firstEtag, List.copyOf(messages)) : null);
+            boolean keep = oneState && !firstEtag.isEmpty();
+            snapshot.compareAndSet(cached, keep ? new Snapshot(firstEtag, List.copyOf(messages)) : null);
             return copies(messages);
         }
     }
