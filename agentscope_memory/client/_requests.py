@@ -40,3 +40,8 @@ def page_messages(response: pb.GetMessagesResponse) -> list[Msg]:
 
 # Reads of a long history that another client keeps changing between pages.
 CONSISTENT_READ_ATTEMPTS = 5
+
+
+def one_state(pages: Sequence[pb.GetMessagesResponse]) -> bool:
+    """Whether the pages were read from one state of the memory (every change moves the etag)."""
+    return len({page.etag for page in pages}) == 1

@@ -127,41 +127,32 @@ class AsyncMemoryClient:
     async def add_message(self, memory_id: str, msg: Msg) -> int:
         return await self.add_messages(memory_id, [msg])
 
-    async def iter_messages(self, memory_id: str, page_size: int = 0) -> AsyncIterator[Msg]:
+    async def _pages(self, memory_id: str, page_size: int = 0) -> AsyncIterator[pb.GetMessagesResponse]:
         token = ""
         while True:
             response = await self._call(
                 self._stub.GetMessages,
                 pb.GetMessagesRequest(memory_id=memory_id, page_size=page_size, page_token=token),
             )
-            for msg in _requests.page_messages(response):
-                yield msg
+            yield response
             token = response.next_page_token
             if not token:
                 return
+
+    async def iter_messages(self, memory_id: str, page_size: int = 0) -> AsyncIterator[Msg]:
+        async for response in self._pages(memory_id, page_size):
+            for msg in _requests.page_messages(response):
+                yield msg
 
     async def get_messages(self, memory_id: str) -> list[Msg]:
         """Every message in insertion order (Java `Memory.getMessages()`), as one state of the
         memory: a history of several pages that changed between pages (a compression rewrites
         it) is read again. `iter_messages` streams pages without that check."""
-        attempt = 1
-        while True:
-            msgs, etags = await self._read_pages(memory_id)
-            if len(etags) == 1 or attempt >= _requests.CONSISTENT_READ_ATTEMPTS:
-                return msgs
-            attempt += 1
-
-    async def _read_pages(self, memory_id: str) -> tuple[list[Msg], set[str]]:
-        msgs: list[Msg] = []
-        etags: set[str] = set()
-        token = ""
-        while True:
-            response = await self._call(self._stub.GetMessages, pb.GetMessagesRequest(memory_id=memory_id, page_token=token))
-            msgs += _requests.page_messages(response)
-            etags.add(response.etag)
-            token = response.next_page_token
-            if not token:
-                return msgs, etags
+        for attempt in range(1, _requests.CONSISTENT_READ_ATTEMPTS + 1):
+            pages = [response async for response in self._pages(memory_id)]
+            if _requests.one_state(pages) or attempt == _requests.CONSISTENT_READ_ATTEMPTS:
+                break
+        return [msg for response in pages for msg in _requests.page_messages(response)]
 
     async def delete_message(self, memory_id: str, index: int) -> bool:
         """Delete by position; like AgentScope, an index out of range (or negative) is a no-op."""

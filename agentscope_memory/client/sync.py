@@ -115,39 +115,30 @@ class MemoryClient:
     def add_message(self, memory_id: str, msg: Msg) -> int:
         return self.add_messages(memory_id, [msg])
 
-    def iter_messages(self, memory_id: str, page_size: int = 0) -> Iterator[Msg]:
+    def _pages(self, memory_id: str, page_size: int = 0) -> Iterator[pb.GetMessagesResponse]:
         token = ""
         while True:
             response = self._call(
                 self._stub.GetMessages,
                 pb.GetMessagesRequest(memory_id=memory_id, page_size=page_size, page_token=token),
             )
-            yield from _requests.page_messages(response)
+            yield response
             token = response.next_page_token
             if not token:
                 return
 
+    def iter_messages(self, memory_id: str, page_size: int = 0) -> Iterator[Msg]:
+        for response in self._pages(memory_id, page_size):
+            yield from _requests.page_messages(response)
+
     def get_messages(self, memory_id: str) -> list[Msg]:
         """As `AsyncMemoryClient.get_messages`: one state of the memory, read again when it
         changed between pages."""
-        attempt = 1
-        while True:
-            msgs, etags = self._read_pages(memory_id)
-            if len(etags) == 1 or attempt >= _requests.CONSISTENT_READ_ATTEMPTS:
-                return msgs
-            attempt += 1
-
-    def _read_pages(self, memory_id: str) -> tuple[list[Msg], set[str]]:
-        msgs: list[Msg] = []
-        etags: set[str] = set()
-        token = ""
-        while True:
-            response = self._call(self._stub.GetMessages, pb.GetMessagesRequest(memory_id=memory_id, page_token=token))
-            msgs += _requests.page_messages(response)
-            etags.add(response.etag)
-            token = response.next_page_token
-            if not token:
-                return msgs, etags
+        for attempt in range(1, _requests.CONSISTENT_READ_ATTEMPTS + 1):
+            pages = list(self._pages(memory_id))
+            if _requests.one_state(pages) or attempt == _requests.CONSISTENT_READ_ATTEMPTS:
+                break
+        return [msg for response in pages for msg in _requests.page_messages(response)]
 
     def delete_message(self, memory_id: str, index: int) -> bool:
         if index < 0:
