@@ -164,19 +164,9 @@ final class AutoContextHarness {
     static Outcome local(AutoContextConfig config, Model model, List<Msg> input, int rounds) throws Exception {
         AutoContextMemory memory = new AutoContextMemory(config, model);
         input.forEach(memory::addMessage);
-        List<Boolean> compressed = new ArrayList<>();
-        for (int i = 0; i < rounds; i++) {
-            compressed.add(memory.compressIfNeeded());
-        }
-        Uuids uuids = new Uuids();
-        JsonNode working = normalised(memory.getMessages(), uuids);
-        JsonNode original = normalised(memory.getOriginalMemoryMsgs(), uuids);
-        JsonNode events = events(memory.getCompressionEvents(), uuids);
-        ObjectNode offloads = TREES.createObjectNode();
-        for (String uuid : new ArrayList<>(uuids.names.keySet())) {
-            offloads.set(uuids.rename(uuid), normalised(memory.reload(uuid), uuids));
-        }
-        return new Outcome(compressed, working, original, events, offloads);
+        List<Boolean> compressed = compress(memory::compressIfNeeded, rounds);
+        return outcome(compressed, memory.getMessages(), memory.getOriginalMemoryMsgs(),
+                memory.getCompressionEvents(), memory::reload);
     }
 
     /** The same on the server. */
@@ -184,20 +174,32 @@ final class AutoContextHarness {
         try (RemoteAutoContextMemory memory = RemoteAutoContextMemory.builder().target(target)
                 .memoryId("ac-" + UUID.randomUUID()).config(config).deadline(java.time.Duration.ofSeconds(60)).build()) {
             memory.addMessages(input);
-            List<Boolean> compressed = new ArrayList<>();
-            for (int i = 0; i < rounds; i++) {
-                compressed.add(memory.compressIfNeeded());
-            }
-            Uuids uuids = new Uuids();
-            JsonNode working = normalised(memory.getMessages(), uuids);
-            JsonNode original = normalised(memory.getOriginalMemoryMsgs(), uuids);
-            JsonNode events = events(memory.getCompressionEvents(), uuids);
-            ObjectNode offloads = TREES.createObjectNode();
-            for (String uuid : new ArrayList<>(uuids.names.keySet())) {
-                offloads.set(uuids.rename(uuid), normalised(memory.reload(uuid), uuids));
-            }
-            return new Outcome(compressed, working, original, events, offloads);
+            List<Boolean> compressed = compress(memory::compressIfNeeded, rounds);
+            return outcome(compressed, memory.getMessages(), memory.getOriginalMemoryMsgs(),
+                    memory.getCompressionEvents(), memory::reload);
         }
+    }
+
+    private static List<Boolean> compress(java.util.function.BooleanSupplier compressIfNeeded, int rounds) {
+        List<Boolean> compressed = new ArrayList<>();
+        for (int i = 0; i < rounds; i++) {
+            compressed.add(compressIfNeeded.getAsBoolean());
+        }
+        return compressed;
+    }
+
+    /** Normalises one memory's state; offloads are reloaded for every uuid the state mentions. */
+    private static Outcome outcome(List<Boolean> compressed, List<Msg> working, List<Msg> original,
+            List<CompressionEvent> events, java.util.function.Function<String, List<Msg>> reload) throws Exception {
+        Uuids uuids = new Uuids();
+        JsonNode workingJson = normalised(working, uuids);
+        JsonNode originalJson = normalised(original, uuids);
+        JsonNode eventsJson = events(events, uuids);
+        ObjectNode offloads = TREES.createObjectNode();
+        for (String uuid : new ArrayList<>(uuids.names.keySet())) {
+            offloads.set(uuids.rename(uuid), normalised(reload.apply(uuid), uuids));
+        }
+        return new Outcome(compressed, workingJson, originalJson, eventsJson, offloads);
     }
 
     /** A summariser for the Java side answering like the scripted LLM endpoint. */

@@ -160,7 +160,8 @@ class AutoContextParityTest {
         parity("D2", cfg().msgThreshold(10).maxToken(1000).lastKeep(5).minConsecutiveToolMessages(3).build(), in, false);
     }
 
-    List<Msg> d3Input() {
+    /** A query, five tool calls with their results, and the answer (D10; D3 goes on from it). */
+    List<Msg> toolRunInput() {
         List<Msg> in = new ArrayList<>();
         in.add(u("User query"));
         for (int i = 0; i < 5; i++) {
@@ -168,6 +169,11 @@ class AutoContextParityTest {
             in.add(tr("test_tool", "call_" + i, "Result " + i));
         }
         in.add(a("Assistant response"));
+        return in;
+    }
+
+    List<Msg> d3Input() {
+        List<Msg> in = toolRunInput();
         for (int i = 0; i < 10; i++) {
             in.add(u("Message " + i));
         }
@@ -334,13 +340,7 @@ class AutoContextParityTest {
 
     @Test
     void d10LastKeepSplitsARun() throws Exception {
-        List<Msg> in = new ArrayList<>();
-        in.add(u("User query"));
-        for (int i = 0; i < 5; i++) {
-            in.add(tu("test_tool", "call_" + i));
-            in.add(tr("test_tool", "call_" + i, "Result " + i));
-        }
-        in.add(a("Assistant response"));
+        List<Msg> in = toolRunInput();
         parity("D10", cfg().msgThreshold(10).lastKeep(5).minConsecutiveToolMessages(3).minCompressionTokenThreshold(0).build(),
                 in, true);
     }
