@@ -12,9 +12,10 @@ import grpc
 
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
-from agentscope_memory.memory.autoctx.tokens import estimate_tokens
+from agentscope_memory.short_term.auto_context.tokens import estimate_tokens
 from agentscope_memory.message import Msg, MsgRole, TextBlock, ToolResultBlock, ToolUseBlock
-from agentscope_memory.proto_convert import msg_from_proto, msg_to_proto
+from agentscope_memory.convert.from_proto import msg_from_proto
+from agentscope_memory.convert.to_proto import msg_to_proto
 from bench.harness import BIN, REPO, free_port, measure, process
 from bench.workload import message
 

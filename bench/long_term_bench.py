@@ -19,7 +19,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_servi
 from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2_grpc as pb_grpc
 from agentscope_memory.long_term.embedder import MiniLMEmbedder
 from agentscope_memory.message import Msg, MsgRole
-from agentscope_memory.proto_convert import msg_to_proto
+from agentscope_memory.convert.to_proto import msg_to_proto
 from bench.harness import BIN, free_port, measure, process
 
 SIZES = (1_000, 10_000)

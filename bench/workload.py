@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agentscope_memory._proto.agentscope.memory.v1 import message_pb2 as mpb
 from agentscope_memory.message import Msg, MsgRole
-from agentscope_memory.proto_convert import msg_to_proto
+from agentscope_memory.convert.to_proto import msg_to_proto
 
 TEXT = (
     "Could you look up the weather for Paris for the next three days and tell me whether I "

@@ -5,8 +5,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-from agentscope_memory.memory.autoctx.config import AutoContextConfig
-from agentscope_memory.memory.autoctx.engine import Compressor, ContextState, Identity, Summary
+from agentscope_memory.short_term.auto_context.config import AutoContextConfig
+from agentscope_memory.short_term.auto_context.engine import Compressor, ContextState, Identity, Summary
 from agentscope_memory.message import Msg, MsgRole, TextBlock, ToolResultBlock, ToolUseBlock
 
 _ids = itertools.count()

@@ -9,7 +9,8 @@ import pytest
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
 from agentscope_memory.client import AsyncMemoryClient
-from agentscope_memory.memory.autoctx.tokens import Cl100kCounter, estimate_tokens
+from agentscope_memory.short_term.auto_context.tokens import Cl100kCounter, estimate_tokens
+from agentscope_memory.short_term.auto_context.config import AutoContextConfig
 from autoctx_helpers import A, TR, TU, U
 from scripted_llm import ScriptedLLM, ScriptedReply
 
@@ -35,9 +36,9 @@ def conversation():
 async def test_cl100k_totals_follow_adds_deletes_and_compressions(stubs) -> None:
     client, stub = stubs
     counter = Cl100kCounter()
-    config = pb.AutoContextConfig(msg_threshold=10, last_keep=5, min_consecutive_tool_messages=3,
-                                  min_compression_token_threshold=0, profile=pb.AUTO_CONTEXT_PROFILE_IMPROVED,
-                                  token_counter=pb.TOKEN_COUNTER_CL100K)
+    config = AutoContextConfig(msg_threshold=10, last_keep=5, min_consecutive_tool_messages=3,
+                                  min_compression_token_threshold=0, profile="improved",
+                                  token_counter="cl100k")
     await client.create_memory("real", "AUTO_CONTEXT", auto_context_config=config)
     msgs = conversation()
     await client.add_messages("real", msgs[:8])
@@ -62,7 +63,7 @@ async def test_cl100k_totals_follow_adds_deletes_and_compressions(stubs) -> None
 
 async def test_parity_reports_javas_estimate(stubs) -> None:
     client, stub = stubs
-    await client.create_memory("java", "AUTO_CONTEXT", auto_context_config=pb.AutoContextConfig(msg_threshold=100))
+    await client.create_memory("java", "AUTO_CONTEXT", auto_context_config=AutoContextConfig(msg_threshold=100))
     msgs = conversation()
     await client.add_messages("java", msgs)
     out = await stub.CompressIfNeeded(pb.CompressIfNeededRequest(memory_id="java"))

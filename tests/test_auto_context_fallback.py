@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 
-from agentscope_memory.memory.autoctx.config import AutoContextConfig
-from agentscope_memory.memory.autoctx.engine import COMPRESS_META, Compressor, ContextState, Identity
-from agentscope_memory.memory.autoctx.summarizers import FALLBACK_MARKER, ExtractiveSummarizer
-from agentscope_memory.memory.autoctx.tokens import char_count, utf16_len
+from agentscope_memory.short_term.auto_context.config import AutoContextConfig
+from agentscope_memory.short_term.auto_context.engine import COMPRESS_META, Compressor, ContextState, Identity
+from agentscope_memory.short_term.auto_context.summarizers import FALLBACK_MARKER, ExtractiveSummarizer
+from agentscope_memory.short_term.auto_context.tokens import char_count, utf16_len
 from agentscope_memory.message import Msg
 from autoctx_helpers import A, TR, TU, U
 

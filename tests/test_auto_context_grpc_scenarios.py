@@ -19,8 +19,9 @@ import pytest
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
 from agentscope_memory.client import AsyncMemoryClient
-from agentscope_memory.memory.autoctx.summarizers import render
+from agentscope_memory.short_term.auto_context.summarizers import render
 from agentscope_memory.message import Msg, MsgRole, msg_to_dict
+from agentscope_memory.short_term.auto_context.config import AutoContextConfig
 from autoctx_helpers import A, TR, TU, U, ScriptedSummarizer, compressor, state
 from scripted_llm import ScriptedLLM, ScriptedReply
 
@@ -206,7 +207,7 @@ async def test_scenario_through_grpc_matches_the_engine(name, grpc_server, llm) 
 
     llm.default = ScriptedReply.text(model_text)
     llm.requests.clear()
-    await client.create_memory(name, "AUTO_CONTEXT", auto_context_config=pb.AutoContextConfig(**config))
+    await client.create_memory(name, "AUTO_CONTEXT", auto_context_config=AutoContextConfig(**config))
     await client.add_messages(name, msgs)
     out = await stub.CompressIfNeeded(pb.CompressIfNeededRequest(memory_id=name))
     working = await client.get_messages(name)

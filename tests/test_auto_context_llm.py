@@ -3,6 +3,8 @@ faults as an AUTO_CONTEXT memory sees them through gRPC in both profiles."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import grpc
 import pytest
 
@@ -11,6 +13,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grp
 from agentscope_memory.client import AsyncMemoryClient
 from agentscope_memory.errors import DeadlineExceededError, UnavailableError
 from agentscope_memory.llm import ChatClient, LlmConfig
+from agentscope_memory.short_term.auto_context.config import AutoContextConfig
 from scripted_llm import ScriptedLLM, ScriptedReply
 from test_autoctx_service import D3_CONFIG, d3_messages
 
@@ -127,10 +130,8 @@ async def test_an_unreachable_endpoint_is_unavailable() -> None:
 # -- through gRPC ---------------------------------------------------------------------------
 
 
-async def _memory(server_factory, llm: ScriptedLLM, profile: int, **settings):
-    config = pb.AutoContextConfig()
-    config.CopyFrom(D3_CONFIG)
-    config.profile = profile
+async def _memory(server_factory, llm: ScriptedLLM, profile: str, **settings):
+    config = dataclasses.replace(D3_CONFIG, profile=profile)
     settings.setdefault("llm_max_retries", 0)
     server = await server_factory(llm_base_url=llm.base_url, **settings)
     client = AsyncMemoryClient(server.address)
@@ -139,7 +140,7 @@ async def _memory(server_factory, llm: ScriptedLLM, profile: int, **settings):
     return client, channel, pb_grpc.MemoryServiceStub(channel)
 
 
-@pytest.mark.parametrize("profile", [pb.AUTO_CONTEXT_PROFILE_PARITY, pb.AUTO_CONTEXT_PROFILE_IMPROVED],
+@pytest.mark.parametrize("profile", ["parity", "improved"],
                          ids=["parity", "improved"])
 async def test_malformed_summary_through_grpc_keeps_the_memory(server_factory, llm, profile) -> None:
     llm.default = ScriptedReply.raw(b"not json at all")
@@ -154,7 +155,7 @@ async def test_malformed_summary_through_grpc_keeps_the_memory(server_factory, l
         assert not (await stub.ListCompressionEvents(pb.ListCompressionEventsRequest(memory_id="ac"))).events
         keys = [e.key for e in (await client.save_state("ac"))[0]]
         # Parity leaves Java's orphan offload (Q7); improved leaves nothing behind.
-        assert ("autoContextMemory_offloadContext" in keys) is (profile == pb.AUTO_CONTEXT_PROFILE_PARITY)
+        assert ("autoContextMemory_offloadContext" in keys) is (profile == "parity")
         # The next call, with a working model, compresses normally.
         llm.default = ScriptedReply.text("SUMMARY")
         out = await stub.CompressIfNeeded(pb.CompressIfNeededRequest(memory_id="ac"))
@@ -166,7 +167,7 @@ async def test_malformed_summary_through_grpc_keeps_the_memory(server_factory, l
 
 async def test_a_transient_500_is_retried_by_the_server(server_factory, llm) -> None:
     llm.push(ScriptedReply.error(500), ScriptedReply.text("SUMMARY"))
-    client, channel, stub = await _memory(server_factory, llm, pb.AUTO_CONTEXT_PROFILE_PARITY, llm_max_retries=1)
+    client, channel, stub = await _memory(server_factory, llm, "parity", llm_max_retries=1)
     try:
         await client.add_messages("ac", d3_messages())
         out = await stub.CompressIfNeeded(pb.CompressIfNeededRequest(memory_id="ac"))

@@ -9,12 +9,12 @@ import itertools
 import pytest
 
 from agentscope_memory.errors import AbortedError
-from agentscope_memory.memory.autoctx.config import AutoContextConfig
-from agentscope_memory.memory.autoctx.engine import Identity, Summary
-from agentscope_memory.memory.autoctx.service import AutoContextService
-from agentscope_memory.memory.autoctx.stored import AutoContextKind
-from agentscope_memory.memory.in_memory import InMemoryKind
-from agentscope_memory.memory.manager import Limits, MemoryManager
+from agentscope_memory.short_term.auto_context.config import AutoContextConfig
+from agentscope_memory.short_term.auto_context.engine import Identity, Summary
+from agentscope_memory.short_term.auto_context.service import AutoContextService
+from agentscope_memory.short_term.auto_context.kind import AutoContextKind
+from agentscope_memory.short_term.in_memory import InMemoryKind
+from agentscope_memory.short_term.manager import Limits, MemoryManager
 from agentscope_memory.message import Msg
 from agentscope_memory.store.memory import MemoryStore
 from autoctx_helpers import A, TR, TU, U

@@ -12,9 +12,10 @@ import pytest
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
 from agentscope_memory.client import AsyncMemoryClient
-from agentscope_memory.memory.autoctx.tokens import estimate_tokens
+from agentscope_memory.short_term.auto_context.tokens import estimate_tokens
 from agentscope_memory.message import Msg, MsgRole, TextBlock, ToolResultBlock, ToolUseBlock
-from agentscope_memory.proto_convert import msg_from_proto
+from agentscope_memory.convert.from_proto import msg_from_proto
+from agentscope_memory.short_term.auto_context.config import AutoContextConfig
 from autoctx_helpers import A, TR, TU, U
 from scripted_llm import ScriptedLLM, ScriptedReply
 
@@ -61,7 +62,7 @@ async def memory(server_factory, llm):
         nonlocal count
         count += 1
         memory_id = f"ac-{count}"
-        await client.create_memory(memory_id, "AUTO_CONTEXT", auto_context_config=pb.AutoContextConfig(**config))
+        await client.create_memory(memory_id, "AUTO_CONTEXT", auto_context_config=AutoContextConfig(**config))
         if msgs:
             await client.add_messages(memory_id, list(msgs))
         return Memory(client, stub, memory_id)
@@ -234,7 +235,7 @@ async def test_large_tool_result_offload_preserves_id_and_name(memory) -> None:
     assert not orphan_results(working)
 
 
-@pytest.mark.parametrize("profile", [pb.AUTO_CONTEXT_PROFILE_PARITY, pb.AUTO_CONTEXT_PROFILE_IMPROVED],
+@pytest.mark.parametrize("profile", ["parity", "improved"],
                          ids=["parity", "improved"])
 async def test_tool_call_pairing_integrity_after_mixed_offloading(memory, profile) -> None:
     msgs = [U("Start"), TU("search", "s1"), TR("search", "s1", "r" * 300), A("Found it"),
@@ -332,7 +333,7 @@ async def test_reload_survives_clear(memory) -> None:
 async def test_pre_reasoning_event_keeps_the_system_messages_name_and_metadata(memory) -> None:
     # D26 with a whole SYSTEM message: Java keeps its name and metadata, keeps only its text.
     from agentscope_memory.message import ImageBlock, URLSource
-    from agentscope_memory.proto_convert import msg_to_proto
+    from agentscope_memory.convert.to_proto import msg_to_proto
 
     mem = await memory([U(f"Message {i}") for i in range(3)], msg_threshold=100)
     system = Msg("sys-1", "planner", MsgRole.SYSTEM,
@@ -349,7 +350,7 @@ async def test_pre_reasoning_event_keeps_the_system_messages_name_and_metadata(m
 
 @pytest.mark.parametrize("case", ["both", "not-system"])
 async def test_pre_reasoning_input_rejects_a_bad_system_message(memory, case) -> None:
-    from agentscope_memory.proto_convert import msg_to_proto
+    from agentscope_memory.convert.to_proto import msg_to_proto
 
     mem = await memory([U("hi")], msg_threshold=100)
     role = MsgRole.SYSTEM if case == "both" else MsgRole.USER

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentscope_memory.memory.autoctx.engine import COMPRESS_META
+from agentscope_memory.short_term.auto_context.engine import COMPRESS_META
 from agentscope_memory.message import Msg, MsgRole, TextBlock, ToolResultBlock, ToolUseBlock
 from autoctx_helpers import A, TR, TU, U, ScriptedSummarizer, compressor, state, uuid_n
 
@@ -18,7 +18,7 @@ def test_cl100k_needs_the_improved_profile() -> None:
 
 
 def test_cl100k_counts_real_tokens() -> None:
-    from agentscope_memory.memory.autoctx.tokens import Cl100kCounter
+    from agentscope_memory.short_term.auto_context.tokens import Cl100kCounter
 
     counter = Cl100kCounter()
     assert counter._encoding.encode_ordinary("tiktoken is great!") == [83, 1609, 5963, 374, 2294, 0]

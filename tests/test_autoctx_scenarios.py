@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from agentscope_memory.memory.autoctx.engine import (
+from agentscope_memory.short_term.auto_context.engine import (
     COMPRESS_META, CompressionEvent, PlanNote, PlanSubtask, SummarizerError, interaction_messages,
 )
-from agentscope_memory.memory.autoctx.tokens import char_count, estimate_tokens
+from agentscope_memory.short_term.auto_context.tokens import char_count, estimate_tokens
 from agentscope_memory.message import Msg, MsgRole, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from autoctx_helpers import A, TAG, TR, TU, U, ScriptedSummarizer, compressor, state, texts, uuid_n
 

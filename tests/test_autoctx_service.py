@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import asyncio
 import json
 
@@ -13,11 +15,12 @@ from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grp
 from agentscope_memory.client import AsyncMemoryClient
 from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.message import MsgRole
-from agentscope_memory.proto_convert import msg_from_proto
+from agentscope_memory.convert.from_proto import msg_from_proto
+from agentscope_memory.short_term.auto_context.config import AutoContextConfig
 from autoctx_helpers import A, TR, TU, U
 from scripted_llm import ScriptedLLM, ScriptedReply
 
-D3_CONFIG = pb.AutoContextConfig(msg_threshold=10, last_keep=5, min_consecutive_tool_messages=3,
+D3_CONFIG = AutoContextConfig(msg_threshold=10, last_keep=5, min_consecutive_tool_messages=3,
                                  min_compression_token_threshold=0)
 
 
@@ -65,11 +68,11 @@ async def test_config_is_validated_and_reported(setup) -> None:
     assert got.kind == pb.MEMORY_KIND_AUTO_CONTEXT
     assert (got.auto_context_config.msg_threshold, got.auto_context_config.max_token) == (10, 131072)
     assert got.auto_context_config.token_ratio == 0.75 and got.auto_context_config.large_payload_threshold == 5120
-    for config, field in [(pb.AutoContextConfig(token_ratio=1.5), "token_ratio"),
-                          (pb.AutoContextConfig(msg_threshold=-1), "msg_threshold"),
-                          (pb.AutoContextConfig(current_round_compression_ratio=0), "current_round_compression_ratio"),
-                          (pb.AutoContextConfig(last_keep=-3), "last_keep"),
-                          (pb.AutoContextConfig(token_counter=pb.TOKEN_COUNTER_CL100K), "token_counter")]:
+    for config, field in [(AutoContextConfig(token_ratio=1.5), "token_ratio"),
+                          (AutoContextConfig(msg_threshold=-1), "msg_threshold"),
+                          (AutoContextConfig(current_round_compression_ratio=0), "current_round_compression_ratio"),
+                          (AutoContextConfig(last_keep=-3), "last_keep"),
+                          (AutoContextConfig(token_counter="cl100k"), "token_counter")]:
         with pytest.raises(InvalidArgumentError) as err:
             await client.create_memory("bad", "AUTO_CONTEXT", auto_context_config=config)
         assert f"auto_context_config.{field}" in str(err.value)
@@ -133,12 +136,10 @@ async def test_fallback_summariser_without_an_llm(setup) -> None:
 @pytest.mark.parametrize(("reply", "code"), [(ScriptedReply.error(500), grpc.StatusCode.UNAVAILABLE),
                                              (ScriptedReply.text(""), grpc.StatusCode.UNAVAILABLE),
                                              (ScriptedReply.text("x").after(2.0), grpc.StatusCode.DEADLINE_EXCEEDED)])
-@pytest.mark.parametrize("profile", [pb.AUTO_CONTEXT_PROFILE_PARITY, pb.AUTO_CONTEXT_PROFILE_IMPROVED])
+@pytest.mark.parametrize("profile", ["parity", "improved"])
 async def test_llm_faults_leave_the_memory_consistent(setup, llm, reply, code, profile) -> None:
     llm.default = reply
-    config = pb.AutoContextConfig()
-    config.CopyFrom(D3_CONFIG)
-    config.profile = profile
+    config = dataclasses.replace(D3_CONFIG, profile=profile)
     _, client, stub, _ = await setup(config, llm_timeout_s=0.5)
     msgs = d3_messages()
     await client.add_messages("ac", msgs)
@@ -150,7 +151,7 @@ async def test_llm_faults_leave_the_memory_consistent(setup, llm, reply, code, p
     keys = [e.key for e in entries]
     assert "autoContextMemory_compressionEvents" not in keys
     # Java leaves the offload made just before the failing call (Q7); the improved profile does not.
-    assert ("autoContextMemory_offloadContext" in keys) is (profile == pb.AUTO_CONTEXT_PROFILE_PARITY)
+    assert ("autoContextMemory_offloadContext" in keys) is (profile == "parity")
 
 
 async def test_restart_keeps_everything(setup, tmp_path) -> None:
@@ -203,7 +204,7 @@ async def test_appends_during_a_compression_are_kept(setup, llm) -> None:
 
 
 async def test_prepare_reasoning_input_is_the_hooks(setup) -> None:
-    _, client, stub, _ = await setup(pb.AutoContextConfig(msg_threshold=100))
+    _, client, stub, _ = await setup(AutoContextConfig(msg_threshold=100))
     msgs = [U("Message 0"), U("Message 1"), U("Message 2")]
     await client.add_messages("ac", msgs)
     out = await stub.PrepareReasoningInput(pb.PrepareReasoningInputRequest(memory_id="ac", system_prompt="Base system prompt"))
@@ -286,7 +287,7 @@ async def test_auto_context_rpcs_refuse_other_kinds(setup) -> None:
 
 
 async def test_d26_hook_input_rebuild(setup) -> None:
-    _, client, stub, _ = await setup(pb.AutoContextConfig(msg_threshold=100))
+    _, client, stub, _ = await setup(AutoContextConfig(msg_threshold=100))
     await client.add_messages("ac", [U("Message 0"), U("Message 1"), U("Message 2")])
     with_prompt = await stub.PrepareReasoningInput(pb.PrepareReasoningInputRequest(memory_id="ac", system_prompt="Base system prompt"))
     first = msg_from_proto(with_prompt.messages[0])

@@ -9,9 +9,9 @@ import pytest
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
 from agentscope_memory.client import AsyncMemoryClient
-from agentscope_memory.memory.autoctx.config import AutoContextConfig, PromptConfig
-from agentscope_memory.memory.autoctx.engine import PlanNote, PlanSubtask, is_tool_result, is_tool_use
-from agentscope_memory.memory.autoctx.prompts import tool_compress_prompt
+from agentscope_memory.short_term.auto_context.config import AutoContextConfig, PromptConfig
+from agentscope_memory.short_term.auto_context.engine import PlanNote, PlanSubtask, is_tool_result, is_tool_use
+from agentscope_memory.short_term.auto_context.prompts import tool_compress_prompt
 from agentscope_memory.message import ToolResultBlock, ToolUseBlock
 from autoctx_helpers import A, TR, TU, U, ScriptedSummarizer, compressor, state
 
@@ -21,7 +21,7 @@ DEFAULT = dict(msg_threshold=10, max_token=1000, token_ratio=0.75, last_keep=5, 
 @pytest.fixture
 async def memory(server):
     async with AsyncMemoryClient(server.address) as client, grpc.aio.insecure_channel(server.address) as channel:
-        await client.create_memory("ac", "AUTO_CONTEXT", auto_context_config=pb.AutoContextConfig(msg_threshold=10, last_keep=5))
+        await client.create_memory("ac", "AUTO_CONTEXT", auto_context_config=AutoContextConfig(msg_threshold=10, last_keep=5))
         yield client, pb_grpc.MemoryServiceStub(channel)
 
 
@@ -56,7 +56,7 @@ async def test_delete_message_and_invalid_index(memory) -> None:
 async def test_clear_keeps_offloads_and_events(server) -> None:
     async with AsyncMemoryClient(server.address) as client, grpc.aio.insecure_channel(server.address) as channel:
         stub = pb_grpc.MemoryServiceStub(channel)
-        await client.create_memory("ac", "AUTO_CONTEXT", auto_context_config=pb.AutoContextConfig(
+        await client.create_memory("ac", "AUTO_CONTEXT", auto_context_config=AutoContextConfig(
             msg_threshold=5, last_keep=4, large_payload_threshold=100))
         await client.add_messages("ac", [U("a"), A("b"), U("y" * 300), A("ok"), U("next")])
         assert (await stub.CompressIfNeeded(pb.CompressIfNeededRequest(memory_id="ac"))).compressed
@@ -142,7 +142,7 @@ async def test_custom_prompt_reaches_the_model() -> None:
 async def test_multiple_offloaded_contexts_reload_independently(server) -> None:
     async with AsyncMemoryClient(server.address) as client, grpc.aio.insecure_channel(server.address) as channel:
         stub = pb_grpc.MemoryServiceStub(channel)
-        await client.create_memory("ac", "AUTO_CONTEXT", auto_context_config=pb.AutoContextConfig(
+        await client.create_memory("ac", "AUTO_CONTEXT", auto_context_config=AutoContextConfig(
             msg_threshold=5, last_keep=2, large_payload_threshold=100))
         big = [U("a" * 300), A("x"), U("b" * 300), A("y"), U("c" * 300), A("z"), U("p"), U("q")]
         await client.add_messages("ac", big)

@@ -9,7 +9,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as 
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
 from agentscope_memory._proto.agentscope.memory.v1 import message_pb2 as mpb
 from agentscope_memory.message import Msg, MsgRole
-from agentscope_memory.proto_convert import msg_to_proto
+from agentscope_memory.convert.to_proto import msg_to_proto
 
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
 EXHAUSTED = grpc.StatusCode.RESOURCE_EXHAUSTED

@@ -11,7 +11,7 @@ import pytest
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
 from agentscope_memory.message import Msg, MsgRole
-from agentscope_memory.proto_convert import msg_to_proto
+from agentscope_memory.convert.to_proto import msg_to_proto
 from conftest import ServerProcess
 
 WRITERS = 8

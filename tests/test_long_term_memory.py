@@ -1,4 +1,4 @@
-"""Mem0LongTermMemory with real mem0, the real MiniLM embedder and embedded Qdrant, offline."""
+"""Mem0Engine with real mem0, the real MiniLM embedder and embedded Qdrant, offline."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from agentscope_memory.errors import InvalidArgumentError, NotFoundError, ResourceExhaustedError
-from agentscope_memory.long_term import LongTermConfig, Mem0LongTermMemory, Mem0Store, Scope
+from agentscope_memory.long_term import Scope
+from agentscope_memory.long_term.mem0 import Mem0Backend, Mem0Config, Mem0Engine
 from agentscope_memory.long_term.embedder import MiniLMEmbedder
-from agentscope_memory.long_term.memory import recordable
+from agentscope_memory.long_term.mem0.engine import recordable
 from agentscope_memory.message import Msg, MsgRole, TextBlock, ToolUseBlock
 
 DATA = json.loads((Path(__file__).parent / "data" / "retrieval_set.json").read_text())
@@ -30,8 +31,8 @@ def embedder() -> MiniLMEmbedder:
 
 @pytest.fixture
 async def long_term(tmp_path, embedder):
-    store = Mem0Store(LongTermConfig(data_dir=tmp_path), embedder=embedder)
-    yield Mem0LongTermMemory(store)
+    store = Mem0Backend(Mem0Config(data_dir=tmp_path), embedder=embedder)
+    yield Mem0Engine(store)
     await store.close()
 
 
@@ -71,7 +72,7 @@ def test_record_filter_matches_java() -> None:
         recordable([Msg(id="x", role=None, content=[TextBlock("t")])])
 
 
-async def test_labelled_retrieval_set_recall_at_5(long_term: Mem0LongTermMemory) -> None:
+async def test_labelled_retrieval_set_recall_at_5(long_term: Mem0Engine) -> None:
     for user, facts in DATA["facts"].items():
         await long_term.record("t", Scope(user_id=user), [Msg.create(MsgRole.USER, text) for text in facts.values()])
     text_to_id = {text: fid for facts in DATA["facts"].values() for fid, text in facts.items()}
@@ -79,7 +80,7 @@ async def test_labelled_retrieval_set_recall_at_5(long_term: Mem0LongTermMemory)
     misses = []
     for q in DATA["queries"]:
         items = await long_term.search("t", Scope(user_id=q["user"]), q["query"], limit=5)
-        found = [text_to_id[i.memory] for i in items]
+        found = [text_to_id[i.text] for i in items]
         # Scoping: nothing from another user ever comes back.
         assert all(fid[0] == q["user"][0] for fid in found), (q, found)
         if set(q["expect"]) <= set(found):
@@ -91,19 +92,19 @@ async def test_labelled_retrieval_set_recall_at_5(long_term: Mem0LongTermMemory)
     assert recall >= RECALL_FLOOR, misses
 
 
-async def test_retrieve_joins_texts_like_java(long_term: Mem0LongTermMemory) -> None:
+async def test_retrieve_joins_texts_like_java(long_term: Mem0Engine) -> None:
     scope = Scope(agent_name="Assistant", user_id="u1")
     assert await long_term.retrieve("t", scope, Msg.create(MsgRole.USER, "anything")) == ("", [])
     await long_term.record("t", scope, [Msg.create(MsgRole.USER, "User prefers dark mode"),
                                         Msg.create(MsgRole.USER, "User likes coffee")])
     text, items = await long_term.retrieve("t", scope, Msg.create(MsgRole.USER, "dark mode or light mode?"))
     assert text.split("\n")[0] == "User prefers dark mode" and len(items) == 2
-    assert text == "\n".join(i.memory for i in items)
+    assert text == "\n".join(i.text for i in items)
     assert await long_term.retrieve("t", scope, None) == ("", [])
     assert await long_term.retrieve("t", scope, Msg.create(MsgRole.USER, content=[])) == ("", [])
 
 
-async def test_scopes_and_tenants_are_isolated(long_term: Mem0LongTermMemory) -> None:
+async def test_scopes_and_tenants_are_isolated(long_term: Mem0Engine) -> None:
     await long_term.record("t1", Scope(agent_name="A", user_id="u1"), [Msg.create(MsgRole.USER, "u1 likes jazz")])
     await long_term.record("t1", Scope(agent_name="A", user_id="u2"), [Msg.create(MsgRole.USER, "u2 likes jazz too")])
     await long_term.record("t1", Scope(agent_name="B", user_id="u1"), [Msg.create(MsgRole.USER, "agent B heard u1 likes jazz")])
@@ -121,19 +122,19 @@ async def test_scopes_and_tenants_are_isolated(long_term: Mem0LongTermMemory) ->
         await long_term.get("t2", item.id)
     with pytest.raises(NotFoundError):
         await long_term.delete("t2", item.id)
-    assert (await long_term.get("t1", item.id)).memory == "u1 likes jazz"
+    assert (await long_term.get("t1", item.id)).text == "u1 likes jazz"
 
 
-async def test_recording_the_same_conversation_twice_stores_it_once(long_term: Mem0LongTermMemory) -> None:
+async def test_recording_the_same_conversation_twice_stores_it_once(long_term: Mem0Engine) -> None:
     scope = Scope(user_id="u1")
     turn = [Msg.create(MsgRole.USER, "I moved to Oslo"), Msg.create(MsgRole.ASSISTANT, "Nice!")]
     first = await long_term.record("t", scope, turn)
     again = await long_term.record("t", scope, turn + [Msg.create(MsgRole.USER, "and I have a cat")])
-    assert len(first) == 2 and [i.memory for i in again] == ["and I have a cat"]
+    assert len(first) == 2 and [i.text for i in again] == ["and I have a cat"]
     assert len(await long_term.list("t", scope)) == 3
 
 
-async def test_delete_one_and_delete_a_scope(long_term: Mem0LongTermMemory) -> None:
+async def test_delete_one_and_delete_a_scope(long_term: Mem0Engine) -> None:
     keep, forget = Scope(user_id="keep"), Scope(user_id="forget")
     await long_term.record("t", keep, [Msg.create(MsgRole.USER, "keep me")])
     await long_term.record("t", forget, [Msg.create(MsgRole.USER, f"fact {i}") for i in range(5)])
@@ -143,10 +144,10 @@ async def test_delete_one_and_delete_a_scope(long_term: Mem0LongTermMemory) -> N
         await long_term.get("t", one.id)
     assert await long_term.delete_scope("t", forget) == 4
     assert await long_term.list("t", forget) == []
-    assert [i.memory for i in await long_term.list("t", keep)] == ["keep me"]
+    assert [i.text for i in await long_term.list("t", keep)] == ["keep me"]
 
 
-async def test_bad_input(long_term: Mem0LongTermMemory) -> None:
+async def test_bad_input(long_term: Mem0Engine) -> None:
     with pytest.raises(InvalidArgumentError, match="at least one of agent_name, user_id or run_name"):
         await long_term.record("t", Scope(), [Msg.create(MsgRole.USER, "x")])
     with pytest.raises(InvalidArgumentError, match="scope.user_id"):
@@ -159,7 +160,7 @@ async def test_bad_input(long_term: Mem0LongTermMemory) -> None:
     assert await long_term.list("t", Scope(user_id="u")) == []
 
 
-async def test_concurrent_records_lose_nothing(long_term: Mem0LongTermMemory) -> None:
+async def test_concurrent_records_lose_nothing(long_term: Mem0Engine) -> None:
     scope = Scope(user_id="busy")
 
     async def writer(w: int) -> None:
@@ -171,10 +172,10 @@ async def test_concurrent_records_lose_nothing(long_term: Mem0LongTermMemory) ->
 
 
 async def test_memories_survive_a_restart(tmp_path, embedder) -> None:
-    store = Mem0Store(LongTermConfig(data_dir=tmp_path), embedder=embedder)
-    await Mem0LongTermMemory(store).record("t", Scope(user_id="u"), [Msg.create(MsgRole.USER, "I play the oboe")])
+    store = Mem0Backend(Mem0Config(data_dir=tmp_path), embedder=embedder)
+    await Mem0Engine(store).record("t", Scope(user_id="u"), [Msg.create(MsgRole.USER, "I play the oboe")])
     await store.close()
-    reopened = Mem0Store(LongTermConfig(data_dir=tmp_path), embedder=embedder)
-    text, _ = await Mem0LongTermMemory(reopened).retrieve("t", Scope(user_id="u"), Msg.create(MsgRole.USER, "instrument"))
+    reopened = Mem0Backend(Mem0Config(data_dir=tmp_path), embedder=embedder)
+    text, _ = await Mem0Engine(reopened).retrieve("t", Scope(user_id="u"), Msg.create(MsgRole.USER, "instrument"))
     assert text == "I play the oboe"
     await reopened.close()

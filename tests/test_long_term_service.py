@@ -13,7 +13,8 @@ from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_servi
 from agentscope_memory.client import AsyncMemoryClient
 from agentscope_memory.long_term.tools import wrap
 from agentscope_memory.message import Msg, MsgRole
-from agentscope_memory.proto_convert import msg_from_proto, msg_to_proto
+from agentscope_memory.convert.from_proto import msg_from_proto
+from agentscope_memory.convert.to_proto import msg_to_proto
 from scripted_llm import ScriptedLLM, ScriptedReply
 
 STATIC = pb.LONG_TERM_MEMORY_MODE_STATIC_CONTROL

@@ -12,7 +12,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grp
 from agentscope_memory.client import AsyncMemoryClient, MemoryClient
 from agentscope_memory.errors import AlreadyExistsError, NotFoundError
 from agentscope_memory.message import Msg, MsgRole, TextBlock, ToolResultBlock, ToolUseBlock
-from agentscope_memory.proto_convert import msg_to_proto
+from agentscope_memory.convert.to_proto import msg_to_proto
 
 
 def user(text: str) -> Msg:

@@ -24,7 +24,8 @@ from agentscope_memory.message import (
     msg_from_json,
     msg_to_json,
 )
-from agentscope_memory.proto_convert import float32_shortest, msg_from_proto, msg_to_proto
+from agentscope_memory.convert.from_proto import float32_shortest, msg_from_proto
+from agentscope_memory.convert.to_proto import msg_to_proto
 
 # Strings that protobuf can carry: any unicode except lone surrogates.
 text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)

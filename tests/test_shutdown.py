@@ -11,7 +11,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
 from agentscope_memory.message import Msg, MsgRole
-from agentscope_memory.proto_convert import msg_to_proto
+from agentscope_memory.convert.to_proto import msg_to_proto
 from conftest import ServerProcess
 
 
@@ -41,8 +41,8 @@ async def test_in_flight_call_finishes_during_shutdown(server_factory) -> None:
         stub = pb_grpc.MemoryServiceStub(channel)
         await stub.CreateMemory(pb.CreateMemoryRequest(memory_id="m", kind=pb.MEMORY_KIND_IN_MEMORY))
         gated = GatedStore(server.store)
-        server.manager.store = gated
-        server.store = gated
+        server.service.memories.store = gated
+        server.service.store = gated
         request = pb.AddMessagesRequest(
             memory_id="m", messages=[msg_to_proto(Msg.create(MsgRole.USER, "in flight"))])
 

@@ -1,8 +1,12 @@
-"""Python clients for the agentscope-memory server (blocking and asyncio), in library types."""
+"""Python clients for the agentscope-memory server (blocking and asyncio), in library types.
 
-from agentscope_memory.client._common import MemoryDescription
+Each client also has a local mode (`AsyncMemoryClient.local(...)`, ...) with the same methods
+over an in-process service, without a server or gRPC.
+"""
+
 from agentscope_memory.client.aio import AsyncMemoryClient
-from agentscope_memory.client.long_term import AsyncLongTermClient, Turn
+from agentscope_memory.client.long_term import AsyncLongTermClient, LongTermClient, Turn
 from agentscope_memory.client.sync import MemoryClient
+from agentscope_memory.short_term.description import MemoryDescription
 
-__all__ = ["AsyncLongTermClient", "AsyncMemoryClient", "MemoryClient", "MemoryDescription", "Turn"]
+__all__ = ["AsyncLongTermClient", "AsyncMemoryClient", "LongTermClient", "MemoryClient", "MemoryDescription", "Turn"]

@@ -1,58 +1,34 @@
-"""What the sync and asyncio clients share: types, status mapping, request building."""
+"""What every Python client shares: defaults, channels, credentials and the status mapping."""
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+
 import grpc
 
 from agentscope_memory import errors
-from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
 
 DEFAULT_TARGET = "127.0.0.1:50051"
 DEFAULT_TIMEOUT_S = 30.0
+# The tenant of an in-process (local mode) service: there are no API keys to name another.
+LOCAL_TENANT = "default"
 # Responses can be pages of several MiB; the gRPC default receive limit (4 MiB) is too small.
 CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", 64 * 1024 * 1024),
     ("grpc.max_send_message_length", 64 * 1024 * 1024),
 ]
-# Status codes on which a call is retried (it never reached the memory, or it is idempotent).
-RETRYABLE = (grpc.StatusCode.UNAVAILABLE,)
-
-_KIND_TO_PB = {"IN_MEMORY": pb.MEMORY_KIND_IN_MEMORY, "AUTO_CONTEXT": pb.MEMORY_KIND_AUTO_CONTEXT}
-_KIND_FROM_PB = {v: k for k, v in _KIND_TO_PB.items()}
 
 
-@dataclass(frozen=True)
-class MemoryDescription:
-    """A memory as the server describes it."""
-
-    memory_id: str
-    kind: str
-    message_count: int
-    version: int
-    labels: dict[str, str] = field(default_factory=dict)
-    create_time: float = 0.0
-    update_time: float = 0.0
+def blocking_channel(target: str, root_certificates: bytes | None) -> grpc.Channel:
+    if root_certificates is not None:
+        return grpc.secure_channel(target, grpc.ssl_channel_credentials(root_certificates), options=CHANNEL_OPTIONS)
+    return grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
 
 
-def describe(memory: pb.Memory) -> MemoryDescription:
-    return MemoryDescription(
-        memory_id=memory.memory_id,
-        kind=_KIND_FROM_PB.get(memory.kind, "UNSPECIFIED"),
-        message_count=memory.message_count,
-        version=memory.version,
-        labels=dict(memory.labels),
-        create_time=memory.create_time.ToNanoseconds() / 1e9,
-        update_time=memory.update_time.ToNanoseconds() / 1e9,
-    )
-
-
-def kind_to_pb(kind: str) -> int:
-    try:
-        return _KIND_TO_PB[kind.upper()]
-    except KeyError:
-        raise ValueError(f"unknown memory kind {kind!r} (IN_MEMORY or AUTO_CONTEXT)") from None
+def async_channel(target: str, root_certificates: bytes | None) -> grpc.aio.Channel:
+    if root_certificates is not None:
+        return grpc.aio.secure_channel(target, grpc.ssl_channel_credentials(root_certificates), options=CHANNEL_OPTIONS)
+    return grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
 
 
 def new_request_id() -> str:
@@ -92,4 +68,3 @@ def translate(exc: grpc.RpcError) -> errors.MemoryServiceError:
     error = cls(details)
     error.grpc_code = code  # type: ignore[attr-defined]
     return error
-

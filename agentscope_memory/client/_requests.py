@@ -1,13 +1,30 @@
-"""Request builders and response readers shared by the sync and asyncio clients."""
+"""Request builders and response readers shared by the blocking and asyncio clients, in
+library types on the outside and through `convert` on the inside."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
+from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2 as ltm_pb
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
-from agentscope_memory.client._common import kind_to_pb
-from agentscope_memory.message import Msg
-from agentscope_memory.proto_convert import msgs_from_proto, msgs_to_proto
+from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2 as state_pb
+from agentscope_memory.convert.from_proto import entry_from_proto, msg_from_proto, msgs_from_proto, tool_schema_from_proto
+from agentscope_memory.convert.to_proto import (
+    auto_context_config_to_proto,
+    entry_to_proto,
+    kind_to_proto,
+    mode_to_proto,
+    msg_to_proto,
+    msgs_to_proto,
+    scope_to_proto,
+)
+from agentscope_memory.long_term.engine import Scope
+from agentscope_memory.long_term.modes import Mode
+from agentscope_memory.message import Msg, to_json_text
+from agentscope_memory.session.state import StateEntry
+from agentscope_memory.short_term.auto_context.config import AutoContextConfig
+
+# -- short-term memories ----------------------------------------------------------------------
 
 
 def create(
@@ -15,23 +32,18 @@ def create(
     kind: str,
     labels: dict[str, str] | None,
     allow_existing: bool,
-    auto_context_config: pb.AutoContextConfig | None,
+    auto_context_config: AutoContextConfig | None,
 ) -> pb.CreateMemoryRequest:
     request = pb.CreateMemoryRequest(
-        memory_id=memory_id,
-        kind=kind_to_pb(kind),
-        labels=dict(labels or {}),
-        allow_existing=allow_existing,
+        memory_id=memory_id, kind=kind_to_proto(kind), labels=dict(labels or {}), allow_existing=allow_existing
     )
     if auto_context_config is not None:
-        request.auto_context_config.CopyFrom(auto_context_config)
+        request.auto_context_config.CopyFrom(auto_context_config_to_proto(auto_context_config))
     return request
 
 
 def add(memory_id: str, msgs: Sequence[Msg], request_id: str) -> pb.AddMessagesRequest:
-    return pb.AddMessagesRequest(
-        memory_id=memory_id, messages=msgs_to_proto(list(msgs)), request_id=request_id
-    )
+    return pb.AddMessagesRequest(memory_id=memory_id, messages=msgs_to_proto(list(msgs)), request_id=request_id)
 
 
 def page_messages(response: pb.GetMessagesResponse) -> list[Msg]:
@@ -45,3 +57,46 @@ CONSISTENT_READ_ATTEMPTS = 5
 def one_state(pages: Sequence[pb.GetMessagesResponse]) -> bool:
     """Whether the pages were read from one state of the memory (every change moves the etag)."""
     return len({page.etag for page in pages}) == 1
+
+
+def load_state(memory_id: str, entries: list[StateEntry], expected_version: int | None) -> state_pb.LoadStateRequest:
+    request = state_pb.LoadStateRequest(memory_id=memory_id, entries=[entry_to_proto(e) for e in entries])
+    if expected_version is not None:
+        request.expected_version = expected_version
+    return request
+
+
+def saved_state(response: state_pb.SaveStateResponse) -> tuple[list[StateEntry], int]:
+    return [entry_from_proto(e, i) for i, e in enumerate(response.entries)], response.version
+
+
+# -- long-term memory -------------------------------------------------------------------------
+
+
+def record(scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any] | None) -> ltm_pb.RecordRequest:
+    return ltm_pb.RecordRequest(
+        scope=scope_to_proto(scope), messages=msgs_to_proto(list(msgs)),
+        metadata_json=to_json_text(metadata) if metadata else "",
+    )
+
+
+def retrieve(scope: Scope, msg: Msg, limit: int) -> ltm_pb.RetrieveRequest:
+    return ltm_pb.RetrieveRequest(scope=scope_to_proto(scope), message=msg_to_proto(msg), limit=limit)
+
+
+def begin_turn(memory_id: str, scope: Scope, mode: Mode | str, input_msgs: Sequence[Msg]) -> ltm_pb.BeginTurnRequest:
+    return ltm_pb.BeginTurnRequest(
+        memory_id=memory_id, scope=scope_to_proto(scope), mode=mode_to_proto(mode), input=msgs_to_proto(list(input_msgs))
+    )
+
+
+def end_turn(memory_id: str, scope: Scope, mode: Mode | str, background: bool) -> ltm_pb.EndTurnRequest:
+    return ltm_pb.EndTurnRequest(
+        memory_id=memory_id, scope=scope_to_proto(scope), mode=mode_to_proto(mode), async_record=background
+    )
+
+
+def turn(response: ltm_pb.BeginTurnResponse) -> tuple[list[Msg], dict[str, dict[str, Any]]]:
+    """What BeginTurn stored, and the tools to offer the model (name -> JSON schema)."""
+    tools = [tool_schema_from_proto(t) for t in response.tools]
+    return [msg_from_proto(m, "input") for m in response.input], {t.name: t.parameters for t in tools}

@@ -1,25 +1,31 @@
-"""Python clients for `LongTermMemoryService` (blocking and asyncio), in library types."""
+"""Python clients for `LongTermMemoryService`, asyncio and blocking, in library types.
+
+Reads are retried on UNAVAILABLE like the memory clients' reads; writes are not (a repeated
+record could store twice when an LLM extracts facts).
+"""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence, TypeVar
 
 import grpc
 
 from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2_grpc as pb_grpc
-from agentscope_memory.client._common import CHANNEL_OPTIONS, DEFAULT_TARGET, DEFAULT_TIMEOUT_S, metadata, translate
-from agentscope_memory.long_term.memory import MemoryItem, Scope
-from agentscope_memory.message import Msg, to_json_text
-from agentscope_memory.proto_convert import msg_from_proto, msg_to_proto, msgs_to_proto
+from agentscope_memory.client import _requests
+from agentscope_memory.client._common import DEFAULT_TARGET, DEFAULT_TIMEOUT_S, async_channel, blocking_channel, metadata
+from agentscope_memory.client._retry import RetryPolicy, call_async, call_blocking
+from agentscope_memory.convert.from_proto import long_term_item_from_proto
+from agentscope_memory.convert.to_proto import scope_to_proto
+from agentscope_memory.long_term.engine import LongTermItem, Scope
+from agentscope_memory.long_term.modes import Mode
+from agentscope_memory.message import Msg
 
-_MODES = {
-    "AGENT_CONTROL": pb.LONG_TERM_MEMORY_MODE_AGENT_CONTROL,
-    "STATIC_CONTROL": pb.LONG_TERM_MEMORY_MODE_STATIC_CONTROL,
-    "BOTH": pb.LONG_TERM_MEMORY_MODE_BOTH,
-}
+if TYPE_CHECKING:
+    from agentscope_memory.service import Service, ServiceSettings
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -30,46 +36,29 @@ class Turn:
     tools: dict[str, dict[str, Any]]
 
 
-def _scope(scope: Scope) -> pb.Scope:
-    return pb.Scope(agent_name=scope.agent_name, user_id=scope.user_id, run_name=scope.run_name)
-
-
-def _item(item: pb.LongTermMemoryItem) -> MemoryItem:
-    return MemoryItem(
-        id=item.id,
-        memory=item.memory,
-        scope=Scope(item.scope.agent_name, item.scope.user_id, item.scope.run_name),
-        metadata=json.loads(item.metadata_json) if item.metadata_json else {},
-        score=item.score if item.HasField("score") else None,
-        created_at=item.created_at,
-        updated_at=item.updated_at,
-    )
-
-
-def _mode(mode: str) -> int:
-    try:
-        return _MODES[mode.upper()]
-    except KeyError:
-        raise ValueError(f"unknown mode {mode!r} (AGENT_CONTROL, STATIC_CONTROL or BOTH)") from None
-
-
-def _turn(response: pb.BeginTurnResponse) -> Turn:
-    return Turn(
-        [msg_from_proto(m, "input") for m in response.input],
-        {t.name: json.loads(t.parameters_json_schema) for t in response.tools},
-    )
+def _items(response: Any) -> list[LongTermItem]:
+    return [long_term_item_from_proto(i) for i in response.memories]
 
 
 class AsyncLongTermClient:
     """Long-term memory over gRPC (asyncio). Failures raise the library's errors."""
 
     def __init__(self, target: str = DEFAULT_TARGET, *, channel: grpc.aio.Channel | None = None,
-                 api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT_S) -> None:
+                 api_key: str | None = None, root_certificates: bytes | None = None,
+                 timeout: float = DEFAULT_TIMEOUT_S, retries: int = 3) -> None:
         self._own_channel = channel is None
-        self._channel = channel or grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS)
+        self._channel = channel or async_channel(target, root_certificates)
         self._stub = pb_grpc.LongTermMemoryServiceStub(self._channel)
         self._metadata = metadata(api_key)
         self.timeout = timeout
+        self.retry_policy = RetryPolicy(retries)
+
+    @staticmethod
+    def local(service: "Service | ServiceSettings | None" = None) -> Any:
+        """The same methods over an in-process service (no server, no gRPC); see `client.local`."""
+        from agentscope_memory.client.local import AsyncLocalLongTermClient
+
+        return AsyncLocalLongTermClient(service)
 
     async def close(self) -> None:
         if self._own_channel:
@@ -81,45 +70,114 @@ class AsyncLongTermClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def _call(self, method: Any, request: Any) -> Any:
-        try:
-            return await method(request, timeout=self.timeout, metadata=self._metadata)
-        except grpc.aio.AioRpcError as exc:
-            raise translate(exc) from None
+    async def _call(self, method: Callable[..., Awaitable[T]], request: Any, retry: bool = True) -> T:
+        return await call_async(self.retry_policy, method, request, retry=retry, timeout=self.timeout, metadata=self._metadata)
 
-    async def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any] | None = None) -> list[MemoryItem]:
-        request = pb.RecordRequest(scope=_scope(scope), messages=msgs_to_proto(list(msgs)),
-                                   metadata_json=to_json_text(metadata) if metadata else "")
-        return [_item(i) for i in (await self._call(self._stub.Record, request)).memories]
+    async def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any] | None = None) -> list[LongTermItem]:
+        return _items(await self._call(self._stub.Record, _requests.record(scope, msgs, metadata), retry=False))
 
     async def retrieve(self, scope: Scope, msg: Msg, limit: int = 5) -> str:
-        request = pb.RetrieveRequest(scope=_scope(scope), message=msg_to_proto(msg), limit=limit)
-        return (await self._call(self._stub.Retrieve, request)).text
+        return (await self._call(self._stub.Retrieve, _requests.retrieve(scope, msg, limit))).text
 
     async def record_to_memory(self, scope: Scope, thinking: str, content: Sequence[str]) -> str:
-        request = pb.RecordToMemoryRequest(scope=_scope(scope), thinking=thinking, content=list(content))
-        return (await self._call(self._stub.RecordToMemory, request)).text
+        request = pb.RecordToMemoryRequest(scope=scope_to_proto(scope), thinking=thinking, content=list(content))
+        return (await self._call(self._stub.RecordToMemory, request, retry=False)).text
 
     async def retrieve_from_memory(self, scope: Scope, keywords: Sequence[str]) -> str:
-        request = pb.RetrieveFromMemoryRequest(scope=_scope(scope), keywords=list(keywords))
+        request = pb.RetrieveFromMemoryRequest(scope=scope_to_proto(scope), keywords=list(keywords))
         return (await self._call(self._stub.RetrieveFromMemory, request)).text
 
-    async def list(self, scope: Scope, limit: int = 100) -> list[MemoryItem]:
-        request = pb.ListLongTermMemoriesRequest(scope=_scope(scope), page_size=limit)
-        return [_item(i) for i in (await self._call(self._stub.ListLongTermMemories, request)).memories]
+    async def list(self, scope: Scope, limit: int = 100) -> list[LongTermItem]:
+        request = pb.ListLongTermMemoriesRequest(scope=scope_to_proto(scope), page_size=limit)
+        return _items(await self._call(self._stub.ListLongTermMemories, request))
+
+    async def get(self, memory_id: str) -> LongTermItem:
+        response = await self._call(self._stub.GetLongTermMemory, pb.GetLongTermMemoryRequest(id=memory_id))
+        return long_term_item_from_proto(response.memory)
 
     async def delete(self, memory_id: str) -> None:
-        await self._call(self._stub.DeleteLongTermMemory, pb.DeleteLongTermMemoryRequest(id=memory_id))
+        await self._call(self._stub.DeleteLongTermMemory, pb.DeleteLongTermMemoryRequest(id=memory_id), retry=False)
 
     async def forget(self, scope: Scope) -> int:
         """Delete everything of a scope; returns how many memories were deleted."""
-        return (await self._call(self._stub.DeleteScope, pb.DeleteScopeRequest(scope=_scope(scope)))).deleted_count
+        request = pb.DeleteScopeRequest(scope=scope_to_proto(scope))
+        return (await self._call(self._stub.DeleteScope, request, retry=False)).deleted_count
 
-    async def begin_turn(self, memory_id: str, scope: Scope, mode: str, input_msgs: Sequence[Msg]) -> Turn:
-        request = pb.BeginTurnRequest(memory_id=memory_id, scope=_scope(scope), mode=_mode(mode),
-                                      input=msgs_to_proto(list(input_msgs)))
-        return _turn(await self._call(self._stub.BeginTurn, request))
+    async def begin_turn(self, memory_id: str, scope: Scope, mode: Mode | str, input_msgs: Sequence[Msg]) -> Turn:
+        request = _requests.begin_turn(memory_id, scope, mode, input_msgs)
+        return Turn(*_requests.turn(await self._call(self._stub.BeginTurn, request, retry=False)))
 
-    async def end_turn(self, memory_id: str, scope: Scope, mode: str, *, background: bool = False) -> bool:
-        request = pb.EndTurnRequest(memory_id=memory_id, scope=_scope(scope), mode=_mode(mode), async_record=background)
-        return (await self._call(self._stub.EndTurn, request)).recorded
+    async def end_turn(self, memory_id: str, scope: Scope, mode: Mode | str, *, background: bool = False) -> bool:
+        request = _requests.end_turn(memory_id, scope, mode, background)
+        return (await self._call(self._stub.EndTurn, request, retry=False)).recorded
+
+
+class LongTermClient:
+    """Long-term memory over gRPC (blocking); the same methods as `AsyncLongTermClient`."""
+
+    def __init__(self, target: str = DEFAULT_TARGET, *, channel: grpc.Channel | None = None,
+                 api_key: str | None = None, root_certificates: bytes | None = None,
+                 timeout: float = DEFAULT_TIMEOUT_S, retries: int = 3) -> None:
+        self._own_channel = channel is None
+        self._channel = channel or blocking_channel(target, root_certificates)
+        self._stub = pb_grpc.LongTermMemoryServiceStub(self._channel)
+        self._metadata = metadata(api_key)
+        self.timeout = timeout
+        self.retry_policy = RetryPolicy(retries)
+
+    @staticmethod
+    def local(service: "Service | ServiceSettings | None" = None) -> Any:
+        """The same methods over an in-process service (no server, no gRPC); see `client.local`."""
+        from agentscope_memory.client.local import AsyncLocalLongTermClient, Blocking
+
+        return Blocking(lambda: AsyncLocalLongTermClient(service))
+
+    def close(self) -> None:
+        if self._own_channel:
+            self._channel.close()
+
+    def __enter__(self) -> LongTermClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, method: Callable[..., T], request: Any, retry: bool = True) -> T:
+        return call_blocking(self.retry_policy, method, request, retry=retry, timeout=self.timeout, metadata=self._metadata)
+
+    def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any] | None = None) -> list[LongTermItem]:
+        return _items(self._call(self._stub.Record, _requests.record(scope, msgs, metadata), retry=False))
+
+    def retrieve(self, scope: Scope, msg: Msg, limit: int = 5) -> str:
+        return self._call(self._stub.Retrieve, _requests.retrieve(scope, msg, limit)).text
+
+    def record_to_memory(self, scope: Scope, thinking: str, content: Sequence[str]) -> str:
+        request = pb.RecordToMemoryRequest(scope=scope_to_proto(scope), thinking=thinking, content=list(content))
+        return self._call(self._stub.RecordToMemory, request, retry=False).text
+
+    def retrieve_from_memory(self, scope: Scope, keywords: Sequence[str]) -> str:
+        request = pb.RetrieveFromMemoryRequest(scope=scope_to_proto(scope), keywords=list(keywords))
+        return self._call(self._stub.RetrieveFromMemory, request).text
+
+    def list(self, scope: Scope, limit: int = 100) -> list[LongTermItem]:
+        request = pb.ListLongTermMemoriesRequest(scope=scope_to_proto(scope), page_size=limit)
+        return _items(self._call(self._stub.ListLongTermMemories, request))
+
+    def get(self, memory_id: str) -> LongTermItem:
+        response = self._call(self._stub.GetLongTermMemory, pb.GetLongTermMemoryRequest(id=memory_id))
+        return long_term_item_from_proto(response.memory)
+
+    def delete(self, memory_id: str) -> None:
+        self._call(self._stub.DeleteLongTermMemory, pb.DeleteLongTermMemoryRequest(id=memory_id), retry=False)
+
+    def forget(self, scope: Scope) -> int:
+        """Delete everything of a scope; returns how many memories were deleted."""
+        return self._call(self._stub.DeleteScope, pb.DeleteScopeRequest(scope=scope_to_proto(scope)), retry=False).deleted_count
+
+    def begin_turn(self, memory_id: str, scope: Scope, mode: Mode | str, input_msgs: Sequence[Msg]) -> Turn:
+        request = _requests.begin_turn(memory_id, scope, mode, input_msgs)
+        return Turn(*_requests.turn(self._call(self._stub.BeginTurn, request, retry=False)))
+
+    def end_turn(self, memory_id: str, scope: Scope, mode: Mode | str, *, background: bool = False) -> bool:
+        request = _requests.end_turn(memory_id, scope, mode, background)
+        return self._call(self._stub.EndTurn, request, retry=False).recorded

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import time
-from typing import Callable, Iterator, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
 
 import grpc
 
@@ -12,20 +11,16 @@ from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grp
 from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2 as state_pb
 from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2_grpc as state_grpc
 from agentscope_memory.client import _requests
-from agentscope_memory.client._common import (
-    CHANNEL_OPTIONS,
-    DEFAULT_TARGET,
-    DEFAULT_TIMEOUT_S,
-    RETRYABLE,
-    MemoryDescription,
-    describe,
-    metadata,
-    new_request_id,
-    translate,
-)
+from agentscope_memory.client._common import DEFAULT_TARGET, DEFAULT_TIMEOUT_S, blocking_channel, metadata, new_request_id
+from agentscope_memory.client._retry import RetryPolicy, call_blocking
+from agentscope_memory.convert.from_proto import memory_from_proto
 from agentscope_memory.message import Msg
-from agentscope_memory.proto_convert import entry_from_proto, entry_to_proto
 from agentscope_memory.session.state import StateEntry
+from agentscope_memory.short_term.auto_context.config import AutoContextConfig
+from agentscope_memory.short_term.description import MemoryDescription
+
+if TYPE_CHECKING:
+    from agentscope_memory.service import Service, ServiceSettings
 
 T = TypeVar("T")
 
@@ -45,17 +40,21 @@ class MemoryClient:
     ) -> None:
         self._own_channel = channel is None
         if channel is None:
-            channel = (
-                grpc.secure_channel(target, grpc.ssl_channel_credentials(root_certificates), options=CHANNEL_OPTIONS)
-                if root_certificates is not None
-                else grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
-            )
+            channel = blocking_channel(target, root_certificates)
         self._channel = channel
         self._stub = pb_grpc.MemoryServiceStub(self._channel)
         self._state = state_grpc.StateServiceStub(self._channel)
         self._metadata = metadata(api_key)
         self.timeout = timeout
-        self.retries = retries
+        self.retry_policy = RetryPolicy(retries)
+
+    @staticmethod
+    def local(service: "Service | ServiceSettings | None" = None) -> Any:
+        """The same methods over an in-process service (no server, no gRPC); see `client.local`.
+        Given settings (or nothing: the embedded defaults), the client owns the service."""
+        from agentscope_memory.client.local import AsyncLocalMemoryClient, Blocking
+
+        return Blocking(lambda: AsyncLocalMemoryClient(service))
 
     def close(self) -> None:
         if self._own_channel:
@@ -68,16 +67,7 @@ class MemoryClient:
         self.close()
 
     def _call(self, method: Callable[..., T], request: object, retry: bool = True) -> T:
-        attempts = self.retries + 1 if retry else 1
-        for attempt in range(attempts):
-            try:
-                return method(request, timeout=self.timeout, metadata=self._metadata)
-            except grpc.RpcError as exc:
-                if exc.code() in RETRYABLE and attempt + 1 < attempts:  # type: ignore[attr-defined]
-                    time.sleep(min(0.1 * 2**attempt, 2.0))
-                    continue
-                raise translate(exc) from None  # type: ignore[arg-type]
-        raise AssertionError("unreachable")
+        return call_blocking(self.retry_policy, method, request, retry=retry, timeout=self.timeout, metadata=self._metadata)
 
     def create_memory(
         self,
@@ -86,13 +76,13 @@ class MemoryClient:
         *,
         labels: dict[str, str] | None = None,
         allow_existing: bool = False,
-        auto_context_config: pb.AutoContextConfig | None = None,
+        auto_context_config: AutoContextConfig | None = None,
     ) -> MemoryDescription:
         request = _requests.create(memory_id, kind, labels, allow_existing, auto_context_config)
-        return describe(self._call(self._stub.CreateMemory, request, retry=allow_existing).memory)
+        return memory_from_proto(self._call(self._stub.CreateMemory, request, retry=allow_existing).memory)
 
     def get_memory(self, memory_id: str) -> MemoryDescription:
-        return describe(self._call(self._stub.GetMemory, pb.GetMemoryRequest(memory_id=memory_id)).memory)
+        return memory_from_proto(self._call(self._stub.GetMemory, pb.GetMemoryRequest(memory_id=memory_id)).memory)
 
     def list_memories(self, page_size: int = 0) -> Iterator[MemoryDescription]:
         token = ""
@@ -100,7 +90,7 @@ class MemoryClient:
             response = self._call(
                 self._stub.ListMemories, pb.ListMemoriesRequest(page_size=page_size, page_token=token)
             )
-            yield from (describe(m) for m in response.memories)
+            yield from (memory_from_proto(m) for m in response.memories)
             token = response.next_page_token
             if not token:
                 return
@@ -153,15 +143,12 @@ class MemoryClient:
 
     def save_state(self, memory_id: str) -> tuple[list[StateEntry], int]:
         """The memory's state in AgentScope session terms, and the version it was read at."""
-        response = self._call(self._state.SaveState, state_pb.SaveStateRequest(memory_id=memory_id))
-        return [entry_from_proto(e, i) for i, e in enumerate(response.entries)], response.version
+        return _requests.saved_state(self._call(self._state.SaveState, state_pb.SaveStateRequest(memory_id=memory_id)))
 
     def load_state(
         self, memory_id: str, entries: list[StateEntry], *, expected_version: int | None = None
     ) -> int:
         """Replace the memory's contents (AgentScope `loadFrom`); returns the new version.
         With `expected_version`, a memory changed since then raises `AbortedError`."""
-        request = state_pb.LoadStateRequest(memory_id=memory_id, entries=[entry_to_proto(e) for e in entries])
-        if expected_version is not None:
-            request.expected_version = expected_version
+        request = _requests.load_state(memory_id, entries, expected_version)
         return (self._call(self._state.LoadState, request, retry=expected_version is not None)).version

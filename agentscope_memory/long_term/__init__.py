@@ -1,7 +1,8 @@
-"""Long-term memory: mem0 in-process, AgentScope's modes and agent tools."""
+"""Long-term memory: the engine interface (`engine`), AgentScope's modes (`modes`), agent tools
+(`tools`) and turn helpers (`turns`), all written against `LongTermEngine`. Engines live in
+their own folders (`mem0/` today)."""
 
-from agentscope_memory.long_term.mem0_store import LongTermConfig, Mem0Store
-from agentscope_memory.long_term.memory import Mem0LongTermMemory, MemoryItem, Scope
-from agentscope_memory.long_term.turns import Mode, Turns
+from agentscope_memory.long_term.engine import HistoryEntry, LongTermEngine, LongTermItem, Scope
+from agentscope_memory.long_term.modes import Mode
 
-__all__ = ["LongTermConfig", "Mem0LongTermMemory", "Mem0Store", "MemoryItem", "Mode", "Scope", "Turns"]
+__all__ = ["HistoryEntry", "LongTermEngine", "LongTermItem", "Mode", "Scope"]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from agentscope_memory.errors import MemoryServiceError
-from agentscope_memory.long_term.memory import Mem0LongTermMemory, Scope
+from agentscope_memory.long_term.engine import LongTermEngine, Scope
 from agentscope_memory.message import Msg, MsgRole, to_json_text
 
 log = logging.getLogger("agentscope_memory.long_term")
@@ -97,7 +97,7 @@ TOOLS = (
 
 
 async def record_to_memory(
-    memory: Mem0LongTermMemory, tenant: str, scope: Scope, thinking: str | None, content: Sequence[str | None] | None
+    engine: LongTermEngine, tenant: str, scope: Scope, thinking: str | None, content: Sequence[str | None] | None
 ) -> str:
     scope.validate()
     if not content:
@@ -109,21 +109,21 @@ async def record_to_memory(
     if not msgs:
         return NO_VALID_CONTENT
     try:
-        await memory.record(tenant, scope, msgs)
+        await engine.record(tenant, scope, msgs)
     except MemoryServiceError as exc:
         return RECORD_ERROR + str(exc)
     return RECORDED
 
 
 async def retrieve_from_memory(
-    memory: Mem0LongTermMemory, tenant: str, scope: Scope, keywords: Sequence[str] | None
+    engine: LongTermEngine, tenant: str, scope: Scope, keywords: Sequence[str] | None
 ) -> str:
     scope.validate()
     if not keywords:
         return NO_KEYWORDS
     query = Msg.create(MsgRole.USER, " ".join(keywords))
     try:
-        text, _ = await memory.retrieve(tenant, scope, query)
+        text, _ = await engine.retrieve(tenant, scope, query)
     except MemoryServiceError as exc:
         # AgentScope-Java's Mem0LongTermMemory turns every retrieval error into "", so the tool
         # says nothing was found; the cause goes to the log.

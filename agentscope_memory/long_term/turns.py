@@ -4,44 +4,34 @@ Begin a turn: in STATIC_CONTROL and BOTH, retrieve on the last USER message of t
 and append the `long_term_memory` USER message (what AgentScope-Java 1.0.12's
 StaticLongTermMemoryHook does on PreCallEvent); then add the input to the short-term memory.
 End a turn: in STATIC_CONTROL and BOTH, record the whole short-term memory (PostCallEvent),
-either before answering or in the background. A background record is written down in the
-store first and replayed after a restart, so it is never lost.
+either before answering or in the background. A background record is a durable job
+(`agentscope_memory.jobs`): written to the store before the call is answered, retried with
+backoff when it fails, and run by whichever replica claims it, also after a crash.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import uuid
 from dataclasses import dataclass
-from enum import Enum
-from typing import Sequence
+from typing import Any, Sequence
 
-from agentscope_memory.errors import InvalidArgumentError, MemoryServiceError
-from agentscope_memory.long_term.memory import Mem0LongTermMemory, Scope
+from agentscope_memory.errors import MemoryServiceError
+from agentscope_memory.jobs import Job, JobRunner
+from agentscope_memory.long_term.engine import LongTermEngine, Scope
+from agentscope_memory.long_term.modes import Mode
 from agentscope_memory.long_term.tools import TOOLS, ToolSchema, wrap
-from agentscope_memory.memory.manager import MemoryManager
 from agentscope_memory.message import Msg, MsgRole, TextBlock
+from agentscope_memory.short_term.manager import MemoryManager
+from agentscope_memory.store.base import Tx
 
 log = logging.getLogger("agentscope_memory.long_term")
 
 INJECTED_NAME = "long_term_memory"
-PENDING_PREFIX = "ltm_pending:"
-
-
-class Mode(str, Enum):
-    AGENT_CONTROL = "AGENT_CONTROL"
-    STATIC_CONTROL = "STATIC_CONTROL"
-    BOTH = "BOTH"
-
-    @property
-    def static(self) -> bool:
-        return self in (Mode.STATIC_CONTROL, Mode.BOTH)
-
-    @property
-    def agent(self) -> bool:
-        return self in (Mode.AGENT_CONTROL, Mode.BOTH)
+RECORD_JOB = "long_term.record"
+# Background records written down by versions before the job queue (one kv entry per record).
+LEGACY_PENDING_PREFIX = "ltm_pending:"
+_LEGACY_MIGRATED = "migrated.ltm_pending"
 
 
 @dataclass(frozen=True)
@@ -50,13 +40,18 @@ class BeginTurnResult:
     tools: tuple[ToolSchema, ...]
 
 
+def _record_payload(memory_id: str, scope: Scope, count: int) -> dict[str, Any]:
+    return {"memory_id": memory_id, "scope": [scope.agent_name, scope.user_id, scope.run_name], "count": count}
+
+
 class Turns:
     """Begin/end-turn logic bound to the short-term memories of a `MemoryManager`."""
 
-    def __init__(self, manager: MemoryManager, memory: Mem0LongTermMemory) -> None:
+    def __init__(self, manager: MemoryManager, engine: LongTermEngine, jobs: JobRunner) -> None:
         self._manager = manager
-        self._memory = memory
-        self._background: set[asyncio.Task[None]] = set()
+        self._engine = engine
+        self._jobs = jobs
+        jobs.register(RECORD_JOB, self._run_record)
 
     async def begin_turn(
         self, tenant: str, memory_id: str, scope: Scope, mode: Mode, input_msgs: Sequence[Msg]
@@ -68,7 +63,7 @@ class Turns:
             last_user = next((m for m in reversed(msgs) if m.role is MsgRole.USER), None)
             if last_user is not None:
                 try:
-                    text, _ = await self._memory.retrieve(tenant, scope, last_user)
+                    text, _ = await self._engine.retrieve(tenant, scope, last_user)
                 except MemoryServiceError as exc:
                     # The hook only logs a failed retrieval; the turn goes on without memories.
                     log.warning("Failed to retrieve from long-term memory: %s", exc)
@@ -90,60 +85,38 @@ class Turns:
         if not msgs:
             return False
         if not background:
-            await self._memory.record(tenant, scope, msgs)
+            await self._engine.record(tenant, scope, msgs)
             return True
-        # Write the intent down before answering, so a crash cannot lose the record.
-        key = PENDING_PREFIX + uuid.uuid4().hex
-        pending = json.dumps({"scope": [scope.agent_name, scope.user_id, scope.run_name], "count": len(msgs)})
-        await self._manager.store.run(tenant, lambda tx: tx.kv_put(memory_id, key, pending), small=True)
-        self._spawn(tenant, memory_id, key, scope, msgs)
+        # The job holds the message count, not the messages: the runner reads them again, so a
+        # job stays small whatever the conversation's size.
+        payload = _record_payload(memory_id, scope, len(msgs))
+        await self._manager.store.run(tenant, lambda tx: self._jobs.enqueue_in(tx, RECORD_JOB, payload), small=True)
+        self._jobs.wake()
         return True
 
-    def _spawn(self, tenant: str, memory_id: str, key: str, scope: Scope, msgs: list[Msg]) -> None:
-        task = asyncio.create_task(self._record_pending(tenant, memory_id, key, scope, msgs))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+    async def _run_record(self, job: Job) -> None:
+        payload = job.payload
+        msgs = await self._manager.get_messages(job.tenant, str(payload["memory_id"]))
+        await self._engine.record(job.tenant, Scope(*payload["scope"]), msgs[: int(payload["count"])])
 
-    async def _record_pending(self, tenant: str, memory_id: str, key: str, scope: Scope, msgs: list[Msg]) -> None:
-        try:
-            await self._memory.record(tenant, scope, msgs)
-        except Exception as exc:  # noqa: BLE001 - kept pending, retried at the next start
-            log.warning("Background long-term record failed (kept for retry): %s", exc)
-            return
-        await self._manager.store.run(tenant, lambda tx: tx.kv_delete(memory_id, key), small=True)
+    async def migrate_legacy_pending(self) -> int:
+        """Turn background records left by an older version (kv entries) into jobs, once per
+        database; returns how many were found."""
+        store = self._manager.store
+        found = await store.run("", lambda tx: None if tx.meta_get(_LEGACY_MIGRATED) else tx.kv_scan(LEGACY_PENDING_PREFIX), write=False)
+        if found is None:
+            return 0
+        for tenant, memory_id, key, value in found:
+            data = json.loads(value or "{}")
+            scope = Scope(*data.get("scope", ["", "", ""]))
+            payload = _record_payload(memory_id, scope, int(data.get("count", 0)))
 
-    async def resume_pending(self, tenants: Sequence[str]) -> int:
-        """Replay background records that a previous run accepted but did not finish."""
-        resumed = 0
-        for tenant in tenants:
-            token = ""
-            while True:
-                page = await self._manager.list_memories(tenant, 1000, token)
-                for info in page.memories:
-                    memory_id = info.record.memory_id
-                    keys = await self._manager.store.run(
-                        tenant, lambda tx, m=memory_id: [(k, tx.kv_get(m, k)) for k in tx.kv_keys(m, PENDING_PREFIX)],
-                        write=False,
-                    )
-                    for key, value in keys:
-                        data = json.loads(value or "{}")
-                        scope = Scope(*data.get("scope", ["", "", ""]))
-                        msgs = (await self._manager.get_messages(tenant, memory_id))[: int(data.get("count", 0))]
-                        self._spawn(tenant, memory_id, key, scope, msgs)
-                        resumed += 1
-                token = page.next_page_token
-                if not token:
-                    break
-        return resumed
+            def move(tx: Tx, memory_id: str = memory_id, key: str = key, payload: dict[str, Any] = payload) -> None:
+                self._jobs.enqueue_in(tx, RECORD_JOB, payload)
+                tx.kv_delete(memory_id, key)
 
-    async def drain(self) -> None:
-        """Wait for background records (graceful shutdown)."""
-        while self._background:
-            await asyncio.gather(*list(self._background), return_exceptions=True)
-
-
-def parse_mode(value: str) -> Mode:
-    try:
-        return Mode(value)
-    except ValueError:
-        raise InvalidArgumentError("mode", "must be AGENT_CONTROL, STATIC_CONTROL or BOTH") from None
+            await store.run(tenant, move)
+        await store.run("", lambda tx: tx.meta_put(_LEGACY_MIGRATED, "1"))
+        if found:
+            self._jobs.wake()
+        return len(found)

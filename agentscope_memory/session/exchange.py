@@ -7,7 +7,7 @@ from pathlib import Path
 
 from agentscope_memory.errors import InvalidArgumentError, NotFoundError
 from agentscope_memory.ids import check_id
-from agentscope_memory.memory.manager import MemoryManager
+from agentscope_memory.short_term.manager import MemoryManager
 from agentscope_memory.session.json_session import JsonSession
 from agentscope_memory.session.state import StateEntry
 
@@ -88,3 +88,25 @@ async def import_from_session(
     entries = await asyncio.to_thread(read_entries, session, session_id, handler.state_keys)
     version = await manager.load_state(tenant, memory_id, entries, expected_version)
     return version, [e.key for e in entries]
+
+
+class SessionExchange:
+    """Export and import of memories to JsonSession directories kept by the service, one root
+    per tenant, so no session id reaches another tenant's files."""
+
+    def __init__(self, manager: MemoryManager, root: Path) -> None:
+        self._manager = manager
+        self.root = root
+
+    def session(self, tenant: str) -> JsonSession:
+        return JsonSession(self.root / tenant)
+
+    async def export(self, tenant: str, session_id: str, memory_ids: list[str]) -> tuple[Path, list[str]]:
+        return await export_to_session(self._manager, tenant, self.session(tenant), session_id, list(memory_ids))
+
+    async def import_(
+        self, tenant: str, session_id: str, memory_id: str, expected_version: int | None = None
+    ) -> tuple[int, list[str]]:
+        return await import_from_session(
+            self._manager, tenant, self.session(tenant), session_id, memory_id, expected_version
+        )

@@ -32,7 +32,7 @@ class Row:
     """One item of a stored list. `seq` grows within a (memory, list) and is never reused."""
 
     seq: int
-    # A message is its serialized `Msg` proto (`proto_convert.msg_to_stored`); other lists may
+    # A message is its serialized `Msg` proto (`store.codec.encode_msg`); other lists may
     # hold JSON text.
     data: str | bytes
 

@@ -1,4 +1,5 @@
-"""Builds and runs the gRPC server: store, memory logic, servicers, health and reflection."""
+"""Runs the gRPC server: builds the `Service` (every engine, from the settings) and registers its
+servicers, health and reflection. Nothing here decides what memory logic exists."""
 
 from __future__ import annotations
 
@@ -19,15 +20,8 @@ from agentscope_memory._proto.agentscope.memory.v1 import (
     state_service_pb2,
     state_service_pb2_grpc,
 )
-from agentscope_memory.memory.in_memory import InMemoryKind
-from agentscope_memory.llm import ChatClient, LlmConfig
-from agentscope_memory.long_term import Mem0LongTermMemory, Mem0Store, Turns
-from agentscope_memory.memory.autoctx.engine import Summarizer
-from agentscope_memory.memory.autoctx.service import AutoContextService
-from agentscope_memory.memory.autoctx.stored import AutoContextKind
-from agentscope_memory.memory.autoctx.summarizers import ExtractiveSummarizer, LlmSummarizer
-from agentscope_memory.memory.manager import DEFAULT_TENANT, MemoryManager
-from agentscope_memory.store import Store, open_store
+from agentscope_memory.service import Service, build_service
+from agentscope_memory.store import Store
 from agentscope_memory_server.config import Settings
 from agentscope_memory_server.errors import unimplemented
 from agentscope_memory_server.long_term_servicer import LongTermServicer
@@ -59,17 +53,19 @@ class RunningServer:
     server: grpc.aio.Server
     port: int
     settings: Settings
-    store: Store
-    manager: MemoryManager
+    service: Service
     health: health.aio.HealthServicer
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     metrics_port: int | None = None
-    background: list[asyncio.Task[None]] = field(default_factory=list)
     _stopped: bool = False
 
     @property
     def address(self) -> str:
         return f"{self.settings.host}:{self.port}"
+
+    @property
+    def store(self) -> Store:
+        return self.service.store
 
     async def stop(self, grace: float | None = None) -> None:
         if self._stopped:
@@ -80,56 +76,22 @@ class RunningServer:
         log.info("shutting down", extra={"fields": {"grace_s": grace}})
         # New calls are refused at once; calls in flight get `grace` seconds to finish.
         await self.server.stop(grace)
-        for task in self.background:
-            task.cancel()
-        await asyncio.gather(*self.background, return_exceptions=True)
         for close in reversed(self.closers):
             await close()
-        await self.store.close()
+        await self.service.close(grace)
         log.info("stopped")
 
 
-def build_summarizer(settings: Settings) -> Summarizer:
-    """The LLM summariser when an endpoint is configured, else the extractive fallback."""
-    if settings.llm_base_url is None:
-        return ExtractiveSummarizer()
-    return LlmSummarizer(ChatClient(LlmConfig(
-        settings.llm_base_url, settings.llm_model,
-        settings.llm_api_key.get_secret_value() if settings.llm_api_key else None,
-        settings.llm_timeout_s, settings.llm_max_retries)))
-
-
-def build_long_term(settings: Settings, manager: MemoryManager) -> tuple[Mem0LongTermMemory, Turns, Mem0Store]:
-    mem0_store = Mem0Store(settings.long_term_config())
-    long_term = Mem0LongTermMemory(mem0_store)
-    return long_term, Turns(manager, long_term), mem0_store
-
-
-async def _start_long_term(settings: Settings, mem0_store: Mem0Store, turns: Turns) -> None:
-    """Load mem0 and the embedder (if asked to), then replay unfinished background records."""
-    try:
-        if settings.long_term_preload:
-            await mem0_store.open()
-            log.info("long-term memory ready")
-        tenants = sorted(set(settings.api_keys.values())) or [DEFAULT_TENANT]
-        resumed = await turns.resume_pending(tenants)
-        if resumed:
-            log.info("resumed background long-term records", extra={"fields": {"count": resumed}})
-    except Exception:  # noqa: BLE001 - the first long-term call reports the error to its caller
-        log.exception("long-term memory failed to start")
-
-
 async def start_server(settings: Settings) -> RunningServer:
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    store = open_store(
-        settings.store,
-        settings.data_dir,
-        sqlite_synchronous=settings.sqlite_synchronous,
-        postgres_dsn=settings.postgres_dsn.get_secret_value() if settings.postgres_dsn else None,
-    )
-    manager = MemoryManager(store, [InMemoryKind(), AutoContextKind()], settings.limits())
-    auto_context = AutoContextService(manager, build_summarizer(settings))
+    service = build_service(settings)
+    try:
+        return await _serve(settings, service)
+    except BaseException:
+        await service.close(0)
+        raise
 
+
+async def _serve(settings: Settings, service: Service) -> RunningServer:
     options = [
         ("grpc.max_receive_message_length", settings.grpc_max_receive_bytes),
         ("grpc.max_send_message_length", settings.grpc_max_receive_bytes),
@@ -143,19 +105,13 @@ async def start_server(settings: Settings) -> RunningServer:
     if settings.api_keys:
         interceptors.append(AuthInterceptor(settings.api_keys))
     server = grpc.aio.server(options=options, interceptors=interceptors)
-    memory_service_pb2_grpc.add_MemoryServiceServicer_to_server(MemoryServicer(manager, auto_context), server)
-    closers: list[Callable[[], Awaitable[None]]] = []
-    if settings.long_term_enabled:
-        long_term, turns, mem0_store = build_long_term(settings, manager)
+    memory_service_pb2_grpc.add_MemoryServiceServicer_to_server(
+        MemoryServicer(service.memories, service.auto_context), server
+    )
+    if service.long_term is not None and service.turns is not None:
         long_term_memory_service_pb2_grpc.add_LongTermMemoryServiceServicer_to_server(
-            LongTermServicer(long_term, turns), server
+            LongTermServicer(service.long_term, service.turns), server
         )
-
-        async def close_long_term() -> None:
-            await turns.drain()
-            await mem0_store.close()
-
-        closers.append(close_long_term)
     else:
         long_term_memory_service_pb2_grpc.add_LongTermMemoryServiceServicer_to_server(
             _placeholder(
@@ -165,7 +121,7 @@ async def start_server(settings: Settings) -> RunningServer:
             server,
         )
     state_service_pb2_grpc.add_StateServiceServicer_to_server(
-        StateServicer(manager, settings.sessions_root()), server
+        StateServicer(service.memories, service.sessions), server
     )
 
     health_servicer = health.aio.HealthServicer()
@@ -184,14 +140,12 @@ async def start_server(settings: Settings) -> RunningServer:
         else:
             port = server.add_insecure_port(address)
     except RuntimeError as exc:
-        await store.close()
         raise OSError(f"cannot listen on {settings.host}:{settings.port}: {exc}") from exc
+    await service.start()
     await server.start()
     for name in ("",) + SERVICE_NAMES:
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    running = RunningServer(server, port, settings, store, manager, health_servicer, closers)
-    if settings.long_term_enabled:
-        running.background.append(asyncio.create_task(_start_long_term(settings, mem0_store, turns)))
+    running = RunningServer(server, port, settings, service, health_servicer)
     if metrics is not None:
         running.metrics_port = metrics.serve(settings.host, settings.metrics_port or 0)
 

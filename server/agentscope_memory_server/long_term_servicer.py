@@ -2,88 +2,60 @@
 
 from __future__ import annotations
 
-import json
-
 import grpc
 
 from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2_grpc as pb_grpc
+from agentscope_memory.convert.from_proto import (
+    mode_from_proto,
+    msg_from_proto,
+    msgs_from_proto,
+    parse_json_object,
+    scope_from_proto,
+)
+from agentscope_memory.convert.to_proto import long_term_item_to_proto, msg_to_proto, tool_schema_to_proto
 from agentscope_memory.errors import InvalidArgumentError
-from agentscope_memory.long_term.memory import Mem0LongTermMemory, MemoryItem, Scope
+from agentscope_memory.long_term.engine import LongTermEngine
 from agentscope_memory.long_term.tools import TOOLS, as_tool_result_text, record_to_memory, retrieve_from_memory
-from agentscope_memory.long_term.turns import Mode, Turns
-from agentscope_memory.message import to_json_text
-from agentscope_memory.proto_convert import msg_from_proto, msg_to_proto, msgs_from_proto, parse_json_object
+from agentscope_memory.long_term.turns import Turns
 from agentscope_memory_server.errors import grpc_errors
 from agentscope_memory_server.tenancy import tenant_of
 
-_MODES = {
-    pb.LONG_TERM_MEMORY_MODE_AGENT_CONTROL: Mode.AGENT_CONTROL,
-    pb.LONG_TERM_MEMORY_MODE_STATIC_CONTROL: Mode.STATIC_CONTROL,
-    pb.LONG_TERM_MEMORY_MODE_BOTH: Mode.BOTH,
-}
-
-
-def _scope(scope: pb.Scope) -> Scope:
-    return Scope(scope.agent_name, scope.user_id, scope.run_name).validate("scope")
-
-
-def _mode(value: int) -> Mode:
-    mode = _MODES.get(value)
-    if mode is None:
-        raise InvalidArgumentError("mode", "must be AGENT_CONTROL, STATIC_CONTROL or BOTH")
-    return mode
-
-
-def _item(item: MemoryItem) -> pb.LongTermMemoryItem:
-    out = pb.LongTermMemoryItem(
-        id=item.id,
-        memory=item.memory,
-        metadata_json=to_json_text(item.metadata) if item.metadata else "",
-        scope=pb.Scope(agent_name=item.scope.agent_name, user_id=item.scope.user_id, run_name=item.scope.run_name),
-        created_at=item.created_at,
-        updated_at=item.updated_at,
-    )
-    if item.score is not None:
-        out.score = item.score
-    return out
-
 
 def _tools() -> list[pb.ToolSchema]:
-    return [pb.ToolSchema(name=t.name, description=t.description, parameters_json_schema=json.dumps(t.parameters))
-            for t in TOOLS]
+    return [tool_schema_to_proto(t) for t in TOOLS]
 
 
 class LongTermServicer(pb_grpc.LongTermMemoryServiceServicer):
-    def __init__(self, memory: Mem0LongTermMemory, turns: Turns) -> None:
-        self.memory = memory
+    def __init__(self, engine: LongTermEngine, turns: Turns) -> None:
+        self.engine = engine
         self.turns = turns
 
     @grpc_errors
     async def Record(self, request: pb.RecordRequest, context: grpc.aio.ServicerContext) -> pb.RecordResponse:
         metadata = parse_json_object(request.metadata_json, "metadata_json")
         msgs = msgs_from_proto(request.messages)
-        items = await self.memory.record(tenant_of(context), _scope(request.scope), msgs, metadata)
-        return pb.RecordResponse(memories=[_item(i) for i in items])
+        items = await self.engine.record(tenant_of(context), scope_from_proto(request.scope), msgs, metadata)
+        return pb.RecordResponse(memories=[long_term_item_to_proto(i) for i in items])
 
     @grpc_errors
     async def Retrieve(self, request: pb.RetrieveRequest, context: grpc.aio.ServicerContext) -> pb.RetrieveResponse:
         if request.limit < 0:
             raise InvalidArgumentError("limit", "must not be negative")
         msg = msg_from_proto(request.message, "message") if request.HasField("message") else None
-        text, items = await self.memory.retrieve(tenant_of(context), _scope(request.scope), msg, request.limit or 5)
-        return pb.RetrieveResponse(text=text, memories=[_item(i) for i in items])
+        text, items = await self.engine.retrieve(tenant_of(context), scope_from_proto(request.scope), msg, request.limit or 5)
+        return pb.RetrieveResponse(text=text, memories=[long_term_item_to_proto(i) for i in items])
 
     @grpc_errors
     async def RecordToMemory(self, request: pb.RecordToMemoryRequest, context: grpc.aio.ServicerContext) -> pb.RecordToMemoryResponse:
         text = await record_to_memory(
-            self.memory, tenant_of(context), _scope(request.scope), request.thinking, list(request.content)
+            self.engine, tenant_of(context), scope_from_proto(request.scope), request.thinking, list(request.content)
         )
         return pb.RecordToMemoryResponse(text=text, tool_result_text=as_tool_result_text(text))
 
     @grpc_errors
     async def RetrieveFromMemory(self, request: pb.RetrieveFromMemoryRequest, context: grpc.aio.ServicerContext) -> pb.RetrieveFromMemoryResponse:
-        text = await retrieve_from_memory(self.memory, tenant_of(context), _scope(request.scope), list(request.keywords))
+        text = await retrieve_from_memory(self.engine, tenant_of(context), scope_from_proto(request.scope), list(request.keywords))
         return pb.RetrieveFromMemoryResponse(text=text, tool_result_text=as_tool_result_text(text))
 
     @grpc_errors
@@ -94,27 +66,27 @@ class LongTermServicer(pb_grpc.LongTermMemoryServiceServicer):
     async def ListLongTermMemories(self, request: pb.ListLongTermMemoriesRequest, context: grpc.aio.ServicerContext) -> pb.ListLongTermMemoriesResponse:
         if not 0 <= request.page_size <= 1000:
             raise InvalidArgumentError("page_size", "must be between 0 and 1000")
-        items = await self.memory.list(tenant_of(context), _scope(request.scope), request.page_size or 100)
-        return pb.ListLongTermMemoriesResponse(memories=[_item(i) for i in items])
+        items = await self.engine.list(tenant_of(context), scope_from_proto(request.scope), request.page_size or 100)
+        return pb.ListLongTermMemoriesResponse(memories=[long_term_item_to_proto(i) for i in items])
 
     @grpc_errors
     async def GetLongTermMemory(self, request: pb.GetLongTermMemoryRequest, context: grpc.aio.ServicerContext) -> pb.GetLongTermMemoryResponse:
-        return pb.GetLongTermMemoryResponse(memory=_item(await self.memory.get(tenant_of(context), request.id)))
+        return pb.GetLongTermMemoryResponse(memory=long_term_item_to_proto(await self.engine.get(tenant_of(context), request.id)))
 
     @grpc_errors
     async def DeleteLongTermMemory(self, request: pb.DeleteLongTermMemoryRequest, context: grpc.aio.ServicerContext) -> pb.DeleteLongTermMemoryResponse:
-        await self.memory.delete(tenant_of(context), request.id)
+        await self.engine.delete(tenant_of(context), request.id)
         return pb.DeleteLongTermMemoryResponse()
 
     @grpc_errors
     async def DeleteScope(self, request: pb.DeleteScopeRequest, context: grpc.aio.ServicerContext) -> pb.DeleteScopeResponse:
-        deleted = await self.memory.delete_scope(tenant_of(context), _scope(request.scope))
+        deleted = await self.engine.delete_scope(tenant_of(context), scope_from_proto(request.scope))
         return pb.DeleteScopeResponse(deleted_count=deleted)
 
     @grpc_errors
     async def BeginTurn(self, request: pb.BeginTurnRequest, context: grpc.aio.ServicerContext) -> pb.BeginTurnResponse:
         result = await self.turns.begin_turn(
-            tenant_of(context), request.memory_id, _scope(request.scope), _mode(request.mode),
+            tenant_of(context), request.memory_id, scope_from_proto(request.scope), mode_from_proto(request.mode),
             msgs_from_proto(request.input, "input"),
         )
         return pb.BeginTurnResponse(
@@ -125,6 +97,6 @@ class LongTermServicer(pb_grpc.LongTermMemoryServiceServicer):
     @grpc_errors
     async def EndTurn(self, request: pb.EndTurnRequest, context: grpc.aio.ServicerContext) -> pb.EndTurnResponse:
         recorded = await self.turns.end_turn(
-            tenant_of(context), request.memory_id, _scope(request.scope), _mode(request.mode), request.async_record
+            tenant_of(context), request.memory_id, scope_from_proto(request.scope), mode_from_proto(request.mode), request.async_record
         )
         return pb.EndTurnResponse(recorded=recorded)

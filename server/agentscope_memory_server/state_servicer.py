@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import grpc
 
 from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2_grpc as pb_grpc
-from agentscope_memory.memory.manager import MemoryManager
-from agentscope_memory.proto_convert import entry_from_proto, entry_to_proto
-from agentscope_memory.session.exchange import export_to_session, import_from_session
-from agentscope_memory.session.json_session import JsonSession
+from agentscope_memory.convert.from_proto import entry_from_proto
+from agentscope_memory.convert.to_proto import entry_to_proto
+from agentscope_memory.session.exchange import SessionExchange
+from agentscope_memory.short_term.manager import MemoryManager
 from agentscope_memory_server.errors import grpc_errors
 from agentscope_memory_server.tenancy import tenant_of
 
 
 class StateServicer(pb_grpc.StateServiceServicer):
-    def __init__(self, manager: MemoryManager, sessions_dir: Path) -> None:
+    def __init__(self, manager: MemoryManager, sessions: SessionExchange) -> None:
         self.manager = manager
-        self.sessions_dir = sessions_dir
+        self.sessions = sessions
 
     @grpc_errors
     async def SaveState(self, request: pb.SaveStateRequest, context: grpc.aio.ServicerContext) -> pb.SaveStateResponse:
@@ -33,23 +31,17 @@ class StateServicer(pb_grpc.StateServiceServicer):
         version = await self.manager.load_state(tenant_of(context), request.memory_id, entries, expected)
         return pb.LoadStateResponse(version=version)
 
-    def _session(self, tenant: str) -> JsonSession:
-        # Each tenant gets its own sessions root, so no session id reaches another tenant's files.
-        return JsonSession(self.sessions_dir / tenant)
-
     @grpc_errors
     async def ExportSession(self, request: pb.ExportSessionRequest, context: grpc.aio.ServicerContext) -> pb.ExportSessionResponse:
-        tenant = tenant_of(context)
-        directory, keys = await export_to_session(
-            self.manager, tenant, self._session(tenant), request.session_id, list(request.memory_ids)
+        directory, keys = await self.sessions.export(
+            tenant_of(context), request.session_id, list(request.memory_ids)
         )
         return pb.ExportSessionResponse(directory=str(directory), keys=keys)
 
     @grpc_errors
     async def ImportSession(self, request: pb.ImportSessionRequest, context: grpc.aio.ServicerContext) -> pb.ImportSessionResponse:
-        tenant = tenant_of(context)
         expected = request.expected_version if request.HasField("expected_version") else None
-        version, keys = await import_from_session(
-            self.manager, tenant, self._session(tenant), request.session_id, request.memory_id, expected
+        version, keys = await self.sessions.import_(
+            tenant_of(context), request.session_id, request.memory_id, expected
         )
         return pb.ImportSessionResponse(version=version, keys=keys)

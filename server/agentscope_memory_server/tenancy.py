@@ -15,7 +15,7 @@ from typing import Any, Awaitable, Callable, Mapping
 
 import grpc
 
-from agentscope_memory.memory.manager import DEFAULT_TENANT
+from agentscope_memory.short_term.manager import DEFAULT_TENANT
 
 _tenant: contextvars.ContextVar[str] = contextvars.ContextVar("tenant", default=DEFAULT_TENANT)
 

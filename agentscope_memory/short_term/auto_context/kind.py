@@ -12,12 +12,12 @@ import json
 from typing import Any, Callable
 
 from agentscope_memory.errors import InvalidArgumentError
-from agentscope_memory.memory.autoctx.config import CL100K, AutoContextConfig
-from agentscope_memory.memory.autoctx.engine import CompressionEvent, PlanNote, PlanSubtask
-from agentscope_memory.memory.autoctx.tokens import Cl100kCounter, estimate_tokens
-from agentscope_memory.memory.manager import NewMessage
+from agentscope_memory.short_term.auto_context.config import CL100K, AutoContextConfig
+from agentscope_memory.short_term.auto_context.engine import CompressionEvent, PlanNote, PlanSubtask
+from agentscope_memory.short_term.auto_context.tokens import Cl100kCounter, estimate_tokens
+from agentscope_memory.short_term.manager import NewMessage
 from agentscope_memory.message import Msg, msg_from_dict, msg_to_dict, to_json_text
-from agentscope_memory.proto_convert import msg_from_stored
+from agentscope_memory.store.codec import decode_msg
 from agentscope_memory.session.state import StateEntry, messages_from_items
 from agentscope_memory.store.base import MemoryRecord, Row, Tx
 
@@ -37,7 +37,7 @@ KEY_EVENTS = "autoContextMemory_compressionEvents"
 
 
 def read_messages(tx: Tx, memory_id: str, list_name: str) -> list[Msg]:
-    return [msg_from_stored(r.data) for r in tx.read(memory_id, list_name)]
+    return [decode_msg(r.data) for r in tx.read(memory_id, list_name)]
 
 
 def get_totals(tx: Tx, memory_id: str) -> dict[str, int]:
@@ -137,7 +137,7 @@ class AutoContextKind:
         rows = tx.read(record.memory_id, WORKING, 0, index + 1)
         if len(rows) <= index:
             return False
-        removed = msg_from_stored(rows[index].data)
+        removed = decode_msg(rows[index].data)
         tx.delete_at(record.memory_id, WORKING, index)
         self._update_totals(tx, record, [removed], -1)
         return True

@@ -20,9 +20,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
-from agentscope_memory.memory.autoctx import prompts
-from agentscope_memory.memory.autoctx.config import IMPROVED, AutoContextConfig
-from agentscope_memory.memory.autoctx.tokens import char_count, estimate_tokens, utf16_len, utf16_slice
+from agentscope_memory.short_term.auto_context import prompts
+from agentscope_memory.short_term.auto_context.config import IMPROVED, AutoContextConfig
+from agentscope_memory.short_term.auto_context.tokens import char_count, estimate_tokens, utf16_len, utf16_slice
 from agentscope_memory.message import Msg, MsgRole, TextBlock, ToolResultBlock, ToolUseBlock, java_timestamp
 
 COMPRESS_META = "_compress_meta"

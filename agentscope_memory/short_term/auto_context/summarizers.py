@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 
 from agentscope_memory.llm import ChatClient
-from agentscope_memory.memory.autoctx.engine import Summary
-from agentscope_memory.memory.autoctx.prompts import END_MARKER
-from agentscope_memory.memory.autoctx.tokens import utf16_len, utf16_slice
+from agentscope_memory.short_term.auto_context.engine import Summary
+from agentscope_memory.short_term.auto_context.prompts import END_MARKER
+from agentscope_memory.short_term.auto_context.tokens import utf16_len, utf16_slice
 from agentscope_memory.message import Msg, MsgRole, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, to_json_text
 
 FALLBACK_MARKER = {"agentscope_memory_summarizer": "extractive-fallback"}

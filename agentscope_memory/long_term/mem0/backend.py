@@ -1,4 +1,4 @@
-"""mem0 running in-process: configuration, the embedder adapter, and serialised access.
+"""mem0 running in-process: its configuration, the embedder adapter, and serialised access.
 
 Embedded by default and fully offline: embedded Qdrant and mem0's history database under the
 data dir, MiniLM run with numpy, and no LLM (memories are stored as given, `infer=False`). With
@@ -26,7 +26,7 @@ TENANT_KEY = "asm_tenant"
 
 
 @dataclass
-class LongTermConfig:
+class Mem0Config:
     """Where mem0 keeps its data and which models it uses."""
 
     data_dir: Path
@@ -71,7 +71,7 @@ class _MiniLMForMem0:
         return [v.tolist() for v in self._embedder.embed(list(texts))]
 
 
-def _mem0_config(config: LongTermConfig) -> dict[str, Any]:
+def _mem0_config(config: Mem0Config) -> dict[str, Any]:
     dims = 384 if config.embedder == "minilm" else config.embedder_dims
     if config.vector_store == "qdrant":
         vector = {"provider": "qdrant", "config": {
@@ -104,14 +104,14 @@ def _mem0_config(config: LongTermConfig) -> dict[str, Any]:
     }
 
 
-class Mem0Store:
+class Mem0Backend:
     """One `mem0.AsyncMemory` for the process, opened lazily, every call serialised.
 
     Embedded Qdrant is not safe for concurrent writers (it fails with "cannot start a
     transaction within a transaction"), so calls go one at a time through a lock.
     """
 
-    def __init__(self, config: LongTermConfig, embedder: Any | None = None) -> None:
+    def __init__(self, config: Mem0Config, embedder: Any | None = None) -> None:
         self.config = config
         self._embedder = embedder
         self._memory: Any = None

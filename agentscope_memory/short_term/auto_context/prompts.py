@@ -4,7 +4,7 @@ AgentScope-Java's AutoContextMemory, reference/autocontext.md §12), and the fix
 
 from __future__ import annotations
 
-from agentscope_memory.memory.autoctx.config import PromptConfig
+from agentscope_memory.short_term.auto_context.config import PromptConfig
 
 OFFLOAD_TAG = "<!-- CONTEXT_OFFLOAD: uuid={} -->"
 END_MARKER = "Above is the message list that needs to be compressed."

@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Callable
 
 from agentscope_memory.errors import InvalidArgumentError
-from agentscope_memory.memory.manager import NewMessage
+from agentscope_memory.short_term.manager import NewMessage
 from agentscope_memory.message import Msg
-from agentscope_memory.proto_convert import msg_from_stored
+from agentscope_memory.store.codec import decode_msg
 from agentscope_memory.session.state import (
     MEMORY_MESSAGES,
     StateEntry,
@@ -54,7 +54,7 @@ class InMemoryKind:
 
     def export_state(self, tx: Tx, record: MemoryRecord) -> list[StateEntry]:
         # InMemoryMemory.saveTo always saves the list, even when empty.
-        msgs = [msg_from_stored(r.data) for r in tx.read(record.memory_id, MESSAGES)]
+        msgs = [decode_msg(r.data) for r in tx.read(record.memory_id, MESSAGES)]
         return [StateEntry(MEMORY_MESSAGES, items=messages_to_items(msgs))]
 
     def parse_state(

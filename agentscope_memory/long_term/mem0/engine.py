@@ -1,4 +1,4 @@
-"""`Mem0LongTermMemory`: AgentScope-Java 1.0.12's `LongTermMemory` over in-process mem0.
+"""`Mem0Engine`: the `LongTermEngine` over in-process mem0, with AgentScope-Java 1.0.12's rules.
 
 record: messages with no text, or whose text contains `<compressed_history>`, are skipped; USER
 and SYSTEM become mem0 "user" messages, ASSISTANT and TOOL "assistant" ones; only the text is
@@ -10,64 +10,37 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from agentscope_memory.errors import InvalidArgumentError, NotFoundError, ResourceExhaustedError
-from agentscope_memory.ids import check_id
-from agentscope_memory.long_term.mem0_store import TENANT_KEY, Mem0Store
+from agentscope_memory.long_term.engine import (
+    DEFAULT_TOP_K,
+    HistoryEntry,
+    LongTermItem,
+    Scope,
+    retrieve_by_search,
+)
+from agentscope_memory.long_term.mem0.backend import TENANT_KEY, Mem0Backend
 from agentscope_memory.message import Msg, MsgRole
 
 log = logging.getLogger("agentscope_memory.long_term")
 
 COMPRESSED_TAG = "<compressed_history>"
-DEFAULT_TOP_K = 5
 MAX_TEXT_CHARS = 64 * 1024
 _ROLES = {MsgRole.USER: "user", MsgRole.SYSTEM: "user", MsgRole.ASSISTANT: "assistant", MsgRole.TOOL: "assistant"}
-_SCOPE_FIELDS = (("agent_name", "agent_id"), ("user_id", "user_id"), ("run_name", "run_id"))
+_MEM0_IDS = (("agent_name", "agent_id"), ("user_id", "user_id"), ("run_name", "run_id"))
 
 
-@dataclass(frozen=True)
-class Scope:
-    """Whose memories: AgentScope's agentName / userId / runName (mem0's agent/user/run ids)."""
-
-    agent_name: str = ""
-    user_id: str = ""
-    run_name: str = ""
-
-    def validate(self, field_name: str = "scope") -> Scope:
-        if not (self.agent_name or self.user_id or self.run_name):
-            raise InvalidArgumentError(
-                field_name, "at least one of agent_name, user_id or run_name must be provided"
-            )
-        for attr, _ in _SCOPE_FIELDS:
-            value = getattr(self, attr)
-            if value:
-                check_id(value, f"{field_name}.{attr}")
-        return self
-
-    def ids(self) -> dict[str, str]:
-        return {mem0_key: getattr(self, attr) for attr, mem0_key in _SCOPE_FIELDS if getattr(self, attr)}
+def mem0_ids(scope: Scope) -> dict[str, str]:
+    """The scope as mem0's agent_id / user_id / run_id."""
+    return {key: getattr(scope, attr) for attr, key in _MEM0_IDS if getattr(scope, attr)}
 
 
-@dataclass
-class MemoryItem:
-    """A stored long-term memory."""
-
-    id: str
-    memory: str
-    scope: Scope
-    metadata: dict[str, Any] = field(default_factory=dict)
-    score: float | None = None
-    created_at: str = ""
-    updated_at: str = ""
-
-
-def _item(raw: dict[str, Any]) -> MemoryItem:
+def _item(raw: dict[str, Any]) -> LongTermItem:
     metadata = {k: v for k, v in (raw.get("metadata") or {}).items() if k != TENANT_KEY}
-    return MemoryItem(
+    return LongTermItem(
         id=str(raw.get("id", "")),
-        memory=raw.get("memory") or "",
+        text=raw.get("memory") or "",
         scope=Scope(raw.get("agent_id") or "", raw.get("user_id") or "", raw.get("run_id") or ""),
         metadata=metadata,
         score=raw.get("score"),
@@ -96,11 +69,11 @@ def recordable(msgs: Sequence[Msg | None]) -> list[dict[str, str]]:
     return out
 
 
-class Mem0LongTermMemory:
+class Mem0Engine:
     """Long-term memory for every tenant and scope, backed by one in-process mem0."""
 
-    def __init__(self, store: Mem0Store) -> None:
-        self._store = store
+    def __init__(self, backend: Mem0Backend) -> None:
+        self._store = backend
         # md5 of every text stored verbatim per (tenant, exact scope), loaded from mem0 on first
         # use, so a record checks for duplicates without scanning the vector store each time.
         self._known: dict[tuple[str, Scope], set[str]] = {}
@@ -109,12 +82,18 @@ class Mem0LongTermMemory:
     def infer(self) -> bool:
         return self._store.config.infer
 
+    async def open(self) -> None:
+        await self._store.open()
+
+    async def close(self) -> None:
+        await self._store.close()
+
     def _filters(self, tenant: str, scope: Scope) -> dict[str, Any]:
-        return {**scope.ids(), TENANT_KEY: tenant}
+        return {**mem0_ids(scope), TENANT_KEY: tenant}
 
     async def record(
         self, tenant: str, scope: Scope, msgs: Sequence[Msg | None], metadata: dict[str, Any] | None = None
-    ) -> list[MemoryItem]:
+    ) -> list[LongTermItem]:
         """Store what `msgs` say. Without an LLM each message is kept verbatim, once: a message
         whose exact text this scope already holds is not stored again."""
         scope.validate()
@@ -131,14 +110,14 @@ class Mem0LongTermMemory:
             result = await self._store.call(
                 "add",
                 messages,
-                **scope.ids(),
+                **mem0_ids(scope),
                 metadata={**(metadata or {}), TENANT_KEY: tenant},
                 infer=self.infer,
             )
         except BaseException:
             self._known.pop((tenant, scope), None)  # unknown what was stored; reload next time
             raise
-        return [_item({**r, **scope.ids()}) for r in (result or {}).get("results", [])]
+        return [_item({**r, **mem0_ids(scope)}) for r in (result or {}).get("results", [])]
 
     async def _known_hashes(self, tenant: str, scope: Scope) -> set[str]:
         key = (tenant, scope)
@@ -164,7 +143,7 @@ class Mem0LongTermMemory:
                 fresh.append(message)
         return fresh
 
-    async def search(self, tenant: str, scope: Scope, query: str, limit: int = DEFAULT_TOP_K) -> list[MemoryItem]:
+    async def search(self, tenant: str, scope: Scope, query: str, limit: int = DEFAULT_TOP_K) -> list[LongTermItem]:
         scope.validate()
         if not query.strip():
             return []
@@ -173,15 +152,12 @@ class Mem0LongTermMemory:
         )
         return [_item(r) for r in (result or {}).get("results", [])]
 
-    async def retrieve(self, tenant: str, scope: Scope, msg: Msg | None, limit: int = DEFAULT_TOP_K) -> tuple[str, list[MemoryItem]]:
-        """Java `retrieve(msg)`: memories for the message's text, joined with newlines."""
-        if msg is None or not msg.text_content:
-            scope.validate()
-            return "", []
-        items = await self.search(tenant, scope, msg.text_content, limit)
-        return "\n".join(i.memory for i in items if i.memory), items
+    async def retrieve(
+        self, tenant: str, scope: Scope, msg: Msg | None, limit: int = DEFAULT_TOP_K
+    ) -> tuple[str, list[LongTermItem]]:
+        return await retrieve_by_search(self, tenant, scope, msg, limit)
 
-    async def list(self, tenant: str, scope: Scope, limit: int = 100) -> list[MemoryItem]:
+    async def list(self, tenant: str, scope: Scope, limit: int = 100) -> list[LongTermItem]:
         scope.validate()
         result = await self._store.call("get_all", filters=self._filters(tenant, scope), top_k=limit)
         return [_item(r) for r in (result or {}).get("results", [])]
@@ -198,8 +174,41 @@ class Mem0LongTermMemory:
             raise NotFoundError(f"long-term memory {memory_id!r} does not exist")
         return raw
 
-    async def get(self, tenant: str, memory_id: str) -> MemoryItem:
+    async def get(self, tenant: str, memory_id: str) -> LongTermItem:
         return _item(await self._owned(tenant, memory_id))
+
+    async def update(
+        self, tenant: str, memory_id: str, text: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> LongTermItem:
+        if text is None and metadata is None:
+            raise InvalidArgumentError("text", "or metadata must be given")
+        if text is not None and not text.strip():
+            raise InvalidArgumentError("text", "must not be empty")
+        if text is not None and len(text) > MAX_TEXT_CHARS:
+            raise ResourceExhaustedError("text", f"has {len(text)} characters; at most {MAX_TEXT_CHARS}")
+        if metadata and TENANT_KEY in metadata:
+            raise InvalidArgumentError("metadata", f"{TENANT_KEY!r} is reserved")
+        await self._owned(tenant, memory_id)
+        await self._store.call("update", memory_id, text=text, metadata=metadata)
+        self._known.clear()  # the old text's hash no longer names a stored memory
+        return _item(await self._owned(tenant, memory_id))
+
+    async def history(self, tenant: str, memory_id: str) -> list[HistoryEntry]:
+        # A deleted memory keeps its history, but only its tenant may read it: ownership is
+        # checked on the live memory, so history of a deleted one is NOT_FOUND (as get is).
+        await self._owned(tenant, memory_id)
+        rows = await self._store.call("history", memory_id)
+        return [
+            HistoryEntry(
+                memory_id=str(r.get("memory_id") or memory_id),
+                event=str(r.get("event") or ""),
+                old_text=r.get("old_memory"),
+                new_text=r.get("new_memory"),
+                created_at=str(r.get("created_at") or ""),
+                updated_at=str(r.get("updated_at") or ""),
+            )
+            for r in rows or []
+        ]
 
     async def delete(self, tenant: str, memory_id: str) -> None:
         await self._owned(tenant, memory_id)

@@ -1,8 +1,8 @@
-"""The one place that converts between wire (protobuf) messages and library `Msg` objects.
+"""Wire -> library: every conversion from protobuf messages to library types, in one place.
 
-Used by the server and by the Python client alike. Free-form maps travel as JSON text written
-with the Jackson-compatible writer, so ints, floats and nesting survive unchanged. Reading from
-the wire validates everything a client could get wrong and names the offending field.
+Used by the server (requests) and the Python clients (responses) alike; `to_proto` is the other
+direction. Reading validates everything a client could get wrong and names the offending field
+(`messages[2].content[0].tool_use.input_json: is not valid JSON`).
 """
 
 from __future__ import annotations
@@ -13,8 +13,15 @@ import json
 import struct
 from typing import Any
 
+from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2 as ltm_pb
+from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as mem_pb
 from agentscope_memory._proto.agentscope.memory.v1 import message_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2 as state_pb
+from agentscope_memory.convert import enums
+from agentscope_memory.errors import InvalidArgumentError
+from agentscope_memory.long_term.engine import LongTermItem, Scope
+from agentscope_memory.long_term.tools import ToolSchema
+from agentscope_memory.long_term.modes import Mode
 from agentscope_memory.message import (
     AudioBlock,
     Base64Source,
@@ -22,7 +29,6 @@ from agentscope_memory.message import (
     ImageBlock,
     MessageError,
     Msg,
-    MsgRole,
     Source,
     TextBlock,
     ThinkingBlock,
@@ -30,118 +36,15 @@ from agentscope_memory.message import (
     ToolUseBlock,
     URLSource,
     VideoBlock,
-    to_json_text,
 )
 from agentscope_memory.session.state import StateEntry
-
-__all__ = [
-    "msg_from_proto",
-    "msg_from_stored",
-    "msg_to_proto",
-    "msg_to_stored",
-    "msgs_from_proto",
-    "msgs_to_proto",
-    "parse_json_object",
-    "entry_from_proto",
-    "entry_to_proto",
-    "stored_to_proto",
-]
-
-_ROLE_TO_PB = {
-    None: pb.ROLE_UNSPECIFIED,
-    MsgRole.USER: pb.ROLE_USER,
-    MsgRole.ASSISTANT: pb.ROLE_ASSISTANT,
-    MsgRole.SYSTEM: pb.ROLE_SYSTEM,
-    MsgRole.TOOL: pb.ROLE_TOOL,
-}
-_ROLE_FROM_PB = {v: k for k, v in _ROLE_TO_PB.items()}
+from agentscope_memory.short_term.auto_context.config import AutoContextConfig, PromptConfig
+from agentscope_memory.short_term.auto_context.engine import CompressionEvent, PlanNote, PlanSubtask
+from agentscope_memory.short_term.description import MemoryDescription
 
 
 # ---------------------------------------------------------------------------------------------
-# Library -> wire
-
-
-def _json_or_empty(value: dict[str, Any]) -> str:
-    return to_json_text(value) if value else ""
-
-
-def _source_to_proto(source: Source) -> pb.Source:
-    if isinstance(source, URLSource):
-        return pb.Source(url=pb.UrlSource(url=source.url))
-    return pb.Source(base64=pb.Base64Source(media_type=source.media_type, data=source.data))
-
-
-def block_to_proto(block: ContentBlock) -> pb.ContentBlock:
-    if isinstance(block, TextBlock):
-        return pb.ContentBlock(text=pb.TextBlock(text=block.text))
-    if isinstance(block, ThinkingBlock):
-        thinking = pb.ThinkingBlock(thinking=block.thinking)
-        if block.metadata is not None:
-            thinking.metadata_json = to_json_text(block.metadata)
-        return pb.ContentBlock(thinking=thinking)
-    if isinstance(block, ToolUseBlock):
-        tool_use = pb.ToolUseBlock(
-            input_json=_json_or_empty(block.input), metadata_json=_json_or_empty(block.metadata)
-        )
-        if block.id is not None:
-            tool_use.id = block.id
-        if block.name is not None:
-            tool_use.name = block.name
-        if block.content is not None:
-            tool_use.content = block.content
-        return pb.ContentBlock(tool_use=tool_use)
-    if isinstance(block, ToolResultBlock):
-        result = pb.ToolResultBlock(
-            output=[block_to_proto(b) for b in block.output],
-            metadata_json=_json_or_empty(block.metadata),
-        )
-        if block.id is not None:
-            result.id = block.id
-        if block.name is not None:
-            result.name = block.name
-        return pb.ContentBlock(tool_result=result)
-    if isinstance(block, ImageBlock):
-        image = pb.ImageBlock(source=_source_to_proto(block.source))
-        if block.min_pixels is not None:
-            image.min_pixels = block.min_pixels
-        if block.max_pixels is not None:
-            image.max_pixels = block.max_pixels
-        return pb.ContentBlock(image=image)
-    if isinstance(block, AudioBlock):
-        return pb.ContentBlock(audio=pb.AudioBlock(source=_source_to_proto(block.source)))
-    if isinstance(block, VideoBlock):
-        video = pb.VideoBlock()
-        if block.source is not None:
-            video.source.CopyFrom(_source_to_proto(block.source))
-        for name in ("fps", "max_frames", "min_pixels", "max_pixels", "total_pixels"):
-            value = getattr(block, name)
-            if value is not None:
-                setattr(video, name, value)
-        return pb.ContentBlock(video=video)
-    raise TypeError(f"not a content block: {type(block).__name__}")
-
-
-def msg_to_proto(msg: Msg) -> pb.Msg:
-    out = pb.Msg(
-        role=_ROLE_TO_PB[msg.role],
-        content=[block_to_proto(b) for b in msg.content],
-        metadata_json=_json_or_empty(msg.metadata),
-    )
-    if msg.id is not None:
-        out.id = msg.id
-    if msg.name is not None:
-        out.name = msg.name
-    if msg.timestamp is not None:
-        out.timestamp = msg.timestamp
-    return out
-
-
-def msgs_to_proto(msgs: list[Msg]) -> list[pb.Msg]:
-    return [msg_to_proto(m) for m in msgs]
-
-
-# ---------------------------------------------------------------------------------------------
-# Wire -> library (validating)
+# Messages
 
 
 def _reject_constant(name: str) -> Any:
@@ -266,7 +169,7 @@ def block_from_proto(block: pb.ContentBlock, field: str) -> ContentBlock:
 
 
 def msg_from_proto(msg: pb.Msg, field: str = "message") -> Msg:
-    role = _ROLE_FROM_PB.get(msg.role, ...)
+    role = enums.ROLE_FROM_PB.get(msg.role, ...)
     if role is ...:
         raise MessageError(
             f"{field}.role", f"unknown role {msg.role} (ROLE_USER, ROLE_ASSISTANT, ROLE_SYSTEM, ROLE_TOOL)"
@@ -286,33 +189,9 @@ def msgs_from_proto(msgs: Any, field: str = "messages") -> list[Msg]:
     return [msg_from_proto(m, f"{field}[{i}]") for i, m in enumerate(msgs)]
 
 
-# ---------------------------------------------------------------------------------------------
-# Stored form: stores keep a message as its serialized `Msg` proto (normalised by a round trip
-# through the library type). Serving a page is then a C-level parse, not a Python conversion.
-
-
-def msg_to_stored(msg: Msg) -> bytes:
-    return msg_to_proto(msg).SerializeToString()
-
-
-def stored_to_proto(data: bytes) -> pb.Msg:
-    return pb.Msg.FromString(data)
-
-
-def msg_from_stored(data: bytes) -> Msg:
-    return msg_from_proto(pb.Msg.FromString(data), "stored message")
-
 
 # ---------------------------------------------------------------------------------------------
-# Session state entries: JSON values travel as JSON text.
-
-
-def entry_to_proto(entry: StateEntry) -> state_pb.StateEntry:
-    if entry.items is not None:
-        return state_pb.StateEntry(
-            key=entry.key, list=state_pb.JsonList(items=[to_json_text(i) for i in entry.items])
-        )
-    return state_pb.StateEntry(key=entry.key, json=to_json_text(entry.value))
+# Session state entries
 
 
 def _parse_json(text: str, field: str) -> Any:
@@ -333,3 +212,99 @@ def entry_from_proto(entry: state_pb.StateEntry, index: int) -> StateEntry:
     if kind == "json":
         return StateEntry(entry.key, value=_parse_json(entry.json, f"{field}.json"))
     raise MessageError(field, f"state {entry.key!r} has no value: set json or list")
+
+
+# ---------------------------------------------------------------------------------------------
+# Short-term memories
+
+
+def kind_from_proto(value: int, field: str = "kind") -> str:
+    kind = enums.KIND_FROM_PB.get(value)
+    if kind is None:
+        raise InvalidArgumentError(field, "must be MEMORY_KIND_IN_MEMORY or MEMORY_KIND_AUTO_CONTEXT")
+    return kind
+
+
+def auto_context_config_from_proto(
+    config: mem_pb.AutoContextConfig, field: str = "auto_context_config"
+) -> AutoContextConfig:
+    """A validated config; fields left unset take Java's defaults."""
+    if config.profile not in enums.PROFILE_FROM_PB:
+        raise InvalidArgumentError(f"{field}.profile", f"unknown profile {config.profile}")
+    if config.token_counter not in enums.COUNTER_FROM_PB:
+        raise InvalidArgumentError(f"{field}.token_counter", f"unknown token counter {config.token_counter}")
+    numbers = {name: getattr(config, name) for name in enums.AUTO_CONTEXT_NUMBERS if config.HasField(name)}
+    prompts = {name: getattr(config.custom_prompt, name) or None for name in enums.AUTO_CONTEXT_PROMPTS}
+    return AutoContextConfig(
+        custom_prompt=PromptConfig(**prompts),
+        profile=enums.PROFILE_FROM_PB[config.profile],
+        token_counter=enums.COUNTER_FROM_PB[config.token_counter],
+        **numbers,
+    ).validate()
+
+
+def memory_from_proto(memory: mem_pb.Memory) -> MemoryDescription:
+    return MemoryDescription(
+        memory_id=memory.memory_id,
+        kind=enums.KIND_FROM_PB.get(memory.kind, "UNSPECIFIED"),
+        message_count=memory.message_count,
+        version=memory.version,
+        labels=dict(memory.labels),
+        create_time=memory.create_time.ToNanoseconds() / 1e9,
+        update_time=memory.update_time.ToNanoseconds() / 1e9,
+        auto_context_config=(
+            auto_context_config_from_proto(memory.auto_context_config)
+            if memory.HasField("auto_context_config")
+            else None
+        ),
+    )
+
+
+def event_from_proto(event: mem_pb.CompressionEvent) -> tuple[int, CompressionEvent]:
+    """A compression event and its sequence number."""
+    return event.sequence, CompressionEvent(
+        event_type=event.event_type,
+        timestamp=event.timestamp,
+        compressed_message_count=event.compressed_message_count,
+        previous_message_id=event.previous_message_id if event.HasField("previous_message_id") else None,
+        next_message_id=event.next_message_id if event.HasField("next_message_id") else None,
+        compressed_message_id=event.compressed_message_id if event.HasField("compressed_message_id") else None,
+        metadata=parse_json_object(event.metadata_json, "event.metadata_json"),
+    )
+
+
+def plan_from_proto(plan: mem_pb.PlanNote) -> PlanNote:
+    return PlanNote(
+        plan.description, plan.expected_outcome, [PlanSubtask(s.name, s.state or "todo") for s in plan.subtasks]
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Long-term memory
+
+
+def scope_from_proto(scope: ltm_pb.Scope, field: str = "scope") -> Scope:
+    return Scope(scope.agent_name, scope.user_id, scope.run_name).validate(field)
+
+
+def mode_from_proto(value: int, field: str = "mode") -> Mode:
+    mode = enums.MODE_FROM_PB.get(value)
+    if mode is None:
+        raise InvalidArgumentError(field, "must be AGENT_CONTROL, STATIC_CONTROL or BOTH")
+    return mode
+
+
+def long_term_item_from_proto(item: ltm_pb.LongTermMemoryItem) -> LongTermItem:
+    return LongTermItem(
+        id=item.id,
+        text=item.memory,
+        scope=Scope(item.scope.agent_name, item.scope.user_id, item.scope.run_name),
+        metadata=parse_json_object(item.metadata_json, "metadata_json"),
+        score=item.score if item.HasField("score") else None,
+        created_at=item.created_at,
+        updated_at=item.updated_at,
+    )
+
+
+def tool_schema_from_proto(tool: ltm_pb.ToolSchema) -> ToolSchema:
+    return ToolSchema(tool.name, tool.description, json.loads(tool.parameters_json_schema or "{}"))

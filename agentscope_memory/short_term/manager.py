@@ -25,7 +25,7 @@ from agentscope_memory.errors import (
 )
 from agentscope_memory.ids import check_id, check_request_id
 from agentscope_memory.message import Msg
-from agentscope_memory.proto_convert import msg_from_stored, msg_to_stored
+from agentscope_memory.store.codec import decode_msg, encode_msg
 from agentscope_memory.session.state import StateEntry
 from agentscope_memory.store.base import MemoryRecord, RequestRecord, Row, Store, Tx
 
@@ -108,7 +108,7 @@ class MessagePage:
 
     @property
     def messages(self) -> list[Msg]:
-        return [msg_from_stored(d) for d in self.stored]
+        return [decode_msg(d) for d in self.stored]
 
 
 @dataclass(frozen=True)
@@ -258,7 +258,7 @@ class MemoryManager:
         encoded: list[NewMessage] = []
         total = 0
         for i, msg in enumerate(msgs):
-            data = msg_to_stored(msg)
+            data = encode_msg(msg)
             if len(data) > self.limits.max_message_bytes:
                 raise ResourceExhaustedError(
                     f"messages[{i}]",
@@ -324,7 +324,7 @@ class MemoryManager:
             return self.handler(record.kind).read(tx, record, 0, None)
 
         rows = await self.store.run(tenant, read, write=False)
-        return [msg_from_stored(r.data) for r in rows]
+        return [decode_msg(r.data) for r in rows]
 
     def _page_size(self, requested: int, *, default: int, maximum: int) -> int:
         if requested < 0:
@@ -405,7 +405,7 @@ class MemoryManager:
     # -- state ------------------------------------------------------------------------------
 
     def _encode_one(self, msg: Msg, field: str) -> NewMessage:
-        data = msg_to_stored(msg)
+        data = encode_msg(msg)
         if len(data) > self.limits.max_message_bytes:
             raise ResourceExhaustedError(field, f"is {len(data)} bytes; at most {self.limits.max_message_bytes}")
         return NewMessage(msg, data)

@@ -17,20 +17,20 @@ from typing import AsyncIterator
 
 from agentscope_memory.errors import AbortedError, FailedPreconditionError, InvalidArgumentError
 from agentscope_memory.ids import check_id
-from agentscope_memory.memory.autoctx import prompts
-from agentscope_memory.memory.autoctx.config import CL100K, IMPROVED, AutoContextConfig
-from agentscope_memory.memory.autoctx.engine import (
+from agentscope_memory.short_term.auto_context import prompts
+from agentscope_memory.short_term.auto_context.config import CL100K, IMPROVED, AutoContextConfig
+from agentscope_memory.short_term.auto_context.engine import (
     CompressionEvent, Compressor, ContextState, Identity, PlanNote, Summarizer, interaction_messages,
 )
-from agentscope_memory.memory.autoctx.stored import (
+from agentscope_memory.short_term.auto_context.kind import (
     KIND, ORIGINAL, WORKING, append_events, get_offload, get_plan, get_totals, put_offload, read_events,
     read_messages, set_plan, set_tokens,
 )
-from agentscope_memory.memory.autoctx.tokens import Cl100kCounter, JavaEstimate, TokenCounter, estimate_tokens
-from agentscope_memory.memory.manager import MemoryManager
+from agentscope_memory.short_term.auto_context.tokens import Cl100kCounter, JavaEstimate, TokenCounter, estimate_tokens
+from agentscope_memory.short_term.manager import MemoryManager
 from agentscope_memory.message import Msg, MsgRole, TextBlock
-from agentscope_memory.proto_convert import msg_from_stored, msg_to_stored
-from agentscope_memory.store.base import MemoryRecord, Tx
+from agentscope_memory.store.codec import decode_msg, encode_msg
+from agentscope_memory.store.base import MemoryRecord, Row, Tx
 
 
 @dataclass(frozen=True)
@@ -137,7 +137,7 @@ class AutoContextService:
         def snapshot(tx: Tx) -> tuple[list[int], list[Msg], PlanNote | None]:
             self._record(tx, memory_id)
             rows = tx.read(memory_id, WORKING)
-            return [r.seq for r in rows], [msg_from_stored(r.data) for r in rows], get_plan(tx, memory_id)
+            return [r.seq for r in rows], [decode_msg(r.data) for r in rows], get_plan(tx, memory_id)
 
         seqs, working, plan = await self.store.run(tenant, snapshot, write=False)
         state = ContextState(list(working), plan=plan)
@@ -161,8 +161,8 @@ class AutoContextService:
                 put_offload(tx, memory_id, uuid, msgs)
             append_events(tx, memory_id, state.events)
             if changed_working:
-                tx.replace(memory_id, WORKING, [msg_to_stored(m) for m in state.working] + tail)
-                tail_msgs = [msg_from_stored(d) for d in tail]
+                tx.replace(memory_id, WORKING, [encode_msg(m) for m in state.working] + tail)
+                tail_msgs = [decode_msg(d) for d in tail]
                 reported = None
                 if config.token_counter == CL100K:
                     reported = counter.count(state.working) + counter.count(tail_msgs)
@@ -204,12 +204,27 @@ class AutoContextService:
 
     # -- reads ------------------------------------------------------------------------------
 
-    async def original_page(self, tenant: str, memory_id: str, after_seq: int, limit: int) -> tuple[list[tuple[int, bytes]], int]:
-        def read(tx: Tx, _: MemoryRecord) -> tuple[list[tuple[int, bytes]], int]:
-            rows = tx.read(memory_id, ORIGINAL, after_seq, limit)
-            return [(r.seq, r.data) for r in rows], tx.length(memory_id, ORIGINAL)
+    async def original_page(
+        self, tenant: str, memory_id: str, page_size: int = 0, page_token: str = ""
+    ) -> tuple[list[bytes], str, int]:
+        """A page of the original (uncompressed) history: stored messages, the next page's
+        token ("" at the end) and the history's length."""
+        if page_size < 0:
+            raise InvalidArgumentError("page_size", "must not be negative")
+        size = min(page_size or 1000, 10_000)
+        after = 0
+        if page_token:
+            if not page_token.isdigit():
+                raise InvalidArgumentError("page_token", "is not a page token issued for this listing")
+            after = int(page_token)
 
-        return await self._read(tenant, memory_id, read, small=limit <= 1000)
+        def read(tx: Tx, _: MemoryRecord) -> tuple[list[Row], int]:
+            return tx.read(memory_id, ORIGINAL, after, size + 1), tx.length(memory_id, ORIGINAL)
+
+        rows, total = await self._read(tenant, memory_id, read, small=size <= 1000)
+        more = len(rows) > size
+        rows = rows[:size]
+        return [r.data for r in rows], str(rows[-1].seq) if more and rows else "", total
 
     async def interaction(self, tenant: str, memory_id: str) -> list[Msg]:
         original = await self._read(tenant, memory_id, lambda tx, _: read_messages(tx, memory_id, ORIGINAL))

@@ -1,0 +1,249 @@
+"""Local mode: the clients' API over an in-process `Service`, with no server and no gRPC (as
+qdrant-client's local mode). Same methods, same library types, same errors as the remote
+clients; everything lives in the service's store (sqlite under `data_dir` by default).
+
+    async with AsyncMemoryClient.local(ServiceSettings(data_dir=Path("./data"))) as memory:
+        await memory.create_memory("chat-1")
+
+Local mode has one tenant (`default`), as a server without API keys has.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import threading
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Sequence, TypeVar
+
+from agentscope_memory.client._common import LOCAL_TENANT
+from agentscope_memory.client.long_term import Turn
+from agentscope_memory.convert.to_proto import kind_to_proto
+from agentscope_memory.errors import UnimplementedError
+from agentscope_memory.long_term.engine import LongTermEngine, LongTermItem, Scope
+from agentscope_memory.long_term.modes import Mode, parse_mode
+from agentscope_memory.long_term.tools import record_to_memory, retrieve_from_memory
+from agentscope_memory.long_term.turns import Turns
+from agentscope_memory.message import Msg
+from agentscope_memory.service import Service, ServiceSettings, build_service
+from agentscope_memory.session.state import StateEntry
+from agentscope_memory.short_term.auto_context.config import AutoContextConfig
+from agentscope_memory.short_term.description import MemoryDescription, describe
+
+T = TypeVar("T")
+
+
+class _ServiceHandle:
+    """A service the client may own: started on first use, closed with the client if owned."""
+
+    def __init__(self, target: Service | ServiceSettings | None) -> None:
+        self._owned = not isinstance(target, Service)
+        self._service = target if isinstance(target, Service) else build_service(target)
+        self._started = not self._owned
+
+    async def get(self) -> Service:
+        if not self._started:
+            self._started = True
+            await self._service.start()
+        return self._service
+
+    async def close(self) -> None:
+        if self._owned:
+            await self._service.close()
+
+
+class AsyncLocalMemoryClient:
+    """`AsyncMemoryClient`'s methods over an in-process service."""
+
+    def __init__(self, service: Service | ServiceSettings | None = None) -> None:
+        self._handle = _ServiceHandle(service)
+        self.tenant = LOCAL_TENANT
+
+    async def close(self) -> None:
+        await self._handle.close()
+
+    async def __aenter__(self) -> AsyncLocalMemoryClient:
+        await self._handle.get()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def create_memory(
+        self, memory_id: str, kind: str = "IN_MEMORY", *, labels: dict[str, str] | None = None,
+        allow_existing: bool = False, auto_context_config: AutoContextConfig | None = None,
+    ) -> MemoryDescription:
+        kind_to_proto(kind)  # the same ValueError as the remote client for an unknown kind
+        memories = (await self._handle.get()).memories
+        config_json = auto_context_config.validate().to_json() if auto_context_config is not None else "{}"
+        info, _ = await memories.create_memory(self.tenant, memory_id, kind.upper(), config_json, labels, allow_existing)
+        return describe(info.record, info.message_count)
+
+    async def get_memory(self, memory_id: str) -> MemoryDescription:
+        info = await (await self._handle.get()).memories.get_memory(self.tenant, memory_id)
+        return describe(info.record, info.message_count)
+
+    async def list_memories(self, page_size: int = 0) -> AsyncIterator[MemoryDescription]:
+        memories = (await self._handle.get()).memories
+        token = ""
+        while True:
+            page = await memories.list_memories(self.tenant, page_size, token)
+            for info in page.memories:
+                yield describe(info.record, info.message_count)
+            token = page.next_page_token
+            if not token:
+                return
+
+    async def delete_memory(self, memory_id: str) -> None:
+        await (await self._handle.get()).memories.delete_memory(self.tenant, memory_id)
+
+    async def add_messages(self, memory_id: str, msgs: Sequence[Msg], *, request_id: str | None = None) -> int:
+        result = await (await self._handle.get()).memories.add_messages(self.tenant, memory_id, list(msgs), request_id)
+        return result.message_count
+
+    async def add_message(self, memory_id: str, msg: Msg) -> int:
+        return await self.add_messages(memory_id, [msg])
+
+    async def iter_messages(self, memory_id: str, page_size: int = 0) -> AsyncIterator[Msg]:
+        memories = (await self._handle.get()).memories
+        token = ""
+        while True:
+            page = await memories.get_messages_page(self.tenant, memory_id, page_size, token)
+            for msg in page.messages:
+                yield msg
+            token = page.next_page_token
+            if not token:
+                return
+
+    async def get_messages(self, memory_id: str) -> list[Msg]:
+        # One store snapshot: a local read cannot be torn between pages.
+        return await (await self._handle.get()).memories.get_messages(self.tenant, memory_id)
+
+    async def delete_message(self, memory_id: str, index: int) -> bool:
+        if index < 0:
+            return False
+        deleted, _ = await (await self._handle.get()).memories.delete_message(self.tenant, memory_id, index)
+        return deleted
+
+    async def clear(self, memory_id: str) -> None:
+        await (await self._handle.get()).memories.clear_messages(self.tenant, memory_id)
+
+    async def save_state(self, memory_id: str) -> tuple[list[StateEntry], int]:
+        record, entries = await (await self._handle.get()).memories.save_state(self.tenant, memory_id)
+        return entries, record.version
+
+    async def load_state(self, memory_id: str, entries: list[StateEntry], *, expected_version: int | None = None) -> int:
+        return await (await self._handle.get()).memories.load_state(self.tenant, memory_id, entries, expected_version)
+
+
+class AsyncLocalLongTermClient:
+    """`AsyncLongTermClient`'s methods over an in-process service."""
+
+    def __init__(self, service: Service | ServiceSettings | None = None) -> None:
+        self._handle = _ServiceHandle(service)
+        self.tenant = LOCAL_TENANT
+
+    async def close(self) -> None:
+        await self._handle.close()
+
+    async def __aenter__(self) -> AsyncLocalLongTermClient:
+        await self._handle.get()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _engine(self) -> LongTermEngine:
+        engine = (await self._handle.get()).long_term
+        if engine is None:
+            raise UnimplementedError("long-term memory is switched off (long_term_enabled=false)")
+        return engine
+
+    async def _turns(self) -> Turns:
+        await self._engine()
+        turns = (await self._handle.get()).turns
+        assert turns is not None
+        return turns
+
+    async def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any] | None = None) -> list[LongTermItem]:
+        return await (await self._engine()).record(self.tenant, scope.validate(), list(msgs), metadata)
+
+    async def retrieve(self, scope: Scope, msg: Msg, limit: int = 5) -> str:
+        text, _ = await (await self._engine()).retrieve(self.tenant, scope.validate(), msg, limit)
+        return text
+
+    async def record_to_memory(self, scope: Scope, thinking: str, content: Sequence[str]) -> str:
+        return await record_to_memory(await self._engine(), self.tenant, scope, thinking, list(content))
+
+    async def retrieve_from_memory(self, scope: Scope, keywords: Sequence[str]) -> str:
+        return await retrieve_from_memory(await self._engine(), self.tenant, scope, list(keywords))
+
+    async def list(self, scope: Scope, limit: int = 100) -> list[LongTermItem]:
+        return await (await self._engine()).list(self.tenant, scope.validate(), limit)
+
+    async def get(self, memory_id: str) -> LongTermItem:
+        return await (await self._engine()).get(self.tenant, memory_id)
+
+    async def delete(self, memory_id: str) -> None:
+        await (await self._engine()).delete(self.tenant, memory_id)
+
+    async def forget(self, scope: Scope) -> int:
+        return await (await self._engine()).delete_scope(self.tenant, scope.validate())
+
+    async def begin_turn(self, memory_id: str, scope: Scope, mode: Mode | str, input_msgs: Sequence[Msg]) -> Turn:
+        result = await (await self._turns()).begin_turn(self.tenant, memory_id, scope, _mode(mode), list(input_msgs))
+        return Turn(result.input, {t.name: t.parameters for t in result.tools})
+
+    async def end_turn(self, memory_id: str, scope: Scope, mode: Mode | str, *, background: bool = False) -> bool:
+        return await (await self._turns()).end_turn(self.tenant, memory_id, scope, _mode(mode), background)
+
+
+def _mode(mode: Mode | str) -> Mode:
+    return mode if isinstance(mode, Mode) else parse_mode(mode.upper())
+
+
+class Blocking:
+    """An asyncio local client's methods, blocking: its service runs on a private event loop
+    thread, so blocking programs (and the blocking clients' local mode) can use it."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="agentscope-memory-local", daemon=True)
+        self._thread.start()
+        self._client = self._run(self._build(make))
+
+    @staticmethod
+    async def _build(make: Callable[[], Any]) -> Any:
+        return make()  # on the loop, so the service's asyncio objects belong to it
+
+    def _run(self, coro: Awaitable[T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()  # type: ignore[arg-type]
+
+    def _iterate(self, agen: AsyncIterator[T]) -> Iterator[T]:
+        while True:
+            try:
+                yield self._run(agen.__anext__())
+            except StopAsyncIteration:
+                return
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if inspect.isasyncgenfunction(attr):
+            return functools.wraps(attr)(lambda *a, **k: self._iterate(attr(*a, **k)))
+        if inspect.iscoroutinefunction(attr):
+            return functools.wraps(attr)(lambda *a, **k: self._run(attr(*a, **k)))
+        return attr
+
+    def close(self) -> None:
+        if self._loop.is_closed():
+            return
+        self._run(self._client.close())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
+
+    def __enter__(self) -> Blocking:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,238 @@
+"""Library -> wire: every conversion from library types to protobuf messages, in one place.
+
+Used by the server (responses) and the Python clients (requests) alike; `from_proto` is the
+other direction. Free-form maps travel as JSON text written with the Jackson-compatible writer,
+so ints, floats and nesting survive unchanged (a `google.protobuf.Struct` would turn every
+number into a double).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2 as ltm_pb
+from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as mem_pb
+from agentscope_memory._proto.agentscope.memory.v1 import message_pb2 as pb
+from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2 as state_pb
+from agentscope_memory.convert import enums
+from agentscope_memory.long_term.engine import LongTermItem, Scope
+from agentscope_memory.long_term.tools import ToolSchema
+from agentscope_memory.long_term.modes import Mode
+from agentscope_memory.message import (
+    AudioBlock,
+    Base64Source,
+    ContentBlock,
+    ImageBlock,
+    Msg,
+    Source,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    URLSource,
+    VideoBlock,
+    to_json_text,
+)
+from agentscope_memory.session.state import StateEntry
+from agentscope_memory.short_term.auto_context.config import AutoContextConfig
+from agentscope_memory.short_term.auto_context.engine import CompressionEvent, PlanNote
+from agentscope_memory.short_term.description import MemoryDescription
+
+
+# ---------------------------------------------------------------------------------------------
+# Messages
+
+
+def _json_or_empty(value: dict[str, Any]) -> str:
+    return to_json_text(value) if value else ""
+
+
+def _source_to_proto(source: Source) -> pb.Source:
+    if isinstance(source, URLSource):
+        return pb.Source(url=pb.UrlSource(url=source.url))
+    return pb.Source(base64=pb.Base64Source(media_type=source.media_type, data=source.data))
+
+
+def block_to_proto(block: ContentBlock) -> pb.ContentBlock:
+    if isinstance(block, TextBlock):
+        return pb.ContentBlock(text=pb.TextBlock(text=block.text))
+    if isinstance(block, ThinkingBlock):
+        thinking = pb.ThinkingBlock(thinking=block.thinking)
+        if block.metadata is not None:
+            thinking.metadata_json = to_json_text(block.metadata)
+        return pb.ContentBlock(thinking=thinking)
+    if isinstance(block, ToolUseBlock):
+        tool_use = pb.ToolUseBlock(
+            input_json=_json_or_empty(block.input), metadata_json=_json_or_empty(block.metadata)
+        )
+        if block.id is not None:
+            tool_use.id = block.id
+        if block.name is not None:
+            tool_use.name = block.name
+        if block.content is not None:
+            tool_use.content = block.content
+        return pb.ContentBlock(tool_use=tool_use)
+    if isinstance(block, ToolResultBlock):
+        result = pb.ToolResultBlock(
+            output=[block_to_proto(b) for b in block.output],
+            metadata_json=_json_or_empty(block.metadata),
+        )
+        if block.id is not None:
+            result.id = block.id
+        if block.name is not None:
+            result.name = block.name
+        return pb.ContentBlock(tool_result=result)
+    if isinstance(block, ImageBlock):
+        image = pb.ImageBlock(source=_source_to_proto(block.source))
+        if block.min_pixels is not None:
+            image.min_pixels = block.min_pixels
+        if block.max_pixels is not None:
+            image.max_pixels = block.max_pixels
+        return pb.ContentBlock(image=image)
+    if isinstance(block, AudioBlock):
+        return pb.ContentBlock(audio=pb.AudioBlock(source=_source_to_proto(block.source)))
+    if isinstance(block, VideoBlock):
+        video = pb.VideoBlock()
+        if block.source is not None:
+            video.source.CopyFrom(_source_to_proto(block.source))
+        for name in ("fps", "max_frames", "min_pixels", "max_pixels", "total_pixels"):
+            value = getattr(block, name)
+            if value is not None:
+                setattr(video, name, value)
+        return pb.ContentBlock(video=video)
+    raise TypeError(f"not a content block: {type(block).__name__}")
+
+
+def msg_to_proto(msg: Msg) -> pb.Msg:
+    out = pb.Msg(
+        role=enums.ROLE_TO_PB[msg.role],
+        content=[block_to_proto(b) for b in msg.content],
+        metadata_json=_json_or_empty(msg.metadata),
+    )
+    if msg.id is not None:
+        out.id = msg.id
+    if msg.name is not None:
+        out.name = msg.name
+    if msg.timestamp is not None:
+        out.timestamp = msg.timestamp
+    return out
+
+
+def msgs_to_proto(msgs: list[Msg]) -> list[pb.Msg]:
+    return [msg_to_proto(m) for m in msgs]
+
+
+
+# ---------------------------------------------------------------------------------------------
+# Session state entries: JSON values travel as JSON text.
+
+
+def entry_to_proto(entry: StateEntry) -> state_pb.StateEntry:
+    if entry.items is not None:
+        return state_pb.StateEntry(
+            key=entry.key, list=state_pb.JsonList(items=[to_json_text(i) for i in entry.items])
+        )
+    return state_pb.StateEntry(key=entry.key, json=to_json_text(entry.value))
+
+
+
+
+# ---------------------------------------------------------------------------------------------
+# Short-term memories
+
+
+def timestamp_to_proto(seconds: float) -> Timestamp:
+    ts = Timestamp()
+    ts.FromNanoseconds(int(seconds * 1e9))
+    return ts
+
+
+def kind_to_proto(kind: str) -> int:
+    """A memory kind name (`IN_MEMORY`, `AUTO_CONTEXT`; any case) as the wire enum."""
+    value = enums.KIND_TO_PB.get(kind.upper())
+    if value is None:
+        raise ValueError(f"unknown memory kind {kind!r} ({' or '.join(enums.KIND_TO_PB)})")
+    return value
+
+
+def auto_context_config_to_proto(config: AutoContextConfig) -> mem_pb.AutoContextConfig:
+    prompts = config.custom_prompt
+    return mem_pb.AutoContextConfig(
+        custom_prompt=mem_pb.PromptConfig(**{n: getattr(prompts, n) or "" for n in enums.AUTO_CONTEXT_PROMPTS}),
+        profile=enums.PROFILE_TO_PB[config.profile],
+        token_counter=enums.COUNTER_TO_PB[config.token_counter],
+        **{n: getattr(config, n) for n in enums.AUTO_CONTEXT_NUMBERS},
+    )
+
+
+def memory_to_proto(memory: MemoryDescription) -> mem_pb.Memory:
+    out = mem_pb.Memory(
+        memory_id=memory.memory_id,
+        kind=enums.KIND_TO_PB.get(memory.kind, mem_pb.MEMORY_KIND_UNSPECIFIED),
+        message_count=memory.message_count,
+        labels=memory.labels,
+        create_time=timestamp_to_proto(memory.create_time),
+        update_time=timestamp_to_proto(memory.update_time),
+        version=memory.version,
+    )
+    if memory.auto_context_config is not None:
+        out.auto_context_config.CopyFrom(auto_context_config_to_proto(memory.auto_context_config))
+    return out
+
+
+def event_to_proto(seq: int, event: CompressionEvent) -> mem_pb.CompressionEvent:
+    out = mem_pb.CompressionEvent(
+        event_type=event.event_type, timestamp=event.timestamp,
+        compressed_message_count=event.compressed_message_count,
+        metadata_json=to_json_text(event.metadata) if event.metadata else "", sequence=seq,
+    )
+    for name in ("previous_message_id", "next_message_id", "compressed_message_id"):
+        value = getattr(event, name)
+        if value is not None:
+            setattr(out, name, value)
+    return out
+
+
+def plan_to_proto(plan: PlanNote) -> mem_pb.PlanNote:
+    return mem_pb.PlanNote(
+        description=plan.description, expected_outcome=plan.expected_outcome,
+        subtasks=[mem_pb.PlanSubtask(name=s.name, state=s.state) for s in plan.subtasks],
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Long-term memory
+
+
+def scope_to_proto(scope: Scope) -> ltm_pb.Scope:
+    return ltm_pb.Scope(agent_name=scope.agent_name, user_id=scope.user_id, run_name=scope.run_name)
+
+
+def mode_to_proto(mode: Mode | str) -> int:
+    try:
+        return enums.MODE_TO_PB[Mode(mode.upper() if isinstance(mode, str) else mode)]
+    except ValueError:
+        raise ValueError(f"unknown mode {mode!r} (AGENT_CONTROL, STATIC_CONTROL or BOTH)") from None
+
+
+def long_term_item_to_proto(item: LongTermItem) -> ltm_pb.LongTermMemoryItem:
+    out = ltm_pb.LongTermMemoryItem(
+        id=item.id,
+        memory=item.text,
+        metadata_json=to_json_text(item.metadata) if item.metadata else "",
+        scope=scope_to_proto(item.scope),
+        created_at=item.created_at,
+        updated_at=item.updated_at,
+    )
+    if item.score is not None:
+        out.score = item.score
+    return out
+
+
+def tool_schema_to_proto(tool: ToolSchema) -> ltm_pb.ToolSchema:
+    return ltm_pb.ToolSchema(
+        name=tool.name, description=tool.description, parameters_json_schema=json.dumps(tool.parameters)
+    )

@@ -1,0 +1,124 @@
+"""The long-term engine interface and the types it speaks.
+
+Everything above an engine (AgentScope's modes and tools, the turn helpers, the servicers and
+the clients) is written against `LongTermEngine`, so an engine can be replaced (mem0 today, the
+server's own scored hybrid index next) without touching them. Every call names its tenant; an
+engine never lets one tenant see another's memories, and reports another tenant's memory
+exactly like a missing one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence
+
+from agentscope_memory.errors import InvalidArgumentError
+from agentscope_memory.ids import check_id
+from agentscope_memory.message import Msg
+
+DEFAULT_TOP_K = 5
+_SCOPE_FIELDS = ("agent_name", "user_id", "run_name")
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Whose memories: AgentScope's agentName / userId / runName (mem0's agent/user/run ids)."""
+
+    agent_name: str = ""
+    user_id: str = ""
+    run_name: str = ""
+
+    def validate(self, field_name: str = "scope") -> Scope:
+        if not (self.agent_name or self.user_id or self.run_name):
+            raise InvalidArgumentError(
+                field_name, "at least one of agent_name, user_id or run_name must be provided"
+            )
+        for attr in _SCOPE_FIELDS:
+            value = getattr(self, attr)
+            if value:
+                check_id(value, f"{field_name}.{attr}")
+        return self
+
+
+@dataclass
+class LongTermItem:
+    """One stored long-term memory. `score` is set on search results only."""
+
+    id: str
+    text: str
+    scope: Scope
+    metadata: dict[str, Any] = field(default_factory=dict)
+    score: float | None = None
+    # ISO 8601 with a UTC offset, as mem0 writes them.
+    created_at: str = ""
+    updated_at: str = ""
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One change of a long-term memory: ADD, UPDATE or DELETE, with the text before and after."""
+
+    memory_id: str
+    event: str
+    old_text: str | None
+    new_text: str | None
+    created_at: str = ""
+    updated_at: str = ""
+
+
+class LongTermEngine(Protocol):
+    """Long-term memory for every tenant and scope."""
+
+    async def open(self) -> None:
+        """Load models and indexes now rather than on the first call."""
+        ...
+
+    async def close(self) -> None: ...
+
+    async def record(
+        self, tenant: str, scope: Scope, msgs: Sequence[Msg | None], metadata: dict[str, Any] | None = None
+    ) -> list[LongTermItem]:
+        """AgentScope `record(msgs)`: store what the messages say; returns what was stored."""
+        ...
+
+    async def search(self, tenant: str, scope: Scope, query: str, limit: int = DEFAULT_TOP_K) -> list[LongTermItem]:
+        """The memories of `scope` that best match `query`, best first."""
+        ...
+
+    async def retrieve(
+        self, tenant: str, scope: Scope, msg: Msg | None, limit: int = DEFAULT_TOP_K
+    ) -> tuple[str, list[LongTermItem]]:
+        """AgentScope `retrieve(msg)`: what the memory holds for the message, as one text."""
+        ...
+
+    async def list(self, tenant: str, scope: Scope, limit: int = 100) -> list[LongTermItem]: ...
+
+    async def get(self, tenant: str, memory_id: str) -> LongTermItem: ...
+
+    async def update(
+        self, tenant: str, memory_id: str, text: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> LongTermItem:
+        """Change a memory's text and/or merge metadata into it; the change goes to its history."""
+        ...
+
+    async def delete(self, tenant: str, memory_id: str) -> None: ...
+
+    async def delete_scope(self, tenant: str, scope: Scope) -> int:
+        """Forget everything of exactly this scope; returns how many memories were deleted."""
+        ...
+
+    async def history(self, tenant: str, memory_id: str) -> list[HistoryEntry]:
+        """Every change of a memory, oldest first."""
+        ...
+
+
+async def retrieve_by_search(
+    engine: LongTermEngine, tenant: str, scope: Scope, msg: Msg | None, limit: int = DEFAULT_TOP_K
+) -> tuple[str, list[LongTermItem]]:
+    """AgentScope-Java `retrieve(msg)`: the memories found for the message's text, joined with
+    newlines; a message without text gives "" (reference/agentscope-java-core.md §6.4)."""
+    scope.validate()
+    if msg is None or not msg.text_content:
+        return "", []
+    items = await engine.search(tenant, scope, msg.text_content, limit or DEFAULT_TOP_K)
+    return "\n".join(i.text for i in items if i.text), items

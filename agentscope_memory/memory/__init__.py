@@ -1,1 +1,0 @@
-"""Short-term memories: the manager, InMemoryMemory and AutoContextMemory."""

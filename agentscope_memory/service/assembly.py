@@ -1,0 +1,147 @@
+"""`Service`: every engine of the memory service, built from `ServiceSettings`.
+
+This is the one place that decides what exists: the store, the short-term memory kinds, the
+AutoContext summariser, the long-term engine and its turn helpers, the durable job runner, and
+session export/import. The gRPC server registers its servicers over a `Service`; a Python
+program (or the Python client's local mode) uses one in-process, without gRPC.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+
+from agentscope_memory.jobs import JobRunner, JobSettings
+from agentscope_memory.llm import ChatClient, LlmConfig
+from agentscope_memory.long_term.engine import LongTermEngine
+from agentscope_memory.long_term.turns import Turns
+from agentscope_memory.service.settings import ServiceSettings
+from agentscope_memory.session.exchange import SessionExchange
+from agentscope_memory.short_term.auto_context.engine import Summarizer
+from agentscope_memory.short_term.auto_context.kind import AutoContextKind
+from agentscope_memory.short_term.auto_context.service import AutoContextService
+from agentscope_memory.short_term.auto_context.summarizers import ExtractiveSummarizer, LlmSummarizer
+from agentscope_memory.short_term.in_memory import InMemoryKind
+from agentscope_memory.short_term.manager import MemoryManager
+from agentscope_memory.store import Store, open_store
+
+log = logging.getLogger("agentscope_memory.service")
+
+
+@dataclass
+class Service:
+    """The memory service's engines, ready to use once `start` has run; `close` releases them."""
+
+    settings: ServiceSettings
+    store: Store
+    # Short-term memories (IN_MEMORY, AUTO_CONTEXT): the `Memory` operations and session state.
+    memories: MemoryManager
+    # AutoContextMemory's own operations (compression, offloads, events, plan).
+    auto_context: AutoContextService
+    # Durable background work (background long-term records now; lifecycle jobs next).
+    jobs: JobRunner
+    # JsonSession directories on the server, one root per tenant.
+    sessions: SessionExchange
+    # None when long-term memory is switched off.
+    long_term: LongTermEngine | None = None
+    turns: Turns | None = None
+    # Places for the engines still to come, so that wiring them in touches only this file:
+    # shared memory pools (pool/) and AgentScope-Java 2.x agent state (agent_state/).
+    pools: None = None
+    agent_state: None = None
+    _starting: list[asyncio.Task[None]] = field(default_factory=list)
+    _started: bool = False
+    _closed: bool = False
+
+    async def start(self) -> None:
+        """Start the job runner; load long-term memory and hand older data to it in the
+        background, so that start-up does not wait for models to load. Idempotent."""
+        if self._started:
+            return
+        self._started = True
+        await self.jobs.start()
+        if self.turns is not None:
+            self._starting.append(asyncio.create_task(self._start_long_term()))
+
+    async def _start_long_term(self) -> None:
+        assert self.long_term is not None and self.turns is not None
+        try:
+            if self.settings.long_term_preload:
+                await self.long_term.open()
+                log.info("long-term memory ready")
+            migrated = await self.turns.migrate_legacy_pending()
+            if migrated:
+                log.info("queued background long-term records of an older version", extra={"fields": {"count": migrated}})
+        except Exception:  # noqa: BLE001 - the first long-term call reports the error to its caller
+            log.exception("long-term memory failed to start")
+
+    async def close(self, grace: float = 10.0) -> None:
+        """Give running jobs up to `grace` seconds (unfinished ones stay queued for the next
+        start or another replica), then close the engines and the store."""
+        if self._closed:
+            return
+        self._closed = True
+        for task in self._starting:
+            task.cancel()
+        await asyncio.gather(*self._starting, return_exceptions=True)
+        await self.jobs.stop(grace)
+        if self.long_term is not None:
+            await self.long_term.close()
+        await self.store.close()
+
+    async def __aenter__(self) -> Service:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+def build_summarizer(settings: ServiceSettings) -> Summarizer:
+    """The LLM summariser when an endpoint is configured, else the extractive fallback."""
+    if settings.llm_base_url is None:
+        return ExtractiveSummarizer()
+    return LlmSummarizer(ChatClient(LlmConfig(
+        settings.llm_base_url, settings.llm_model,
+        settings.llm_api_key.get_secret_value() if settings.llm_api_key else None,
+        settings.llm_timeout_s, settings.llm_max_retries)))
+
+
+def build_long_term(settings: ServiceSettings) -> LongTermEngine:
+    """The long-term engine the settings name (mem0 in-process today)."""
+    from agentscope_memory.long_term.mem0 import Mem0Backend, Mem0Engine
+
+    return Mem0Engine(Mem0Backend(settings.mem0_config()))
+
+
+def build_service(
+    settings: ServiceSettings | None = None,
+    *,
+    job_settings: JobSettings | None = None,
+    long_term: LongTermEngine | None = None,
+) -> Service:
+    """Build every engine from `settings` (the embedded defaults when None). Nothing runs until
+    `await service.start()`. `long_term` replaces the engine the settings would build."""
+    settings = settings or ServiceSettings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    store = open_store(
+        settings.store,
+        settings.data_dir,
+        sqlite_synchronous=settings.sqlite_synchronous,
+        postgres_dsn=settings.postgres_dsn.get_secret_value() if settings.postgres_dsn else None,
+    )
+    memories = MemoryManager(store, [InMemoryKind(), AutoContextKind()], settings.limits())
+    jobs = JobRunner(store, job_settings)
+    service = Service(
+        settings=settings,
+        store=store,
+        memories=memories,
+        auto_context=AutoContextService(memories, build_summarizer(settings)),
+        jobs=jobs,
+        sessions=SessionExchange(memories, settings.sessions_root()),
+    )
+    if settings.long_term_enabled:
+        service.long_term = long_term or build_long_term(settings)
+        service.turns = Turns(memories, service.long_term, jobs)
+    return service
