@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, NoReturn
 
 import pytest
 
@@ -20,6 +20,25 @@ from agentscope_memory_server.config import Settings
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
+# Set by .ci/run: a test whose outside dependency (PostgreSQL, openssl, grpcurl) is missing
+# fails instead of being skipped, so a broken install step cannot leave CI green.
+REQUIRE_DEPENDENCIES = os.environ.get("ASM_TEST_REQUIRE_DEPENDENCIES") == "1"
+
+
+def missing_dependency(reason: str) -> NoReturn:
+    """Skip the test for want of an outside dependency, or fail it where all are required."""
+    if REQUIRE_DEPENDENCIES:
+        pytest.fail(f"{reason} (ASM_TEST_REQUIRE_DEPENDENCIES=1: every test dependency must be installed)")
+    pytest.skip(reason)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # `@pytest.mark.needs(available, reason)`: a test (or module) that needs something outside
+    # Python, decided by `missing_dependency`.
+    for mark in item.iter_markers("needs"):
+        available, reason = mark.args
+        if not available:
+            missing_dependency(reason)
 
 
 @pytest.fixture(autouse=True)
@@ -163,13 +182,13 @@ class ServerProcess:
 
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[Any]:
-    """A private PostgreSQL server for the whole test session (skipped where none is installed)."""
+    """A private PostgreSQL server for the whole test session (see `missing_dependency` where none is installed)."""
     from postgres_server import PostgresServer
 
     try:
         server = PostgresServer()
     except FileNotFoundError as exc:
-        pytest.skip(str(exc))
+        missing_dependency(str(exc))
     yield server
     server.stop()
 

@@ -1,7 +1,7 @@
 """Scenarios D1-D23 of reference/autocontext.md §21 through gRPC against a real server with the
 scripted OpenAI-compatible LLM, compared with the library engine run on the same input.
 
-The engine's own tests (test_autoctx_scenarios.py) check each scenario's exact expected lists;
+The engine's own tests (test_auto_context_lib_scenarios.py) check each scenario's exact expected lists;
 this module proves the server gives the same result: same working list (ids of new messages,
 offload uuids and timestamps normalised by order of appearance), same events, same number of
 model calls with the same text sent to the model.
@@ -22,7 +22,7 @@ from agentscope_memory.client import AsyncMemoryClient
 from agentscope_memory.short_term.auto_context.summarizers import render
 from agentscope_memory.message import Msg, MsgRole, msg_to_dict
 from agentscope_memory.short_term.auto_context.config import AutoContextConfig
-from autoctx_helpers import A, TR, TU, U, ScriptedSummarizer, compressor, state
+from auto_context_helpers import A, TR, TU, U, ScriptedSummarizer, compressor, state
 from scripted_llm import ScriptedLLM, ScriptedReply
 
 INT_MAX = 2**31 - 1

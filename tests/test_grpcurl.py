@@ -12,7 +12,7 @@ import pytest
 
 GRPCURL = Path(sys.executable).parent / "grpcurl"
 
-pytestmark = pytest.mark.skipif(not GRPCURL.exists() and not shutil.which("grpcurl"), reason="grpcurl not installed")
+pytestmark = pytest.mark.needs(GRPCURL.exists() or shutil.which("grpcurl") is not None, "grpcurl not installed")
 
 
 def grpcurl(address: str, *args: str, data: dict | None = None) -> str:

@@ -12,7 +12,7 @@ from agentscope_memory.client import AsyncMemoryClient
 from agentscope_memory.errors import UnavailableError
 from agentscope_memory.message import Msg, MsgRole
 
-pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl not installed")
+pytestmark = pytest.mark.needs(shutil.which("openssl") is not None, "openssl not installed")
 
 
 @pytest.fixture

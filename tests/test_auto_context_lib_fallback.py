@@ -11,7 +11,7 @@ from agentscope_memory.short_term.auto_context.engine import COMPRESS_META, Comp
 from agentscope_memory.short_term.auto_context.summarizers import FALLBACK_MARKER, ExtractiveSummarizer
 from agentscope_memory.short_term.auto_context.tokens import char_count, utf16_len
 from agentscope_memory.message import Msg
-from autoctx_helpers import A, TR, TU, U
+from auto_context_helpers import A, TR, TU, U
 
 
 def run(msgs: list[Msg], **config) -> ContextState:

@@ -17,7 +17,7 @@ from agentscope_memory.short_term.in_memory import InMemoryKind
 from agentscope_memory.short_term.manager import Limits, MemoryManager
 from agentscope_memory.message import Msg
 from agentscope_memory.store.memory import MemoryStore
-from autoctx_helpers import A, TR, TU, U
+from auto_context_helpers import A, TR, TU, U
 
 D3 = AutoContextConfig(msg_threshold=10, last_keep=5, min_consecutive_tool_messages=3, min_compression_token_threshold=0)
 

@@ -11,7 +11,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grp
 from agentscope_memory.client import AsyncMemoryClient
 from agentscope_memory.short_term.auto_context.tokens import Cl100kCounter, estimate_tokens
 from agentscope_memory.short_term.auto_context.config import AutoContextConfig
-from autoctx_helpers import A, TR, TU, U
+from auto_context_helpers import A, TR, TU, U
 from scripted_llm import ScriptedLLM, ScriptedReply
 
 

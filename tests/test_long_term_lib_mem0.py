@@ -179,3 +179,34 @@ async def test_memories_survive_a_restart(tmp_path, embedder) -> None:
     text, _ = await Mem0Engine(reopened).retrieve("t", Scope(user_id="u"), Msg.create(MsgRole.USER, "instrument"))
     assert text == "I play the oboe"
     await reopened.close()
+
+
+async def test_update_and_history(long_term: Mem0Engine) -> None:
+    scope = Scope(agent_name="A", user_id="u")
+    [item] = await long_term.record("t", scope, [Msg.create(MsgRole.USER, "I drink tea")], metadata={"topic": "food"})
+    updated = await long_term.update("t", item.id, text="我现在喝咖啡", metadata={"source": "user"})
+    assert (updated.id, updated.text) == (item.id, "我现在喝咖啡")
+    assert updated.metadata == {"topic": "food", "source": "user"}  # merged, not replaced
+    # The new text is what search finds now; the old one is gone.
+    assert [i.text for i in await long_term.search("t", scope, "咖啡")] == ["我现在喝咖啡"]
+    # Re-recording the old text stores it again: the duplicate check follows the update.
+    assert [i.text for i in await long_term.record("t", scope, [Msg.create(MsgRole.USER, "I drink tea")])] == ["I drink tea"]
+    history = await long_term.history("t", item.id)
+    assert [(h.event, h.old_text, h.new_text) for h in history] == [
+        ("ADD", None, "I drink tea"), ("UPDATE", "I drink tea", "我现在喝咖啡")]
+    assert all(h.memory_id == item.id and h.created_at for h in history)
+
+
+async def test_update_and_history_are_tenant_scoped_and_validated(long_term: Mem0Engine) -> None:
+    [item] = await long_term.record("t1", Scope(user_id="u"), [Msg.create(MsgRole.USER, "secret plan")])
+    for call in (lambda: long_term.update("t2", item.id, text="stolen"), lambda: long_term.history("t2", item.id)):
+        with pytest.raises(NotFoundError):
+            await call()
+    for kwargs, field in (({}, "text"), ({"text": "  "}, "text"), ({"metadata": {"asm_tenant": "t2"}}, "metadata")):
+        with pytest.raises(InvalidArgumentError) as err:
+            await long_term.update("t1", item.id, **kwargs)
+        assert err.value.field == field
+    assert (await long_term.get("t1", item.id)).text == "secret plan"
+    await long_term.delete("t1", item.id)
+    with pytest.raises(NotFoundError):
+        await long_term.history("t1", item.id)

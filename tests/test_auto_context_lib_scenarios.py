@@ -9,7 +9,7 @@ from agentscope_memory.short_term.auto_context.engine import (
 )
 from agentscope_memory.short_term.auto_context.tokens import char_count, estimate_tokens
 from agentscope_memory.message import Msg, MsgRole, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
-from autoctx_helpers import A, TAG, TR, TU, U, ScriptedSummarizer, compressor, state, texts, uuid_n
+from auto_context_helpers import A, TAG, TR, TU, U, ScriptedSummarizer, compressor, state, texts, uuid_n
 
 USAGE_META = {"inputToken": 10, "outputToken": 20, "time": 30.0}
 

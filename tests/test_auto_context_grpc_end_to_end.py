@@ -17,7 +17,7 @@ from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.message import MsgRole
 from agentscope_memory.convert.from_proto import msg_from_proto
 from agentscope_memory.short_term.auto_context.config import AutoContextConfig
-from autoctx_helpers import A, TR, TU, U
+from auto_context_helpers import A, TR, TU, U
 from scripted_llm import ScriptedLLM, ScriptedReply
 
 D3_CONFIG = AutoContextConfig(msg_threshold=10, last_keep=5, min_consecutive_tool_messages=3,

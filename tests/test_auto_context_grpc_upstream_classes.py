@@ -13,7 +13,7 @@ from agentscope_memory.short_term.auto_context.config import AutoContextConfig, 
 from agentscope_memory.short_term.auto_context.engine import PlanNote, PlanSubtask, is_tool_result, is_tool_use
 from agentscope_memory.short_term.auto_context.prompts import tool_compress_prompt
 from agentscope_memory.message import ToolResultBlock, ToolUseBlock
-from autoctx_helpers import A, TR, TU, U, ScriptedSummarizer, compressor, state
+from auto_context_helpers import A, TR, TU, U, ScriptedSummarizer, compressor, state
 
 DEFAULT = dict(msg_threshold=10, max_token=1000, token_ratio=0.75, last_keep=5, min_consecutive_tool_messages=3)
 

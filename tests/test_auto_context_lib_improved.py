@@ -6,7 +6,7 @@ import pytest
 
 from agentscope_memory.short_term.auto_context.engine import COMPRESS_META
 from agentscope_memory.message import Msg, MsgRole, TextBlock, ToolResultBlock, ToolUseBlock
-from autoctx_helpers import A, TR, TU, U, ScriptedSummarizer, compressor, state, uuid_n
+from auto_context_helpers import A, TR, TU, U, ScriptedSummarizer, compressor, state, uuid_n
 
 
 def test_cl100k_needs_the_improved_profile() -> None:

@@ -15,7 +15,7 @@ from agentscope_memory.errors import DeadlineExceededError, UnavailableError
 from agentscope_memory.llm import ChatClient, LlmConfig
 from agentscope_memory.short_term.auto_context.config import AutoContextConfig
 from scripted_llm import ScriptedLLM, ScriptedReply
-from test_autoctx_service import D3_CONFIG, d3_messages
+from test_auto_context_grpc_end_to_end import D3_CONFIG, d3_messages
 
 HELLO = [{"role": "user", "content": "hello"}]
 

@@ -16,7 +16,7 @@ from agentscope_memory.short_term.auto_context.tokens import estimate_tokens
 from agentscope_memory.message import Msg, MsgRole, TextBlock, ToolResultBlock, ToolUseBlock
 from agentscope_memory.convert.from_proto import msg_from_proto
 from agentscope_memory.short_term.auto_context.config import AutoContextConfig
-from autoctx_helpers import A, TR, TU, U
+from auto_context_helpers import A, TR, TU, U
 from scripted_llm import ScriptedLLM, ScriptedReply
 
 # AutoContextMemoryTest's default fixture.
