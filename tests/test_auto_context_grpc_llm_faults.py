@@ -13,7 +13,6 @@ from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grp
 from agentscope_memory.client import AsyncMemoryClient
 from agentscope_memory.errors import DeadlineExceededError, UnavailableError
 from agentscope_memory.llm import ChatClient, LlmConfig
-from agentscope_memory.short_term.auto_context.config import AutoContextConfig
 from scripted_llm import ScriptedLLM, ScriptedReply
 from test_auto_context_grpc_end_to_end import D3_CONFIG, d3_messages
 

@@ -15,7 +15,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2_grpc
 from agentscope_memory.client import AsyncMemoryClient
 from agentscope_memory.errors import AbortedError, InvalidArgumentError, NotFoundError
 from agentscope_memory.message import (
-    Msg, MsgRole, TextBlock, ToolResultBlock, ToolUseBlock, msg_from_dict, msg_to_dict, msg_to_json,
+    Msg, MsgRole, TextBlock, ToolResultBlock, ToolUseBlock, msg_to_dict, msg_to_json,
 )
 from agentscope_memory.session import JsonSession, StateEntry
 from agentscope_memory_server.cli import main as cli_main

@@ -39,7 +39,7 @@ from agentscope_memory.message import (
 )
 from agentscope_memory.session.state import StateEntry
 from agentscope_memory.short_term.auto_context.config import AutoContextConfig, PromptConfig
-from agentscope_memory.short_term.auto_context.engine import CompressionEvent, PlanNote, PlanSubtask
+from agentscope_memory.short_term.auto_context.engine import PlanNote, PlanSubtask
 from agentscope_memory.short_term.description import MemoryDescription
 
 
@@ -257,19 +257,6 @@ def memory_from_proto(memory: mem_pb.Memory) -> MemoryDescription:
             if memory.HasField("auto_context_config")
             else None
         ),
-    )
-
-
-def event_from_proto(event: mem_pb.CompressionEvent) -> tuple[int, CompressionEvent]:
-    """A compression event and its sequence number."""
-    return event.sequence, CompressionEvent(
-        event_type=event.event_type,
-        timestamp=event.timestamp,
-        compressed_message_count=event.compressed_message_count,
-        previous_message_id=event.previous_message_id if event.HasField("previous_message_id") else None,
-        next_message_id=event.next_message_id if event.HasField("next_message_id") else None,
-        compressed_message_id=event.compressed_message_id if event.HasField("compressed_message_id") else None,
-        metadata=parse_json_object(event.metadata_json, "event.metadata_json"),
     )
 
 

@@ -23,7 +23,6 @@ from agentscope_memory.long_term.tools import ToolSchema
 from agentscope_memory.long_term.modes import Mode
 from agentscope_memory.message import (
     AudioBlock,
-    Base64Source,
     ContentBlock,
     ImageBlock,
     Msg,
@@ -38,7 +37,7 @@ from agentscope_memory.message import (
 )
 from agentscope_memory.session.state import StateEntry
 from agentscope_memory.short_term.auto_context.config import AutoContextConfig
-from agentscope_memory.short_term.auto_context.engine import CompressionEvent, PlanNote
+from agentscope_memory.short_term.auto_context.engine import CompressionEvent
 from agentscope_memory.short_term.description import MemoryDescription
 
 
@@ -194,13 +193,6 @@ def event_to_proto(seq: int, event: CompressionEvent) -> mem_pb.CompressionEvent
         if value is not None:
             setattr(out, name, value)
     return out
-
-
-def plan_to_proto(plan: PlanNote) -> mem_pb.PlanNote:
-    return mem_pb.PlanNote(
-        description=plan.description, expected_outcome=plan.expected_outcome,
-        subtasks=[mem_pb.PlanSubtask(name=s.name, state=s.state) for s in plan.subtasks],
-    )
 
 
 # ---------------------------------------------------------------------------------------------
