@@ -46,6 +46,8 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     private final MemoryKind kind;
     private final AutoContextConfig autoContextConfig;
     private volatile boolean ensured;
+    /** Serialises first-use creation; private so no caller can hold it and stall our calls. */
+    private final Object createLock = new Object();
 
     /**
      * The messages as last read or written by this client, with the etag naming that state on the
@@ -273,7 +275,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         if (ensured || !createIfMissing) {
             return;
         }
-        synchronized (this) {
+        synchronized (createLock) {
             if (ensured) {
                 return;
             }

@@ -206,7 +206,7 @@ final class AutoContextHarness {
     static Supplier<Model> summariser(String text) {
         return () -> new ScriptedModel(null) {
             @Override
-            public synchronized reactor.core.publisher.Flux<io.agentscope.core.model.ChatResponse> stream(
+            public reactor.core.publisher.Flux<io.agentscope.core.model.ChatResponse> stream(
                     List<Msg> messages, List<io.agentscope.core.model.ToolSchema> tools,
                     io.agentscope.core.model.GenerateOptions options) {
                 return reactor.core.publisher.Flux.just(io.agentscope.core.model.ChatResponse.builder()

@@ -21,6 +21,8 @@ class ScriptedModel implements Model {
     private final List<List<ContentBlock>> script;
     private final List<List<Msg>> calls = Collections.synchronizedList(new ArrayList<>());
     private final List<List<String>> toolNames = Collections.synchronizedList(new ArrayList<>());
+    /** Calls may come from several Reactor threads; each takes the next step exactly once. */
+    private final Object lock = new Object();
     private int next;
 
     ScriptedModel(List<List<ContentBlock>> script) {
@@ -28,19 +30,22 @@ class ScriptedModel implements Model {
     }
 
     @Override
-    public synchronized Flux<ChatResponse> stream(List<Msg> messages, List<ToolSchema> tools, GenerateOptions options) {
-        calls.add(new ArrayList<>(messages));
+    public Flux<ChatResponse> stream(List<Msg> messages, List<ToolSchema> tools, GenerateOptions options) {
         List<String> names = new ArrayList<>();
         if (tools != null) {
             for (ToolSchema t : tools) {
                 names.add(t.getName());
             }
         }
-        toolNames.add(names);
-        if (next >= script.size()) {
-            return Flux.error(new IllegalStateException("the script has only " + script.size() + " responses"));
+        int step;
+        synchronized (lock) {
+            calls.add(new ArrayList<>(messages));
+            toolNames.add(names);
+            if (next >= script.size()) {
+                return Flux.error(new IllegalStateException("the script has only " + script.size() + " responses"));
+            }
+            step = next++;
         }
-        int step = next++;
         ChatResponse response = ChatResponse.builder()
                 .id("resp-" + step)
                 .content(script.get(step))
@@ -65,6 +70,8 @@ class ScriptedModel implements Model {
     }
 
     int used() {
-        return next;
+        synchronized (lock) {
+            return next;
+        }
     }
 }

@@ -17,6 +17,7 @@ import java.util.concurrent.TimeUnit;
  */
 final class TestServer implements AutoCloseable {
 
+    private static final Object SHARED_LOCK = new Object();
     private static TestServer shared;
 
     private final Path dataDir;
@@ -95,13 +96,15 @@ final class TestServer implements AutoCloseable {
     }
 
     /** One server for the whole test run, stopped when the JVM exits. */
-    static synchronized TestServer shared() throws IOException, InterruptedException {
-        if (shared == null) {
-            shared = start();
-            TestServer s = shared;
-            Runtime.getRuntime().addShutdownHook(new Thread(s::close));
+    static TestServer shared() throws IOException, InterruptedException {
+        synchronized (SHARED_LOCK) {
+            if (shared == null) {
+                shared = start();
+                TestServer s = shared;
+                Runtime.getRuntime().addShutdownHook(new Thread(s::close));
+            }
+            return shared;
         }
-        return shared;
     }
 
     int port() {
