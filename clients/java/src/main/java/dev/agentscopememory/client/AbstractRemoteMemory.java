@@ -1,5 +1,6 @@
 package dev.agentscopememory.client;
 
+import dev.agentscopememory.client.internal.WireEnums;
 import dev.agentscopememory.grpc.v1.AddMessagesRequest;
 import dev.agentscopememory.grpc.v1.AddMessagesResponse;
 import dev.agentscopememory.grpc.v1.AutoContextConfig;
@@ -9,7 +10,6 @@ import dev.agentscopememory.grpc.v1.DeleteMessageRequest;
 import dev.agentscopememory.grpc.v1.GetMemoryRequest;
 import dev.agentscopememory.grpc.v1.GetMessagesRequest;
 import dev.agentscopememory.grpc.v1.GetMessagesResponse;
-import dev.agentscopememory.grpc.v1.MemoryKind;
 import io.agentscope.core.memory.Memory;
 import io.agentscope.core.message.Msg;
 import io.agentscope.core.util.JsonUtils;
@@ -28,6 +28,9 @@ import java.util.concurrent.atomic.AtomicReference;
  * created on first use, with AgentScope's {@link Memory} operations over gRPC ({@code
  * InMemoryMemory}'s contract: fresh mutable lists in insertion order, out-of-range deletes are
  * no-ops, adds carry a request id so retries store nothing twice).
+ *
+ * <p>Only {@link RemoteMemory} and {@link RemoteAutoContextMemory} extend it (its constructor is
+ * package-private); subclass one of those instead.
  */
 public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
 
@@ -60,7 +63,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
 
     private final AtomicReference<Snapshot> snapshot = new AtomicReference<>();
 
-    protected AbstractRemoteMemory(AbstractBuilder<?> b, MemoryKind kind, AutoContextConfig config) {
+    AbstractRemoteMemory(AbstractBuilder<?> b, MemoryKind kind, AutoContextConfig config) {
         if (b.memoryId == null || b.memoryId.isEmpty()) {
             throw new IllegalArgumentException("memoryId: is required");
         }
@@ -281,7 +284,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
             }
             CreateMemoryRequest.Builder request = CreateMemoryRequest.newBuilder()
                     .setMemoryId(memoryId)
-                    .setKind(kind)
+                    .setKind(WireEnums.toProto(kind))
                     .putAllLabels(labels)
                     .setAllowExisting(true);
             if (autoContextConfig != null) {

@@ -1,7 +1,7 @@
 package dev.agentscopememory.client;
 
+import dev.agentscopememory.client.internal.WireEnums;
 import dev.agentscopememory.grpc.v1.AttachPlanNoteRequest;
-import dev.agentscopememory.grpc.v1.AutoContextProfile;
 import dev.agentscopememory.grpc.v1.CompressIfNeededRequest;
 import dev.agentscopememory.grpc.v1.GetInteractionMessagesRequest;
 import dev.agentscopememory.grpc.v1.GetOriginalMessagesRequest;
@@ -9,7 +9,6 @@ import dev.agentscopememory.grpc.v1.GetOriginalMessagesResponse;
 import dev.agentscopememory.grpc.v1.JsonList;
 import dev.agentscopememory.grpc.v1.ListCompressionEventsRequest;
 import dev.agentscopememory.grpc.v1.LoadStateRequest;
-import dev.agentscopememory.grpc.v1.MemoryKind;
 import dev.agentscopememory.grpc.v1.PlanNote;
 import dev.agentscopememory.grpc.v1.PlanSubtask;
 import dev.agentscopememory.grpc.v1.PrepareReasoningInputRequest;
@@ -39,6 +38,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import reactor.core.publisher.Flux;
 import reactor.core.scheduler.Schedulers;
@@ -64,7 +64,7 @@ public class RemoteAutoContextMemory extends AbstractRemoteMemory {
     public static final String EVENTS_KEY = "autoContextMemory_compressionEvents";
 
     protected RemoteAutoContextMemory(Builder b) {
-        super(b, MemoryKind.MEMORY_KIND_AUTO_CONTEXT, toProto(b.config, b.profile));
+        super(b, MemoryKind.AUTO_CONTEXT, toProto(b.config, b.profile, b.tokenCounter));
     }
 
     public static Builder builder() {
@@ -72,7 +72,8 @@ public class RemoteAutoContextMemory extends AbstractRemoteMemory {
     }
 
     /** The wire form of an AgentScope {@code AutoContextConfig} (every field sent explicitly). */
-    static dev.agentscopememory.grpc.v1.AutoContextConfig toProto(AutoContextConfig c, AutoContextProfile profile) {
+    static dev.agentscopememory.grpc.v1.AutoContextConfig toProto(
+            AutoContextConfig c, AutoContextProfile profile, TokenCounter tokenCounter) {
         dev.agentscopememory.grpc.v1.AutoContextConfig.Builder out =
                 dev.agentscopememory.grpc.v1.AutoContextConfig.newBuilder()
                         .setMsgThreshold(c.getMsgThreshold())
@@ -84,7 +85,8 @@ public class RemoteAutoContextMemory extends AbstractRemoteMemory {
                         .setMinConsecutiveToolMessages(c.getMinConsecutiveToolMessages())
                         .setCurrentRoundCompressionRatio(c.getCurrentRoundCompressionRatio())
                         .setMinCompressionTokenThreshold(c.getMinCompressionTokenThreshold())
-                        .setProfile(profile);
+                        .setProfile(WireEnums.toProto(profile))
+                        .setTokenCounter(WireEnums.toProto(tokenCounter));
         PromptConfig p = c.getCustomPrompt();
         if (p != null) {
             dev.agentscopememory.grpc.v1.PromptConfig.Builder pb = dev.agentscopememory.grpc.v1.PromptConfig.newBuilder();
@@ -346,7 +348,8 @@ public class RemoteAutoContextMemory extends AbstractRemoteMemory {
     /** Builder of {@link RemoteAutoContextMemory}. */
     public static final class Builder extends AbstractBuilder<Builder> {
         private AutoContextConfig config = AutoContextConfig.builder().build();
-        private AutoContextProfile profile = AutoContextProfile.AUTO_CONTEXT_PROFILE_PARITY;
+        private AutoContextProfile profile = AutoContextProfile.PARITY;
+        private TokenCounter tokenCounter = TokenCounter.JAVA_ESTIMATE;
 
         private Builder() {}
 
@@ -356,9 +359,23 @@ public class RemoteAutoContextMemory extends AbstractRemoteMemory {
             return this;
         }
 
-        /** Exact AgentScope 1.0.12 behaviour (default) or the server's fixes of its known bugs. */
+        /**
+         * {@link AutoContextProfile#PARITY}, AgentScope 1.0.12's exact behaviour (default), or
+         * {@link AutoContextProfile#IMPROVED}, the server's fixes of its known bugs. Used when this
+         * client creates the memory.
+         */
         public Builder profile(AutoContextProfile profile) {
-            this.profile = profile;
+            this.profile = Objects.requireNonNull(profile, "profile");
+            return this;
+        }
+
+        /**
+         * {@link TokenCounter#JAVA_ESTIMATE}, AgentScope's estimate (default), or {@link
+         * TokenCounter#CL100K}, which the server accepts with the improved profile only. Used when
+         * this client creates the memory.
+         */
+        public Builder tokenCounter(TokenCounter tokenCounter) {
+            this.tokenCounter = Objects.requireNonNull(tokenCounter, "tokenCounter");
             return this;
         }
 

@@ -2,7 +2,6 @@ package dev.agentscopememory.client;
 
 import dev.agentscopememory.grpc.v1.JsonList;
 import dev.agentscopememory.grpc.v1.LoadStateRequest;
-import dev.agentscopememory.grpc.v1.MemoryKind;
 import dev.agentscopememory.grpc.v1.StateEntry;
 import io.agentscope.core.memory.Memory;
 import io.agentscope.core.message.Msg;
@@ -40,7 +39,7 @@ public class RemoteMemory extends AbstractRemoteMemory {
     private volatile boolean loadStateUnimplemented;
 
     protected RemoteMemory(Builder b) {
-        super(b, MemoryKind.MEMORY_KIND_IN_MEMORY, null);
+        super(b, MemoryKind.IN_MEMORY, null);
     }
 
     public static Builder builder() {

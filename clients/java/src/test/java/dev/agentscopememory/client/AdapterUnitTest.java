@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.agentscopememory.grpc.v1.AutoContextProfile;
 import io.agentscope.core.ReActAgent;
 import io.agentscope.core.memory.InMemoryMemory;
 import io.agentscope.core.memory.autocontext.AutoContextConfig;
@@ -26,7 +25,7 @@ class AdapterUnitTest {
                 .customPrompt(PromptConfig.builder().previousRoundSummaryPrompt("summarise!").build())
                 .build();
         dev.agentscopememory.grpc.v1.AutoContextConfig wire =
-                RemoteAutoContextMemory.toProto(config, AutoContextProfile.AUTO_CONTEXT_PROFILE_PARITY);
+                RemoteAutoContextMemory.toProto(config, AutoContextProfile.IMPROVED, TokenCounter.CL100K);
         assertEquals(7, wire.getMsgThreshold());
         assertEquals(5000, wire.getMaxToken());
         assertEquals(0.5, wire.getTokenRatio());
@@ -38,15 +37,18 @@ class AdapterUnitTest {
         assertEquals(11, wire.getMinCompressionTokenThreshold());
         assertEquals("summarise!", wire.getCustomPrompt().getPreviousRoundSummaryPrompt());
         assertEquals("", wire.getCustomPrompt().getCurrentRoundCompressPrompt());
-        assertEquals(AutoContextProfile.AUTO_CONTEXT_PROFILE_PARITY, wire.getProfile());
+        assertEquals(dev.agentscopememory.grpc.v1.AutoContextProfile.AUTO_CONTEXT_PROFILE_IMPROVED, wire.getProfile());
+        assertEquals(dev.agentscopememory.grpc.v1.TokenCounter.TOKEN_COUNTER_CL100K, wire.getTokenCounter());
 
         // The Java defaults are sent explicitly, so the server cannot drift from them.
         dev.agentscopememory.grpc.v1.AutoContextConfig defaults = RemoteAutoContextMemory.toProto(
-                AutoContextConfig.builder().build(), AutoContextProfile.AUTO_CONTEXT_PROFILE_PARITY);
+                AutoContextConfig.builder().build(), AutoContextProfile.PARITY, TokenCounter.JAVA_ESTIMATE);
         assertEquals(100, defaults.getMsgThreshold());
         assertEquals(131072, defaults.getMaxToken());
         assertEquals(50, defaults.getLastKeep());
         assertFalse(defaults.hasCustomPrompt());
+        assertEquals(dev.agentscopememory.grpc.v1.AutoContextProfile.AUTO_CONTEXT_PROFILE_PARITY, defaults.getProfile());
+        assertEquals(dev.agentscopememory.grpc.v1.TokenCounter.TOKEN_COUNTER_JAVA_ESTIMATE, defaults.getTokenCounter());
     }
 
     /** The hook leaves agents whose memory is not a remote AutoContext memory alone. */
