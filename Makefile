@@ -57,8 +57,9 @@ test: lint gen test-python test-java
 test-python: gen
 	$(PY) -m pytest -q
 
-# Java client (clients/java): Maven builds the stubs from proto/ and its tests start the server
-# from $(VENV), so the Python side must be installed and generated first.
+# Java client (clients/java, every module: core, agentscope1, agentscope2): Maven builds the stubs
+# from proto/ and the tests start the server from $(VENV), so the Python side must be installed
+# and generated first.
 test-java: gen
 	cd clients/java && mvn -B -ntp test
 

@@ -2,9 +2,10 @@
 remote memory against AgentScope's InMemoryMemory in the same run: a new conversation every turn,
 and one long conversation (1,000 earlier messages) going on.
 
-Builds the Java module's test classes with Maven, then runs MemoryTurnBenchmark (a plain `main`,
-not a test), which starts its own server from the repo's .venv. Skipped, with a note, when Java or
-Maven is missing.
+Builds the test classes of the AgentScope-Java 1.x module (clients/java/agentscope1, and the core
+module it depends on) with Maven, then runs MemoryTurnBenchmark (a plain `main`, not a test),
+which starts its own server from the repo's .venv. Skipped, with a note, when Java or Maven is
+missing.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import sys
 from bench.harness import REPO
 
 JAVA_DIR = REPO / "clients" / "java"
+MODULE_DIR = JAVA_DIR / "agentscope1"
 TURNS = 200
 WARMUP_TURNS = 50
 
@@ -31,17 +33,19 @@ async def run(results: list[dict]) -> None:
     if not mvn or not java:
         _skip(results, "mvn or java not on PATH")
         return
-    classpath_file = JAVA_DIR / "target" / "bench-classpath.txt"
+    # A relative output file: every module of the reactor (-am adds core) writes its own; the
+    # core module appears in agentscope1's as its target/classes and target/test-classes.
+    classpath_file = MODULE_DIR / "target" / "bench-classpath.txt"
     subprocess.run(
-        [mvn, "-B", "-ntp", "-q", "test-compile", "dependency:build-classpath",
-         "-Dmdep.includeScope=test", f"-Dmdep.outputFile={classpath_file}"],
+        [mvn, "-B", "-ntp", "-q", "-pl", "agentscope1", "-am", "test-compile", "dependency:build-classpath",
+         "-Dmdep.includeScope=test", "-Dmdep.outputFile=target/bench-classpath.txt"],
         cwd=JAVA_DIR, check=True)
-    classpath = ":".join([str(JAVA_DIR / "target" / "classes"), str(JAVA_DIR / "target" / "test-classes"),
+    classpath = ":".join([str(MODULE_DIR / "target" / "classes"), str(MODULE_DIR / "target" / "test-classes"),
                           classpath_file.read_text().strip()])
     done = subprocess.run(
         [java, f"-Dagentscope.memory.repo={REPO}", "-cp", classpath,
-         "dev.agentscopememory.client.MemoryTurnBenchmark", str(TURNS), str(WARMUP_TURNS)],
-        cwd=JAVA_DIR, check=True, capture_output=True, text=True)
+         "dev.agentscopememory.agentscope1.MemoryTurnBenchmark", str(TURNS), str(WARMUP_TURNS)],
+        cwd=MODULE_DIR, check=True, capture_output=True, text=True)
     for line in done.stdout.splitlines():
         if not line.startswith("{"):
             continue

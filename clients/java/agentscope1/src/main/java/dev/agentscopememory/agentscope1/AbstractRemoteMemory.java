@@ -1,0 +1,417 @@
+package dev.agentscopememory.agentscope1;
+
+import dev.agentscopememory.agentscope1.internal.MsgConverter;
+import dev.agentscopememory.client.MemoryKind;
+import dev.agentscopememory.client.RemoteConnection;
+import dev.agentscopememory.client.RemoteMemoryException;
+import dev.agentscopememory.client.internal.WireEnums;
+import dev.agentscopememory.grpc.v1.AddMessagesRequest;
+import dev.agentscopememory.grpc.v1.AddMessagesResponse;
+import dev.agentscopememory.grpc.v1.AutoContextConfig;
+import dev.agentscopememory.grpc.v1.ClearMessagesRequest;
+import dev.agentscopememory.grpc.v1.CreateMemoryRequest;
+import dev.agentscopememory.grpc.v1.DeleteMessageRequest;
+import dev.agentscopememory.grpc.v1.GetMemoryRequest;
+import dev.agentscopememory.grpc.v1.GetMessagesRequest;
+import dev.agentscopememory.grpc.v1.GetMessagesResponse;
+import io.agentscope.core.memory.Memory;
+import io.agentscope.core.message.Msg;
+import io.agentscope.core.util.JsonUtils;
+import io.grpc.Channel;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * What the remote memories share: a memory on an agentscope-memory server addressed by its id,
+ * created on first use, with AgentScope's {@link Memory} operations over gRPC ({@code
+ * InMemoryMemory}'s contract: fresh mutable lists in insertion order, out-of-range deletes are
+ * no-ops, adds carry a request id so retries store nothing twice).
+ *
+ * <p>Only {@link RemoteMemory} and {@link RemoteAutoContextMemory} extend it (its constructor is
+ * package-private); subclass one of those instead.
+ */
+public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
+
+    /** Messages per AddMessages call when adding many (below the server's default limit). */
+    static final int ADD_BATCH_MESSAGES = 500;
+
+    /** Serialised bytes per AddMessages call when adding many (well below the 32 MiB default). */
+    static final long ADD_BATCH_BYTES = 8L * 1024 * 1024;
+
+    protected final RemoteConnection connection;
+    protected final String memoryId;
+    private final boolean ownsConnection;
+    private final boolean createIfMissing;
+    private final Map<String, String> labels;
+    private final int pageSize;
+    private final MemoryKind kind;
+    private final AutoContextConfig autoContextConfig;
+    private volatile boolean ensured;
+    /** Serialises first-use creation; private so no caller can hold it and stall our calls. */
+    private final Object createLock = new Object();
+
+    /**
+     * The messages as last read or written by this client, with the etag naming that state on the
+     * server. getMessages sends the etag; while nothing changed, the server answers "not modified"
+     * without the messages. AgentScope calls getMessages about 2 + 4N times a turn, so this keeps
+     * long conversations from crossing the wire, and being decoded, again and again. Never handed
+     * out: callers get copies.
+     */
+    private record Snapshot(String etag, List<Msg> messages) {}
+
+    private final AtomicReference<Snapshot> snapshot = new AtomicReference<>();
+
+    AbstractRemoteMemory(AbstractBuilder<?> b, MemoryKind kind, AutoContextConfig config) {
+        if (b.memoryId == null || b.memoryId.isEmpty()) {
+            throw new IllegalArgumentException("memoryId: is required");
+        }
+        this.memoryId = b.memoryId;
+        if (b.connection != null) {
+            if (b.connectionOptionsUsed) {
+                throw new IllegalArgumentException(
+                        "give either connection(...) or channel/target options, not both");
+            }
+            this.connection = b.connection;
+            this.ownsConnection = false;
+        } else {
+            this.connection = b.connectionBuilder.build();
+            this.ownsConnection = true;
+        }
+        this.createIfMissing = b.createIfMissing;
+        this.labels = Map.copyOf(b.labels);
+        this.pageSize = b.pageSize;
+        this.kind = kind;
+        this.autoContextConfig = config;
+    }
+
+    /** The id of the memory on the server. */
+    public String getMemoryId() {
+        return memoryId;
+    }
+
+    /** The connection this memory talks through. */
+    public RemoteConnection getConnection() {
+        return connection;
+    }
+
+    // ---------------------------------------------------------------- Memory
+
+    /** Appends a message. A {@code null} message is ignored (the wire has no null message). */
+    @Override
+    public void addMessage(Msg message) {
+        if (message == null) {
+            return;
+        }
+        addMessages(List.of(message));
+    }
+
+    /**
+     * Appends messages in order, in as few calls as the server's batch limits allow; each batch is
+     * all-or-nothing and safe to retry.
+     */
+    public void addMessages(List<Msg> messages) {
+        List<dev.agentscopememory.grpc.v1.Msg> batch = new ArrayList<>();
+        long batchBytes = 0;
+        for (Msg m : messages) {
+            if (m == null) {
+                continue;
+            }
+            dev.agentscopememory.grpc.v1.Msg p = MsgConverter.toProto(m);
+            int size = p.getSerializedSize();
+            if (!batch.isEmpty()
+                    && (batch.size() >= ADD_BATCH_MESSAGES || batchBytes + size > ADD_BATCH_BYTES)) {
+                sendBatch(batch);
+                batch = new ArrayList<>();
+                batchBytes = 0;
+            }
+            batch.add(p);
+            batchBytes += size;
+        }
+        if (!batch.isEmpty()) {
+            sendBatch(batch);
+        }
+    }
+
+    private void sendBatch(List<dev.agentscopememory.grpc.v1.Msg> batch) {
+        ensureMemory();
+        AddMessagesRequest request = AddMessagesRequest.newBuilder()
+                .setMemoryId(memoryId)
+                .addAllMessages(batch)
+                .setRequestId(UUID.randomUUID().toString())
+                .build();
+        Snapshot before = snapshot.get();
+        AddMessagesResponse response = connection.call("MemoryService/AddMessages", true,
+                () -> connection.memoryService().addMessages(request));
+        Snapshot after = null;
+        if (before != null && !response.getEtag().isEmpty() && before.etag().equals(response.getPreviousEtag())) {
+            // Nothing else changed the memory since the snapshot: the server now holds it plus this batch.
+            List<Msg> messages = new ArrayList<>(before.messages());
+            messages.addAll(MsgConverter.fromProto(batch));
+            after = new Snapshot(response.getEtag(), List.copyOf(messages));
+        }
+        snapshot.compareAndSet(before, after);
+    }
+
+    /** Reads of a long history that another client keeps changing between pages. */
+    static final int CONSISTENT_READ_ATTEMPTS = 5;
+
+    /**
+     * All messages in insertion order, as a new mutable list of new messages. Always asks the
+     * server; when the messages have not changed since this client last saw them, the server says
+     * so instead of sending them again. A history of several pages is read again when it changed
+     * between pages (a compression rewrites it), so the list is one state of the memory.
+     */
+    @Override
+    public List<Msg> getMessages() {
+        ensureMemory();
+        for (int attempt = 1; ; attempt++) {
+            Snapshot cached = snapshot.get();
+            List<dev.agentscopememory.grpc.v1.Msg> wire = new ArrayList<>();
+            String token = "";
+            String firstEtag = null;
+            String lastEtag;
+            do {
+                GetMessagesRequest.Builder request = GetMessagesRequest.newBuilder()
+                        .setMemoryId(memoryId)
+                        .setPageSize(pageSize)
+                        .setPageToken(token);
+                if (firstEtag == null && cached != null) {
+                    request.setIfNoneMatch(cached.etag());
+                }
+                GetMessagesRequest built = request.build();
+                GetMessagesResponse page = connection.call("MemoryService/GetMessages", true,
+                        () -> connection.memoryService().getMessages(built));
+                if (page.getNotModified()) {
+                    return copies(cached.messages());
+                }
+                if (firstEtag == null) {
+                    firstEtag = page.getEtag();
+                }
+                lastEtag = page.getEtag();
+                wire.addAll(page.getMessagesList());
+                token = page.getNextPageToken();
+            } while (!token.isEmpty());
+            // Pages read under one etag are one state of the memory; otherwise it changed in between.
+            // (A server without etags sends "" on every page: nothing to tell, nothing to keep.)
+            boolean oneState = firstEtag.equals(lastEtag);
+            if (!oneState && attempt < CONSISTENT_READ_ATTEMPTS) {
+                continue;
+            }
+            List<Msg> messages = MsgConverter.fromProto(wire);
+            boolean keep = oneState && !firstEtag.isEmpty();
+            snapshot.compareAndSet(cached, keep ? new Snapshot(firstEtag, List.copyOf(messages)) : null);
+            return copies(messages);
+        }
+    }
+
+    /**
+     * New messages equal to {@code messages}, in a new mutable list. Content blocks are immutable
+     * in AgentScope and are shared; the metadata maps, which a caller could change, are copied.
+     */
+    private static List<Msg> copies(List<Msg> messages) {
+        List<Msg> out = new ArrayList<>(messages.size());
+        for (Msg m : messages) {
+            if (m.getTimestamp() == null) {
+                // The builder would stamp the current time; Jackson keeps the null.
+                out.add(JsonUtils.getJsonCodec().fromJson(JsonUtils.getJsonCodec().toJson(m), Msg.class));
+                continue;
+            }
+            out.add(Msg.builder().id(m.getId()).name(m.getName()).role(m.getRole()).content(m.getContent())
+                    .metadata(deepCopy(m.getMetadata())).timestamp(m.getTimestamp()).build());
+        }
+        return out;
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <T> T deepCopy(T value) {
+        if (value instanceof Map<?, ?> map) {
+            Map<Object, Object> copy = new LinkedHashMap<>();
+            map.forEach((k, v) -> copy.put(k, deepCopy(v)));
+            return (T) copy;
+        }
+        if (value instanceof List<?> list) {
+            List<Object> copy = new ArrayList<>(list.size());
+            list.forEach(v -> copy.add(deepCopy(v)));
+            return (T) copy;
+        }
+        return value;
+    }
+
+    /** Deletes the message at {@code index}; an index out of range (negative too) does nothing. */
+    @Override
+    public void deleteMessage(int index) {
+        if (index < 0) {
+            return;
+        }
+        ensureMemory();
+        DeleteMessageRequest request =
+                DeleteMessageRequest.newBuilder().setMemoryId(memoryId).setIndex(index).build();
+        snapshot.set(null);
+        // Not retried: deleting "the message at i" twice would delete two messages.
+        connection.call("MemoryService/DeleteMessage", false,
+                () -> connection.memoryService().deleteMessage(request));
+    }
+
+    @Override
+    public void clear() {
+        ensureMemory();
+        ClearMessagesRequest request = ClearMessagesRequest.newBuilder().setMemoryId(memoryId).build();
+        snapshot.set(null);
+        connection.call("MemoryService/ClearMessages", true,
+                () -> connection.memoryService().clearMessages(request));
+    }
+
+    /** How many messages {@link #getMessages()} would return, without transferring them. */
+    public long messageCount() {
+        ensureMemory();
+        GetMemoryRequest request = GetMemoryRequest.newBuilder().setMemoryId(memoryId).build();
+        return connection.call("MemoryService/GetMemory", true,
+                () -> connection.memoryService().getMemory(request)).getMemory().getMessageCount();
+    }
+
+    // ---------------------------------------------------------------- lifecycle
+
+    /** Creates the memory on first use when {@code createIfMissing} (the default). */
+    protected void ensureMemory() {
+        if (ensured || !createIfMissing) {
+            return;
+        }
+        synchronized (createLock) {
+            if (ensured) {
+                return;
+            }
+            CreateMemoryRequest.Builder request = CreateMemoryRequest.newBuilder()
+                    .setMemoryId(memoryId)
+                    .setKind(WireEnums.toProto(kind))
+                    .putAllLabels(labels)
+                    .setAllowExisting(true);
+            if (autoContextConfig != null) {
+                request.setAutoContextConfig(autoContextConfig);
+            }
+            CreateMemoryRequest built = request.build();
+            connection.call("MemoryService/CreateMemory", true,
+                    () -> connection.memoryService().createMemory(built));
+            ensured = true;
+        }
+    }
+
+    /** Closes the connection if this memory created it. The stored messages are kept. */
+    @Override
+    public void close() {
+        if (ownsConnection) {
+            connection.close();
+        }
+    }
+
+    /** Options shared by the remote memories' builders. */
+    @SuppressWarnings("unchecked")
+    public abstract static class AbstractBuilder<B extends AbstractBuilder<B>> {
+        private RemoteConnection connection;
+        private final RemoteConnection.Builder connectionBuilder = RemoteConnection.builder();
+        private boolean connectionOptionsUsed;
+        private String memoryId;
+        private boolean createIfMissing = true;
+        private final Map<String, String> labels = new LinkedHashMap<>();
+        private int pageSize;
+
+        protected AbstractBuilder() {}
+
+        /** Share an existing connection (its deadline, API key and retries apply). */
+        public B connection(RemoteConnection connection) {
+            this.connection = Objects.requireNonNull(connection, "connection");
+            return (B) this;
+        }
+
+        /** Talk over this channel (the caller keeps ownership). */
+        public B channel(Channel channel) {
+            connectionBuilder.channel(channel);
+            connectionOptionsUsed = true;
+            return (B) this;
+        }
+
+        /** Connect to this gRPC target, e.g. {@code 127.0.0.1:50051}; closed by {@code close()}. */
+        public B target(String target) {
+            connectionBuilder.target(target);
+            connectionOptionsUsed = true;
+            return (B) this;
+        }
+
+        /** Plaintext (default) or TLS for a channel created from a target. */
+        public B plaintext(boolean plaintext) {
+            connectionBuilder.plaintext(plaintext);
+            connectionOptionsUsed = true;
+            return (B) this;
+        }
+
+        /** Use TLS, trusting the certificates in this PEM file (e.g. the server's own). */
+        public B trustedCertificates(java.nio.file.Path pemFile) {
+            connectionBuilder.trustedCertificates(pemFile);
+            connectionOptionsUsed = true;
+            return (B) this;
+        }
+
+        /** The deadline of each call (default 30 s). */
+        public B deadline(Duration deadline) {
+            connectionBuilder.deadline(deadline);
+            connectionOptionsUsed = true;
+            return (B) this;
+        }
+
+        /** The API key sent with every call. */
+        public B apiKey(String apiKey) {
+            connectionBuilder.apiKey(apiKey);
+            connectionOptionsUsed = true;
+            return (B) this;
+        }
+
+        /** Attempts in all for a safe call refused with UNAVAILABLE (default 3). */
+        public B maxAttempts(int maxAttempts) {
+            connectionBuilder.maxAttempts(maxAttempts);
+            connectionOptionsUsed = true;
+            return (B) this;
+        }
+
+        /** The first retry's wait, doubling afterwards (default 200 ms). */
+        public B retryBackoff(Duration backoff) {
+            connectionBuilder.retryBackoff(backoff);
+            connectionOptionsUsed = true;
+            return (B) this;
+        }
+
+        /** The memory's id on the server (required). */
+        public B memoryId(String memoryId) {
+            this.memoryId = memoryId;
+            return (B) this;
+        }
+
+        /**
+         * Create the memory on first use if it does not exist (default true). When false, a
+         * missing memory makes every call fail with {@link RemoteMemoryException.NotFound}.
+         */
+        public B createIfMissing(boolean createIfMissing) {
+            this.createIfMissing = createIfMissing;
+            return (B) this;
+        }
+
+        /** Labels given to the memory when this client creates it. */
+        public B label(String key, String value) {
+            labels.put(Objects.requireNonNull(key, "label key"), Objects.requireNonNull(value, "label value"));
+            return (B) this;
+        }
+
+        /** Messages per GetMessages page; 0 (default) lets the server choose (1000). */
+        public B pageSize(int pageSize) {
+            if (pageSize < 0) {
+                throw new IllegalArgumentException("pageSize: must not be negative");
+            }
+            this.pageSize = pageSize;
+            return (B) this;
+        }
+    }
+}

@@ -1,0 +1,243 @@
+package dev.agentscopememory.agentscope1;
+
+import dev.agentscopememory.agentscope1.internal.MsgConverter;
+import dev.agentscopememory.client.RemoteConnection;
+import dev.agentscopememory.client.RemoteMemoryException;
+import dev.agentscopememory.grpc.v1.DeleteScopeRequest;
+import dev.agentscopememory.grpc.v1.RecordRequest;
+import dev.agentscopememory.grpc.v1.RetrieveRequest;
+import dev.agentscopememory.grpc.v1.Scope;
+import io.agentscope.core.memory.LongTermMemory;
+import io.agentscope.core.message.Msg;
+import io.agentscope.core.util.JsonUtils;
+import io.grpc.Channel;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * An AgentScope {@link LongTermMemory} kept by an agentscope-memory server (mem0 on the server),
+ * scoped like {@code Mem0LongTermMemory} by agent name, user id and run name.
+ *
+ * <p>Give it to {@code ReActAgent.builder().longTermMemory(...)} with any {@code
+ * LongTermMemoryMode}: in {@code STATIC_CONTROL} and {@code BOTH} AgentScope's static hook
+ * retrieves before each call and records after it; in {@code AGENT_CONTROL} and {@code BOTH}
+ * AgentScope's {@code recordToMemory}/{@code retrieveFromMemory} tools call {@link #record} and
+ * {@link #retrieve}. Calls run on Reactor's bounded-elastic scheduler; failures are signalled as
+ * {@link RemoteMemoryException}s (AgentScope's hook logs them, its tools report them to the model).
+ */
+public final class RemoteLongTermMemory implements LongTermMemory, AutoCloseable {
+
+    private final RemoteConnection connection;
+    private final boolean ownsConnection;
+    private final Scope scope;
+    private final String metadataJson;
+    private final int limit;
+
+    private RemoteLongTermMemory(Builder b) {
+        if (b.agentName == null && b.userId == null && b.runName == null) {
+            throw new IllegalArgumentException(
+                    "At least one of agentName, userId, or runName must be provided");
+        }
+        if (b.connection != null) {
+            if (b.connectionOptionsUsed) {
+                throw new IllegalArgumentException(
+                        "give either connection(...) or channel/target options, not both");
+            }
+            connection = b.connection;
+            ownsConnection = false;
+        } else {
+            connection = b.connectionBuilder.build();
+            ownsConnection = true;
+        }
+        Scope.Builder s = Scope.newBuilder();
+        if (b.agentName != null) {
+            s.setAgentName(b.agentName);
+        }
+        if (b.userId != null) {
+            s.setUserId(b.userId);
+        }
+        if (b.runName != null) {
+            s.setRunName(b.runName);
+        }
+        scope = s.build();
+        metadataJson = b.metadata.isEmpty() ? "" : JsonUtils.getJsonCodec().toJson(b.metadata);
+        limit = b.limit;
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Records the messages' text (null messages are dropped; nothing to record makes no call). */
+    @Override
+    public Mono<Void> record(List<Msg> msgs) {
+        if (msgs == null || msgs.isEmpty()) {
+            return Mono.empty();
+        }
+        List<Msg> kept = new ArrayList<>(msgs.size());
+        for (Msg m : msgs) {
+            if (m != null) {
+                kept.add(m);
+            }
+        }
+        if (kept.isEmpty()) {
+            return Mono.empty();
+        }
+        return Mono.fromCallable(() -> {
+                    RecordRequest request = RecordRequest.newBuilder()
+                            .setScope(scope)
+                            .addAllMessages(MsgConverter.toProto(kept))
+                            .setMetadataJson(metadataJson)
+                            .build();
+                    // Not retried: a replayed record could store the facts twice.
+                    return connection.call("LongTermMemoryService/Record", false,
+                            () -> connection.longTermMemoryService().record(request));
+                })
+                .subscribeOn(Schedulers.boundedElastic())
+                .then();
+    }
+
+    /**
+     * The memories relevant to the message's text, joined with newlines; {@code ""} when none, or
+     * when the message is null or has no text (no call is made then).
+     */
+    @Override
+    public Mono<String> retrieve(Msg msg) {
+        if (msg == null || msg.getTextContent() == null || msg.getTextContent().isEmpty()) {
+            return Mono.just("");
+        }
+        return Mono.fromCallable(() -> {
+                    RetrieveRequest request = RetrieveRequest.newBuilder()
+                            .setScope(scope)
+                            .setMessage(MsgConverter.toProto(msg))
+                            .setLimit(limit)
+                            .build();
+                    return connection.call("LongTermMemoryService/Retrieve", true,
+                            () -> connection.longTermMemoryService().retrieve(request)).getText();
+                })
+                .subscribeOn(Schedulers.boundedElastic());
+    }
+
+    /** Deletes every memory of this scope (a user asking to be forgotten); returns how many. */
+    public long deleteScope() {
+        DeleteScopeRequest request = DeleteScopeRequest.newBuilder().setScope(scope).build();
+        return connection.call("LongTermMemoryService/DeleteScope", true,
+                () -> connection.longTermMemoryService().deleteScope(request)).getDeletedCount();
+    }
+
+    /** Closes the connection if this object created it. */
+    @Override
+    public void close() {
+        if (ownsConnection) {
+            connection.close();
+        }
+    }
+
+    /** Builder of {@link RemoteLongTermMemory}; at least one of the three scope ids is required. */
+    public static final class Builder {
+        private RemoteConnection connection;
+        private final RemoteConnection.Builder connectionBuilder = RemoteConnection.builder();
+        private boolean connectionOptionsUsed;
+        private String agentName;
+        private String userId;
+        private String runName;
+        private final Map<String, Object> metadata = new LinkedHashMap<>();
+        private int limit;
+
+        private Builder() {}
+
+        /** Share an existing connection. */
+        public Builder connection(RemoteConnection connection) {
+            this.connection = Objects.requireNonNull(connection, "connection");
+            return this;
+        }
+
+        /** Talk over this channel (the caller keeps ownership). */
+        public Builder channel(Channel channel) {
+            connectionBuilder.channel(channel);
+            connectionOptionsUsed = true;
+            return this;
+        }
+
+        /** Connect to this gRPC target, e.g. {@code 127.0.0.1:50051}. */
+        public Builder target(String target) {
+            connectionBuilder.target(target);
+            connectionOptionsUsed = true;
+            return this;
+        }
+
+        /** Use TLS, trusting the certificates in this PEM file (e.g. the server's own). */
+        public Builder trustedCertificates(java.nio.file.Path pemFile) {
+            connectionBuilder.trustedCertificates(pemFile);
+            connectionOptionsUsed = true;
+            return this;
+        }
+
+        /** The deadline of each call (default 30 s; recording runs the embedder, and maybe an LLM). */
+        public Builder deadline(Duration deadline) {
+            connectionBuilder.deadline(deadline);
+            connectionOptionsUsed = true;
+            return this;
+        }
+
+        /** The API key sent with every call. */
+        public Builder apiKey(String apiKey) {
+            connectionBuilder.apiKey(apiKey);
+            connectionOptionsUsed = true;
+            return this;
+        }
+
+        /** Attempts in all for a retrieve refused with UNAVAILABLE (default 3). */
+        public Builder maxAttempts(int maxAttempts) {
+            connectionBuilder.maxAttempts(maxAttempts);
+            connectionOptionsUsed = true;
+            return this;
+        }
+
+        /** The agent's name (mem0 {@code agent_id}), as in {@code Mem0LongTermMemory}. */
+        public Builder agentName(String agentName) {
+            this.agentName = agentName;
+            return this;
+        }
+
+        /** The user's id (mem0 {@code user_id}). */
+        public Builder userId(String userId) {
+            this.userId = userId;
+            return this;
+        }
+
+        /** The run's name (mem0 {@code run_id}). */
+        public Builder runName(String runName) {
+            this.runName = runName;
+            return this;
+        }
+
+        /** Metadata stored with every recorded memory. */
+        public Builder metadata(Map<String, Object> metadata) {
+            this.metadata.clear();
+            if (metadata != null) {
+                this.metadata.putAll(metadata);
+            }
+            return this;
+        }
+
+        /** How many memories a retrieve returns at most; 0 (default) means the server's 5. */
+        public Builder limit(int limit) {
+            if (limit < 0) {
+                throw new IllegalArgumentException("limit: must not be negative");
+            }
+            this.limit = limit;
+            return this;
+        }
+
+        public RemoteLongTermMemory build() {
+            return new RemoteLongTermMemory(this);
+        }
+    }
+}

@@ -1,0 +1,101 @@
+package dev.agentscopememory.agentscope1;
+
+import dev.agentscopememory.client.MemoryKind;
+import dev.agentscopememory.client.RemoteMemoryException;
+import dev.agentscopememory.grpc.v1.JsonList;
+import dev.agentscopememory.grpc.v1.LoadStateRequest;
+import dev.agentscopememory.grpc.v1.StateEntry;
+import io.agentscope.core.memory.Memory;
+import io.agentscope.core.message.Msg;
+import io.agentscope.core.session.Session;
+import io.agentscope.core.state.SessionKey;
+import io.agentscope.core.util.JsonUtils;
+import java.util.List;
+
+/**
+ * An AgentScope {@link Memory} whose messages live in an agentscope-memory server (a memory of
+ * kind {@code IN_MEMORY}), with {@code InMemoryMemory}'s contract:
+ *
+ * <ul>
+ *   <li>{@link #getMessages()} returns a new mutable list in insertion order (all pages);
+ *   <li>{@link #deleteMessage(int)} with an index out of range, negative included, does nothing;
+ *   <li>{@link #addMessage(Msg)} sends a request id, so a retry after a lost reply stores nothing
+ *       twice;
+ *   <li>{@link #saveTo}/{@link #loadFrom} write and read the session key {@code memory_messages}
+ *       with the same JSON as {@code InMemoryMemory}, so sessions move freely between the two.
+ * </ul>
+ *
+ * <p>Differences from {@code InMemoryMemory}, by necessity: messages are copies (changing a
+ * returned {@code Msg}'s metadata does not change the stored one), and {@code addMessage(null)}
+ * stores nothing (the wire has no null message). Failures surface as {@link
+ * RemoteMemoryException} subclasses carrying the server's message.
+ */
+public class RemoteMemory extends AbstractRemoteMemory {
+
+    /** The session key {@code InMemoryMemory} uses for its messages. */
+    public static final String MESSAGES_KEY = "memory_messages";
+
+    /** Larger sessions are loaded as clear + batched adds instead of one LoadState call. */
+    static final long ATOMIC_LOAD_BYTES = 16L * 1024 * 1024;
+
+    private volatile boolean loadStateUnimplemented;
+
+    protected RemoteMemory(Builder b) {
+        super(b, MemoryKind.IN_MEMORY, null);
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    // ---------------------------------------------------------------- StateModule
+
+    /** Saves the messages under {@code memory_messages}, exactly as {@code InMemoryMemory} does. */
+    @Override
+    public void saveTo(Session session, SessionKey sessionKey) {
+        session.save(sessionKey, MESSAGES_KEY, getMessages());
+    }
+
+    /**
+     * Replaces the messages with those saved under {@code memory_messages}; a session without them
+     * empties the memory, as with {@code InMemoryMemory}.
+     */
+    @Override
+    public void loadFrom(Session session, SessionKey sessionKey) {
+        List<Msg> loaded = session.getList(sessionKey, MESSAGES_KEY, Msg.class);
+        JsonList.Builder items = JsonList.newBuilder();
+        long bytes = 0;
+        for (Msg m : loaded) {
+            if (m != null) {
+                String json = JsonUtils.getJsonCodec().toJson(m);
+                bytes += json.length();
+                items.addItems(json);
+            }
+        }
+        if (bytes <= ATOMIC_LOAD_BYTES && !loadStateUnimplemented) {
+            // One call that replaces everything, so a failure leaves the old contents intact.
+            ensureMemory();
+            LoadStateRequest request = LoadStateRequest.newBuilder()
+                    .setMemoryId(memoryId)
+                    .addEntries(StateEntry.newBuilder().setKey(MESSAGES_KEY).setList(items))
+                    .build();
+            try {
+                connection.call("StateService/LoadState", true, () -> connection.stateService().loadState(request));
+                return;
+            } catch (RemoteMemoryException.Unimplemented e) {
+                loadStateUnimplemented = true; // an older server: fall back to clear + add
+            }
+        }
+        clear();
+        addMessages(loaded);
+    }
+
+    /** Builder of {@link RemoteMemory}. */
+    public static final class Builder extends AbstractBuilder<Builder> {
+        private Builder() {}
+
+        public RemoteMemory build() {
+            return new RemoteMemory(this);
+        }
+    }
+}

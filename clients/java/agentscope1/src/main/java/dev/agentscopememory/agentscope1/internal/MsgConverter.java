@@ -1,0 +1,460 @@
+package dev.agentscopememory.agentscope1.internal;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.agentscopememory.grpc.v1.AudioBlock;
+import dev.agentscopememory.grpc.v1.Base64Source;
+import dev.agentscopememory.grpc.v1.ContentBlock;
+import dev.agentscopememory.grpc.v1.ImageBlock;
+import dev.agentscopememory.grpc.v1.Role;
+import dev.agentscopememory.grpc.v1.Source;
+import dev.agentscopememory.grpc.v1.TextBlock;
+import dev.agentscopememory.grpc.v1.ThinkingBlock;
+import dev.agentscopememory.grpc.v1.ToolResultBlock;
+import dev.agentscopememory.grpc.v1.ToolUseBlock;
+import dev.agentscopememory.grpc.v1.UrlSource;
+import dev.agentscopememory.grpc.v1.VideoBlock;
+import io.agentscope.core.message.Msg;
+import io.agentscope.core.util.JsonUtils;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The one conversion between AgentScope-Java 1.x's {@link Msg} and the wire {@code Msg}, both
+ * ways. Not public API (it names generated types and may change in any release): the adapters
+ * convert for their users.
+ *
+ * <p>It goes through AgentScope's own Jackson codec ({@link JsonUtils#getJsonCodec()}): a Java
+ * message is first written as AgentScope writes it (the JSON JsonSession stores), and that JSON
+ * is mapped field by field onto the proto; the reverse builds the same JSON and lets the codec
+ * read it. Free-form maps (message and block metadata, tool input) travel as the codec's JSON
+ * text, so integers stay integers and nulls stay nulls exactly as in Java. Because the mapping is
+ * done on the JSON shape, fields a given AgentScope release does not have (the 1.0.12 image and
+ * video size options on older releases) are simply absent rather than a compile-time dependency.
+ */
+public final class MsgConverter {
+
+    /** Plain JSON syntax only (trees to text and back); POJO binding is left to the codec. */
+    private static final ObjectMapper TREES = new ObjectMapper();
+
+    private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
+
+    private MsgConverter() {}
+
+    // ---------------------------------------------------------------- Java -> proto
+
+    /** Converts an AgentScope message to its wire form. */
+    public static dev.agentscopememory.grpc.v1.Msg toProto(Msg msg) {
+        if (msg == null) {
+            throw new IllegalArgumentException("msg: must not be null");
+        }
+        return toProto(javaTree(msg));
+    }
+
+    /** Converts AgentScope messages to their wire form, in order. */
+    public static List<dev.agentscopememory.grpc.v1.Msg> toProto(List<Msg> msgs) {
+        List<dev.agentscopememory.grpc.v1.Msg> out = new ArrayList<>(msgs.size());
+        for (Msg msg : msgs) {
+            out.add(toProto(msg));
+        }
+        return out;
+    }
+
+    /**
+     * Converts a message given as AgentScope JSON (the object Jackson writes for a {@code Msg}) to
+     * its wire form.
+     */
+    public static dev.agentscopememory.grpc.v1.Msg toProto(JsonNode json) {
+        if (json == null || !json.isObject()) {
+            throw new IllegalArgumentException("msg: must be a JSON object");
+        }
+        dev.agentscopememory.grpc.v1.Msg.Builder out = dev.agentscopememory.grpc.v1.Msg.newBuilder();
+        String id = text(json, "id");
+        if (id != null) {
+            out.setId(id);
+        }
+        String name = text(json, "name");
+        if (name != null) {
+            out.setName(name);
+        }
+        out.setRole(roleToProto(text(json, "role")));
+        JsonNode content = json.get("content");
+        if (content != null && content.isArray()) {
+            int i = 0;
+            for (JsonNode block : content) {
+                if (!block.isNull()) {
+                    out.addContent(blockToProto(block, "content[" + i + "]"));
+                }
+                i++;
+            }
+        }
+        out.setMetadataJson(objectText(json.get("metadata")));
+        String timestamp = text(json, "timestamp");
+        if (timestamp != null) {
+            out.setTimestamp(timestamp);
+        }
+        return out.build();
+    }
+
+    private static ContentBlock blockToProto(JsonNode block, String where) {
+        String type = text(block, "type");
+        if (type == null) {
+            throw new IllegalArgumentException(where + ".type: missing");
+        }
+        ContentBlock.Builder out = ContentBlock.newBuilder();
+        switch (type) {
+            case "text" -> out.setText(TextBlock.newBuilder().setText(orEmpty(text(block, "text"))));
+            case "thinking" -> {
+                ThinkingBlock.Builder b =
+                        ThinkingBlock.newBuilder().setThinking(orEmpty(text(block, "thinking")));
+                JsonNode metadata = block.get("metadata");
+                if (metadata != null && !metadata.isNull()) {
+                    b.setMetadataJson(write(metadata));
+                }
+                out.setThinking(b);
+            }
+            case "tool_use" -> {
+                ToolUseBlock.Builder b = ToolUseBlock.newBuilder();
+                String id = text(block, "id");
+                if (id != null) {
+                    b.setId(id);
+                }
+                String name = text(block, "name");
+                if (name != null) {
+                    b.setName(name);
+                }
+                b.setInputJson(objectText(block.get("input")));
+                String raw = text(block, "content");
+                if (raw != null) {
+                    b.setContent(raw);
+                }
+                b.setMetadataJson(objectText(block.get("metadata")));
+                out.setToolUse(b);
+            }
+            case "tool_result" -> {
+                ToolResultBlock.Builder b = ToolResultBlock.newBuilder();
+                String id = text(block, "id");
+                if (id != null) {
+                    b.setId(id);
+                }
+                String name = text(block, "name");
+                if (name != null) {
+                    b.setName(name);
+                }
+                JsonNode output = block.get("output");
+                if (output != null && output.isArray()) {
+                    int i = 0;
+                    for (JsonNode inner : output) {
+                        if (!inner.isNull()) {
+                            b.addOutput(blockToProto(inner, where + ".output[" + i + "]"));
+                        }
+                        i++;
+                    }
+                }
+                b.setMetadataJson(objectText(block.get("metadata")));
+                out.setToolResult(b);
+            }
+            case "image" -> {
+                ImageBlock.Builder b = ImageBlock.newBuilder()
+                        .setSource(sourceToProto(block.get("source"), where + ".source"));
+                Integer min = intOption(block, "minPixels", "min_pixels");
+                if (min != null) {
+                    b.setMinPixels(min);
+                }
+                Integer max = intOption(block, "maxPixels", "max_pixels");
+                if (max != null) {
+                    b.setMaxPixels(max);
+                }
+                out.setImage(b);
+            }
+            case "audio" -> out.setAudio(AudioBlock.newBuilder()
+                    .setSource(sourceToProto(block.get("source"), where + ".source")));
+            case "video" -> {
+                VideoBlock.Builder b = VideoBlock.newBuilder();
+                JsonNode source = block.get("source");
+                if (source != null && !source.isNull()) {
+                    b.setSource(sourceToProto(source, where + ".source"));
+                }
+                JsonNode fps = block.get("fps");
+                if (fps != null && fps.isNumber()) {
+                    b.setFps(fps.floatValue());
+                }
+                Integer maxFrames = intOption(block, "maxFrames", "max_frames");
+                if (maxFrames != null) {
+                    b.setMaxFrames(maxFrames);
+                }
+                Integer min = intOption(block, "minPixels", "min_pixels");
+                if (min != null) {
+                    b.setMinPixels(min);
+                }
+                Integer max = intOption(block, "maxPixels", "max_pixels");
+                if (max != null) {
+                    b.setMaxPixels(max);
+                }
+                Integer total = intOption(block, "totalPixels", "total_pixels");
+                if (total != null) {
+                    b.setTotalPixels(total);
+                }
+                out.setVideo(b);
+            }
+            default -> throw new IllegalArgumentException(
+                    where + ".type: unknown block type '" + type + "'");
+        }
+        return out.build();
+    }
+
+    private static Source sourceToProto(JsonNode source, String where) {
+        if (source == null || source.isNull()) {
+            throw new IllegalArgumentException(where + ": must not be null");
+        }
+        String type = text(source, "type");
+        if ("url".equals(type)) {
+            return Source.newBuilder()
+                    .setUrl(UrlSource.newBuilder().setUrl(orEmpty(text(source, "url"))))
+                    .build();
+        }
+        if ("base64".equals(type)) {
+            return Source.newBuilder()
+                    .setBase64(Base64Source.newBuilder()
+                            .setMediaType(orEmpty(text(source, "media_type")))
+                            .setData(orEmpty(text(source, "data"))))
+                    .build();
+        }
+        throw new IllegalArgumentException(where + ".type: unknown source type '" + type + "'");
+    }
+
+    private static Role roleToProto(String role) {
+        if (role == null) {
+            return Role.ROLE_UNSPECIFIED;
+        }
+        return switch (role) {
+            case "USER" -> Role.ROLE_USER;
+            case "ASSISTANT" -> Role.ROLE_ASSISTANT;
+            case "SYSTEM" -> Role.ROLE_SYSTEM;
+            case "TOOL" -> Role.ROLE_TOOL;
+            default -> throw new IllegalArgumentException("role: unknown role '" + role + "'");
+        };
+    }
+
+    // ---------------------------------------------------------------- proto -> Java
+
+    /** Converts a wire message to an AgentScope message. */
+    public static Msg fromProto(dev.agentscopememory.grpc.v1.Msg msg) {
+        return JsonUtils.getJsonCodec().fromJson(write(toJson(msg)), Msg.class);
+    }
+
+    /** Converts wire messages to AgentScope messages, in order, into a new mutable list. */
+    public static List<Msg> fromProto(List<dev.agentscopememory.grpc.v1.Msg> msgs) {
+        List<Msg> out = new ArrayList<>(msgs.size());
+        for (dev.agentscopememory.grpc.v1.Msg msg : msgs) {
+            out.add(fromProto(msg));
+        }
+        return out;
+    }
+
+    /**
+     * Converts a wire message to the JSON object AgentScope-Java 1.0.12 writes for it (field
+     * order {@code id, name, role, content, metadata, timestamp}; nulls written).
+     */
+    public static ObjectNode toJson(dev.agentscopememory.grpc.v1.Msg msg) {
+        ObjectNode out = NODES.objectNode();
+        putOptional(out, "id", msg.hasId(), msg.getId());
+        putOptional(out, "name", msg.hasName(), msg.getName());
+        switch (msg.getRole()) {
+            case ROLE_USER -> out.put("role", "USER");
+            case ROLE_ASSISTANT -> out.put("role", "ASSISTANT");
+            case ROLE_SYSTEM -> out.put("role", "SYSTEM");
+            case ROLE_TOOL -> out.put("role", "TOOL");
+            case ROLE_UNSPECIFIED -> out.putNull("role");
+            default -> throw new IllegalArgumentException(
+                    "role: unknown role number " + msg.getRoleValue());
+        }
+        ArrayNode content = out.putArray("content");
+        for (int i = 0; i < msg.getContentCount(); i++) {
+            content.add(blockToJson(msg.getContent(i), "content[" + i + "]"));
+        }
+        out.set("metadata", objectTree(msg.getMetadataJson(), "metadata_json"));
+        putOptional(out, "timestamp", msg.hasTimestamp(), msg.getTimestamp());
+        return out;
+    }
+
+    private static ObjectNode blockToJson(ContentBlock block, String where) {
+        ObjectNode out = NODES.objectNode();
+        switch (block.getBlockCase()) {
+            case TEXT -> {
+                out.put("type", "text");
+                out.put("text", block.getText().getText());
+            }
+            case THINKING -> {
+                ThinkingBlock b = block.getThinking();
+                out.put("type", "thinking");
+                out.put("thinking", b.getThinking());
+                if (b.hasMetadataJson()) {
+                    out.set("metadata", objectTree(b.getMetadataJson(), where + ".metadata_json"));
+                } else {
+                    out.putNull("metadata");
+                }
+            }
+            case TOOL_USE -> {
+                ToolUseBlock b = block.getToolUse();
+                out.put("type", "tool_use");
+                putOptional(out, "id", b.hasId(), b.getId());
+                putOptional(out, "name", b.hasName(), b.getName());
+                out.set("input", objectTree(b.getInputJson(), where + ".input_json"));
+                putOptional(out, "content", b.hasContent(), b.getContent());
+                out.set("metadata", objectTree(b.getMetadataJson(), where + ".metadata_json"));
+            }
+            case TOOL_RESULT -> {
+                ToolResultBlock b = block.getToolResult();
+                out.put("type", "tool_result");
+                putOptional(out, "id", b.hasId(), b.getId());
+                putOptional(out, "name", b.hasName(), b.getName());
+                ArrayNode output = out.putArray("output");
+                for (int i = 0; i < b.getOutputCount(); i++) {
+                    output.add(blockToJson(b.getOutput(i), where + ".output[" + i + "]"));
+                }
+                out.set("metadata", objectTree(b.getMetadataJson(), where + ".metadata_json"));
+            }
+            case IMAGE -> {
+                ImageBlock b = block.getImage();
+                out.put("type", "image");
+                out.set("source", sourceToJson(b.hasSource() ? b.getSource() : null, where + ".source"));
+                if (b.hasMinPixels()) {
+                    out.put("minPixels", b.getMinPixels());
+                }
+                if (b.hasMaxPixels()) {
+                    out.put("maxPixels", b.getMaxPixels());
+                }
+            }
+            case AUDIO -> {
+                AudioBlock b = block.getAudio();
+                out.put("type", "audio");
+                out.set("source", sourceToJson(b.hasSource() ? b.getSource() : null, where + ".source"));
+            }
+            case VIDEO -> {
+                VideoBlock b = block.getVideo();
+                out.put("type", "video");
+                if (b.hasSource()) {
+                    out.set("source", sourceToJson(b.getSource(), where + ".source"));
+                }
+                if (b.hasFps()) {
+                    out.put("fps", b.getFps());
+                }
+                if (b.hasMaxFrames()) {
+                    out.put("maxFrames", b.getMaxFrames());
+                }
+                if (b.hasMinPixels()) {
+                    out.put("minPixels", b.getMinPixels());
+                }
+                if (b.hasMaxPixels()) {
+                    out.put("maxPixels", b.getMaxPixels());
+                }
+                if (b.hasTotalPixels()) {
+                    out.put("totalPixels", b.getTotalPixels());
+                }
+            }
+            case BLOCK_NOT_SET -> throw new IllegalArgumentException(where + ": no block kind is set");
+        }
+        return out;
+    }
+
+    private static ObjectNode sourceToJson(Source source, String where) {
+        if (source == null) {
+            throw new IllegalArgumentException(where + ": must be set");
+        }
+        ObjectNode out = NODES.objectNode();
+        switch (source.getSourceCase()) {
+            case URL -> {
+                out.put("type", "url");
+                out.put("url", source.getUrl().getUrl());
+            }
+            case BASE64 -> {
+                out.put("type", "base64");
+                out.put("media_type", source.getBase64().getMediaType());
+                out.put("data", source.getBase64().getData());
+            }
+            case SOURCE_NOT_SET -> throw new IllegalArgumentException(where + ": no source kind is set");
+        }
+        return out;
+    }
+
+    // ---------------------------------------------------------------- JSON helpers
+
+    /** The JSON AgentScope's codec writes for a message, as a tree. */
+    private static JsonNode javaTree(Object value) {
+        try {
+            return TREES.readTree(JsonUtils.getJsonCodec().toJson(value));
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("AgentScope's codec wrote invalid JSON", e);
+        }
+    }
+
+    /** Compact JSON text of a tree. */
+    public static String write(JsonNode node) {
+        try {
+            return TREES.writeValueAsString(node);
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("cannot write JSON", e);
+        }
+    }
+
+    private static JsonNode objectTree(String text, String field) {
+        if (text == null || text.isEmpty()) {
+            return NODES.objectNode();
+        }
+        JsonNode node;
+        try {
+            node = TREES.readTree(text);
+        } catch (JsonProcessingException e) {
+            throw new IllegalArgumentException(field + ": not valid JSON: " + e.getOriginalMessage(), e);
+        }
+        if (node == null || !node.isObject()) {
+            throw new IllegalArgumentException(field + ": must be a JSON object");
+        }
+        return node;
+    }
+
+    /** A map field Java always writes ({@code {}} when empty); null or absent counts as empty. */
+    private static String objectText(JsonNode node) {
+        if (node == null || node.isNull()) {
+            return "{}";
+        }
+        return write(node);
+    }
+
+    private static String text(JsonNode node, String field) {
+        JsonNode value = node.get(field);
+        return value == null || value.isNull() ? null : value.asText();
+    }
+
+    private static String orEmpty(String s) {
+        return s == null ? "" : s;
+    }
+
+    private static Integer intOption(JsonNode node, String camel, String snake) {
+        JsonNode value = node.get(camel);
+        if (value == null || value.isNull()) {
+            value = node.get(snake);
+        }
+        return value == null || value.isNull() ? null : value.intValue();
+    }
+
+    private static void putOptional(ObjectNode out, String field, boolean present, String value) {
+        if (present) {
+            out.put(field, value);
+        } else {
+            out.putNull(field);
+        }
+    }
+
+    /** Reads a metadata-style JSON object with AgentScope's codec. */
+    @SuppressWarnings("unchecked")
+    public static Map<String, Object> codecMap(String json) {
+        return JsonUtils.getJsonCodec().fromJson(json, Map.class);
+    }
+}

@@ -1,0 +1,93 @@
+package dev.agentscopememory.agentscope1;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.agentscopememory.client.AutoContextProfile;
+import dev.agentscopememory.client.RemoteConnection;
+import dev.agentscopememory.client.TokenCounter;
+import io.agentscope.core.ReActAgent;
+import io.agentscope.core.memory.InMemoryMemory;
+import io.agentscope.core.memory.autocontext.AutoContextConfig;
+import io.agentscope.core.memory.autocontext.PromptConfig;
+import io.agentscope.core.message.Msg;
+import io.agentscope.core.message.MsgRole;
+import io.agentscope.core.tool.Toolkit;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+
+/** Adapter behaviour that needs no server. */
+class AdapterUnitTest {
+
+    @Test
+    void autoContextConfigIsSentFieldByField() {
+        AutoContextConfig config = AutoContextConfig.builder().msgThreshold(7).maxToken(5000).tokenRatio(0.5)
+                .lastKeep(3).largePayloadThreshold(99).offloadSinglePreview(12).minConsecutiveToolMessages(4)
+                .currentRoundCompressionRatio(0.2).minCompressionTokenThreshold(11)
+                .customPrompt(PromptConfig.builder().previousRoundSummaryPrompt("summarise!").build())
+                .build();
+        dev.agentscopememory.grpc.v1.AutoContextConfig wire =
+                RemoteAutoContextMemory.toProto(config, AutoContextProfile.IMPROVED, TokenCounter.CL100K);
+        assertEquals(7, wire.getMsgThreshold());
+        assertEquals(5000, wire.getMaxToken());
+        assertEquals(0.5, wire.getTokenRatio());
+        assertEquals(3, wire.getLastKeep());
+        assertEquals(99, wire.getLargePayloadThreshold());
+        assertEquals(12, wire.getOffloadSinglePreview());
+        assertEquals(4, wire.getMinConsecutiveToolMessages());
+        assertEquals(0.2, wire.getCurrentRoundCompressionRatio());
+        assertEquals(11, wire.getMinCompressionTokenThreshold());
+        assertEquals("summarise!", wire.getCustomPrompt().getPreviousRoundSummaryPrompt());
+        assertEquals("", wire.getCustomPrompt().getCurrentRoundCompressPrompt());
+        assertEquals(dev.agentscopememory.grpc.v1.AutoContextProfile.AUTO_CONTEXT_PROFILE_IMPROVED, wire.getProfile());
+        assertEquals(dev.agentscopememory.grpc.v1.TokenCounter.TOKEN_COUNTER_CL100K, wire.getTokenCounter());
+
+        // The Java defaults are sent explicitly, so the server cannot drift from them.
+        dev.agentscopememory.grpc.v1.AutoContextConfig defaults = RemoteAutoContextMemory.toProto(
+                AutoContextConfig.builder().build(), AutoContextProfile.PARITY, TokenCounter.JAVA_ESTIMATE);
+        assertEquals(100, defaults.getMsgThreshold());
+        assertEquals(131072, defaults.getMaxToken());
+        assertEquals(50, defaults.getLastKeep());
+        assertFalse(defaults.hasCustomPrompt());
+        assertEquals(dev.agentscopememory.grpc.v1.AutoContextProfile.AUTO_CONTEXT_PROFILE_PARITY, defaults.getProfile());
+        assertEquals(dev.agentscopememory.grpc.v1.TokenCounter.TOKEN_COUNTER_JAVA_ESTIMATE, defaults.getTokenCounter());
+    }
+
+    /** The hook leaves agents whose memory is not a remote AutoContext memory alone. */
+    @Test
+    void autoContextHookIgnoresOtherMemories() throws Exception {
+        ScriptedModel plain = new ScriptedModel(AgentScripts.weatherTurns());
+        ScriptedModel hooked = new ScriptedModel(AgentScripts.weatherTurns());
+        for (ScriptedModel model : java.util.List.of(plain, hooked)) {
+            Toolkit toolkit = new Toolkit();
+            toolkit.registerTool(new WeatherTools());
+            ReActAgent.Builder b = ReActAgent.builder().name("Assistant").sysPrompt("sys").model(model)
+                    .toolkit(toolkit).memory(new InMemoryMemory()).maxIters(6);
+            if (model == hooked) {
+                b.hook(new RemoteAutoContextHook());
+            }
+            b.build().call(Msg.builder().role(MsgRole.USER).name("user").textContent("Paris?").build())
+                    .block(Duration.ofSeconds(60));
+        }
+        assertEquals(plain.calls().size(), hooked.calls().size());
+        for (int i = 0; i < plain.calls().size(); i++) {
+            assertEquals(AgentScripts.comparable(plain.calls().get(i)), AgentScripts.comparable(hooked.calls().get(i)));
+        }
+        assertFalse(hooked.toolNames().get(0).contains(RemoteContextReloadTool.TOOL_NAME));
+        assertTrue(hooked.toolNames().get(0).contains("get_weather"));
+    }
+
+    @Test
+    void connectionOptionsAreValidated() {
+        org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> RemoteConnection.builder().build());
+        org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> RemoteConnection.builder().maxAttempts(0));
+        org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> RemoteConnection.builder().retryBackoff(Duration.ofMillis(-1)));
+        org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> RemoteConnection.builder().target("127.0.0.1:1")
+                        .trustedCertificates(java.nio.file.Path.of("/nonexistent/cert.pem")).build());
+    }
+}

@@ -1,0 +1,197 @@
+package dev.agentscopememory.agentscope1;
+
+import dev.agentscopememory.client.RemoteConnection;
+import dev.agentscopememory.client.TestServer;
+import io.agentscope.core.ReActAgent;
+import io.agentscope.core.memory.InMemoryMemory;
+import io.agentscope.core.memory.Memory;
+import io.agentscope.core.message.ContentBlock;
+import io.agentscope.core.message.Msg;
+import io.agentscope.core.message.MsgRole;
+import io.agentscope.core.message.TextBlock;
+import io.agentscope.core.message.ToolUseBlock;
+import io.agentscope.core.tool.Toolkit;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.function.Supplier;
+
+/**
+ * Not a test: time spent inside memory calls during a ReActAgent turn with three tool rounds,
+ * on the remote memory and on InMemoryMemory, measured in the same run. Prints one JSON object.
+ *
+ * <pre>
+ * cd clients/java
+ * mvn -q -pl agentscope1 -am test-compile dependency:build-classpath -Dmdep.includeScope=test \
+ *     -Dmdep.outputFile=target/cp.txt
+ * cd agentscope1
+ * java -cp target/classes:target/test-classes:$(cat target/cp.txt) \
+ *     dev.agentscopememory.agentscope1.MemoryTurnBenchmark [turns [warm-up turns [history]]]
+ * </pre>
+ */
+public final class MemoryTurnBenchmark {
+
+    /** Counts calls and the time spent in them. */
+    static final class TimedMemory implements Memory {
+        final Memory inner;
+        long nanos;
+        long getNanos;
+        int gets;
+        int adds;
+
+        TimedMemory(Memory inner) {
+            this.inner = inner;
+        }
+
+        private <T> T timed(Supplier<T> call) {
+            long t = System.nanoTime();
+            try {
+                return call.get();
+            } finally {
+                nanos += System.nanoTime() - t;
+            }
+        }
+
+        @Override
+        public void addMessage(Msg message) {
+            adds++;
+            timed(() -> {
+                inner.addMessage(message);
+                return null;
+            });
+        }
+
+        @Override
+        public List<Msg> getMessages() {
+            gets++;
+            long before = nanos;
+            List<Msg> out = timed(inner::getMessages);
+            getNanos += nanos - before;
+            return out;
+        }
+
+        @Override
+        public void deleteMessage(int index) {
+            timed(() -> {
+                inner.deleteMessage(index);
+                return null;
+            });
+        }
+
+        @Override
+        public void clear() {
+            timed(() -> {
+                inner.clear();
+                return null;
+            });
+        }
+    }
+
+    /** Tool call ids are new every turn, as a model's are: a repeated id would match an old result. */
+    static List<List<ContentBlock>> threeToolRounds() {
+        String turn = UUID.randomUUID().toString().substring(0, 8);
+        List<List<ContentBlock>> script = new ArrayList<>();
+        String[] cities = {"Paris", "Berlin", "Rome"};
+        for (int i = 0; i < 3; i++) {
+            script.add(List.of(TextBlock.builder().text("Checking " + cities[i]).build(),
+                    new ToolUseBlock("call_" + turn + "_" + i, "get_weather", Map.of("city", cities[i]),
+                            "{\"city\":\"" + cities[i] + "\"}", Map.of())));
+        }
+        script.add(List.of(TextBlock.builder().text("Done.").build()));
+        return script;
+    }
+
+    static TimedMemory turn(Memory memory) {
+        TimedMemory timed = new TimedMemory(memory);
+        Toolkit toolkit = new Toolkit();
+        toolkit.registerTool(new WeatherTools());
+        ReActAgent agent = ReActAgent.builder().name("Assistant").sysPrompt("sys")
+                .model(new ScriptedModel(threeToolRounds())).toolkit(toolkit).memory(timed).maxIters(6).build();
+        agent.call(Msg.builder().role(MsgRole.USER).name("user").textContent("Weather in three cities?").build())
+                .block(Duration.ofSeconds(60));
+        return timed;
+    }
+
+    static double median(long[] values) {
+        long[] v = values.clone();
+        Arrays.sort(v);
+        return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2.0;
+    }
+
+    /** A conversation of {@code n} earlier messages: user questions and assistant answers. */
+    static List<Msg> history(int n) {
+        List<Msg> out = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            out.add(Msg.builder().role(i % 2 == 0 ? MsgRole.USER : MsgRole.ASSISTANT)
+                    .name(i % 2 == 0 ? "user" : "Assistant")
+                    .textContent("Earlier message " + i + ": a question or answer about the weather in a European city,"
+                            + " with a little detail so that it is about as long as a real one.")
+                    .build());
+        }
+        return out;
+    }
+
+    /**
+     * Times {@code turns} turns after {@code warmup} untimed ones and prints one JSON line. With
+     * {@code history == 0} every turn starts a new conversation; otherwise one conversation
+     * starting with that many messages goes on turn after turn, on both memories.
+     */
+    static void scenario(RemoteConnection conn, int history, int turns, int warmup) {
+        Supplier<Memory> local;
+        Supplier<Memory> remote;
+        if (history == 0) {
+            local = InMemoryMemory::new;
+            remote = () -> RemoteMemory.builder().connection(conn).memoryId("bench-" + UUID.randomUUID()).build();
+        } else {
+            InMemoryMemory localMemory = new InMemoryMemory();
+            history(history).forEach(localMemory::addMessage);
+            RemoteMemory remoteMemory = RemoteMemory.builder().connection(conn).memoryId("bench-long-" + UUID.randomUUID()).build();
+            remoteMemory.addMessages(history(history));
+            local = () -> localMemory;
+            remote = () -> remoteMemory;
+        }
+        for (int i = 0; i < warmup; i++) { // JIT, channel, server
+            turn(local.get());
+            turn(remote.get());
+        }
+        long[] localNanos = new long[turns];
+        long[] remoteNanos = new long[turns];
+        long[] remoteGets = new long[turns];
+        int gets = 0;
+        int adds = 0;
+        for (int i = 0; i < turns; i++) {
+            localNanos[i] = turn(local.get()).nanos;
+            TimedMemory r = turn(remote.get());
+            remoteNanos[i] = r.nanos;
+            remoteGets[i] = r.getNanos;
+            gets = r.gets;
+            adds = r.adds;
+        }
+        double l = median(localNanos) / 1e6;
+        double rm = median(remoteNanos) / 1e6;
+        System.out.printf(
+                "{\"history_messages\":%d,\"turns\":%d,\"warmup_turns\":%d,\"tool_rounds\":3,"
+                        + "\"getMessages_per_turn\":%d,\"addMessage_per_turn\":%d,"
+                        + "\"in_memory_ms_per_turn\":%.3f,\"remote_ms_per_turn\":%.3f,"
+                        + "\"overhead_ms_per_turn\":%.3f,\"ratio\":%.1f,"
+                        + "\"remote_getMessages_ms_per_call\":%.3f,\"remote_addMessage_ms_per_call\":%.3f}%n",
+                history, turns, warmup, gets, adds, l, rm, rm - l, rm / l,
+                median(remoteGets) / 1e6 / gets, (rm - median(remoteGets) / 1e6) / adds);
+    }
+
+    public static void main(String[] args) throws Exception {
+        int turns = args.length > 0 ? Integer.parseInt(args[0]) : 200;
+        // The JIT needs a few hundred calls before per-call times settle (10 warm-up turns left
+        // them ~1.8x higher).
+        int warmup = args.length > 1 ? Integer.parseInt(args[1]) : 50;
+        int history = args.length > 2 ? Integer.parseInt(args[2]) : 1000;
+        try (TestServer server = TestServer.start();
+                RemoteConnection conn = RemoteConnection.builder().target(server.target()).build()) {
+            scenario(conn, 0, turns, warmup);
+            scenario(conn, history, turns / 2, 10);
+        }
+    }
+}

@@ -1,0 +1,213 @@
+package dev.agentscopememory.agentscope1;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.agentscopememory.client.TestServer;
+import dev.agentscopememory.grpc.v1.DeleteMemoryRequest;
+import dev.agentscopememory.grpc.v1.GetMessagesResponse;
+import dev.agentscopememory.grpc.v1.MemoryServiceGrpc;
+import io.agentscope.core.message.Msg;
+import io.agentscope.core.message.MsgRole;
+import io.agentscope.core.util.JsonUtils;
+import io.grpc.CallOptions;
+import io.grpc.Channel;
+import io.grpc.ClientCall;
+import io.grpc.ClientInterceptor;
+import io.grpc.ClientInterceptors;
+import io.grpc.ForwardingClientCall;
+import io.grpc.ForwardingClientCallListener;
+import io.grpc.Grpc;
+import io.grpc.InsecureChannelCredentials;
+import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * getMessages sends the etag of what this client last saw, and the server answers "not modified"
+ * instead of sending the messages again; adds extend the client's copy when nothing else changed
+ * the memory. What the agent gets must always be exactly what a fresh client reads.
+ */
+class MessageCacheTest {
+
+    private static final ObjectMapper TREES = new ObjectMapper();
+
+    private ManagedChannel channel;
+    /** Every GetMessages answer the cached client received, in order. */
+    private final List<GetMessagesResponse> answers = new CopyOnWriteArrayList<>();
+    /** Run once, when the first page of a longer history arrives (before the client sees it). */
+    private final AtomicReference<Runnable> betweenPages = new AtomicReference<>();
+    private Channel observed;
+
+    @BeforeEach
+    void connect() throws Exception {
+        channel = Grpc.newChannelBuilder(TestServer.shared().target(), InsecureChannelCredentials.create()).build();
+        observed = ClientInterceptors.intercept(channel, new ClientInterceptor() {
+            @Override
+            public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
+                return new ForwardingClientCall.SimpleForwardingClientCall<>(next.newCall(method, options)) {
+                    @Override
+                    public void start(Listener<R> listener, Metadata headers) {
+                        super.start(new ForwardingClientCallListener.SimpleForwardingClientCallListener<>(listener) {
+                            @Override
+                            public void onMessage(R message) {
+                                if (message instanceof GetMessagesResponse response) {
+                                    answers.add(response);
+                                    Runnable change = response.getNextPageToken().isEmpty() ? null : betweenPages.getAndSet(null);
+                                    if (change != null) {
+                                        change.run();
+                                    }
+                                }
+                                super.onMessage(message);
+                            }
+                        }, headers);
+                    }
+                };
+            }
+        });
+    }
+
+    @AfterEach
+    void close() {
+        channel.shutdownNow();
+    }
+
+    private RemoteMemory cached(String id) {
+        return RemoteMemory.builder().channel(observed).memoryId(id).build();
+    }
+
+    private RemoteMemory other(String id) {
+        return RemoteMemory.builder().channel(channel).memoryId(id).build();
+    }
+
+    private static JsonNode json(List<Msg> messages) throws Exception {
+        return TREES.readTree(JsonUtils.getJsonCodec().toJson(messages));
+    }
+
+    private GetMessagesResponse lastAnswer() {
+        return answers.get(answers.size() - 1);
+    }
+
+    @Test
+    void everyBlockTypeReadsTheSameFromTheCacheAsFromAFreshClient() throws Exception {
+        String id = "cache-" + UUID.randomUUID();
+        RemoteMemory memory = cached(id);
+        memory.getMessages();
+        for (Msg sample : SampleMessages.all().values()) {
+            memory.addMessage(sample);
+            List<Msg> got = memory.getMessages();
+            assertTrue(lastAnswer().getNotModified(), "the add extended the cached copy");
+            assertEquals(json(other(id).getMessages()), json(got));
+        }
+        // Lists are new and mutable, messages are new objects each time: changing what one call
+        // returned changes nothing the next call returns.
+        JsonNode stored = json(other(id).getMessages());
+        List<Msg> first = memory.getMessages();
+        for (Msg m : first) {
+            m.getMetadata().put("changed", Map.of("by", "the caller"));
+            m.getMetadata().values().forEach(MessageCacheTest::scribble);
+        }
+        first.clear();
+        assertEquals(stored, json(memory.getMessages()));
+        assertTrue(lastAnswer().getNotModified());
+    }
+
+    @SuppressWarnings("unchecked")
+    private static void scribble(Object value) {
+        if (value instanceof Map<?, ?> map) {
+            try {
+                ((Map<String, Object>) map).put("scribbled", true);
+            } catch (UnsupportedOperationException immutable) {
+                // fine: nobody can change it
+            }
+        }
+    }
+
+    @Test
+    void changesByOtherClientsAreSeen() throws Exception {
+        String id = "cache-" + UUID.randomUUID();
+        RemoteMemory memory = cached(id);
+        RemoteMemory someoneElse = other(id);
+        memory.addMessage(Msg.builder().role(MsgRole.USER).name("user").textContent("mine").build());
+        memory.getMessages();
+        memory.getMessages();
+        assertTrue(lastAnswer().getNotModified());
+
+        someoneElse.addMessage(Msg.builder().role(MsgRole.ASSISTANT).name("a").textContent("theirs").build());
+        assertEquals(json(someoneElse.getMessages()), json(memory.getMessages()));
+        assertEquals(2, lastAnswer().getMessagesCount());
+        // My next add follows theirs; my copy must not miss their message.
+        memory.addMessage(Msg.builder().role(MsgRole.USER).name("user").textContent("mine again").build());
+        someoneElse.addMessage(Msg.builder().role(MsgRole.USER).name("user").textContent("theirs again").build());
+        assertEquals(json(someoneElse.getMessages()), json(memory.getMessages()));
+
+        someoneElse.deleteMessage(0);
+        assertEquals(json(someoneElse.getMessages()), json(memory.getMessages()));
+        someoneElse.clear();
+        assertEquals(List.of(), memory.getMessages());
+
+        // Deleted and created again with the same number of changes: still not mistaken for the old one.
+        List<String> texts = new ArrayList<>();
+        memory.addMessage(Msg.builder().role(MsgRole.USER).name("user").textContent("before").build());
+        memory.getMessages();
+        MemoryServiceGrpc.newBlockingStub(channel).deleteMemory(DeleteMemoryRequest.newBuilder().setMemoryId(id).build());
+        RemoteMemory recreated = other(id);
+        recreated.addMessage(Msg.builder().role(MsgRole.USER).name("user").textContent("after").build());
+        for (Msg m : memory.getMessages()) {
+            texts.add(m.getTextContent());
+        }
+        assertEquals(List.of("after"), texts);
+    }
+
+    @Test
+    void aHistoryRewrittenBetweenPagesIsReadAgain() throws Exception {
+        String id = "cache-" + UUID.randomUUID();
+        RemoteMemory memory = RemoteMemory.builder().channel(observed).memoryId(id).pageSize(3).build();
+        RemoteMemory someoneElse = other(id);
+        List<Msg> before = new ArrayList<>();
+        for (int i = 0; i < 10; i++) {
+            before.add(Msg.builder().role(MsgRole.USER).name("user").textContent("old " + i).build());
+        }
+        someoneElse.addMessages(before);
+        // As a compression does: the history is replaced while the client is between pages.
+        betweenPages.set(() -> {
+            someoneElse.clear();
+            for (int i = 0; i < 4; i++) {
+                someoneElse.addMessage(Msg.builder().role(MsgRole.ASSISTANT).name("a").textContent("new " + i).build());
+            }
+        });
+        List<String> texts = new ArrayList<>();
+        for (Msg m : memory.getMessages()) {
+            texts.add(m.getTextContent());
+        }
+        assertEquals(List.of("new 0", "new 1", "new 2", "new 3"), texts);
+        assertTrue(answers.size() >= 3, "the first read was abandoned: " + answers.size() + " answers");
+    }
+
+    @Test
+    void pagedReadsAreCachedOnlyWhenNothingChangedInBetween() throws Exception {
+        String id = "cache-" + UUID.randomUUID();
+        RemoteMemory memory = RemoteMemory.builder().channel(observed).memoryId(id).pageSize(3).build();
+        List<Msg> batch = new ArrayList<>();
+        for (int i = 0; i < 10; i++) {
+            batch.add(Msg.builder().role(MsgRole.USER).name("user").textContent("m" + i).build());
+        }
+        other(id).addMessages(batch);
+        assertEquals(10, memory.getMessages().size());
+        assertEquals(4, answers.size(), "four pages of three");
+        assertEquals(json(other(id).getMessages()), json(memory.getMessages()));
+        assertTrue(lastAnswer().getNotModified());
+        assertEquals(5, answers.size(), "one call answered the repeat");
+    }
+}

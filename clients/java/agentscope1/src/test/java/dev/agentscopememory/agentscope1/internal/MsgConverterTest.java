@@ -1,0 +1,167 @@
+package dev.agentscopememory.agentscope1.internal;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.agentscopememory.agentscope1.SampleMessages;
+import dev.agentscopememory.grpc.v1.ContentBlock;
+import dev.agentscopememory.grpc.v1.Role;
+import io.agentscope.core.message.Msg;
+import io.agentscope.core.util.JsonUtils;
+import java.util.Map;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+class MsgConverterTest {
+
+    private static final ObjectMapper TREES = new ObjectMapper();
+
+    static Stream<Arguments> samples() {
+        return SampleMessages.all().entrySet().stream().map(e -> Arguments.of(e.getKey(), e.getValue()));
+    }
+
+    static JsonNode jackson(Object value) throws Exception {
+        return TREES.readTree(JsonUtils.getJsonCodec().toJson(value));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("samples")
+    void roundTripKeepsJacksonJson(String name, Msg original) throws Exception {
+        dev.agentscopememory.grpc.v1.Msg wire = MsgConverter.toProto(original);
+        // Through the bytes too, as on a real call.
+        wire = dev.agentscopememory.grpc.v1.Msg.parseFrom(wire.toByteArray());
+        Msg back = MsgConverter.fromProto(wire);
+        assertEquals(jackson(original), jackson(back), name);
+    }
+
+    @Test
+    void nullsAreAbsentOnTheWire() {
+        Msg msg = SampleMessages.all().get("null name, role, timestamp and id");
+        dev.agentscopememory.grpc.v1.Msg wire = MsgConverter.toProto(msg);
+        assertFalse(wire.hasId());
+        assertFalse(wire.hasName());
+        assertFalse(wire.hasTimestamp());
+        assertEquals(Role.ROLE_UNSPECIFIED, wire.getRole());
+        assertEquals("{}", wire.getMetadataJson());
+    }
+
+    @Test
+    void freeFormMapsTravelAsCodecJson() throws Exception {
+        Msg msg = SampleMessages.all().get("metadata types");
+        dev.agentscopememory.grpc.v1.Msg wire = MsgConverter.toProto(msg);
+        JsonNode meta = TREES.readTree(wire.getMetadataJson());
+        assertTrue(meta.get("int").isInt());
+        assertTrue(meta.get("long").isLong());
+        assertEquals(9007199254740993L, meta.get("long").longValue());
+        assertTrue(meta.get("whole double").isDouble());
+        assertEquals("MAX_ITERATIONS", meta.get("agentscope_generate_reason").asText());
+        Msg back = MsgConverter.fromProto(wire);
+        assertEquals(Integer.class, back.getMetadata().get("int").getClass());
+        assertEquals(Long.class, back.getMetadata().get("long").getClass());
+        assertEquals(Double.class, back.getMetadata().get("whole double").getClass());
+    }
+
+    @Test
+    void toolBlocksKeepNullsAndSuspension() {
+        dev.agentscopememory.grpc.v1.Msg noContent = MsgConverter.toProto(SampleMessages.all().get("tool_use without content"));
+        assertFalse(noContent.getContent(0).getToolUse().hasContent());
+        dev.agentscopememory.grpc.v1.Msg withContent = MsgConverter.toProto(SampleMessages.all().get("tool_use with content"));
+        assertEquals("{\"city\":\"Paris\"}", withContent.getContent(0).getToolUse().getContent());
+        assertEquals("{\"thoughtSignature\":\"abc\"}", withContent.getContent(0).getToolUse().getMetadataJson());
+
+        Msg suspended = MsgConverter.fromProto(MsgConverter.toProto(SampleMessages.all().get("tool_result suspended")));
+        assertTrue(((io.agentscope.core.message.ToolResultBlock) suspended.getContent().get(0)).isSuspended());
+
+        dev.agentscopememory.grpc.v1.Msg nulls = MsgConverter.toProto(SampleMessages.all().get("tool_result null id and name"));
+        assertFalse(nulls.getContent(0).getToolResult().hasId());
+        assertFalse(nulls.getContent(0).getToolResult().hasName());
+
+        dev.agentscopememory.grpc.v1.Msg thinking = MsgConverter.toProto(SampleMessages.all().get("thinking without metadata"));
+        assertFalse(thinking.getContent(0).getThinking().hasMetadataJson());
+    }
+
+    /** The 1.0.12 size options map both ways at the JSON level, whatever release is on the classpath. */
+    @Test
+    void sizeOptionsMapExactly() throws Exception {
+        String json = "{\"id\":\"m\",\"name\":null,\"role\":\"USER\",\"content\":["
+                + "{\"type\":\"image\",\"source\":{\"type\":\"url\",\"url\":\"https://e/a.png\"},\"minPixels\":100,\"maxPixels\":2000},"
+                + "{\"type\":\"image\",\"source\":{\"type\":\"base64\",\"media_type\":\"image/png\",\"data\":\"iVBORw0KGgo=\"}},"
+                + "{\"type\":\"video\",\"source\":{\"type\":\"url\",\"url\":\"https://e/v.mp4\"},\"fps\":2.5,\"maxFrames\":10,\"minPixels\":1,\"maxPixels\":2,\"totalPixels\":3},"
+                + "{\"type\":\"video\"}"
+                + "],\"metadata\":{},\"timestamp\":\"T\"}";
+        JsonNode tree = TREES.readTree(json);
+        dev.agentscopememory.grpc.v1.Msg wire = MsgConverter.toProto(tree);
+        assertEquals(100, wire.getContent(0).getImage().getMinPixels());
+        assertEquals(2000, wire.getContent(0).getImage().getMaxPixels());
+        assertFalse(wire.getContent(1).getImage().hasMinPixels());
+        assertEquals(2.5f, wire.getContent(2).getVideo().getFps());
+        assertEquals(3, wire.getContent(2).getVideo().getTotalPixels());
+        assertFalse(wire.getContent(3).getVideo().hasSource());
+        // Text comparison: Java writes the Float fps exactly as the double it was read from.
+        assertEquals(json, MsgConverter.write(MsgConverter.toJson(wire)));
+
+        // Java reads snake_case too; the wire form is the same and Java writes camelCase back.
+        JsonNode snake = TREES.readTree("{\"type\":\"video\",\"max_frames\":4,\"total_pixels\":9}");
+        dev.agentscopememory.grpc.v1.Msg viaSnake = MsgConverter.toProto(
+                TREES.readTree("{\"role\":\"USER\",\"content\":[" + snake + "]}"));
+        assertEquals(4, viaSnake.getContent(0).getVideo().getMaxFrames());
+        assertEquals(TREES.readTree("{\"type\":\"video\",\"maxFrames\":4,\"totalPixels\":9}"),
+                MsgConverter.toJson(viaSnake).get("content").get(0));
+    }
+
+    @Test
+    void badWireInputNamesTheField() {
+        dev.agentscopememory.grpc.v1.Msg badMeta = dev.agentscopememory.grpc.v1.Msg.newBuilder()
+                .setRole(Role.ROLE_USER).setMetadataJson("[1]").build();
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> MsgConverter.fromProto(badMeta));
+        assertTrue(e.getMessage().contains("metadata_json"), e.getMessage());
+
+        dev.agentscopememory.grpc.v1.Msg badInput = dev.agentscopememory.grpc.v1.Msg.newBuilder()
+                .setRole(Role.ROLE_ASSISTANT)
+                .addContent(ContentBlock.newBuilder().setToolUse(
+                        dev.agentscopememory.grpc.v1.ToolUseBlock.newBuilder().setInputJson("{not json")))
+                .build();
+        e = assertThrows(IllegalArgumentException.class, () -> MsgConverter.fromProto(badInput));
+        assertTrue(e.getMessage().contains("content[0].input_json"), e.getMessage());
+
+        dev.agentscopememory.grpc.v1.Msg emptyBlock = dev.agentscopememory.grpc.v1.Msg.newBuilder()
+                .addContent(ContentBlock.getDefaultInstance()).build();
+        e = assertThrows(IllegalArgumentException.class, () -> MsgConverter.fromProto(emptyBlock));
+        assertTrue(e.getMessage().contains("content[0]"), e.getMessage());
+
+        dev.agentscopememory.grpc.v1.Msg unknownRole = dev.agentscopememory.grpc.v1.Msg.newBuilder()
+                .setRoleValue(42).build();
+        e = assertThrows(IllegalArgumentException.class, () -> MsgConverter.fromProto(unknownRole));
+        assertTrue(e.getMessage().contains("role"), e.getMessage());
+    }
+
+    @Test
+    void unknownJavaBlockTypeIsRejected() throws Exception {
+        JsonNode tree = TREES.readTree("{\"role\":\"USER\",\"content\":[{\"type\":\"hologram\"}]}");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> MsgConverter.toProto(tree));
+        assertTrue(e.getMessage().contains("content[0].type"), e.getMessage());
+        assertTrue(e.getMessage().contains("hologram"), e.getMessage());
+    }
+
+    @Test
+    void emptyWireMapsMeanEmptyObjects() throws Exception {
+        dev.agentscopememory.grpc.v1.Msg wire = dev.agentscopememory.grpc.v1.Msg.newBuilder()
+                .setId("x").setRole(Role.ROLE_ASSISTANT)
+                .addContent(ContentBlock.newBuilder().setToolUse(
+                        dev.agentscopememory.grpc.v1.ToolUseBlock.newBuilder().setId("c").setName("n")))
+                .build();
+        Msg back = MsgConverter.fromProto(wire);
+        assertEquals(TREES.readTree("{\"id\":\"x\",\"name\":null,\"role\":\"ASSISTANT\",\"content\":["
+                        + "{\"type\":\"tool_use\",\"id\":\"c\",\"name\":\"n\",\"input\":{},\"content\":null,\"metadata\":{}}],"
+                        + "\"metadata\":{},\"timestamp\":null}"),
+                jackson(back));
+        assertEquals(Map.of(), back.getMetadata());
+    }
+}

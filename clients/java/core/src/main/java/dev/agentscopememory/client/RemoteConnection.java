@@ -1,0 +1,275 @@
+package dev.agentscopememory.client;
+
+import dev.agentscopememory.grpc.v1.LongTermMemoryServiceGrpc;
+import dev.agentscopememory.grpc.v1.MemoryServiceGrpc;
+import dev.agentscopememory.grpc.v1.StateServiceGrpc;
+import io.grpc.CallOptions;
+import io.grpc.Channel;
+import io.grpc.ClientCall;
+import io.grpc.ClientInterceptor;
+import io.grpc.ClientInterceptors;
+import io.grpc.ForwardingClientCall;
+import io.grpc.Grpc;
+import io.grpc.ManagedChannel;
+import io.grpc.ManagedChannelBuilder;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.TlsChannelCredentials;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+
+/**
+ * A channel to an agentscope-memory server with the per-call settings every adapter shares: the
+ * deadline of each call, the API key and how often a call refused with {@code UNAVAILABLE} is
+ * tried again. Several adapters may share one connection; closing it closes the channel only if
+ * the connection created it (from a target).
+ *
+ * <p>It depends on no AgentScope release, so the adapters for every AgentScope major version use
+ * it alike; {@link #call} and the stub accessors are also there for RPCs no adapter wraps.
+ */
+public final class RemoteConnection implements AutoCloseable {
+
+    /** The metadata header carrying the API key (the same one the Python client sends). */
+    public static final Metadata.Key<String> API_KEY_HEADER =
+            Metadata.Key.of("x-api-key", Metadata.ASCII_STRING_MARSHALLER);
+
+    private final Channel channel;
+    private final ManagedChannel owned;
+    private final Duration deadline;
+    private final int maxAttempts;
+    private final Duration retryBackoff;
+
+    private RemoteConnection(Builder b) {
+        Channel base;
+        if (b.channel != null) {
+            base = b.channel;
+            owned = null;
+        } else {
+            ManagedChannelBuilder<?> mcb;
+            if (b.trustedCertificates != null) {
+                try {
+                    mcb = Grpc.newChannelBuilder(b.target,
+                            TlsChannelCredentials.newBuilder().trustManager(b.trustedCertificates.toFile()).build());
+                } catch (IOException e) {
+                    throw new IllegalArgumentException("trustedCertificates: cannot read "
+                            + b.trustedCertificates + ": " + e.getMessage(), e);
+                }
+            } else {
+                mcb = ManagedChannelBuilder.forTarget(b.target);
+                if (b.plaintext) {
+                    mcb.usePlaintext();
+                }
+            }
+            owned = mcb.build();
+            base = owned;
+        }
+        channel = b.apiKey == null ? base : ClientInterceptors.intercept(base, new ApiKeyInterceptor(b.apiKey));
+        deadline = b.deadline;
+        maxAttempts = b.maxAttempts;
+        retryBackoff = b.retryBackoff;
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** The deadline applied to each call. */
+    public Duration deadline() {
+        return deadline;
+    }
+
+    /*
+     * The stubs and call() below are what the adapters are made of. They are public because the
+     * adapters live in other modules (one per AgentScope major version), and they serve a caller
+     * who needs an RPC no adapter wraps; they name generated types, which follow the proto.
+     */
+
+    /**
+     * A blocking {@code MemoryService} stub over this connection (API key included) whose call
+     * fails after this connection's deadline. Take a new one per call: the deadline starts now.
+     */
+    public MemoryServiceGrpc.MemoryServiceBlockingStub memoryService() {
+        return MemoryServiceGrpc.newBlockingStub(channel)
+                .withDeadlineAfter(deadline.toNanos(), TimeUnit.NANOSECONDS);
+    }
+
+    /**
+     * An asynchronous {@code MemoryService} stub without a deadline, for the server streams (such as
+     * {@code WatchCompressionEvents}), which run until the caller cancels them.
+     */
+    public MemoryServiceGrpc.MemoryServiceStub memoryServiceAsync() {
+        return MemoryServiceGrpc.newStub(channel);
+    }
+
+    /** A blocking {@code LongTermMemoryService} stub with this connection's deadline, as {@link #memoryService()}. */
+    public LongTermMemoryServiceGrpc.LongTermMemoryServiceBlockingStub longTermMemoryService() {
+        return LongTermMemoryServiceGrpc.newBlockingStub(channel)
+                .withDeadlineAfter(deadline.toNanos(), TimeUnit.NANOSECONDS);
+    }
+
+    /** A blocking {@code StateService} stub with this connection's deadline, as {@link #memoryService()}. */
+    public StateServiceGrpc.StateServiceBlockingStub stateService() {
+        return StateServiceGrpc.newBlockingStub(channel)
+                .withDeadlineAfter(deadline.toNanos(), TimeUnit.NANOSECONDS);
+    }
+
+    /**
+     * Runs one RPC, turning a failure into a {@link RemoteMemoryException}. When {@code retryable}
+     * (the call is idempotent, or carries a request id that makes a replay harmless), a call
+     * refused with {@code UNAVAILABLE} is tried again up to the configured number of attempts,
+     * waiting a little longer each time, so a server restart does not fail the agent's turn.
+     *
+     * <pre>{@code
+     * long count = connection.call("MemoryService/GetMemory", true,
+     *         () -> connection.memoryService().getMemory(request)).getMemory().getMessageCount();
+     * }</pre>
+     *
+     * @param operation the RPC's name for error messages, e.g. {@code MemoryService/GetMemory}
+     * @param retryable whether a replay of the call is harmless
+     * @param rpc the call; it should take its stub inside, so every attempt gets a fresh deadline
+     */
+    public <T> T call(String operation, boolean retryable, Supplier<T> rpc) {
+        int attempts = retryable ? maxAttempts : 1;
+        long backoffMs = retryBackoff.toMillis();
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return rpc.get();
+            } catch (StatusRuntimeException e) {
+                if (e.getStatus().getCode() != Status.Code.UNAVAILABLE || attempt >= attempts) {
+                    throw RemoteMemoryException.of(operation, e);
+                }
+            }
+            try {
+                Thread.sleep(backoffMs);
+            } catch (InterruptedException ie) {
+                Thread.currentThread().interrupt();
+                throw new RemoteMemoryException(operation, Status.Code.CANCELLED, "interrupted", ie);
+            }
+            backoffMs = Math.min(backoffMs * 2, 5_000);
+        }
+    }
+
+    /** Closes the channel if this connection created it; a channel passed in is left open. */
+    @Override
+    public void close() {
+        if (owned != null) {
+            owned.shutdown();
+            try {
+                if (!owned.awaitTermination(5, TimeUnit.SECONDS)) {
+                    owned.shutdownNow();
+                }
+            } catch (InterruptedException e) {
+                owned.shutdownNow();
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /** Options of a connection; a channel or a target is required. */
+    public static final class Builder {
+        private Channel channel;
+        private String target;
+        private boolean plaintext = true;
+        private Path trustedCertificates;
+        private Duration deadline = Duration.ofSeconds(30);
+        private String apiKey;
+        private int maxAttempts = 3;
+        private Duration retryBackoff = Duration.ofMillis(200);
+
+        private Builder() {}
+
+        /** Use this channel (the caller keeps ownership and closes it). */
+        public Builder channel(Channel channel) {
+            this.channel = Objects.requireNonNull(channel, "channel");
+            return this;
+        }
+
+        /** Connect to this gRPC target, e.g. {@code 127.0.0.1:50051} or {@code dns:///host:port}. */
+        public Builder target(String target) {
+            this.target = Objects.requireNonNull(target, "target");
+            return this;
+        }
+
+        /** Plaintext (the default) or TLS for a channel created from a target. */
+        public Builder plaintext(boolean plaintext) {
+            this.plaintext = plaintext;
+            return this;
+        }
+
+        /**
+         * Use TLS, trusting the CA or self-signed certificates in this PEM file (e.g. the
+         * server's {@code tls_cert_file}) instead of the system's roots.
+         */
+        public Builder trustedCertificates(Path pemFile) {
+            this.trustedCertificates = Objects.requireNonNull(pemFile, "pemFile");
+            this.plaintext = false;
+            return this;
+        }
+
+        /** The deadline of each call (default 30 s). */
+        public Builder deadline(Duration deadline) {
+            if (deadline == null || deadline.isZero() || deadline.isNegative()) {
+                throw new IllegalArgumentException("deadline: must be positive");
+            }
+            this.deadline = deadline;
+            return this;
+        }
+
+        /** The API key sent with every call as the {@code x-api-key} header. */
+        public Builder apiKey(String apiKey) {
+            this.apiKey = apiKey == null || apiKey.isEmpty() ? null : apiKey;
+            return this;
+        }
+
+        /** How many times a safe call refused with UNAVAILABLE is attempted in all (default 3). */
+        public Builder maxAttempts(int maxAttempts) {
+            if (maxAttempts < 1) {
+                throw new IllegalArgumentException("maxAttempts: must be at least 1");
+            }
+            this.maxAttempts = maxAttempts;
+            return this;
+        }
+
+        /** The wait before the first retry; it doubles with every further retry (default 200 ms). */
+        public Builder retryBackoff(Duration retryBackoff) {
+            if (retryBackoff == null || retryBackoff.isNegative()) {
+                throw new IllegalArgumentException("retryBackoff: must not be negative");
+            }
+            this.retryBackoff = retryBackoff;
+            return this;
+        }
+
+        public RemoteConnection build() {
+            if ((channel == null) == (target == null)) {
+                throw new IllegalArgumentException("exactly one of channel and target must be given");
+            }
+            return new RemoteConnection(this);
+        }
+    }
+
+    private static final class ApiKeyInterceptor implements ClientInterceptor {
+        private final String apiKey;
+
+        ApiKeyInterceptor(String apiKey) {
+            this.apiKey = apiKey;
+        }
+
+        @Override
+        public <ReqT, RespT> ClientCall<ReqT, RespT> interceptCall(
+                MethodDescriptor<ReqT, RespT> method, CallOptions options, Channel next) {
+            return new ForwardingClientCall.SimpleForwardingClientCall<>(next.newCall(method, options)) {
+                @Override
+                public void start(Listener<RespT> listener, Metadata headers) {
+                    headers.put(API_KEY_HEADER, apiKey);
+                    super.start(listener, headers);
+                }
+            };
+        }
+    }
+}

@@ -1,0 +1,12 @@
+/**
+ * The part of the agentscope-memory Java client that depends on no AgentScope release: {@link
+ * dev.agentscopememory.client.RemoteConnection} (a channel with deadline, API key and retries),
+ * the {@link dev.agentscopememory.client.RemoteMemoryException} failures, and the enums of the
+ * choices the adapters' builders offer.
+ *
+ * <p>The adapters for AgentScope-Java 1.x ({@code agentscope-memory-agentscope1}) and 2.x
+ * ({@code agentscope-memory-agentscope2}) build on it; 1.x and 2.x cannot share a classpath, so
+ * nothing here may name an AgentScope type. The stubs generated from the proto files live beside
+ * it in {@code dev.agentscopememory.grpc.v1}.
+ */
+package dev.agentscopememory.client;

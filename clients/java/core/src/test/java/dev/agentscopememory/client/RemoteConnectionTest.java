@@ -1,0 +1,46 @@
+package dev.agentscopememory.client;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.agentscopememory.client.internal.WireEnums;
+import dev.agentscopememory.grpc.v1.CreateMemoryRequest;
+import dev.agentscopememory.grpc.v1.GetMemoryRequest;
+import dev.agentscopememory.grpc.v1.Memory;
+import java.util.UUID;
+import org.junit.jupiter.api.Test;
+
+/** The core alone, without any AgentScope on the classpath, against the real server. */
+class RemoteConnectionTest {
+
+    @Test
+    void stubsCallTheServer() throws Exception {
+        String memoryId = "core-" + UUID.randomUUID();
+        try (RemoteConnection connection = RemoteConnection.builder().target(TestServer.shared().target()).build()) {
+            CreateMemoryRequest create = CreateMemoryRequest.newBuilder()
+                    .setMemoryId(memoryId)
+                    .setKind(WireEnums.toProto(MemoryKind.IN_MEMORY))
+                    .build();
+            assertTrue(connection.call("MemoryService/CreateMemory", false,
+                    () -> connection.memoryService().createMemory(create)).getCreated());
+
+            GetMemoryRequest get = GetMemoryRequest.newBuilder().setMemoryId(memoryId).build();
+            Memory memory = connection.call("MemoryService/GetMemory", true,
+                    () -> connection.memoryService().getMemory(get)).getMemory();
+            assertEquals(dev.agentscopememory.grpc.v1.MemoryKind.MEMORY_KIND_IN_MEMORY, memory.getKind());
+            assertEquals(0, memory.getMessageCount());
+        }
+    }
+
+    @Test
+    void failuresBecomeTypedExceptionsWithTheServersMessage() throws Exception {
+        try (RemoteConnection connection = RemoteConnection.builder().target(TestServer.shared().target()).build()) {
+            GetMemoryRequest get = GetMemoryRequest.newBuilder().setMemoryId("core-missing-" + UUID.randomUUID()).build();
+            RemoteMemoryException.NotFound e = assertThrows(RemoteMemoryException.NotFound.class,
+                    () -> connection.call("MemoryService/GetMemory", true, () -> connection.memoryService().getMemory(get)));
+            assertEquals("MemoryService/GetMemory", e.getOperation());
+            assertTrue(!e.getServerMessage().isEmpty() && e.getMessage().contains(e.getServerMessage()), e.getMessage());
+        }
+    }
+}
