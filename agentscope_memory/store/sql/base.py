@@ -1,0 +1,49 @@
+"""What every group of statements shares: the connection, the dialect, the tenant."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, Sequence
+
+from agentscope_memory.store.sql.dialect import Dialect
+
+
+class Cursor(Protocol):
+    rowcount: int
+
+    def fetchone(self) -> Any: ...
+    def fetchall(self) -> list[Any]: ...
+    def executemany(self, sql: str, params: Sequence[Sequence[Any]]) -> Any: ...
+    def close(self) -> None: ...
+
+
+class Connection(Protocol):
+    """The part of a DB-API connection the statements use (sqlite3 and psycopg both fit)."""
+
+    def execute(self, sql: str, params: Sequence[Any] = ...) -> Cursor: ...
+    def cursor(self) -> Cursor: ...
+
+
+class SqlTxBase:
+    """One transaction on `conn`, already begun by the store; statements only, no commit."""
+
+    def __init__(self, conn: Connection, dialect: Dialect, tenant: str, write: bool) -> None:
+        self._conn = conn
+        self._dialect = dialect
+        self.tenant = tenant
+        self._write = write
+
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
+        return self._conn.execute(self._dialect.sql(sql), params)
+
+    def _one(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self._execute(sql, params).fetchone()
+
+    def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        return self._execute(sql, params).fetchall()
+
+    def _many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        cursor = self._conn.cursor()
+        try:
+            cursor.executemany(self._dialect.sql(sql), rows)
+        finally:
+            cursor.close()

@@ -1,0 +1,61 @@
+"""What differs between the SQL databases behind the store, and nothing else.
+
+Statements are written once, in this package's modules, with `?` parameters and table
+names in braces (`{memories}`); a `Dialect` renders them for its database. Everything else is
+common SQL both SQLite (3.35+) and PostgreSQL understand, upserts included
+(`INSERT ... ON CONFLICT (...) DO UPDATE SET col = excluded.col`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+# Every table of the store, by its logical name. A database's table is `prefix + name`.
+TABLES = ("memories", "list_heads", "items", "kv", "requests", "meta")
+
+
+@dataclass(frozen=True)
+class Dialect:
+    name: str
+    # PostgreSQL's tables share a database with other software, hence a prefix (`asm_`).
+    table_prefix: str
+    # The driver's parameter marker: `?` (sqlite3) or `%s` (psycopg).
+    placeholder: str
+    # How an item of a list is stored: the columns after `seq` in `items`, and the conversions.
+    item_columns: tuple[str, ...]
+    encode_item: Callable[[str | bytes], tuple[Any, ...]]
+    decode_item: Callable[[Sequence[Any]], str | bytes]
+    # Appended to the first read of a memory in a write transaction, so that concurrent writers
+    # of one memory queue up behind each other ("" where writers are serialised anyway).
+    row_lock: str
+    is_unique_violation: Callable[[BaseException], bool]
+    # Rendered statements, by source text. Per store instance, filled on first use.
+    _rendered: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    def table(self, name: str) -> str:
+        return self.table_prefix + name
+
+    def ddl(self, text: str) -> str:
+        """`text` with its `{table}` names filled in (no parameters: DDL runs as a script)."""
+        return text.format_map({name: self.table(name) for name in TABLES})
+
+    def sql(self, text: str) -> str:
+        """A statement ready for the driver: table names and item columns filled in, `?`
+        replaced by the driver's placeholder."""
+        rendered = self._rendered.get(text)
+        if rendered is None:
+            names: dict[str, str] = {name: self.table(name) for name in TABLES}
+            names["item_columns"] = ", ".join(self.item_columns)
+            names["item_values"] = ", ".join("?" * len(self.item_columns))
+            rendered = text.format_map(names)
+            if self.placeholder != "?":
+                # psycopg reads `%` as the start of a placeholder; a literal one is `%%`.
+                rendered = rendered.replace("%", "%%").replace("?", self.placeholder)
+            self._rendered[text] = rendered
+        return rendered
+
+
+def placeholders(count: int) -> str:
+    """`?, ?, ?` for an `IN (...)` list of `count` values."""
+    return ", ".join("?" * count)
