@@ -214,3 +214,5 @@ async def _assert_legacy_data(store) -> None:
     assert [(r.seq, r.data) for r in await store.run("t", lambda tx: tx.read("m", "l"))] == [(1, "a"), (2, b"b"), (3, "c")]
     assert await store.run("t", lambda tx: tx.kv_scan("ltm_pending:")) == [("t", "m", "ltm_pending:x", "{}")]
     assert await store.run("t", lambda tx: tx.meta_get("schema_version")) == "1"
+    await store.run("t", lambda tx: tx.job_add("j", "k", {}, 0.0, 0.0))
+    assert [j.job_id for j in await store.run("t", lambda tx: tx.job_list())] == ["j"]

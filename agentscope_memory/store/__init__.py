@@ -7,6 +7,7 @@ from pathlib import Path
 
 from agentscope_memory.store.base import (
     NO_TENANT,
+    JobRecord,
     KvEntry,
     MemoryRecord,
     RequestRecord,
@@ -17,6 +18,7 @@ from agentscope_memory.store.base import (
 
 __all__ = [
     "NO_TENANT",
+    "JobRecord",
     "KvEntry",
     "MemoryRecord",
     "RequestRecord",

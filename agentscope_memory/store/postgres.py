@@ -92,6 +92,7 @@ def postgres_dialect() -> Dialect:
         encode_item=encode,
         decode_item=decode,
         row_lock=" FOR UPDATE",
+        claim_lock=" FOR UPDATE SKIP LOCKED",
         is_unique_violation=lambda exc: isinstance(exc, pg_errors.UniqueViolation),
     )
 

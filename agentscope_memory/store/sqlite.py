@@ -99,6 +99,7 @@ def sqlite_dialect() -> Dialect:
         decode_item=decode,
         # The one writer (and BEGIN IMMEDIATE) already serialises every write transaction.
         row_lock="",
+        claim_lock="",
         is_unique_violation=_is_unique_violation,
     )
 

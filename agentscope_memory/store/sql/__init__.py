@@ -8,6 +8,7 @@ transactions on its threads and creates its schema.
 from __future__ import annotations
 
 from agentscope_memory.store.sql.dialect import Dialect
+from agentscope_memory.store.sql.jobs import JobStatements
 from agentscope_memory.store.sql.memories import REQUEST_TTL_S, MemoryStatements
 from agentscope_memory.store.sql.meta import MetaStatements
 from agentscope_memory.store.sql.schema import SHARED_SCHEMA
@@ -15,5 +16,5 @@ from agentscope_memory.store.sql.schema import SHARED_SCHEMA
 __all__ = ["Dialect", "REQUEST_TTL_S", "SHARED_SCHEMA", "SqlTx"]
 
 
-class SqlTx(MemoryStatements, MetaStatements):
+class SqlTx(MemoryStatements, MetaStatements, JobStatements):
     """A tenant's view inside one SQL transaction (the `Tx` protocol)."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 # Every table of the store, by its logical name. A database's table is `prefix + name`.
-TABLES = ("memories", "list_heads", "items", "kv", "requests", "meta")
+TABLES = ("memories", "list_heads", "items", "kv", "requests", "meta", "jobs")
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,9 @@ class Dialect:
     # Appended to the first read of a memory in a write transaction, so that concurrent writers
     # of one memory queue up behind each other ("" where writers are serialised anyway).
     row_lock: str
+    # Appended to the query that picks jobs to claim, so that concurrent claimers skip each
+    # other's rows instead of waiting for them or taking them twice.
+    claim_lock: str
     is_unique_violation: Callable[[BaseException], bool]
     # Rendered statements, by source text. Per store instance, filled on first use.
     _rendered: dict[str, str] = field(default_factory=dict, compare=False, repr=False)

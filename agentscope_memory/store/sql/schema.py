@@ -18,4 +18,22 @@ CREATE TABLE IF NOT EXISTS {meta} (
     value TEXT NOT NULL
 );
 INSERT INTO {meta} (key, value) VALUES ('schema_version', '%s') ON CONFLICT (key) DO NOTHING;
+
+CREATE TABLE IF NOT EXISTS {jobs} (
+    job_id TEXT NOT NULL PRIMARY KEY,
+    tenant TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    payload_json TEXT NOT NULL,
+    state TEXT NOT NULL,
+    attempts BIGINT NOT NULL,
+    run_after DOUBLE PRECISION NOT NULL,
+    lease_owner TEXT,
+    lease_until DOUBLE PRECISION,
+    last_error TEXT,
+    created DOUBLE PRECISION NOT NULL,
+    updated DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX IF NOT EXISTS {jobs}_pending ON {jobs} (run_after) WHERE state = 'pending';
+CREATE INDEX IF NOT EXISTS {jobs}_leased ON {jobs} (lease_until) WHERE state = 'running';
+CREATE INDEX IF NOT EXISTS {jobs}_by_tenant ON {jobs} (tenant, created);
 """ % SCHEMA_VERSION
