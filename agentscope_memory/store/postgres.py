@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence, TypeVar
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool
 
+from agentscope_memory.store.base import Row
 from agentscope_memory.store.sql import SHARED_SCHEMA, Dialect, SqlTx
 
 T = TypeVar("T")
@@ -76,21 +77,26 @@ CREATE INDEX IF NOT EXISTS asm_requests_by_age ON asm_requests (created);
 def postgres_dialect() -> Dialect:
     # A list item is text (JSON) or bytes (a serialized Msg); one BYTEA column holds either,
     # and `is_text` says which to give back.
-    def encode(item: str | bytes) -> tuple[Any, ...]:
+    def columns(item: str | bytes) -> tuple[bool, bytes]:
         return (True, item.encode("utf-8")) if isinstance(item, str) else (False, bytes(item))
 
-    def decode(columns: Sequence[Any]) -> str | bytes:
-        is_text, data = columns
-        data = bytes(data)
-        return data.decode("utf-8") if is_text else data
+    def encode(
+        tenant: str, memory_id: str, list_name: str, first_seq: int, items: Sequence[str | bytes]
+    ) -> list[tuple[Any, ...]]:
+        return [(tenant, memory_id, list_name, first_seq + i, *columns(item))
+                for i, item in enumerate(items)]
+
+    def decode(rows: list[Sequence[Any]]) -> list[Row]:
+        return [Row(seq, bytes(data).decode("utf-8") if is_text else bytes(data))
+                for seq, is_text, data in rows]
 
     return Dialect(
         name="postgres",
         table_prefix="asm_",
         placeholder="%s",
         item_columns=("is_text", "data"),
-        encode_item=encode,
-        decode_item=decode,
+        item_params=encode,
+        decode_rows=decode,
         row_lock=" FOR UPDATE",
         claim_lock=" FOR UPDATE SKIP LOCKED",
         is_unique_violation=lambda exc: isinstance(exc, pg_errors.UniqueViolation),

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
+from agentscope_memory.store.base import Row
 from agentscope_memory.store.sql import SHARED_SCHEMA, Dialect, SqlTx
 
 T = TypeVar("T")
@@ -84,19 +85,21 @@ def _is_unique_violation(exc: BaseException) -> bool:
 
 def sqlite_dialect() -> Dialect:
     # SQLite's columns take str and bytes as they are (`items.data` is TEXT by affinity only).
-    def encode(item: str | bytes) -> tuple[Any, ...]:
-        return (item,)
+    def encode(
+        tenant: str, memory_id: str, list_name: str, first_seq: int, items: Sequence[str | bytes]
+    ) -> list[tuple[Any, ...]]:
+        return [(tenant, memory_id, list_name, first_seq + i, item) for i, item in enumerate(items)]
 
-    def decode(columns: Sequence[Any]) -> str | bytes:
-        return columns[0]
+    def decode(rows: list[Sequence[Any]]) -> list[Row]:
+        return [Row(seq, data) for seq, data in rows]
 
     return Dialect(
         name="sqlite",
         table_prefix="",
         placeholder="?",
         item_columns=("data",),
-        encode_item=encode,
-        decode_item=decode,
+        item_params=encode,
+        decode_rows=decode,
         # The one writer (and BEGIN IMMEDIATE) already serialises every write transaction.
         row_lock="",
         claim_lock="",

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from agentscope_memory.store.base import Row
+
 # Every table of the store, by its logical name. A database's table is `prefix + name`.
 TABLES = ("memories", "list_heads", "items", "kv", "requests", "meta", "jobs")
 
@@ -22,10 +24,13 @@ class Dialect:
     table_prefix: str
     # The driver's parameter marker: `?` (sqlite3) or `%s` (psycopg).
     placeholder: str
-    # How an item of a list is stored: the columns after `seq` in `items`, and the conversions.
+    # How the items of a list are stored: the columns after `seq` in `items`, the parameter rows
+    # that insert a batch, `(tenant, memory_id, list_name, seq, *item_columns)`, and the rows
+    # read back, `(seq, *item_columns)`, as `Row`s. Whole batches, not an item at a time: a
+    # function call per item costs a read of 100 messages a noticeable 10%.
     item_columns: tuple[str, ...]
-    encode_item: Callable[[str | bytes], tuple[Any, ...]]
-    decode_item: Callable[[Sequence[Any]], str | bytes]
+    item_params: Callable[[str, str, str, int, Sequence[str | bytes]], list[tuple[Any, ...]]]
+    decode_rows: Callable[[list[Sequence[Any]]], list[Row]]
     # Appended to the first read of a memory in a write transaction, so that concurrent writers
     # of one memory queue up behind each other ("" where writers are serialised anyway).
     row_lock: str
@@ -44,18 +49,24 @@ class Dialect:
         return text.format_map({name: self.table(name) for name in TABLES})
 
     def sql(self, text: str) -> str:
-        """A statement ready for the driver: table names and item columns filled in, `?`
-        replaced by the driver's placeholder."""
-        rendered = self._rendered.get(text)
-        if rendered is None:
-            names: dict[str, str] = {name: self.table(name) for name in TABLES}
-            names["item_columns"] = ", ".join(self.item_columns)
-            names["item_values"] = ", ".join("?" * len(self.item_columns))
-            rendered = text.format_map(names)
-            if self.placeholder != "?":
-                # psycopg reads `%` as the start of a placeholder; a literal one is `%%`.
-                rendered = rendered.replace("%", "%%").replace("?", self.placeholder)
-            self._rendered[text] = rendered
+        """A statement ready for the driver: table names, item columns and locking clauses
+        (`{row_lock}`, `{claim_lock}`) filled in, `?` replaced by the driver's placeholder."""
+        try:
+            return self._rendered[text]
+        except KeyError:
+            rendered = self._rendered[text] = self._render(text)
+            return rendered
+
+    def _render(self, text: str) -> str:
+        names: dict[str, str] = {name: self.table(name) for name in TABLES}
+        names["item_columns"] = ", ".join(self.item_columns)
+        names["item_values"] = ", ".join("?" * len(self.item_columns))
+        names["row_lock"] = self.row_lock
+        names["claim_lock"] = self.claim_lock
+        rendered = text.format_map(names)
+        if self.placeholder != "?":
+            # psycopg reads `%` as the start of a placeholder; a literal one is `%%`.
+            rendered = rendered.replace("%", "%%").replace("?", self.placeholder)
         return rendered
 
 

@@ -93,7 +93,7 @@ class JobStatements(SqlTxBase):
         rows = self._all(
             "WITH chosen AS MATERIALIZED ("
             f" SELECT job_id FROM {{jobs}} WHERE {_CLAIMABLE} AND kind IN ({placeholders(len(kinds))})"
-            f" ORDER BY run_after LIMIT ?{self._dialect.claim_lock})"
+            " ORDER BY run_after LIMIT ?{claim_lock})"
             " UPDATE {jobs} SET state = ?, attempts = attempts + 1, lease_owner = ?,"
             " lease_until = ?, updated = ? WHERE job_id IN (SELECT job_id FROM chosen)"
             f" RETURNING {_JOB_COLUMNS}",

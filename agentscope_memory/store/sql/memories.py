@@ -22,6 +22,8 @@ REQUEST_TTL_S = 24 * 3600
 _NO_LIMIT = 2**63 - 1
 
 _MEMORY_COLUMNS = "memory_id, kind, config_json, labels_json, create_time, update_time, version"
+_GET_MEMORY = f"SELECT {_MEMORY_COLUMNS} FROM {{memories}} WHERE tenant = ? AND memory_id = ?"
+_GET_MEMORY_LOCKED = _GET_MEMORY + "{row_lock}"
 
 # The tables whose rows belong to one memory, deleted with it.
 _MEMORY_TABLES = ("memories", "list_heads", "items", "kv", "requests")
@@ -30,6 +32,8 @@ _MEMORY_TABLES = ("memories", "list_heads", "items", "kv", "requests")
 class MemoryStatements(SqlTxBase):
     def __init__(self, conn: Connection, dialect: Dialect, tenant: str, write: bool) -> None:
         super().__init__(conn, dialect, tenant, write)
+        # Whether reading a memory locks its row (writes, where the database needs row locks).
+        self._lock_reads = write and bool(dialect.row_lock)
         # Memories whose row this transaction has locked (or created): lock once, not per read.
         self._locked: set[str] = set()
         # List heads read or written in this transaction; saves re-reading them.
@@ -38,12 +42,8 @@ class MemoryStatements(SqlTxBase):
     # -- memories ---------------------------------------------------------------------------
 
     def get_memory(self, memory_id: str) -> MemoryRecord | None:
-        lock = self._write and memory_id not in self._locked
-        row = self._one(
-            f"SELECT {_MEMORY_COLUMNS} FROM {{memories}} WHERE tenant = ? AND memory_id = ?"
-            + (self._dialect.row_lock if lock else ""),
-            (self.tenant, memory_id),
-        )
+        lock = self._lock_reads and memory_id not in self._locked
+        row = self._one(_GET_MEMORY_LOCKED if lock else _GET_MEMORY, (self.tenant, memory_id))
         if row is None:
             return None
         if lock:
@@ -121,12 +121,10 @@ class MemoryStatements(SqlTxBase):
         if not items:
             return
         next_seq, length = self._head(memory_id, list_name)
-        encode = self._dialect.encode_item
         self._many(
             "INSERT INTO {items} (tenant, memory_id, list_name, seq, {item_columns})"
             " VALUES (?, ?, ?, ?, {item_values})",
-            [(self.tenant, memory_id, list_name, next_seq + i, *encode(item))
-             for i, item in enumerate(items)],
+            self._dialect.item_params(self.tenant, memory_id, list_name, next_seq, items),
         )
         self._set_head(memory_id, list_name, next_seq + len(items), length + len(items))
 
@@ -138,8 +136,7 @@ class MemoryStatements(SqlTxBase):
             " AND list_name = ? AND seq > ? ORDER BY seq LIMIT ?",
             (self.tenant, memory_id, list_name, after_seq, _NO_LIMIT if limit is None else limit),
         )
-        decode = self._dialect.decode_item
-        return [Row(int(row[0]), decode(row[1:])) for row in rows]
+        return self._dialect.decode_rows(rows)
 
     def length(self, memory_id: str, list_name: str) -> int:
         return self._head(memory_id, list_name)[1]
