@@ -124,7 +124,7 @@ class PostgresStore:
             isolation = "READ COMMITTED" if write else "REPEATABLE READ, READ ONLY"
             with conn.transaction():
                 conn.execute(f"SET TRANSACTION ISOLATION LEVEL {isolation}")
-                return fn(SqlTx(conn, self._dialect, tenant, write))  # type: ignore[arg-type]
+                return fn(SqlTx(conn, self._dialect, tenant, write))
 
     async def run(
         self, tenant: str, fn: Callable[[SqlTx], T], *, write: bool = True, small: bool = False

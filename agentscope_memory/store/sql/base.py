@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol, Sequence
+from typing import Any, Sequence
 
 from agentscope_memory.store.sql.dialect import Dialect
 
 
-class Cursor(Protocol):
-    rowcount: int
-
-    def fetchone(self) -> Any: ...
-    def fetchall(self) -> list[Any]: ...
-    def executemany(self, sql: str, params: Sequence[Sequence[Any]]) -> Any: ...
-    def close(self) -> None: ...
-
-
-class Connection(Protocol):
-    """The part of a DB-API connection the statements use (sqlite3 and psycopg both fit)."""
-
-    def execute(self, sql: str, params: Sequence[Any] = ...) -> Cursor: ...
-    def cursor(self) -> Cursor: ...
+# A DB-API connection, sqlite3's or psycopg's: the statements use `execute(sql, params)` (whose
+# cursor has `fetchone`, `fetchall` and `rowcount`) and `cursor().executemany`. The two drivers'
+# type stubs differ in overloads and optional arguments too much for one Protocol to fit both.
+Connection = Any
+Cursor = Any
 
 
 class SqlTxBase:
@@ -41,7 +32,8 @@ class SqlTxBase:
         return self._conn.execute(self._dialect.sql(sql), params).fetchone()
 
     def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        return self._conn.execute(self._dialect.sql(sql), params).fetchall()
+        rows: list[Any] = self._conn.execute(self._dialect.sql(sql), params).fetchall()
+        return rows
 
     def _many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         cursor = self._conn.cursor()

@@ -61,7 +61,7 @@ class JobStatements(SqlTxBase):
             f"DELETE FROM {{jobs}} WHERE tenant = ? AND {_OURS}",
             (self.tenant, job_id, owner, attempts),
         )
-        return cursor.rowcount > 0
+        return bool(cursor.rowcount > 0)
 
     def job_retry(
         self, job_id: str, owner: str, attempts: int, run_after: float, error: str, now: float
@@ -71,7 +71,7 @@ class JobStatements(SqlTxBase):
             f" last_error = ?, updated = ? WHERE tenant = ? AND {_OURS}",
             (JOB_PENDING, run_after, error, now, self.tenant, job_id, owner, attempts),
         )
-        return cursor.rowcount > 0
+        return bool(cursor.rowcount > 0)
 
     def job_dead(self, job_id: str, owner: str, attempts: int, error: str, now: float) -> bool:
         cursor = self._execute(
@@ -79,7 +79,7 @@ class JobStatements(SqlTxBase):
             f" last_error = ?, updated = ? WHERE tenant = ? AND {_OURS}",
             (JOB_DEAD, error, now, self.tenant, job_id, owner, attempts),
         )
-        return cursor.rowcount > 0
+        return bool(cursor.rowcount > 0)
 
     # -- cross-tenant -----------------------------------------------------------------------
 
@@ -123,7 +123,7 @@ class JobStatements(SqlTxBase):
             f" WHERE state = ? AND lease_owner = ? AND job_id IN ({placeholders(len(job_ids))})",
             (JOB_PENDING, now, now, JOB_RUNNING, owner, *job_ids),
         )
-        return cursor.rowcount
+        return int(cursor.rowcount)
 
     def job_next_due(self, kinds: Sequence[str]) -> float | None:
         if not kinds:
