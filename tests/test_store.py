@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import gc
+import sqlite3
+from pathlib import Path
+
 import pytest
 
-from agentscope_memory.store import MemoryRecord, RequestRecord, open_store
+from agentscope_memory.errors import AlreadyExistsError
+from agentscope_memory.store import NO_TENANT, KvEntry, MemoryRecord, RequestRecord, open_store
+from agentscope_memory.store.memory import MemoryStore
 
 
 @pytest.fixture(params=["sqlite", "memory", "postgres"])
@@ -93,3 +99,120 @@ async def test_sqlite_data_survives_reopening(tmp_path) -> None:
     await reopened.run("t", lambda tx: tx.append("m", "l", ["c"]))
     assert await reopened.run("t", lambda tx: tx.length("m", "l")) == 3
     await reopened.close()
+
+
+async def test_inserting_a_taken_id_is_already_exists_and_the_transaction_goes_on(store) -> None:
+    def insert_twice(tx):
+        with pytest.raises(AlreadyExistsError):
+            tx.insert_memory(MemoryRecord("m", "AUTO_CONTEXT", version=1))
+        # The failed insert leaves the transaction usable (PostgreSQL needs a savepoint for it).
+        tx.insert_memory(MemoryRecord("m2", "IN_MEMORY", version=1))
+
+    await store.run("t1", insert_twice)
+    assert [r.memory_id for r in await store.run("t1", lambda tx: tx.list_memories("", 10))] == ["m", "m2"]
+    assert (await store.run("t1", lambda tx: tx.get_memory("m"))).kind == "IN_MEMORY"
+
+
+async def test_meta_is_global(store) -> None:
+    # Written at schema creation, so a later version knows what it opened.
+    assert await store.run("t1", lambda tx: tx.meta_get("schema_version")) == "1"
+    assert await store.run("t1", lambda tx: tx.meta_get("migrated:x")) is None
+    await store.run("t1", lambda tx: tx.meta_put("migrated:x", "yes"))
+    await store.run("t2", lambda tx: tx.meta_put("migrated:x", "done"))
+    assert await store.run(NO_TENANT, lambda tx: tx.meta_get("migrated:x"), write=False) == "done"
+
+    def half_done(tx):
+        tx.meta_put("migrated:y", "yes")
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        await store.run(NO_TENANT, half_done)
+    assert await store.run(NO_TENANT, lambda tx: tx.meta_get("migrated:y")) is None
+
+
+async def test_kv_scan_reads_a_prefix_across_tenants_and_memories(store) -> None:
+    await store.run("t2", lambda tx: tx.insert_memory(MemoryRecord("m", "IN_MEMORY", version=1)))
+    await store.run("t1", lambda tx: (tx.kv_put("m", "ltm_pending:b", "1"), tx.kv_put("m", "ltm_pending:a", "2"),
+                                      tx.kv_put("m", "other", "3"), tx.kv_put("n", "ltm_pending:c", "4")))
+    await store.run("t2", lambda tx: (tx.kv_put("m", "ltm_pending:d", "5"), tx.kv_put("m", "ltm_pendin", "6")))
+    found = await store.run(NO_TENANT, lambda tx: tx.kv_scan("ltm_pending:"), write=False)
+    assert found == [
+        KvEntry("t1", "m", "ltm_pending:a", "2"),
+        KvEntry("t1", "m", "ltm_pending:b", "1"),
+        KvEntry("t1", "n", "ltm_pending:c", "4"),
+        ("t2", "m", "ltm_pending:d", "5"),  # entries are plain tuples too
+    ]
+    # A prefix is compared as text, not as a LIKE pattern.
+    await store.run("t1", lambda tx: (tx.kv_put("m", "50%_off", "x"), tx.kv_put("m", "50ab", "y")))
+    assert [e.key for e in await store.run("t1", lambda tx: tx.kv_scan("50%_"))] == ["50%_off"]
+    assert [e.key for e in await store.run("t1", lambda tx: tx.kv_scan("é"))] == []
+    assert len(await store.run("t1", lambda tx: tx.kv_scan(""))) == 8
+
+
+async def test_binary_and_text_items_come_back_as_they_went_in(store) -> None:
+    items = ["text ✓", b"\x00\xffbytes", "", b""]
+    await store.run("t1", lambda tx: tx.append("m", "l", items))
+    assert [r.data for r in await store.run("t1", lambda tx: tx.read("m", "l"), write=False)] == items
+
+
+async def test_the_memory_store_leaves_nothing_behind() -> None:
+    store = MemoryStore()
+    directory = store.path.parent
+    await store.run("t", lambda tx: (tx.insert_memory(MemoryRecord("m", "IN_MEMORY", version=1)),
+                                     tx.append("m", "l", ["a"])))
+    assert directory.exists()
+    await store.close()
+    assert not directory.exists()
+    dropped = MemoryStore()
+    directory = dropped.path.parent
+    del dropped  # never closed: removed when collected (or at exit)
+    gc.collect()
+    assert not directory.exists()
+
+
+async def test_an_existing_sqlite_database_keeps_its_data_and_gains_the_new_tables(tmp_path) -> None:
+    from agentscope_memory.store import sqlite as sqlite_store
+
+    path = tmp_path / "agentscope-memory.sqlite3"
+    conn = sqlite3.connect(path)
+    conn.executescript(sqlite_store._SCHEMA)  # the tables as every earlier release wrote them
+    conn.execute("INSERT INTO memories VALUES ('t', 'm', 'IN_MEMORY', '{}', '{}', 1.0, 1.0, 3)")
+    conn.execute("INSERT INTO list_heads VALUES ('t', 'm', 'l', 3, 2)")
+    conn.executemany("INSERT INTO items VALUES ('t', 'm', 'l', ?, ?)", [(1, "a"), (2, b"b")])
+    conn.execute("INSERT INTO kv VALUES ('t', 'm', 'ltm_pending:x', '{}')")
+    conn.commit()
+    conn.close()
+    store = open_store("sqlite", tmp_path)
+    try:
+        await _assert_legacy_data(store)
+    finally:
+        await store.close()
+
+
+async def test_an_existing_postgres_database_keeps_its_data_and_gains_the_new_tables(postgres_dsn) -> None:
+    import psycopg
+
+    from agentscope_memory.store import postgres as postgres_store
+
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(postgres_store._SCHEMA)
+        conn.execute("INSERT INTO asm_memories VALUES ('t', 'm', 'IN_MEMORY', '{}', '{}', 1.0, 1.0, 3)")
+        conn.execute("INSERT INTO asm_list_heads VALUES ('t', 'm', 'l', 3, 2)")
+        conn.execute("INSERT INTO asm_items VALUES ('t', 'm', 'l', 1, true, 'a'), ('t', 'm', 'l', 2, false, 'b')")
+        conn.execute("INSERT INTO asm_kv VALUES ('t', 'm', 'ltm_pending:x', '{}')")
+    store = open_store("postgres", Path("."), postgres_dsn=postgres_dsn)
+    try:
+        await _assert_legacy_data(store)
+    finally:
+        await store.close()
+
+
+async def _assert_legacy_data(store) -> None:
+    assert (await store.run("t", lambda tx: tx.get_memory("m"))).version == 3
+    assert [r.data for r in await store.run("t", lambda tx: tx.read("m", "l"))] == ["a", b"b"]
+    await store.run("t", lambda tx: tx.append("m", "l", ["c"]))
+    assert [(r.seq, r.data) for r in await store.run("t", lambda tx: tx.read("m", "l"))] == [(1, "a"), (2, b"b"), (3, "c")]
+    assert await store.run("t", lambda tx: tx.kv_scan("ltm_pending:")) == [("t", "m", "ltm_pending:x", "{}")]
+    assert await store.run("t", lambda tx: tx.meta_get("schema_version")) == "1"
+    await store.run("t", lambda tx: tx.job_add("j", "k", {}, 0.0, 0.0))
+    assert [j.job_id for j in await store.run("t", lambda tx: tx.job_list())] == ["j"]

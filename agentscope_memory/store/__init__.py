@@ -1,12 +1,32 @@
-"""Durable backends behind one protocol: sqlite (default), memory (tests, throwaway use)."""
+"""Durable backends behind one protocol: sqlite (default), postgres (several replicas), memory
+(tests, throwaway use). All three run the same SQL (`store/sql/`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from agentscope_memory.store.base import MemoryRecord, RequestRecord, Row, Store, Tx
+from agentscope_memory.store.base import (
+    NO_TENANT,
+    JobRecord,
+    KvEntry,
+    MemoryRecord,
+    RequestRecord,
+    Row,
+    Store,
+    Tx,
+)
 
-__all__ = ["MemoryRecord", "RequestRecord", "Row", "Store", "Tx", "open_store"]
+__all__ = [
+    "NO_TENANT",
+    "JobRecord",
+    "KvEntry",
+    "MemoryRecord",
+    "RequestRecord",
+    "Row",
+    "Store",
+    "Tx",
+    "open_store",
+]
 
 
 def open_store(

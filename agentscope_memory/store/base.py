@@ -4,14 +4,28 @@ Memory logic talks to storage through `Tx`, a synchronous view of one tenant ins
 transaction: everything a callback does commits together or not at all. Callbacks run on the
 backend's worker thread, so they must not await or do network I/O; slow work (an LLM call)
 happens outside, followed by a second transaction that re-checks `version`.
+
+A few `Tx` methods are not scoped to the transaction's tenant (the `meta` table, `kv_scan` and
+the job queue's claiming and lease bookkeeping): they serve process-wide machinery (migrations,
+the job runner) that works for every tenant at once. Their docstrings say so. A transaction that
+only uses them may pass `NO_TENANT` to `Store.run`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence, TypeVar
+from typing import Any, Callable, NamedTuple, Protocol, Sequence, TypeVar
 
 T = TypeVar("T")
+
+# The tenant argument of a transaction that only touches cross-tenant tables.
+NO_TENANT = ""
+
+# States of a queued job.
+JOB_PENDING = "pending"
+JOB_RUNNING = "running"
+JOB_DEAD = "dead"
+JOB_STATES = (JOB_PENDING, JOB_RUNNING, JOB_DEAD)
 
 
 @dataclass
@@ -45,11 +59,45 @@ class RequestRecord:
     result_json: str
 
 
+class KvEntry(NamedTuple):
+    """One key/value row found by a cross-tenant `kv_scan`."""
+
+    tenant: str
+    memory_id: str
+    key: str
+    value: str
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """One row of the job queue (what `JobRunner.list_jobs` returns as `JobInfo`).
+
+    `attempts` counts the runs started so far, including one in progress. A pending job becomes
+    due at `run_after`; a running one is its `lease_owner`'s until `lease_until`, after which any
+    runner may claim it again (its owner is presumed dead).
+    """
+
+    job_id: str
+    tenant: str
+    kind: str
+    payload: dict[str, Any]
+    state: str
+    attempts: int
+    run_after: float
+    lease_owner: str | None
+    lease_until: float | None
+    last_error: str | None
+    created: float
+    updated: float
+
+
 class Tx(Protocol):
     tenant: str
 
     def get_memory(self, memory_id: str) -> MemoryRecord | None: ...
-    def insert_memory(self, record: MemoryRecord) -> None: ...
+    def insert_memory(self, record: MemoryRecord) -> None:
+        """Raises `AlreadyExistsError` if the id is taken (the transaction stays usable)."""
+        ...
     def touch_memory(self, memory_id: str) -> int: ...
     def delete_memory(self, memory_id: str) -> None: ...
     def list_memories(self, after_id: str, limit: int) -> list[MemoryRecord]: ...
@@ -67,9 +115,55 @@ class Tx(Protocol):
     def kv_put(self, memory_id: str, key: str, value: str) -> None: ...
     def kv_delete(self, memory_id: str, key: str) -> None: ...
     def kv_keys(self, memory_id: str, prefix: str = "") -> list[str]: ...
+    def kv_scan(self, prefix: str) -> list[KvEntry]:
+        """Cross-tenant: every key starting with `prefix`, of every memory of every tenant,
+        ordered by (tenant, memory_id, key). For one-off migrations; it reads the whole table."""
+        ...
 
     def request_get(self, memory_id: str, request_id: str) -> RequestRecord | None: ...
     def request_put(self, memory_id: str, request_id: str, record: RequestRecord) -> None: ...
+
+    def meta_get(self, key: str) -> str | None:
+        """Cross-tenant: a value of the global `meta` table (schema version, migration markers)."""
+        ...
+    def meta_put(self, key: str, value: str) -> None:
+        """Cross-tenant: set a value of the global `meta` table."""
+        ...
+
+    # -- job queue (see agentscope_memory.jobs) ----------------------------------------------
+    # Tenant-scoped: adding and listing jobs, and settling a claimed job. A claim is identified
+    # by (job_id, owner, attempts); settling a claim that is no longer ours does nothing and
+    # returns False.
+    def job_add(
+        self, job_id: str, kind: str, payload: dict[str, Any], run_after: float, now: float
+    ) -> None: ...
+    def job_list(self, state: str | None = None, kind: str | None = None) -> list[JobRecord]: ...
+    def job_done(self, job_id: str, owner: str, attempts: int) -> bool: ...
+    def job_retry(
+        self, job_id: str, owner: str, attempts: int, run_after: float, error: str, now: float
+    ) -> bool: ...
+    def job_dead(self, job_id: str, owner: str, attempts: int, error: str, now: float) -> bool: ...
+
+    # Cross-tenant: one runner serves every tenant.
+    def job_claim(
+        self, owner: str, kinds: Sequence[str], now: float, lease_until: float, limit: int
+    ) -> list[JobRecord]:
+        """Lease up to `limit` due jobs of `kinds` (pending and due, or running with an expired
+        lease) to `owner`, counting an attempt each; jobs other transactions are claiming are
+        skipped, not waited for."""
+        ...
+    def job_renew(
+        self, owner: str, job_ids: Sequence[str], lease_until: float, now: float
+    ) -> list[str]:
+        """Extend `owner`'s leases; returns the ids still leased to it."""
+        ...
+    def job_release(self, owner: str, job_ids: Sequence[str], now: float) -> int:
+        """Give `owner`'s unfinished jobs back, due at once; the interrupted attempt is not
+        counted. Returns how many were released."""
+        ...
+    def job_next_due(self, kinds: Sequence[str]) -> float | None:
+        """When the next job of `kinds` becomes claimable (may be in the past), or None."""
+        ...
 
 
 class Store(Protocol):

@@ -1,0 +1,20 @@
+"""One SQL implementation of the store protocol, for every SQL database (see `dialect.py`).
+
+`SqlTx` is the `Tx` of both SQL backends: each group of tables keeps its statements in its own
+module, written once. A backend (`sqlite.py`, `postgres.py`) only opens connections, runs
+transactions on its threads and creates its schema.
+"""
+
+from __future__ import annotations
+
+from agentscope_memory.store.sql.dialect import Dialect
+from agentscope_memory.store.sql.jobs import JobStatements
+from agentscope_memory.store.sql.memories import REQUEST_TTL_S, MemoryStatements
+from agentscope_memory.store.sql.meta import MetaStatements
+from agentscope_memory.store.sql.schema import SHARED_SCHEMA
+
+__all__ = ["Dialect", "REQUEST_TTL_S", "SHARED_SCHEMA", "SqlTx"]
+
+
+class SqlTx(MemoryStatements, MetaStatements, JobStatements):
+    """A tenant's view inside one SQL transaction (the `Tx` protocol)."""

@@ -1,0 +1,18 @@
+"""The global `meta` table: facts about the database itself (schema version, done migrations)."""
+
+from __future__ import annotations
+
+from agentscope_memory.store.sql.base import SqlTxBase
+
+
+class MetaStatements(SqlTxBase):
+    def meta_get(self, key: str) -> str | None:
+        row = self._one("SELECT value FROM {meta} WHERE key = ?", (key,))
+        return row[0] if row else None
+
+    def meta_put(self, key: str, value: str) -> None:
+        self._execute(
+            "INSERT INTO {meta} (key, value) VALUES (?, ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )

@@ -1,0 +1,39 @@
+"""Tables written once for every SQL database (added after the first release).
+
+The first tables (memories, lists, key/values, requests) predate this module and keep the
+per-database definitions in `sqlite.py` and `postgres.py`, so existing databases stay exactly as
+they are. New tables go here, in types both databases read the same way: SQLite maps `BIGINT` to
+an integer and `DOUBLE PRECISION` to a real column. Every statement is `IF NOT EXISTS` (or does
+nothing when already done): the schema is applied at every start, and never destroys anything.
+"""
+
+from __future__ import annotations
+
+# The schema this code writes; recorded in `meta` so later versions can tell what they opened.
+SCHEMA_VERSION = "1"
+
+SHARED_SCHEMA = """
+CREATE TABLE IF NOT EXISTS {meta} (
+    key TEXT NOT NULL PRIMARY KEY,
+    value TEXT NOT NULL
+);
+INSERT INTO {meta} (key, value) VALUES ('schema_version', '%s') ON CONFLICT (key) DO NOTHING;
+
+CREATE TABLE IF NOT EXISTS {jobs} (
+    job_id TEXT NOT NULL PRIMARY KEY,
+    tenant TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    payload_json TEXT NOT NULL,
+    state TEXT NOT NULL,
+    attempts BIGINT NOT NULL,
+    run_after DOUBLE PRECISION NOT NULL,
+    lease_owner TEXT,
+    lease_until DOUBLE PRECISION,
+    last_error TEXT,
+    created DOUBLE PRECISION NOT NULL,
+    updated DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX IF NOT EXISTS {jobs}_pending ON {jobs} (run_after) WHERE state = 'pending';
+CREATE INDEX IF NOT EXISTS {jobs}_leased ON {jobs} (lease_until) WHERE state = 'running';
+CREATE INDEX IF NOT EXISTS {jobs}_by_tenant ON {jobs} (tenant, created);
+""" % SCHEMA_VERSION
