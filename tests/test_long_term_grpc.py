@@ -172,32 +172,76 @@ async def test_background_record_is_finished_on_shutdown(server_factory, tmp_pat
         assert [m.memory for m in listed.memories] == ["I speak Basque"]
 
 
-async def test_unfinished_background_record_is_replayed_after_a_crash(server_factory, tmp_path) -> None:
-    data = tmp_path / "data"
-    server = await server_factory(data_dir=data)
-    async with AsyncMemoryClient(server.address) as client:
-        await client.create_memory("chat")
-        await client.add_message("chat", Msg.create(MsgRole.USER, "I was born in Tartu"))
-    # What EndTurn(async_record) writes before answering; the crash comes before the record.
-    pending = json.dumps({"scope": ["Assistant", "alice", ""], "count": 1})
-    await server.store.run("default", lambda tx: tx.kv_put("chat", "ltm_pending:crashed", pending))
-    await server.stop(0)
-    restarted = await server_factory(data_dir=data)
-    async with grpc.aio.insecure_channel(restarted.address) as channel:
+async def _listed(server, scope=ALICE, wait_s: float = 30.0) -> list[str]:
+    """The scope's memories once there are any (background records land a little later)."""
+    async with grpc.aio.insecure_channel(server.address) as channel:
         ltm = pb_grpc.LongTermMemoryServiceStub(channel)
-        for _ in range(100):
-            listed = await ltm.ListLongTermMemories(pb.ListLongTermMemoriesRequest(scope=ALICE))
+        for _ in range(int(wait_s * 10)):
+            listed = await ltm.ListLongTermMemories(pb.ListLongTermMemoriesRequest(scope=scope))
             if listed.memories:
                 break
             await asyncio.sleep(0.1)
-        assert [m.memory for m in listed.memories] == ["I was born in Tartu"]
-    for _ in range(50):
-        keys = await restarted.store.run("default", lambda tx: tx.kv_keys("chat", "ltm_pending:"))
-        if not keys:
-            break
-        await asyncio.sleep(0.1)
-    assert keys == []
+        return [m.memory for m in listed.memories]
 
+
+async def _store_with_memory(data, text: str):  # noqa: ANN202 - a store and manager, no server
+    from agentscope_memory.short_term.in_memory import InMemoryKind
+    from agentscope_memory.short_term.manager import MemoryManager
+    from agentscope_memory.store import open_store
+
+    store = open_store("sqlite", data)
+    manager = MemoryManager(store, [InMemoryKind()])
+    await manager.create_memory("default", "chat", "IN_MEMORY")
+    await manager.add_messages("default", "chat", [Msg.create(MsgRole.USER, text)])
+    return store
+
+
+async def test_a_background_record_left_by_an_older_version_is_replayed(server_factory, tmp_path) -> None:
+    data = tmp_path / "data"
+    store = await _store_with_memory(data, "I was born in Tartu")
+    # What EndTurn(async_record) wrote before the job queue existed; that server died before recording.
+    pending = json.dumps({"scope": ["Assistant", "alice", ""], "count": 1})
+    await store.run("default", lambda tx: tx.kv_put("chat", "ltm_pending:crashed", pending))
+    await store.close()
+    server = await server_factory(data_dir=data)
+    assert await _listed(server) == ["I was born in Tartu"]
+    assert await server.store.run("default", lambda tx: tx.kv_keys("chat", "ltm_pending:"), write=False) == []
+    assert await server.service.jobs.wait_idle(30)
+    assert await server.service.jobs.list_jobs("default") == []
+
+
+async def test_a_background_record_queued_by_a_dead_server_runs_on_the_next(server_factory, tmp_path) -> None:
+    from agentscope_memory.jobs import JobRunner
+    from agentscope_memory.long_term.turns import RECORD_JOB
+
+    data = tmp_path / "data"
+    store = await _store_with_memory(data, "I keep bees")
+    # A server accepted EndTurn(async_record) and died before its runner took the job.
+    queued = JobRunner(store)
+    payload = {"memory_id": "chat", "scope": ["Assistant", "alice", ""], "count": 1}
+    await store.run("default", lambda tx: queued.enqueue_in(tx, RECORD_JOB, payload))
+    await store.close()
+    server = await server_factory(data_dir=data)
+    assert await _listed(server) == ["I keep bees"]
+    assert await server.service.jobs.wait_idle(30)
+    assert await server.service.jobs.list_jobs("default") == []
+
+
+async def test_background_records_go_through_the_job_queue(server_factory) -> None:
+    server = await server_factory()
+    await server.service.jobs.stop(0)  # nobody runs jobs: the queued one stays visible
+    async with grpc.aio.insecure_channel(server.address) as channel, AsyncMemoryClient(server.address) as client:
+        await client.create_memory("chat")
+        await client.add_message("chat", Msg.create(MsgRole.USER, "Call me Ishmael"))
+        ended = await pb_grpc.LongTermMemoryServiceStub(channel).EndTurn(
+            pb.EndTurnRequest(memory_id="chat", scope=ALICE, mode=BOTH, async_record=True))
+        assert ended.recorded
+    [job] = await server.service.jobs.list_jobs("default")
+    assert (job.kind, job.state, job.payload["count"]) == ("long_term.record", "pending", 1)
+    assert await server.service.jobs.list_jobs("another-tenant") == []
+    assert await server.service.jobs.run_due() == 1
+    assert await _listed(server) == ["Call me Ishmael"]
+    assert await server.service.jobs.list_jobs("default") == []
 
 async def test_tenants_are_isolated(server_factory) -> None:
     server = await server_factory(api_keys={"alice-tenant-key-0001": "tenant-a", "bob-tenant-key-00001": "tenant-b"})

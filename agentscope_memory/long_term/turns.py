@@ -106,16 +106,17 @@ class Turns:
         found = await store.run("", lambda tx: None if tx.meta_get(_LEGACY_MIGRATED) else tx.kv_scan(LEGACY_PENDING_PREFIX), write=False)
         if found is None:
             return 0
-        for tenant, memory_id, key, value in found:
-            data = json.loads(value or "{}")
+        for entry in found:
+            data = json.loads(entry.value or "{}")
             scope = Scope(*data.get("scope", ["", "", ""]))
-            payload = _record_payload(memory_id, scope, int(data.get("count", 0)))
+            payload = _record_payload(entry.memory_id, scope, int(data.get("count", 0)))
 
-            def move(tx: Tx, memory_id: str = memory_id, key: str = key, payload: dict[str, Any] = payload) -> None:
+            def move(tx: Tx, memory_id: str = entry.memory_id, key: str = entry.key,
+                     payload: dict[str, Any] = payload) -> None:
                 self._jobs.enqueue_in(tx, RECORD_JOB, payload)
                 tx.kv_delete(memory_id, key)
 
-            await store.run(tenant, move)
+            await store.run(entry.tenant, move)
         await store.run("", lambda tx: tx.meta_put(_LEGACY_MIGRATED, "1"))
         if found:
             self._jobs.wake()
