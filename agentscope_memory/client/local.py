@@ -52,8 +52,8 @@ class _ServiceHandle:
             await self._service.close()
 
 
-class AsyncLocalMemoryClient:
-    """`AsyncMemoryClient`'s methods over an in-process service."""
+class _LocalClient:
+    """What both local clients share: the service they run on, as the local tenant."""
 
     def __init__(self, service: Service | ServiceSettings | None = None) -> None:
         self._handle = _ServiceHandle(service)
@@ -62,12 +62,16 @@ class AsyncLocalMemoryClient:
     async def close(self) -> None:
         await self._handle.close()
 
-    async def __aenter__(self) -> AsyncLocalMemoryClient:
-        await self._handle.get()
+    async def __aenter__(self: T) -> T:
+        await self._handle.get()  # type: ignore[attr-defined]
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+class AsyncLocalMemoryClient(_LocalClient):
+    """`AsyncMemoryClient`'s methods over an in-process service."""
 
     async def create_memory(
         self, memory_id: str, kind: str = "IN_MEMORY", *, labels: dict[str, str] | None = None,
@@ -136,22 +140,8 @@ class AsyncLocalMemoryClient:
         return await (await self._handle.get()).memories.load_state(self.tenant, memory_id, entries, expected_version)
 
 
-class AsyncLocalLongTermClient:
+class AsyncLocalLongTermClient(_LocalClient):
     """`AsyncLongTermClient`'s methods over an in-process service."""
-
-    def __init__(self, service: Service | ServiceSettings | None = None) -> None:
-        self._handle = _ServiceHandle(service)
-        self.tenant = LOCAL_TENANT
-
-    async def close(self) -> None:
-        await self._handle.close()
-
-    async def __aenter__(self) -> AsyncLocalLongTermClient:
-        await self._handle.get()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
 
     async def _engine(self) -> LongTermEngine:
         engine = (await self._handle.get()).long_term
