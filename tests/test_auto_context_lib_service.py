@@ -16,7 +16,7 @@ from agentscope_memory.short_term.auto_context.kind import AutoContextKind
 from agentscope_memory.short_term.in_memory import InMemoryKind
 from agentscope_memory.short_term.manager import Limits, MemoryManager
 from agentscope_memory.message import Msg
-from agentscope_memory.store.memory import MemoryStore
+from agentscope_memory.store.in_process import InProcessStore
 from auto_context_helpers import A, TR, TU, U
 
 D3 = AutoContextConfig(msg_threshold=10, last_keep=5, min_consecutive_tool_messages=3, min_compression_token_threshold=0)
@@ -49,7 +49,7 @@ def d3() -> list[Msg]:
 
 @pytest.fixture
 async def service():
-    store = MemoryStore()
+    store = InProcessStore()
     manager = MemoryManager(store, [InMemoryKind(), AutoContextKind()], Limits())
     uuids = itertools.count(1)
     summarizer = SlowSummarizer()

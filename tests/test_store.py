@@ -10,7 +10,7 @@ import pytest
 
 from agentscope_memory.errors import AlreadyExistsError
 from agentscope_memory.store import NO_TENANT, KvEntry, MemoryRecord, RequestRecord, open_store
-from agentscope_memory.store.memory import MemoryStore
+from agentscope_memory.store.in_process import InProcessStore
 
 
 @pytest.fixture(params=["sqlite", "memory", "postgres"])
@@ -156,14 +156,14 @@ async def test_binary_and_text_items_come_back_as_they_went_in(store) -> None:
 
 
 async def test_the_memory_store_leaves_nothing_behind() -> None:
-    store = MemoryStore()
+    store = InProcessStore()
     directory = store.path.parent
     await store.run("t", lambda tx: (tx.insert_memory(MemoryRecord("m", "IN_MEMORY", version=1)),
                                      tx.append("m", "l", ["a"])))
     assert directory.exists()
     await store.close()
     assert not directory.exists()
-    dropped = MemoryStore()
+    dropped = InProcessStore()
     directory = dropped.path.parent
     del dropped  # never closed: removed when collected (or at exit)
     gc.collect()

@@ -44,7 +44,7 @@ def open_store(
 
         return PostgresStore(postgres_dsn)
     if kind == "memory":
-        from agentscope_memory.store.memory import MemoryStore
+        from agentscope_memory.store.in_process import InProcessStore
 
-        return MemoryStore()
+        return InProcessStore()
     raise ValueError(f"unknown store {kind!r} (sqlite, postgres or memory)")

@@ -16,7 +16,7 @@ from pathlib import Path
 from agentscope_memory.store.sqlite import SqliteStore
 
 
-class MemoryStore(SqliteStore):
+class InProcessStore(SqliteStore):
     """Lost when closed (or when the process ends)."""
 
     def __init__(self) -> None:
