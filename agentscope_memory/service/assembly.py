@@ -12,7 +12,7 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
-from agentscope_memory.jobs import JobRunner, JobSettings
+from agentscope_memory.jobs import JobRunner
 from agentscope_memory.llm import ChatClient, LlmConfig
 from agentscope_memory.long_term.engine import LongTermEngine
 from agentscope_memory.long_term.turns import Turns
@@ -115,14 +115,9 @@ def build_long_term(settings: ServiceSettings) -> LongTermEngine:
     return Mem0Engine(Mem0Backend(settings.mem0_config()))
 
 
-def build_service(
-    settings: ServiceSettings | None = None,
-    *,
-    job_settings: JobSettings | None = None,
-    long_term: LongTermEngine | None = None,
-) -> Service:
+def build_service(settings: ServiceSettings | None = None) -> Service:
     """Build every engine from `settings` (the embedded defaults when None). Nothing runs until
-    `await service.start()`. `long_term` replaces the engine the settings would build."""
+    `await service.start()` (or `async with service:`)."""
     settings = settings or ServiceSettings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     store = open_store(
@@ -132,7 +127,7 @@ def build_service(
         postgres_dsn=settings.postgres_dsn.get_secret_value() if settings.postgres_dsn else None,
     )
     memories = MemoryManager(store, [InMemoryKind(), AutoContextKind()], settings.limits())
-    jobs = JobRunner(store, job_settings)
+    jobs = JobRunner(store)
     service = Service(
         settings=settings,
         store=store,
@@ -142,6 +137,6 @@ def build_service(
         sessions=SessionExchange(memories, settings.sessions_root()),
     )
     if settings.long_term_enabled:
-        service.long_term = long_term or build_long_term(settings)
+        service.long_term = build_long_term(settings)
         service.turns = Turns(memories, service.long_term, jobs)
     return service
