@@ -11,10 +11,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from agentscope_memory.errors import DeadlineExceededError, UnavailableError
 
@@ -105,30 +104,6 @@ def _mem0_config(config: Mem0Config) -> dict[str, Any]:
     }
 
 
-async def _in_daemon_thread(fn: Callable[[], Any]) -> Any:
-    """Run `fn` in a daemon thread. Loading mem0 and the embedder takes seconds; in the default
-    executor a shutdown during the load would wait for it, a daemon thread lets the process exit."""
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[Any] = loop.create_future()
-
-    def settle(result: Any, error: BaseException | None) -> None:
-        if not done.done():
-            done.set_exception(error) if error is not None else done.set_result(result)
-
-    def run() -> None:
-        try:
-            result, error = fn(), None
-        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
-            result, error = None, exc
-        try:
-            loop.call_soon_threadsafe(settle, result, error)
-        except RuntimeError:  # the loop has closed: nobody is waiting any more
-            pass
-
-    threading.Thread(target=run, name="mem0-open", daemon=True).start()
-    return await done
-
-
 class Mem0Backend:
     """One `mem0.AsyncMemory` for the process, opened lazily, every call serialised.
 
@@ -146,7 +121,7 @@ class Mem0Backend:
     async def open(self) -> Any:
         async with self._open_lock:
             if self._memory is None:
-                self._memory = await _in_daemon_thread(self._build)
+                self._memory = await asyncio.to_thread(self._build)
             return self._memory
 
     def _build(self) -> Any:
