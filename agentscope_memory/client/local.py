@@ -39,12 +39,10 @@ class _ServiceHandle:
     def __init__(self, target: Service | ServiceSettings | None) -> None:
         self._owned = not isinstance(target, Service)
         self._service = target if isinstance(target, Service) else build_service(target)
-        self._started = not self._owned
 
     async def get(self) -> Service:
-        if not self._started:
-            self._started = True
-            await self._service.start()
+        if self._owned:
+            await self._service.start()  # idempotent: only the first call starts it
         return self._service
 
     async def close(self) -> None:

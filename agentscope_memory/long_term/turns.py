@@ -23,7 +23,7 @@ from agentscope_memory.long_term.modes import Mode
 from agentscope_memory.long_term.tools import TOOLS, ToolSchema, wrap
 from agentscope_memory.message import Msg, MsgRole, TextBlock
 from agentscope_memory.short_term.manager import MemoryManager
-from agentscope_memory.store.base import Tx
+from agentscope_memory.store.base import NO_TENANT, Tx
 
 log = logging.getLogger("agentscope_memory.long_term")
 
@@ -103,7 +103,7 @@ class Turns:
         """Turn background records left by an older version (kv entries) into jobs, once per
         database; returns how many were found."""
         store = self._manager.store
-        found = await store.run("", lambda tx: None if tx.meta_get(_LEGACY_MIGRATED) else tx.kv_scan(LEGACY_PENDING_PREFIX), write=False)
+        found = await store.run(NO_TENANT, lambda tx: None if tx.meta_get(_LEGACY_MIGRATED) else tx.kv_scan(LEGACY_PENDING_PREFIX), write=False)
         if found is None:
             return 0
         for entry in found:
@@ -117,7 +117,7 @@ class Turns:
                 tx.kv_delete(memory_id, key)
 
             await store.run(entry.tenant, move)
-        await store.run("", lambda tx: tx.meta_put(_LEGACY_MIGRATED, "1"))
+        await store.run(NO_TENANT, lambda tx: tx.meta_put(_LEGACY_MIGRATED, "1"))
         if found:
             self._jobs.wake()
         return len(found)
