@@ -142,7 +142,9 @@ async def test_delete_one_and_delete_a_scope(long_term: Mem0Engine) -> None:
     await long_term.delete("t", one.id)
     with pytest.raises(NotFoundError):
         await long_term.get("t", one.id)
-    assert await long_term.delete_scope("t", forget) == 4
+    # A deleted text is no longer a duplicate: recording it again stores it again.
+    assert [i.text for i in await long_term.record("t", forget, [Msg.create(MsgRole.USER, one.text)])] == [one.text]
+    assert await long_term.delete_scope("t", forget) == 5
     assert await long_term.list("t", forget) == []
     assert [i.text for i in await long_term.list("t", keep)] == ["keep me"]
 

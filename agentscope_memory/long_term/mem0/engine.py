@@ -181,16 +181,17 @@ class Mem0Engine:
         self, tenant: str, memory_id: str, text: str | None = None, metadata: dict[str, Any] | None = None
     ) -> LongTermItem:
         if text is None and metadata is None:
-            raise InvalidArgumentError("text", "or metadata must be given")
+            raise InvalidArgumentError("text", "is required when no metadata is given")
         if text is not None and not text.strip():
             raise InvalidArgumentError("text", "must not be empty")
         if text is not None and len(text) > MAX_TEXT_CHARS:
             raise ResourceExhaustedError("text", f"has {len(text)} characters; at most {MAX_TEXT_CHARS}")
         if metadata and TENANT_KEY in metadata:
             raise InvalidArgumentError("metadata", f"{TENANT_KEY!r} is reserved")
-        await self._owned(tenant, memory_id)
+        scope = _item(await self._owned(tenant, memory_id)).scope
         await self._store.call("update", memory_id, text=text, metadata=metadata)
-        self._known.clear()  # the old text's hash no longer names a stored memory
+        # The old text's hash no longer names a stored memory of that (exact) scope.
+        self._known.pop((tenant, scope), None)
         return _item(await self._owned(tenant, memory_id))
 
     async def history(self, tenant: str, memory_id: str) -> list[HistoryEntry]:
@@ -211,9 +212,10 @@ class Mem0Engine:
         ]
 
     async def delete(self, tenant: str, memory_id: str) -> None:
-        await self._owned(tenant, memory_id)
+        scope = _item(await self._owned(tenant, memory_id)).scope
         await self._store.call("delete", memory_id)
-        self._known.clear()
+        # Only the memory's own scope knew its hash; other scopes keep their loaded hashes.
+        self._known.pop((tenant, scope), None)
 
     async def delete_scope(self, tenant: str, scope: Scope) -> int:
         """Forget everything of a scope (within the tenant); returns how many were deleted."""
