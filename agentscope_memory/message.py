@@ -478,13 +478,9 @@ def msg_from_dict(data: Any, path: str = "") -> Msg:
 
 
 def msg_from_json(text: str | bytes, path: str = "") -> Msg:
-    import json
+    from agentscope_memory.validation.json_text import parse_json
 
-    try:
-        data = json.loads(text)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise MessageError(path or "message", f"is not valid JSON: {exc}") from None
-    return msg_from_dict(data, path)
+    return msg_from_dict(parse_json(text, path or "message"), path)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -60,7 +60,9 @@ def bad_msg(**changes) -> mpb.Msg:
     return msg
 
 
-@pytest.mark.parametrize("memory_id", ["", "../etc", "a/b", "a\\b", ".", "..", "a\x00b", "tab\tid", "x" * 257, "spa ce"])
+# Any Unicode text is an id (`../etc`, `a/b`, `会话 42` are valid: see test_ids_grpc_unicode.py);
+# what is refused is empty, blank, control characters (NUL included) and more than 256 bytes.
+@pytest.mark.parametrize("memory_id", ["", "   ", "a\x00b", "tab\tid", "del\x7f", "c1\x85", "x" * 257, "会" * 86])
 async def test_bad_memory_ids_are_rejected_everywhere(stub, memory_id: str) -> None:
     for call, request in [
         (stub.CreateMemory, pb.CreateMemoryRequest(memory_id=memory_id, kind=pb.MEMORY_KIND_IN_MEMORY)),
@@ -74,9 +76,11 @@ async def test_bad_memory_ids_are_rejected_everywhere(stub, memory_id: str) -> N
         await expect(stub, call, request, INVALID, "memory_id")
 
 
-async def test_path_characters_are_named(stub) -> None:
-    await expect(stub, stub.GetMessages, pb.GetMessagesRequest(memory_id="a/b"), INVALID,
-                 "memory_id", "path separator")
+async def test_id_refusals_name_the_reason(stub) -> None:
+    await expect(stub, stub.GetMessages, pb.GetMessagesRequest(memory_id="a\x00b"), INVALID,
+                 "memory_id", "NUL character")
+    await expect(stub, stub.GetMessages, pb.GetMessagesRequest(memory_id="会" * 86), INVALID,
+                 "memory_id", "258 bytes of UTF-8; at most 256")
     await expect(stub, stub.GetMessages, pb.GetMessagesRequest(memory_id="a\x01b"), INVALID,
                  "memory_id", "control character")
     await expect(stub, stub.GetMessages, pb.GetMessagesRequest(memory_id=""), INVALID,

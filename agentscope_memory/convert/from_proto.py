@@ -7,8 +7,6 @@ direction. Reading validates everything a client could get wrong and names the o
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import struct
 from typing import Any
@@ -38,6 +36,7 @@ from agentscope_memory.message import (
     VideoBlock,
 )
 from agentscope_memory.session.state import StateEntry
+from agentscope_memory.validation.json_text import parse_json, parse_json_object
 from agentscope_memory.short_term.auto_context.config import AutoContextConfig, PromptConfig
 from agentscope_memory.short_term.auto_context.engine import PlanNote, PlanSubtask
 from agentscope_memory.short_term.description import MemoryDescription
@@ -45,23 +44,6 @@ from agentscope_memory.short_term.description import MemoryDescription
 
 # ---------------------------------------------------------------------------------------------
 # Messages
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def parse_json_object(text: str, field: str) -> dict[str, Any]:
-    """Parse a `*_json` field: empty means `{}`; anything but a JSON object is rejected."""
-    if not text:
-        return {}
-    try:
-        value = json.loads(text, parse_constant=_reject_constant)
-    except ValueError as exc:
-        raise MessageError(field, f"is not valid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise MessageError(field, "must be a JSON object")
-    return value
 
 
 def float32_shortest(value: float) -> float:
@@ -90,12 +72,8 @@ def _source_from_proto(source: pb.Source, field: str) -> Source:
         data = source.base64.data
         if not data:
             raise MessageError(f"{field}.base64.data", "is required")
-        try:
-            base64.b64decode(data, validate=True)
-        except (binascii.Error, ValueError):
-            raise MessageError(
-                f"{field}.base64.data", "is not valid base64 (standard alphabet, with padding)"
-            ) from None
+        # Whether the data is valid base64 is a write rule (validation.messages), not a
+        # conversion one: a client reading a stored message never rejects it.
         return Base64Source(source.base64.media_type, data)
     raise MessageError(field, "has no kind: set url or base64")
 
@@ -194,23 +172,16 @@ def msgs_from_proto(msgs: Any, field: str = "messages") -> list[Msg]:
 # Session state entries
 
 
-def _parse_json(text: str, field: str) -> Any:
-    try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except ValueError as exc:
-        raise MessageError(field, f"is not valid JSON: {exc}") from None
-
-
 def entry_from_proto(entry: state_pb.StateEntry, index: int) -> StateEntry:
     field = f"entries[{index}]"
     if not entry.key:
         raise MessageError(f"{field}.key", "is required")
     kind = entry.WhichOneof("value")
     if kind == "list":
-        items = [_parse_json(t, f"{field}.list.items[{i}]") for i, t in enumerate(entry.list.items)]
+        items = [parse_json(t, f"{field}.list.items[{i}]") for i, t in enumerate(entry.list.items)]
         return StateEntry(entry.key, items=items)
     if kind == "json":
-        return StateEntry(entry.key, value=_parse_json(entry.json, f"{field}.json"))
+        return StateEntry(entry.key, value=parse_json(entry.json, f"{field}.json"))
     raise MessageError(field, f"state {entry.key!r} has no value: set json or list")
 
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
 from agentscope_memory.errors import InvalidArgumentError
-from agentscope_memory.ids import check_id
+from agentscope_memory.validation.ids import check_id
+from agentscope_memory.validation.messages import check_msg
 from agentscope_memory.message import Msg
 
 DEFAULT_TOP_K = 5
@@ -118,6 +119,8 @@ async def retrieve_by_search(
     """AgentScope-Java `retrieve(msg)`: the memories found for the message's text, joined with
     newlines; a message without text gives "" (reference/agentscope-java-core.md §6.4)."""
     scope.validate()
+    if msg is not None:
+        check_msg(msg, "message")
     if msg is None or not msg.text_content:
         return "", []
     items = await engine.search(tenant, scope, msg.text_content, limit or DEFAULT_TOP_K)

@@ -12,6 +12,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from agentscope_memory.validation.long_term import check_keywords, check_record_texts
 from agentscope_memory.errors import MemoryServiceError
 from agentscope_memory.long_term.engine import LongTermEngine, Scope
 from agentscope_memory.message import Msg, MsgRole, to_json_text
@@ -100,6 +101,7 @@ async def record_to_memory(
     engine: LongTermEngine, tenant: str, scope: Scope, thinking: str | None, content: Sequence[str | None] | None
 ) -> str:
     scope.validate()
+    check_record_texts(thinking, content)
     if not content:
         return NO_CONTENT
     msgs: list[Msg] = []
@@ -119,6 +121,7 @@ async def retrieve_from_memory(
     engine: LongTermEngine, tenant: str, scope: Scope, keywords: Sequence[str] | None
 ) -> str:
     scope.validate()
+    check_keywords(keywords)
     if not keywords:
         return NO_KEYWORDS
     query = Msg.create(MsgRole.USER, " ".join(keywords))

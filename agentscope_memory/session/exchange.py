@@ -6,7 +6,8 @@ import asyncio
 from pathlib import Path
 
 from agentscope_memory.errors import InvalidArgumentError, NotFoundError
-from agentscope_memory.ids import check_id
+from agentscope_memory.validation.ids import check_id
+from agentscope_memory.validation.text import MAX_EXPORT_MEMORIES, check_count
 from agentscope_memory.short_term.manager import MemoryManager
 from agentscope_memory.session.json_session import JsonSession
 from agentscope_memory.session.state import StateEntry
@@ -41,6 +42,9 @@ async def export_to_session(
 ) -> tuple[Path, list[str]]:
     """Write each memory's state into the session directory, as `memory.saveTo` would."""
     session.session_dir(session_id)  # validates the id before any work
+    check_count(len(memory_ids), "memory_ids", MAX_EXPORT_MEMORIES)
+    for i, memory_id in enumerate(memory_ids):
+        check_id(memory_id, f"memory_ids[{i}]")
     if not memory_ids:
         page_token = ""
         while True:

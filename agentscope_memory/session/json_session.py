@@ -33,11 +33,15 @@ from typing import Any
 
 from agentscope_memory.errors import InvalidArgumentError, NotFoundError
 from agentscope_memory.message import to_json_text, to_pretty_json
+from agentscope_memory.validation.ids import check_id
+from agentscope_memory.validation.json_text import parse_json
 
 __all__ = ["JsonSession", "SessionFileError", "session_dir_name"]
 
 _SAFE = re.compile(r"[a-zA-Z0-9_\-.]+")
 _MAX_DIR_NAME = 255
+# The longest UTF-8 id whose unpadded base64url still fits a directory name.
+MAX_ENCODED_SESSION_ID_BYTES = 191
 
 
 class SessionFileError(InvalidArgumentError):
@@ -52,14 +56,17 @@ class SessionFileError(InvalidArgumentError):
 
 def session_dir_name(session_id: str) -> str:
     """The directory name JsonSession uses for a session id (`.`/`..` always encoded)."""
-    if not session_id or not session_id.strip():
-        raise InvalidArgumentError("session_id", "must not be blank")
+    check_id(session_id, "session_id")
     if _SAFE.fullmatch(session_id) and session_id not in (".", ".."):
         name = session_id
     else:
         name = base64.urlsafe_b64encode(session_id.encode("utf-8")).decode("ascii").rstrip("=")
     if len(name) > _MAX_DIR_NAME:
-        raise InvalidArgumentError("session_id", f"is too long for a directory name ({len(name)} > {_MAX_DIR_NAME})")
+        raise InvalidArgumentError(
+            "session_id",
+            f"is too long for a directory name ({len(name)} > {_MAX_DIR_NAME}); a session id outside "
+            f"[A-Za-z0-9_.-] is stored base64url-encoded and may be at most {MAX_ENCODED_SESSION_ID_BYTES} bytes of UTF-8",
+        )
     return name
 
 
@@ -125,9 +132,9 @@ class JsonSession:
         if not path.is_file():
             return None
         try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise SessionFileError(path, None, f"is not valid JSON: {exc}") from None
+            return parse_json(path.read_bytes(), "file")
+        except InvalidArgumentError as exc:
+            raise SessionFileError(path, None, exc.reason) from None
 
     # -- lists ------------------------------------------------------------------------------
 
@@ -180,10 +187,10 @@ class JsonSession:
             if not line.strip():
                 continue
             try:
-                items.append(json.loads(line))
-            except ValueError as exc:
+                items.append(parse_json(line, "line"))
+            except InvalidArgumentError as exc:
                 truncated = number == len(raw_lines) and not text.endswith("\n")
-                reason = "is truncated (the last line is incomplete)" if truncated else f"is not valid JSON: {exc}"
+                reason = "is truncated (the last line is incomplete)" if truncated else exc.reason
                 raise SessionFileError(path, number, reason) from None
         return items
 

@@ -23,7 +23,8 @@ from agentscope_memory.errors import (
     ResourceExhaustedError,
     UnimplementedError,
 )
-from agentscope_memory.ids import check_id, check_request_id
+from agentscope_memory.validation.ids import check_id, check_label_key, check_label_value, check_request_id
+from agentscope_memory.validation.messages import check_msg
 from agentscope_memory.message import Msg
 from agentscope_memory.store.codec import decode_msg, encode_msg
 from agentscope_memory.session.state import StateEntry
@@ -144,6 +145,7 @@ def _decode_token(token: str, kind: str, scope: str, field: str) -> str:
             and value[0] == kind
             and value[1] == scope
             and isinstance(value[2], str)
+            and "\x00" not in value[2]
         ):
             return value[2]
     except (ValueError, binascii.Error, UnicodeDecodeError):
@@ -208,10 +210,8 @@ class MemoryManager:
         if len(labels) > self.limits.max_labels:
             raise InvalidArgumentError("labels", f"has {len(labels)} entries; at most {self.limits.max_labels}")
         for key, value in labels.items():
-            if not key or len(key) > 63:
-                raise InvalidArgumentError(f"labels[{key!r}]", "keys must be 1 to 63 characters")
-            if len(value) > 256:
-                raise InvalidArgumentError(f"labels[{key!r}]", "values must be at most 256 characters")
+            check_label_key(key)
+            check_label_value(key, value)
 
     async def get_memory(self, tenant: str, memory_id: str) -> MemoryInfo:
         check_id(memory_id, "memory_id")
@@ -258,14 +258,9 @@ class MemoryManager:
         encoded: list[NewMessage] = []
         total = 0
         for i, msg in enumerate(msgs):
-            data = encode_msg(msg)
-            if len(data) > self.limits.max_message_bytes:
-                raise ResourceExhaustedError(
-                    f"messages[{i}]",
-                    f"is {len(data)} bytes; at most {self.limits.max_message_bytes}",
-                )
-            total += len(data)
-            encoded.append(NewMessage(msg, data))
+            item = self._encode_one(msg, f"messages[{i}]")
+            total += len(item.data)
+            encoded.append(item)
         if total > self.limits.max_batch_bytes:
             raise ResourceExhaustedError(
                 "messages", f"is {total} bytes; at most {self.limits.max_batch_bytes} per call"
@@ -345,7 +340,7 @@ class MemoryManager:
         after = 0
         if page_token:
             position = _decode_token(page_token, "messages", memory_id, "page_token")
-            if not position.isdigit():
+            if not (position.isascii() and position.isdigit() and len(position) < 19):
                 raise InvalidArgumentError("page_token", "is not a page token issued for this listing")
             after = int(position)
 
@@ -405,6 +400,9 @@ class MemoryManager:
     # -- state ------------------------------------------------------------------------------
 
     def _encode_one(self, msg: Msg, field: str) -> NewMessage:
+        """The one write validation every stored message passes (AddMessages, LoadState,
+        ImportSession, and any later write path), then its stored form."""
+        check_msg(msg, field)
         data = encode_msg(msg)
         if len(data) > self.limits.max_message_bytes:
             raise ResourceExhaustedError(field, f"is {len(data)} bytes; at most {self.limits.max_message_bytes}")

@@ -23,6 +23,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import (
 from agentscope_memory.service import Service, build_service
 from agentscope_memory.store import Store
 from agentscope_memory_server.config import Settings
+from agentscope_memory_server.decoding import DecodeErrorInterceptor
 from agentscope_memory_server.errors import unimplemented
 from agentscope_memory_server.long_term_servicer import LongTermServicer
 from agentscope_memory_server.memory_servicer import MemoryServicer
@@ -104,6 +105,9 @@ async def _serve(settings: Settings, service: Service) -> RunningServer:
         interceptors.append(MetricsInterceptor(metrics))
     if settings.api_keys:
         interceptors.append(AuthInterceptor(settings.api_keys))
+    # Last, so it wraps the servicers directly: authentication and metrics see every call, and
+    # an undecodable request reaches no servicer (of any service, including later ones).
+    interceptors.append(DecodeErrorInterceptor())
     server = grpc.aio.server(options=options, interceptors=interceptors)
     memory_service_pb2_grpc.add_MemoryServiceServicer_to_server(
         MemoryServicer(service.memories, service.auto_context), server

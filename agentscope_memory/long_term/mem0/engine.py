@@ -12,6 +12,8 @@ import hashlib
 import logging
 from typing import Any, Sequence
 
+from agentscope_memory.validation.ids import check_id
+from agentscope_memory.validation.long_term import check_record
 from agentscope_memory.errors import InvalidArgumentError, NotFoundError, ResourceExhaustedError
 from agentscope_memory.long_term.engine import (
     DEFAULT_TOP_K,
@@ -97,6 +99,7 @@ class Mem0Engine:
         """Store what `msgs` say. Without an LLM each message is kept verbatim, once: a message
         whose exact text this scope already holds is not stored again."""
         scope.validate()
+        check_record(msgs, metadata)
         if metadata and TENANT_KEY in metadata:
             raise InvalidArgumentError("metadata_json", f"{TENANT_KEY!r} is reserved")
         messages = recordable(msgs)
@@ -163,8 +166,7 @@ class Mem0Engine:
         return [_item(r) for r in (result or {}).get("results", [])]
 
     async def _owned(self, tenant: str, memory_id: str) -> dict[str, Any]:
-        if not memory_id:
-            raise InvalidArgumentError("id", "is required")
+        check_id(memory_id, "id")
         try:
             raw = await self._store.call("get", memory_id)
         except (ValueError, KeyError):

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from agentscope_memory.errors import InvalidArgumentError
+from agentscope_memory.validation.text import MAX_PROMPT_BYTES, check_text
 
 PARITY = "parity"
 IMPROVED = "improved"
@@ -53,6 +54,10 @@ class AutoContextConfig:
             if not ok:
                 raise InvalidArgumentError(f"auto_context_config.{name}", reason)
 
+        for prompt in fields(PromptConfig):
+            text = getattr(self.custom_prompt, prompt.name)
+            if text is not None:
+                check_text(text, f"auto_context_config.custom_prompt.{prompt.name}", MAX_PROMPT_BYTES)
         need(self.msg_threshold > 0, "msg_threshold", "must be positive")
         need(self.max_token > 0, "max_token", "must be positive")
         need(0 < self.token_ratio <= 1, "token_ratio", "must be in (0, 1]")

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
+from agentscope_memory.validation.ids import check_id
+from agentscope_memory.validation.messages import check_msgs
 from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.short_term.auto_context.config import CL100K, AutoContextConfig
 from agentscope_memory.short_term.auto_context.engine import CompressionEvent, PlanNote, PlanSubtask
@@ -182,7 +184,10 @@ class AutoContextKind:
                 for uuid, items in value["offloadContext"].items():
                     if not isinstance(items, list):
                         raise InvalidArgumentError(f"{KEY_OFFLOAD}.offloadContext.{uuid}", "must be a list of messages")
-                    offload[uuid] = messages_from_items(StateEntry(f"{KEY_OFFLOAD}.offloadContext.{uuid}", items=items))
+                    where = f"{KEY_OFFLOAD}.offloadContext.{uuid}"
+                    # The uuid becomes a store key: the id rules keep NUL and control characters out.
+                    check_id(uuid, f"{KEY_OFFLOAD}.offloadContext (key {uuid!r})")
+                    offload[uuid] = list(check_msgs(messages_from_items(StateEntry(where, items=items)), where))
                 parsed["offload"] = offload
             elif entry.key == KEY_EVENTS:
                 if entry.items is None:

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from typing import AsyncIterator
 
 from agentscope_memory.errors import AbortedError, FailedPreconditionError, InvalidArgumentError
-from agentscope_memory.ids import check_id
+from agentscope_memory.validation.ids import check_id
+from agentscope_memory.validation.messages import check_msg
+from agentscope_memory.validation.text import MAX_SYSTEM_PROMPT_BYTES, check_plan, check_text
 from agentscope_memory.short_term.auto_context import prompts
 from agentscope_memory.short_term.auto_context.config import CL100K, IMPROVED, AutoContextConfig
 from agentscope_memory.short_term.auto_context.engine import (
@@ -191,6 +193,10 @@ class AutoContextService:
             raise InvalidArgumentError("system_message", "set at most one of system_prompt and system_message")
         if system_message is not None and system_message.role is not MsgRole.SYSTEM:
             raise InvalidArgumentError("system_message.role", "must be SYSTEM")
+        if system_prompt is not None:
+            check_text(system_prompt, "system_prompt", MAX_SYSTEM_PROMPT_BYTES)
+        if system_message is not None:
+            check_msg(system_message, "system_message")
         outcome = await self.compress_if_needed(tenant, memory_id)
         working = await self._read(tenant, memory_id, lambda tx, _: read_messages(tx, memory_id, WORKING))
         if system_message is not None:
@@ -214,7 +220,7 @@ class AutoContextService:
         size = min(page_size or 1000, 10_000)
         after = 0
         if page_token:
-            if not page_token.isdigit():
+            if not (page_token.isascii() and page_token.isdigit() and len(page_token) < 19):
                 raise InvalidArgumentError("page_token", "is not a page token issued for this listing")
             after = int(page_token)
 
@@ -240,6 +246,7 @@ class AutoContextService:
         if not uuid or not uuid.strip():
             await self._read(tenant, memory_id, lambda tx, record: None, small=True)
             return [text_msg(blank)], False
+        check_id(uuid, "working_context_offload_uuid")
         found = await self._read(tenant, memory_id, lambda tx, _: get_offload(tx, memory_id, uuid), small=True)
         if not found:
             return [text_msg(missing)], False
@@ -267,6 +274,8 @@ class AutoContextService:
 
     async def attach_plan(self, tenant: str, memory_id: str, plan: PlanNote | None) -> None:
         check_id(memory_id, "memory_id")
+        if plan is not None:
+            check_plan(plan)
 
         def attach(tx: Tx) -> None:
             self._record(tx, memory_id)

@@ -1,0 +1,89 @@
+"""Requests that cannot be decoded get INVALID_ARGUMENT, on every RPC of every service.
+
+grpcio answers UNKNOWN ("Unexpected DecodeError") when a request deserializer raises: invalid
+UTF-8 in a string field, truncated or garbage bytes, or messages nested beyond protobuf's
+recursion limit (a tool result in a tool result, a hundred times). This interceptor wraps the
+deserializer of every handler the server resolves, so services registered later are covered
+too: a failed decode becomes a marker, and the wrapped behaviour answers INVALID_ARGUMENT with
+the reason instead of calling the servicer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Awaitable, Callable
+
+import grpc
+
+
+class _Undecodable:
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def _message(request: _Undecodable) -> str:
+    return f"request: cannot be decoded as the RPC's request message ({request.reason})"
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc) or type(exc).__name__
+    # protobuf's messages are short and name no user data; keep them so a person can act.
+    return text.splitlines()[0][:200]
+
+
+def _wrap_deserializer(deserialize: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
+    if deserialize is None:
+        return None
+
+    def safe(data: bytes) -> Any:
+        try:
+            return deserialize(data)
+        except Exception as exc:  # noqa: BLE001 - any decode failure is the client's input
+            return _Undecodable(_reason(exc))
+
+    return safe
+
+
+def _wrap_unary(behaviour: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    async def checked(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        if isinstance(request, _Undecodable):
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, _message(request))
+        return await behaviour(request, context)
+
+    return checked
+
+
+def _wrap_stream(behaviour: Callable[..., Any]) -> Callable[..., Any]:
+    async def checked(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        if isinstance(request, _Undecodable):
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, _message(request))
+        async for item in behaviour(request, context):
+            yield item
+
+    return checked
+
+
+class DecodeErrorInterceptor(grpc.aio.ServerInterceptor):
+    """Install first, so every other interceptor and every servicer sees decoded requests only."""
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None or handler.request_streaming:
+            # Client-streaming RPCs (none in this contract) decode per message inside grpcio.
+            return handler
+        if handler.unary_unary is not None:
+            return handler._replace(
+                request_deserializer=_wrap_deserializer(handler.request_deserializer),
+                unary_unary=_wrap_unary(handler.unary_unary),
+            )
+        if handler.unary_stream is not None:
+            return handler._replace(
+                request_deserializer=_wrap_deserializer(handler.request_deserializer),
+                unary_stream=_wrap_stream(handler.unary_stream),
+            )
+        return handler
