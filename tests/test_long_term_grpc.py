@@ -90,7 +90,7 @@ async def test_record_retrieve_list_get_delete(ltm) -> None:
 async def test_bad_input(ltm) -> None:
     for call, request, field in [
         (ltm.Record, pb.RecordRequest(messages=[user("x")]), "scope"),
-        (ltm.Retrieve, pb.RetrieveRequest(scope=pb.Scope(user_id="a/b"), message=user("x")), "scope.user_id"),
+        (ltm.Retrieve, pb.RetrieveRequest(scope=pb.Scope(user_id="a\x00b"), message=user("x")), "scope.user_id"),
         (ltm.Retrieve, pb.RetrieveRequest(scope=ALICE, message=user("x"), limit=-1), "limit"),
         (ltm.Record, pb.RecordRequest(scope=ALICE, messages=[user("x")], metadata_json="[1]"), "metadata_json"),
         (ltm.BeginTurn, pb.BeginTurnRequest(memory_id="m", scope=ALICE), "mode"),

@@ -16,6 +16,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from agentscope_memory.validation.messages import check_msgs
 from agentscope_memory.errors import MemoryServiceError
 from agentscope_memory.jobs import Job, JobRunner
 from agentscope_memory.long_term.engine import LongTermEngine, Scope
@@ -57,6 +58,7 @@ class Turns:
         self, tenant: str, memory_id: str, scope: Scope, mode: Mode, input_msgs: Sequence[Msg]
     ) -> BeginTurnResult:
         scope.validate()
+        check_msgs(input_msgs, "input")
         await self._manager.get_memory(tenant, memory_id)  # fail early on an unknown memory
         msgs = list(input_msgs)
         if mode.static and msgs:

@@ -24,6 +24,7 @@ from agentscope_memory.errors import (
     UnimplementedError,
 )
 from agentscope_memory.validation.ids import check_id, check_label_key, check_label_value, check_request_id
+from agentscope_memory.validation.json_text import parse_json
 from agentscope_memory.validation.messages import check_msg
 from agentscope_memory.message import Msg
 from agentscope_memory.store.codec import decode_msg, encode_msg
@@ -138,7 +139,7 @@ def _encode_token(kind: str, scope: str, position: str) -> str:
 def _decode_token(token: str, kind: str, scope: str, field: str) -> str:
     try:
         padded = token + "=" * (-len(token) % 4)
-        value = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        value = parse_json(base64.urlsafe_b64decode(padded.encode()), field)
         if (
             isinstance(value, list)
             and len(value) == 3
@@ -148,7 +149,7 @@ def _decode_token(token: str, kind: str, scope: str, field: str) -> str:
             and "\x00" not in value[2]
         ):
             return value[2]
-    except (ValueError, binascii.Error, UnicodeDecodeError):
+    except (ValueError, binascii.Error, UnicodeDecodeError):  # InvalidArgumentError included
         pass
     raise InvalidArgumentError(field, "is not a page token issued for this listing")
 

@@ -94,3 +94,14 @@ def check_request_id(value: str, field: str = "request_id") -> str | None:
             field, f"must be 1 to {MAX_REQUEST_ID_CHARS} printable ASCII characters without spaces"
         )
     return value
+
+
+_TENANT = re.compile(r"[A-Za-z0-9_\-.:@]{1,256}")
+
+
+def check_tenant(value: str, field: str = "tenant") -> str:
+    """Tenants are chosen by the operator (API key configuration), not by clients, and name a
+    directory of their own (exported sessions) as is, so they keep a conservative alphabet."""
+    if not _TENANT.fullmatch(value) or value in (".", ".."):
+        raise InvalidArgumentError(field, f"{value!r} must be 1 to 256 of letters, digits and _ - . : @, not . or ..")
+    return value

@@ -45,12 +45,12 @@ class Settings(BaseSettings, ServiceSettings):
     @field_validator("api_keys")
     @classmethod
     def _keys_and_tenants_valid(cls, value: dict[str, str]) -> dict[str, str]:
-        from agentscope_memory.ids import check_id
+        from agentscope_memory.validation.ids import check_tenant
 
         for key, tenant in value.items():
             if len(key) < 16:
                 raise ValueError("API keys must be at least 16 characters")
-            check_id(tenant, "api_keys tenant")
+            check_tenant(tenant, "api_keys tenant")
         return value
 
     @model_validator(mode="after")
