@@ -536,3 +536,15 @@ def corpus() -> list[Case]:
     names = [c.name for c in cases]
     assert len(names) == len(set(names)), "case names must be unique"
     return cases
+
+
+def _seeds() -> dict[str, list[bytes]]:
+    """Per method, requests to mutate when fuzzing: the corpus's own, near-valid ones."""
+    seeds: dict[str, list[bytes]] = {}
+    for case in corpus():
+        if len(case.request) <= 4096:
+            seeds.setdefault(case.method, []).append(case.request)
+    return seeds
+
+
+CORPUS_SEEDS = _seeds()

@@ -1,0 +1,80 @@
+"""Property-based fuzzing of raw request bytes for every RPC of every service: whatever arrives,
+the answer is never UNKNOWN or INTERNAL, and the server stays healthy."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2 as lpb
+from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
+from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2 as spb
+from bad_input_corpus import CORPUS_SEEDS, STREAMING
+from conftest import ServerThread, make_settings
+
+FORBIDDEN = {grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL}
+METHODS = [
+    (f"/{module.DESCRIPTOR.package}.{name}/{method.name}", method.name)
+    for module, name in ((pb, "MemoryService"), (lpb, "LongTermMemoryService"), (spb, "StateService"))
+    for method in module.DESCRIPTOR.services_by_name[name].methods
+]
+
+
+@pytest.fixture(scope="module")
+def channel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[grpc.Channel]:
+    server = ServerThread(make_settings(tmp_path_factory.mktemp("fuzz") / "data"))
+    try:
+        with grpc.insecure_channel(server.address) as channel:
+            yield channel
+    finally:
+        server.stop()
+
+
+def _mutations(seeds: list[bytes]) -> st.SearchStrategy[bytes]:
+    """Random bytes, and valid requests with bytes flipped, cut off or spliced in."""
+    seed = st.sampled_from(seeds or [b""])
+
+    def flip(data: bytes, at: int, value: int) -> bytes:
+        if not data:
+            return bytes([value])
+        at %= len(data)
+        return data[:at] + bytes([value]) + data[at + 1:]
+
+    return st.one_of(
+        st.binary(max_size=256),
+        st.builds(flip, seed, st.integers(0, 10_000), st.integers(0, 255)),
+        st.builds(lambda d, n: d[: n % (len(d) + 1)], seed, st.integers(0, 10_000)),
+        st.builds(lambda d, extra: d + extra, seed, st.binary(max_size=64)),
+    )
+
+
+def _call(channel: grpc.Channel, path: str, name: str, data: bytes) -> grpc.StatusCode:
+    try:
+        if name in STREAMING:
+            for _ in channel.unary_stream(path)(data, timeout=2):
+                break
+        else:
+            channel.unary_unary(path)(data, timeout=30)
+    except grpc.RpcError as exc:
+        return exc.code()  # type: ignore[attr-defined, no-any-return]
+    return grpc.StatusCode.OK
+
+
+@pytest.mark.parametrize(("path", "name"), METHODS, ids=[m[1] for m in METHODS])
+def test_raw_bytes_never_give_unknown_or_internal(channel: grpc.Channel, path: str, name: str) -> None:
+    health = health_pb2_grpc.HealthStub(channel)
+
+    @settings(max_examples=80, deadline=None, derandomize=True, database=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @given(_mutations(CORPUS_SEEDS.get(name, [])))
+    def check(data: bytes) -> None:
+        code = _call(channel, path, name, data)
+        assert code not in FORBIDDEN, (name, data[:80])
+        assert health.Check(health_pb2.HealthCheckRequest()).status == health_pb2.HealthCheckResponse.SERVING
+
+    check()
