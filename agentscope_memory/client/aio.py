@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Seque
 
 import grpc
 
+from agentscope_memory.client._validate import check_request
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
 from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2 as state_pb
@@ -72,6 +73,7 @@ class AsyncMemoryClient:
         await self.close()
 
     async def _call(self, method: Callable[..., Awaitable[T]], request: object, retry: bool = True) -> T:
+        check_request(request)
         return await call_async(self.retry_policy, method, request, retry=retry, timeout=self.timeout, metadata=self._metadata)
 
     async def create_memory(

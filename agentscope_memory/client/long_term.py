@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence, TypeVar
 
 import grpc
 
+from agentscope_memory.client._validate import check_request
 from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2_grpc as pb_grpc
 from agentscope_memory.client import _requests
@@ -71,6 +72,7 @@ class AsyncLongTermClient:
         await self.close()
 
     async def _call(self, method: Callable[..., Awaitable[T]], request: Any, retry: bool = True) -> T:
+        check_request(request)
         return await call_async(self.retry_policy, method, request, retry=retry, timeout=self.timeout, metadata=self._metadata)
 
     async def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any] | None = None) -> list[LongTermItem]:
@@ -143,6 +145,7 @@ class LongTermClient:
         self.close()
 
     def _call(self, method: Callable[..., T], request: Any, retry: bool = True) -> T:
+        check_request(request)
         return call_blocking(self.retry_policy, method, request, retry=retry, timeout=self.timeout, metadata=self._metadata)
 
     def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any] | None = None) -> list[LongTermItem]:

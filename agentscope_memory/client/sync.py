@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
 
 import grpc
 
+from agentscope_memory.client._validate import check_request
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
 from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2 as state_pb
@@ -67,6 +68,7 @@ class MemoryClient:
         self.close()
 
     def _call(self, method: Callable[..., T], request: object, retry: bool = True) -> T:
+        check_request(request)
         return call_blocking(self.retry_policy, method, request, retry=retry, timeout=self.timeout, metadata=self._metadata)
 
     def create_memory(

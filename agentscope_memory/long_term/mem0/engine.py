@@ -8,6 +8,7 @@ top 5 memories' texts are joined with newlines, and no text gives "" (§6.4).
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import logging
 from typing import Any, Sequence
@@ -33,9 +34,29 @@ _ROLES = {MsgRole.USER: "user", MsgRole.SYSTEM: "user", MsgRole.ASSISTANT: "assi
 _MEM0_IDS = (("agent_name", "agent_id"), ("user_id", "user_id"), ("run_name", "run_id"))
 
 
+# mem0 refuses ids holding whitespace (and trims the rest), while ours may hold any text. Such
+# ids, and ids starting with `~` (which no id could before Unicode ids), travel to mem0 as
+# `~b64:` + unpadded base64url of their UTF-8; every other id is passed as is, so scopes stored
+# before Unicode ids keep their data.
+_ENCODED = "~b64:"
+
+
+def to_mem0_id(value: str) -> str:
+    if value.startswith("~") or any(c.isspace() for c in value):
+        return _ENCODED + base64.urlsafe_b64encode(value.encode("utf-8")).decode("ascii").rstrip("=")
+    return value
+
+
+def from_mem0_id(value: str) -> str:
+    if value.startswith(_ENCODED):
+        data = value[len(_ENCODED):]
+        return base64.urlsafe_b64decode(data + "=" * (-len(data) % 4)).decode("utf-8")
+    return value
+
+
 def mem0_ids(scope: Scope) -> dict[str, str]:
     """The scope as mem0's agent_id / user_id / run_id."""
-    return {key: getattr(scope, attr) for attr, key in _MEM0_IDS if getattr(scope, attr)}
+    return {key: to_mem0_id(getattr(scope, attr)) for attr, key in _MEM0_IDS if getattr(scope, attr)}
 
 
 def _item(raw: dict[str, Any]) -> LongTermItem:
@@ -43,7 +64,7 @@ def _item(raw: dict[str, Any]) -> LongTermItem:
     return LongTermItem(
         id=str(raw.get("id", "")),
         text=raw.get("memory") or "",
-        scope=Scope(raw.get("agent_id") or "", raw.get("user_id") or "", raw.get("run_id") or ""),
+        scope=Scope(*(from_mem0_id(raw.get(key) or "") for key in ("agent_id", "user_id", "run_id"))),
         metadata=metadata,
         score=raw.get("score"),
         created_at=str(raw.get("created_at") or ""),
