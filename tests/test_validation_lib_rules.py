@@ -77,11 +77,11 @@ def test_tool_result_nesting_is_bounded_without_recursion() -> None:
     block: object = TextBlock("x")
     for _ in range(MAX_BLOCK_DEPTH):
         block = ToolResultBlock(id="c", name="f", output=[block])  # type: ignore[list-item]
-    check_msg(Msg.create(MsgRole.TOOL, [block]), "m")
+    check_msg(Msg.create(MsgRole.TOOL, content=[block]), "m")
     for _ in range(5000):
         block = ToolResultBlock(id="c", name="f", output=[block])  # type: ignore[list-item]
     with pytest.raises(InvalidArgumentError, match="more than 32 levels"):
-        check_msg(Msg.create(MsgRole.TOOL, [block]), "m")
+        check_msg(Msg.create(MsgRole.TOOL, content=[block]), "m")
 
 
 def test_name_limits_are_resource_exhausted() -> None:
