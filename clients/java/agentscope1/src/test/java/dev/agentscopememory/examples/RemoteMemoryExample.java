@@ -32,7 +32,7 @@ public final class RemoteMemoryExample {
     public static Msg chat(String target, String memoryId, Model model, Path sessions, String question) {
         try (RemoteMemory memory = RemoteMemory.builder()
                 .target(target)
-                .memoryId(memoryId)                   // letters, digits, _ - . : @
+                .memoryId(memoryId)                   // any Unicode text, 1-256 bytes of UTF-8
                 .deadline(Duration.ofSeconds(10))     // per call
                 .apiKey(System.getenv("AGENTSCOPE_MEMORY_API_KEY")) // null: no key
                 .build()) {                           // created on first use
