@@ -1,6 +1,7 @@
 package dev.agentscopememory.agentscope1;
 
 import dev.agentscopememory.agentscope1.internal.MsgConverter;
+import dev.agentscopememory.client.Ids;
 import dev.agentscopememory.client.MemoryKind;
 import dev.agentscopememory.client.RemoteConnection;
 import dev.agentscopememory.client.RemoteMemoryException;
@@ -68,10 +69,8 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     private final AtomicReference<Snapshot> snapshot = new AtomicReference<>();
 
     AbstractRemoteMemory(AbstractBuilder<?> b, MemoryKind kind, AutoContextConfig config) {
-        if (b.memoryId == null || b.memoryId.isEmpty()) {
-            throw new IllegalArgumentException("memoryId: is required");
-        }
-        this.memoryId = b.memoryId;
+        // The server's id rules and message, before any connection is opened.
+        this.memoryId = Ids.checkId(b.memoryId, "memory_id");
         if (b.connection != null) {
             if (b.connectionOptionsUsed) {
                 throw new IllegalArgumentException(

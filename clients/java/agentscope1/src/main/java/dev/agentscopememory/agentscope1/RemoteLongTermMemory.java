@@ -1,6 +1,7 @@
 package dev.agentscopememory.agentscope1;
 
 import dev.agentscopememory.agentscope1.internal.MsgConverter;
+import dev.agentscopememory.client.Ids;
 import dev.agentscopememory.client.RemoteConnection;
 import dev.agentscopememory.client.RemoteMemoryException;
 import dev.agentscopememory.grpc.v1.DeleteScopeRequest;
@@ -43,6 +44,16 @@ public final class RemoteLongTermMemory implements LongTermMemory, AutoCloseable
         if (b.agentName == null && b.userId == null && b.runName == null) {
             throw new IllegalArgumentException(
                     "At least one of agentName, userId, or runName must be provided");
+        }
+        // The server's id rules and message, before any connection is opened.
+        if (b.agentName != null && !b.agentName.isEmpty()) {
+            Ids.checkId(b.agentName, "scope.agent_name");
+        }
+        if (b.userId != null && !b.userId.isEmpty()) {
+            Ids.checkId(b.userId, "scope.user_id");
+        }
+        if (b.runName != null && !b.runName.isEmpty()) {
+            Ids.checkId(b.runName, "scope.run_name");
         }
         if (b.connection != null) {
             if (b.connectionOptionsUsed) {

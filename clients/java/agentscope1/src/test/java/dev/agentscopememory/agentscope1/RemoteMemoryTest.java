@@ -263,11 +263,15 @@ class RemoteMemoryTest {
     }
 
     @Test
-    void invalidIdIsInvalidArgumentNamingTheField() {
-        RemoteMemory memory = RemoteMemory.builder().connection(connection).memoryId("no spaces allowed").build();
-        RemoteMemoryException e = assertThrows(RemoteMemoryException.class, () -> memory.addMessage(user("x")));
-        assertInstanceOf(RemoteMemoryException.InvalidArgument.class, e);
-        assertTrue(e.getServerMessage().contains("memory_id"), e.getServerMessage());
+    void invalidIdFailsAtBuildNamingTheField() {
+        // Spaces are fine in ids (any Unicode text is); control characters are not.
+        RemoteMemory spaced = RemoteMemory.builder().connection(connection)
+                .memoryId("spaces are allowed " + UUID.randomUUID()).build();
+        spaced.addMessage(user("x"));
+        assertEquals(1, spaced.getMessages().size());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> RemoteMemory.builder().connection(connection).memoryId("tab\tid").build());
+        assertTrue(e.getMessage().startsWith("memory_id: contains a control character U+0009"), e.getMessage());
     }
 
     @Test
