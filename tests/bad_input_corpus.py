@@ -11,10 +11,13 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 
-from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2 as lpb
+from agentscope_memory._proto.agentscope.memory.v1 import (
+    long_term_memory_service_pb2 as lpb,
+)
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import message_pb2 as mpb
 from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2 as spb
@@ -32,6 +35,8 @@ AUTO_CONTEXT_ID = "自动/上下文 ..ac"
 SESSION_ID = "会话 s1"
 SCOPE = lpb.Scope(agent_name="助手", user_id="用户-1")
 STATIC = lpb.LONG_TERM_MEMORY_MODE_STATIC_CONTROL
+# An enum number the contract does not define (typed Any: the stubs only admit known values).
+UNKNOWN_ENUM: Any = 77
 
 
 @dataclass(frozen=True)
@@ -48,7 +53,7 @@ class Case:
         return f"/{self.service}/{self.method}"
 
 
-def text_msg(text: str = "好的 fine", role: int = mpb.ROLE_USER, **fields: object) -> mpb.Msg:
+def text_msg(text: str = "好的 fine", role: Any = mpb.ROLE_USER, **fields: Any) -> mpb.Msg:
     return mpb.Msg(role=role, content=[mpb.ContentBlock(text=mpb.TextBlock(text=text))], **fields)
 
 
@@ -114,7 +119,7 @@ def _with_metadata(where: str, text: str) -> tuple[mpb.Msg, str]:
 JSON_PLACES = ["metadata_json", "thinking", "tool_use.input", "tool_use.metadata", "tool_result.metadata"]
 
 
-def _memory_id_requests(memory_id: str) -> list[tuple[str, str, object, str]]:
+def _memory_id_requests(memory_id: str) -> list[tuple[str, str, Any, str]]:
     """(service, method, request, field) for every RPC that takes a memory id."""
     ok = [text_msg()]
     entry = spb.StateEntry(key="memory_messages", list=spb.JsonList(items=[]))
@@ -143,7 +148,7 @@ def _memory_id_requests(memory_id: str) -> list[tuple[str, str, object, str]]:
     ]
 
 
-def _scope_requests(scope: lpb.Scope) -> list[tuple[str, object]]:
+def _scope_requests(scope: lpb.Scope) -> list[tuple[str, Any]]:
     ok = [text_msg()]
     return [
         ("Record", lpb.RecordRequest(scope=scope, messages=ok)),
@@ -157,7 +162,7 @@ def _scope_requests(scope: lpb.Scope) -> list[tuple[str, object]]:
     ]
 
 
-def _message_carriers(msg: mpb.Msg) -> list[tuple[str, str, object, str]]:
+def _message_carriers(msg: mpb.Msg) -> list[tuple[str, str, Any, str]]:
     """Every RPC that carries a client message, with the prefix its field path gets."""
     system = mpb.Msg()
     system.CopyFrom(msg)
@@ -319,13 +324,13 @@ def _limit_cases() -> list[Case]:
 def _other_cases() -> list[Case]:
     cases: list[Case] = []
 
-    def add(name: str, service: str, method: str, request: object, code: grpc.StatusCode, field: str) -> None:
+    def add(name: str, service: str, method: str, request: Any, code: grpc.StatusCode, field: str) -> None:
         cases.append(Case(name, service, method, _ser(request), code, field))
 
     add("kind-unspecified", MEMORY, "CreateMemory", pb.CreateMemoryRequest(memory_id="新的"), INVALID, "kind")
-    add("kind-unknown", MEMORY, "CreateMemory", pb.CreateMemoryRequest(memory_id="新的", kind=99), INVALID, "kind")
+    add("kind-unknown", MEMORY, "CreateMemory", pb.CreateMemoryRequest(memory_id="新的", kind=UNKNOWN_ENUM), INVALID, "kind")
     add("profile-unknown", MEMORY, "CreateMemory", pb.CreateMemoryRequest(
-        memory_id="新的", kind=pb.MEMORY_KIND_AUTO_CONTEXT, auto_context_config=pb.AutoContextConfig(profile=77)),
+        memory_id="新的", kind=pb.MEMORY_KIND_AUTO_CONTEXT, auto_context_config=pb.AutoContextConfig(profile=UNKNOWN_ENUM)),
         INVALID, "auto_context_config.profile")
     add("token-ratio-zero", MEMORY, "CreateMemory", pb.CreateMemoryRequest(
         memory_id="新的", kind=pb.MEMORY_KIND_AUTO_CONTEXT, auto_context_config=pb.AutoContextConfig(token_ratio=0)),
@@ -429,7 +434,7 @@ def _other_cases() -> list[Case]:
         INVALID, "page_size")
     add("begin-turn-mode", LONG_TERM, "BeginTurn", lpb.BeginTurnRequest(memory_id=IN_MEMORY_ID, scope=SCOPE),
         INVALID, "mode")
-    add("end-turn-mode", LONG_TERM, "EndTurn", lpb.EndTurnRequest(memory_id=IN_MEMORY_ID, scope=SCOPE, mode=9),
+    add("end-turn-mode", LONG_TERM, "EndTurn", lpb.EndTurnRequest(memory_id=IN_MEMORY_ID, scope=SCOPE, mode=UNKNOWN_ENUM),
         INVALID, "mode")
     add("begin-turn-missing-memory", LONG_TERM, "BeginTurn", lpb.BeginTurnRequest(
         memory_id="不存在", scope=SCOPE, mode=STATIC, input=[text_msg()]), grpc.StatusCode.NOT_FOUND, "不存在")

@@ -10,16 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-import pytest
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-
-from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2 as lpb
-from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2_grpc as lpb_grpc
-from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
-from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
-from agentscope_memory._proto.agentscope.memory.v1 import message_pb2 as mpb
-from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2 as spb
-from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2_grpc as spb_grpc
 from bad_input_corpus import (
     AUTO_CONTEXT_ID,
     IN_MEMORY_ID,
@@ -29,6 +19,23 @@ from bad_input_corpus import (
     Case,
     corpus,
     text_msg,
+)
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from agentscope_memory._proto.agentscope.memory.v1 import (
+    long_term_memory_service_pb2 as lpb,
+)
+from agentscope_memory._proto.agentscope.memory.v1 import (
+    long_term_memory_service_pb2_grpc as lpb_grpc,
+)
+from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
+from agentscope_memory._proto.agentscope.memory.v1 import (
+    memory_service_pb2_grpc as pb_grpc,
+)
+from agentscope_memory._proto.agentscope.memory.v1 import message_pb2 as mpb
+from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2 as spb
+from agentscope_memory._proto.agentscope.memory.v1 import (
+    state_service_pb2_grpc as spb_grpc,
 )
 
 CASES = corpus()

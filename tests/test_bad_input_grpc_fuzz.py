@@ -3,19 +3,21 @@ the answer is never UNKNOWN or INTERNAL, and the server stays healthy."""
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import grpc
 import pytest
+from bad_input_corpus import CORPUS_SEEDS, STREAMING
+from conftest import ServerThread, make_settings
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2 as lpb
+from agentscope_memory._proto.agentscope.memory.v1 import (
+    long_term_memory_service_pb2 as lpb,
+)
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2 as spb
-from bad_input_corpus import CORPUS_SEEDS, STREAMING
-from conftest import ServerThread, make_settings
 
 FORBIDDEN = {grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL}
 METHODS = [

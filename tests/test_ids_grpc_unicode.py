@@ -11,12 +11,20 @@ import grpc
 import pytest
 
 from agentscope_memory import errors
-from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2 as lpb
-from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2_grpc as lpb_grpc
+from agentscope_memory._proto.agentscope.memory.v1 import (
+    long_term_memory_service_pb2 as lpb,
+)
+from agentscope_memory._proto.agentscope.memory.v1 import (
+    long_term_memory_service_pb2_grpc as lpb_grpc,
+)
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
-from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
+from agentscope_memory._proto.agentscope.memory.v1 import (
+    memory_service_pb2_grpc as pb_grpc,
+)
 from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2 as spb
-from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2_grpc as spb_grpc
+from agentscope_memory._proto.agentscope.memory.v1 import (
+    state_service_pb2_grpc as spb_grpc,
+)
 from agentscope_memory.client import AsyncMemoryClient
 from agentscope_memory.convert.to_proto import msg_to_proto
 from agentscope_memory.long_term.engine import Scope

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -10,9 +11,20 @@ from agentscope_memory._proto.agentscope.memory.v1 import message_pb2 as mpb
 from agentscope_memory.convert.from_proto import msg_from_proto
 from agentscope_memory.errors import InvalidArgumentError, ResourceExhaustedError
 from agentscope_memory.long_term.mem0.engine import from_mem0_id, to_mem0_id
-from agentscope_memory.message import Base64Source, ImageBlock, Msg, MsgRole, TextBlock, ToolResultBlock
+from agentscope_memory.message import (
+    Base64Source,
+    ImageBlock,
+    Msg,
+    MsgRole,
+    TextBlock,
+    ToolResultBlock,
+)
 from agentscope_memory.validation import MAX_JSON_DEPTH, check_id, parse_json
-from agentscope_memory.validation.messages import MAX_BLOCK_DEPTH, check_json_value, check_msg
+from agentscope_memory.validation.messages import (
+    MAX_BLOCK_DEPTH,
+    check_json_value,
+    check_msg,
+)
 
 
 def nested(depth: int) -> str:
@@ -74,12 +86,12 @@ def test_json_values_built_in_python_follow_the_same_rules() -> None:
 
 
 def test_tool_result_nesting_is_bounded_without_recursion() -> None:
-    block: object = TextBlock("x")
+    block: Any = TextBlock("x")
     for _ in range(MAX_BLOCK_DEPTH):
-        block = ToolResultBlock(id="c", name="f", output=[block])  # type: ignore[list-item]
+        block = ToolResultBlock(id="c", name="f", output=[block])
     check_msg(Msg.create(MsgRole.TOOL, content=[block]), "m")
     for _ in range(5000):
-        block = ToolResultBlock(id="c", name="f", output=[block])  # type: ignore[list-item]
+        block = ToolResultBlock(id="c", name="f", output=[block])
     with pytest.raises(InvalidArgumentError, match="more than 32 levels"):
         check_msg(Msg.create(MsgRole.TOOL, content=[block]), "m")
 

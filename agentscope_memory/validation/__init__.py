@@ -13,7 +13,11 @@ from agentscope_memory.validation.ids import (
     check_label_value,
     check_request_id,
 )
-from agentscope_memory.validation.json_text import MAX_JSON_DEPTH, MAX_NUMBER_CHARS, parse_json
+from agentscope_memory.validation.json_text import (
+    MAX_JSON_DEPTH,
+    MAX_NUMBER_CHARS,
+    parse_json,
+)
 from agentscope_memory.validation.text import check_text
 
 __all__ = [

@@ -7,7 +7,8 @@ a text to record is refused on every store alike.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.message import Msg

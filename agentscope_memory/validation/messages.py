@@ -12,7 +12,8 @@ from __future__ import annotations
 import base64
 import binascii
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.message import (

@@ -10,7 +10,8 @@ the reason instead of calling the servicer.
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import grpc
 
