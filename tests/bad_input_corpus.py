@@ -244,6 +244,17 @@ def _write_rule_cases() -> list[Case]:
         cases.append(Case(f"tool-result-depth-40-{method}", service, method, _ser(request), INVALID, prefix + "content[0]"))
     for service, method, request, prefix in _message_carriers(text_msg(name="名" * 400)):
         cases.append(Case(f"name-over-1kib-{method}", service, method, _ser(request), EXHAUSTED, prefix + "name"))
+    for label, fields in (("id", {"id": "a\x00b"}), ("name", {"name": "\x00"})):
+        for service, method, request, prefix in _message_carriers(text_msg(**fields)):
+            cases.append(Case(f"{label}-nul-{method}", service, method, _ser(request), INVALID, prefix + label))
+            if method == "AddMessages":
+                request.memory_id = AUTO_CONTEXT_ID
+                cases.append(Case(f"{label}-nul-{method}-auto-context", service, method, _ser(request), INVALID,
+                                  prefix + label))
+    tool_nul = mpb.Msg(role=mpb.ROLE_ASSISTANT, content=[mpb.ContentBlock(tool_use=mpb.ToolUseBlock(id="c\x00", name="f"))])
+    for service, method, request, prefix in _message_carriers(tool_nul):
+        if method != "PrepareReasoningInput":
+            cases.append(Case(f"tool-id-nul-{method}", service, method, _ser(request), INVALID, prefix + "content[0].tool_use.id"))
     for service, method, request, prefix in _message_carriers(text_msg(id="i" * 1025)):
         cases.append(Case(f"id-over-1kib-{method}", service, method, _ser(request), EXHAUSTED, prefix + "id"))
     tool = mpb.Msg(role=mpb.ROLE_ASSISTANT, content=[mpb.ContentBlock(tool_use=mpb.ToolUseBlock(id="c", name="名" * 400))])
@@ -301,6 +312,9 @@ def _limit_cases() -> list[Case]:
         cases.append(Case(f"retrieve-from-memory-{label}", LONG_TERM, "RetrieveFromMemory", _ser(request), code, field))
     record_meta = lpb.RecordRequest(scope=SCOPE, messages=[text_msg()], metadata_json=json.dumps({"a": "x" * big}))
     cases.append(Case("record-metadata-over-64kib", LONG_TERM, "Record", _ser(record_meta), EXHAUSTED, "metadata_json"))
+    for label, meta in (("value", {"k": "a\x00"}), ("key", {"k\x00": 1}), ("nested", {"k": ["\x00"]})):
+        request = lpb.RecordRequest(scope=SCOPE, messages=[text_msg()], metadata_json=json.dumps(meta))
+        cases.append(Case(f"record-metadata-nul-{label}", LONG_TERM, "Record", _ser(request), INVALID, "metadata_json"))
     record_nul = lpb.RecordRequest(scope=SCOPE, messages=[text_msg("a\x00b")])
     cases.append(Case("record-text-nul", LONG_TERM, "Record", _ser(record_nul), INVALID, "messages[0].content"))
     for name, text in BAD_JSON:

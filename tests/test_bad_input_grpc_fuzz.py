@@ -80,3 +80,12 @@ def test_raw_bytes_never_give_unknown_or_internal(channel: grpc.Channel, path: s
         assert health.Check(health_pb2.HealthCheckRequest()).status == health_pb2.HealthCheckResponse.SERVING
 
     check()
+
+
+def test_every_registered_service_is_covered(channel: grpc.Channel) -> None:
+    # The decode guard wraps whatever the server resolves, not a list of known services: the
+    # standard health service, registered next to ours, answers INVALID_ARGUMENT too.
+    with pytest.raises(grpc.RpcError) as err:
+        channel.unary_unary("/grpc.health.v1.Health/Check")(b"\x0a\x02\xff\xfe", timeout=10)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
+    assert err.value.details().startswith("request: cannot be decoded")  # type: ignore[attr-defined]

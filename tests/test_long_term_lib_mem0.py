@@ -153,7 +153,7 @@ async def test_bad_input(long_term: Mem0Engine) -> None:
     with pytest.raises(InvalidArgumentError, match="at least one of agent_name, user_id or run_name"):
         await long_term.record("t", Scope(), [Msg.create(MsgRole.USER, "x")])
     with pytest.raises(InvalidArgumentError, match="scope.user_id"):
-        await long_term.retrieve("t", Scope(user_id="../etc"), Msg.create(MsgRole.USER, "x"))
+        await long_term.retrieve("t", Scope(user_id="a\x00b"), Msg.create(MsgRole.USER, "x"))
     with pytest.raises(ResourceExhaustedError, match="messages"):
         await long_term.record("t", Scope(user_id="u"), [Msg.create(MsgRole.USER, "x" * 70_000)])
     with pytest.raises(InvalidArgumentError, match="reserved"):

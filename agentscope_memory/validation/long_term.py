@@ -39,7 +39,7 @@ def check_record(msgs: Sequence[Msg | None], metadata: dict[str, Any] | None, fi
         check_msg(msg, where)
         _no_nul(msg.text_content or "", f"{where}.content")
     if metadata:
-        check_json_value(metadata, "metadata_json")
+        check_json_value(metadata, "metadata_json", allow_nul=False)
         from agentscope_memory.message import to_json_text
 
         check_text(to_json_text(metadata), "metadata_json", MAX_LONG_TERM_TEXT_BYTES)

@@ -36,9 +36,10 @@ from agentscope_memory.validation.text import MAX_NAME_BYTES, check_text
 MAX_BLOCK_DEPTH = 32
 
 
-def check_json_value(value: Any, field: str, base_depth: int = 1) -> None:
+def check_json_value(value: Any, field: str, base_depth: int = 1, allow_nul: bool = True) -> None:
     """A JSON value built in Python (metadata, tool input): the same rules as `parse_json` (depth,
-    finite numbers, Unicode text), checked without recursion so any input is safe to check."""
+    finite numbers, Unicode text), checked without recursion so any input is safe to check.
+    `allow_nul=False` also refuses NUL in keys and strings (PostgreSQL `jsonb` cannot hold it)."""
     stack: list[tuple[Any, int]] = [(value, base_depth)]
     while stack:
         item, depth = stack.pop()
@@ -50,11 +51,15 @@ def check_json_value(value: Any, field: str, base_depth: int = 1) -> None:
                     if not isinstance(key, str):
                         raise InvalidArgumentError(field, f"has a non-string key {key!r}")
                     utf8_length(key, field)
+                    if not allow_nul and "\x00" in key:
+                        raise InvalidArgumentError(field, "contains a NUL character in a key")
                     stack.append((child, depth + 1))
             else:
                 stack.extend((child, depth + 1) for child in item)
         elif isinstance(item, str):
             utf8_length(item, field)
+            if not allow_nul and "\x00" in item:
+                raise InvalidArgumentError(field, "contains a NUL character, which this field cannot store")
         elif isinstance(item, float) and not math.isfinite(item):
             raise InvalidArgumentError(
                 field, f"holds the number {item}; JSON has no non-finite numbers, so it is refused"
@@ -66,6 +71,9 @@ def check_json_value(value: Any, field: str, base_depth: int = 1) -> None:
 def _check_name(value: str | None, field: str) -> None:
     if value is not None:
         check_text(value, field, MAX_NAME_BYTES)
+        # Ids and names are looked up and logged; NUL cannot reach a PostgreSQL text parameter.
+        if "\x00" in value:
+            raise InvalidArgumentError(field, "contains a NUL character, which ids and names cannot hold")
 
 
 def _check_source(source: Any, field: str) -> None:
