@@ -23,3 +23,29 @@ def cut_to_budget(items: Sequence[T], size: Callable[[T], int], budget: int, fir
         if kept and used > budget:
             return kept
     return len(items)
+
+
+def read_within_budget(
+    fetch: Callable[[int, int], list[T]],
+    position: Callable[[T], int],
+    size: Callable[[T], int],
+    after: int,
+    limit: int,
+    budget: int,
+) -> list[T]:
+    """Up to `limit` items after position `after`, read in growing batches that stop soon after
+    the items exceed `budget` bytes: a page of a few large items does not read the rest of a
+    long history (which would make reading N pages cost O(N^2))."""
+    out: list[T] = []
+    used = 0
+    batch = 16
+    while len(out) < limit:
+        wanted = min(batch, limit - len(out))
+        rows = fetch(after, wanted)
+        out.extend(rows)
+        used += sum(size(r) for r in rows)
+        if len(rows) < wanted or used > budget:
+            break
+        after = position(rows[-1])
+        batch = min(batch * 4, 4096)
+    return out

@@ -23,7 +23,7 @@ from agentscope_memory.errors import (
 )
 from agentscope_memory.ids import check_id, check_request_id
 from agentscope_memory.message import Msg
-from agentscope_memory.paging import PageTokens, Snapshot, cut_to_budget
+from agentscope_memory.paging import PageTokens, Snapshot, cut_to_budget, read_within_budget
 from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES
 from agentscope_memory.store.codec import decode_msg, encode_msg
 from agentscope_memory.session.state import StateEntry
@@ -346,7 +346,8 @@ class MemoryManager:
             handler = self.handler(record.kind)
             if if_none_match and if_none_match == self.message_etag(tenant, record):
                 return [], False, handler.count(tx, record), record
-            rows = handler.read(tx, record, after, size + 1)
+            rows = read_within_budget(lambda a, n: handler.read(tx, record, a, n), lambda r: r.seq,
+                                      lambda r: len(r.data), after, size + 1, self.limits.max_page_bytes)
             return rows, len(rows) > size, handler.count(tx, record), record
 
         rows, more, total, record = await self.store.run(tenant, read, write=False, small=size <= SMALL_PAGE)

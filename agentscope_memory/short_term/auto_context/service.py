@@ -31,7 +31,7 @@ from agentscope_memory.short_term.auto_context.kind import (
 from agentscope_memory.short_term.auto_context.tokens import Cl100kCounter, JavaEstimate, TokenCounter, estimate_tokens
 from agentscope_memory.short_term.manager import MemoryManager
 from agentscope_memory.message import Msg, MsgRole, TextBlock, msg_from_dict
-from agentscope_memory.paging import Snapshot, cut_to_budget
+from agentscope_memory.paging import Snapshot, cut_to_budget, read_within_budget
 from agentscope_memory.store.codec import decode_msg, encode_msg
 from agentscope_memory.store.base import MemoryRecord, Row, Tx
 
@@ -283,18 +283,21 @@ class AutoContextService:
             created_us, version, after = tokens.read(page_token, listing, binding, 3)
             snapshot = Snapshot(created_us, version)
         size = self._page_size(page_size)
+        budget = self._manager.limits.max_page_bytes
 
         def read(tx: Tx) -> tuple[list[Positioned[T]], int, MemoryRecord]:
             record = self._record(tx, memory_id)
             if snapshot is not None:
                 tokens.check_snapshot(memory_id, snapshot, record)
-            return fetch(tx, after, size + 1), (total(tx) if total else 0), record
+            found = read_within_budget(lambda a, n: fetch(tx, a, n), lambda item: item[0], lambda item: item[2],
+                                       after, size + 1, budget)
+            return found, (total(tx) if total else 0), record
 
         found, count, record = await self.store.run(tenant, read, write=False, small=size <= 1000)
         found = [*lead, *found]
         more = len(found) > size
         found = found[:size]
-        kept = cut_to_budget(found, lambda item: item[2], self._manager.limits.max_page_bytes)
+        kept = cut_to_budget(found, lambda item: item[2], budget)
         more = more or kept < len(found)
         found = found[:kept]
         token = ""
@@ -322,7 +325,7 @@ class AutoContextService:
         def fetch(tx: Tx, after: int, limit: int) -> list[Positioned[Msg]]:
             found: list[Positioned[Msg]] = []
             while len(found) < limit:
-                rows = tx.read(memory_id, ORIGINAL, after, 1000)
+                rows = tx.read(memory_id, ORIGINAL, after, 64)
                 if not rows:
                     break
                 for row in rows:
