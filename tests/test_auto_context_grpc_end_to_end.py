@@ -95,7 +95,7 @@ async def test_d3_through_grpc(setup, llm) -> None:
     assert reloaded.found and [msg_from_proto(m) for m in reloaded.messages] == msgs[1:11]
     original = await stub.GetOriginalMessages(pb.GetOriginalMessagesRequest(memory_id="ac", page_size=20))
     assert original.total_size == 22 and len(original.messages) == 20 and original.next_page_token
-    rest = await stub.GetOriginalMessages(pb.GetOriginalMessagesRequest(memory_id="ac", page_token=original.next_page_token))
+    rest = await stub.GetOriginalMessages(pb.GetOriginalMessagesRequest(memory_id="ac", page_size=20, page_token=original.next_page_token))
     assert len(rest.messages) == 2
     interaction = await stub.GetInteractionMessages(pb.GetInteractionMessagesRequest(memory_id="ac"))
     assert len(interaction.messages) == 12  # 11 user messages and the final answer

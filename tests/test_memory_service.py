@@ -10,7 +10,7 @@ import pytest
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
 from agentscope_memory.client import AsyncMemoryClient, MemoryClient
-from agentscope_memory.errors import AlreadyExistsError, NotFoundError
+from agentscope_memory.errors import AbortedError, AlreadyExistsError, NotFoundError
 from agentscope_memory.message import Msg, MsgRole, TextBlock, ToolResultBlock, ToolUseBlock
 from agentscope_memory.convert.to_proto import msg_to_proto
 
@@ -119,16 +119,20 @@ async def test_pages_are_cut_by_size(server_factory) -> None:
         assert len(await client.get_messages("big")) == 10
 
 
-async def test_pages_stay_consistent_when_earlier_messages_are_deleted(aclient: AsyncMemoryClient, server) -> None:
+async def test_a_change_between_pages_aborts_the_listing_instead_of_mixing_states(aclient: AsyncMemoryClient, server) -> None:
     await aclient.create_memory("m1")
     await aclient.add_messages("m1", [user(str(i)) for i in range(10)])
     async with grpc.aio.insecure_channel(server.address) as channel:
         stub = pb_grpc.MemoryServiceStub(channel)
         first = await stub.GetMessages(pb.GetMessagesRequest(memory_id="m1", page_size=5))
         await stub.DeleteMessage(pb.DeleteMessageRequest(memory_id="m1", index=0))
-        rest = await stub.GetMessages(pb.GetMessagesRequest(memory_id="m1", page_size=5, page_token=first.next_page_token))
-    # The token remembers a position, not an offset: nothing is skipped or repeated.
-    assert [m.content[0].text.text for m in rest.messages] == [str(i) for i in range(5, 10)]
+        with pytest.raises(grpc.aio.AioRpcError) as failure:
+            await stub.GetMessages(pb.GetMessagesRequest(memory_id="m1", page_size=5, page_token=first.next_page_token))
+    # The token names the state the first page read: the second page of another state would
+    # make a list that never existed, so the read fails and says why.
+    assert failure.value.code() == grpc.StatusCode.ABORTED
+    assert "'m1' changed (version 2 -> 3) between pages" in (failure.value.details() or "")
+    assert [m.text_content for m in await aclient.get_messages("m1")] == [str(i) for i in range(1, 10)]
 
 
 async def test_etag_tells_a_client_its_cached_messages_are_current(aclient: AsyncMemoryClient, server) -> None:
@@ -195,8 +199,8 @@ async def test_get_messages_is_one_state_when_the_history_is_rewritten_between_p
         tokens: list[str] = []
 
         async def get_then_rewrite(request, **kwargs):
-            response = await real(request, **kwargs)
             tokens.append(request.page_token)
+            response = await real(request, **kwargs)
             if len(tokens) == 1:  # as a compression does, between the client's pages
                 await other.clear("m")
                 await other.add_messages("m", [user(f"new {i}") for i in range(3)])
@@ -225,6 +229,28 @@ def test_blocking_get_messages_is_one_state_too(threaded_server) -> None:
 
         client._stub.GetMessages = get_then_rewrite
         assert [m.text_content for m in client.get_messages("m")] == ["new"]
+
+
+async def test_get_messages_raises_rather_than_mix_states_when_every_attempt_is_torn(server_factory) -> None:
+    server = await server_factory(max_page_bytes=2_000)
+    async with AsyncMemoryClient(server.address) as client, AsyncMemoryClient(server.address) as other:
+        await client.create_memory("m")
+        await client.add_messages("m", [user(f"第{i}条 " + "x" * 500) for i in range(10)])
+        real = client._stub.GetMessages
+        first_pages = 0
+
+        async def get_then_append(request, **kwargs):
+            nonlocal first_pages
+            response = await real(request, **kwargs)
+            if not request.page_token:  # another writer appends after every first page
+                first_pages += 1
+                await other.add_message("m", user("又一条"))
+            return response
+
+        client._stub.GetMessages = get_then_append
+        with pytest.raises(AbortedError, match="between pages"):
+            await client.get_messages("m")
+        assert first_pages == 5  # CONSISTENT_READ_ATTEMPTS, then the error
 
 
 async def test_memories_are_listed_created_and_deleted(aclient: AsyncMemoryClient) -> None:

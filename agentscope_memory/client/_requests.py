@@ -18,7 +18,9 @@ from agentscope_memory.convert.to_proto import (
     msgs_to_proto,
     scope_to_proto,
 )
+from agentscope_memory.convert.state_chunks import join_pieces, split_entries
 from agentscope_memory.long_term.engine import Scope
+from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES
 from agentscope_memory.long_term.modes import Mode
 from agentscope_memory.message import Msg, to_json_text
 from agentscope_memory.session.state import StateEntry
@@ -50,13 +52,11 @@ def page_messages(response: pb.GetMessagesResponse) -> list[Msg]:
     return msgs_from_proto(response.messages, "response.messages")
 
 
-# Reads of a long history that another client keeps changing between pages.
+# How often a paged read that the server aborted (the memory changed between its pages) is
+# started again from the first page before the client gives up and raises `AbortedError`.
 CONSISTENT_READ_ATTEMPTS = 5
-
-
-def one_state(pages: Sequence[pb.GetMessagesResponse]) -> bool:
-    """Whether the pages were read from one state of the memory (every change moves the etag)."""
-    return len({page.etag for page in pages}) == 1
+# What the client sends per StreamLoadState piece: under a stock server's 4 MiB receive limit.
+LOAD_PIECE_BYTES = DEFAULT_PAGE_BYTES
 
 
 def load_state(memory_id: str, entries: list[StateEntry], expected_version: int | None) -> state_pb.LoadStateRequest:
@@ -68,6 +68,32 @@ def load_state(memory_id: str, entries: list[StateEntry], expected_version: int 
 
 def saved_state(response: state_pb.SaveStateResponse) -> tuple[list[StateEntry], int]:
     return [entry_from_proto(e, i) for i, e in enumerate(response.entries)], response.version
+
+
+def save_stream(memory_id: str) -> state_pb.StreamSaveStateRequest:
+    return state_pb.StreamSaveStateRequest(memory_id=memory_id)
+
+
+def joined_state(pieces: Sequence[state_pb.StreamSaveStateResponse]) -> tuple[list[StateEntry], int]:
+    """The state from the pieces of a StreamSaveState stream, and the version it was read at."""
+    joined = join_pieces((e for piece in pieces for e in piece.entries), 2**62)
+    return [entry_from_proto(e, i) for i, e in enumerate(joined)], pieces[0].version if pieces else 0
+
+
+def load_stream(
+    memory_id: str, entries: list[StateEntry], expected_version: int | None
+) -> list[state_pb.StreamLoadStateRequest]:
+    """A StreamLoadState stream: the entries in pieces that each fit a 4 MiB message."""
+    chunks = split_entries([entry_to_proto(e) for e in entries], LOAD_PIECE_BYTES)
+    requests = [state_pb.StreamLoadStateRequest(entries=chunk) for chunk in chunks]
+    requests[0].memory_id = memory_id
+    if expected_version is not None:
+        requests[0].expected_version = expected_version
+    return requests
+
+
+def long_term_pages(scope: Scope, limit: int, token: str) -> ltm_pb.ListLongTermMemoriesRequest:
+    return ltm_pb.ListLongTermMemoriesRequest(scope=scope_to_proto(scope), page_size=min(limit, 1000), page_token=token)
 
 
 # -- long-term memory -------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as 
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
 from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2 as state_pb
 from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2_grpc as state_grpc
+from agentscope_memory import errors
 from agentscope_memory.client import _requests
 from agentscope_memory.client._common import DEFAULT_TARGET, DEFAULT_TIMEOUT_S, async_channel, metadata, new_request_id
 from agentscope_memory.client._retry import RetryPolicy, call_async
@@ -138,13 +139,18 @@ class AsyncMemoryClient:
 
     async def get_messages(self, memory_id: str) -> list[Msg]:
         """Every message in insertion order (Java `Memory.getMessages()`), as one state of the
-        memory: a history of several pages that changed between pages (a compression rewrites
-        it) is read again. `iter_messages` streams pages without that check."""
+        memory: when it changes between pages the server aborts the read (ABORTED), and the
+        whole read starts again, at most `CONSISTENT_READ_ATTEMPTS` times; then `AbortedError`
+        is raised. A mixed list is never returned. `iter_messages` streams pages instead."""
         for attempt in range(1, _requests.CONSISTENT_READ_ATTEMPTS + 1):
-            pages = [response async for response in self._pages(memory_id)]
-            if _requests.one_state(pages) or attempt == _requests.CONSISTENT_READ_ATTEMPTS:
-                break
-        return [msg for response in pages for msg in _requests.page_messages(response)]
+            try:
+                pages = [response async for response in self._pages(memory_id)]
+            except errors.AbortedError:
+                if attempt == _requests.CONSISTENT_READ_ATTEMPTS:
+                    raise
+                continue
+            return [msg for response in pages for msg in _requests.page_messages(response)]
+        raise AssertionError("unreachable")
 
     async def delete_message(self, memory_id: str, index: int) -> bool:
         """Delete by position; like AgentScope, an index out of range (or negative) is a no-op."""
@@ -160,12 +166,19 @@ class AsyncMemoryClient:
 
     async def save_state(self, memory_id: str) -> tuple[list[StateEntry], int]:
         """The memory's state in AgentScope session terms, and the version it was read at."""
-        return _requests.saved_state(await self._call(self._state.SaveState, state_pb.SaveStateRequest(memory_id=memory_id)))
+        async def read(request: state_pb.StreamSaveStateRequest, **kwargs: Any) -> list[state_pb.StreamSaveStateResponse]:
+            return [piece async for piece in self._state.StreamSaveState(request, **kwargs)]
+
+        return _requests.joined_state(await self._call(read, _requests.save_stream(memory_id)))
 
     async def load_state(
         self, memory_id: str, entries: list[StateEntry], *, expected_version: int | None = None
     ) -> int:
         """Replace the memory's contents (AgentScope `loadFrom`); returns the new version.
         With `expected_version`, a memory changed since then raises `AbortedError`."""
-        request = _requests.load_state(memory_id, entries, expected_version)
-        return (await self._call(self._state.LoadState, request, retry=expected_version is not None)).version
+        requests = _requests.load_stream(memory_id, entries, expected_version)
+
+        async def load(pieces: list[state_pb.StreamLoadStateRequest], **kwargs: Any) -> state_pb.StreamLoadStateResponse:
+            return await self._state.StreamLoadState(iter(pieces), **kwargs)
+
+        return (await self._call(load, requests, retry=expected_version is not None)).version

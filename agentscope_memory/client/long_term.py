@@ -90,8 +90,16 @@ class AsyncLongTermClient:
         return (await self._call(self._stub.RetrieveFromMemory, request)).text
 
     async def list(self, scope: Scope, limit: int = 100) -> list[LongTermItem]:
-        request = pb.ListLongTermMemoriesRequest(scope=scope_to_proto(scope), page_size=limit)
-        return _items(await self._call(self._stub.ListLongTermMemories, request))
+        """Up to `limit` memories of the scope, following pages."""
+        items: list[LongTermItem] = []
+        token = ""
+        while len(items) < limit:
+            response = await self._call(self._stub.ListLongTermMemories, _requests.long_term_pages(scope, limit - len(items), token))
+            items.extend(_items(response))
+            token = response.next_page_token
+            if not token:
+                break
+        return items[:limit]
 
     async def get(self, memory_id: str) -> LongTermItem:
         response = await self._call(self._stub.GetLongTermMemory, pb.GetLongTermMemoryRequest(id=memory_id))
@@ -163,8 +171,16 @@ class LongTermClient:
         return self._call(self._stub.RetrieveFromMemory, request).text
 
     def list(self, scope: Scope, limit: int = 100) -> list[LongTermItem]:
-        request = pb.ListLongTermMemoriesRequest(scope=scope_to_proto(scope), page_size=limit)
-        return _items(self._call(self._stub.ListLongTermMemories, request))
+        """Up to `limit` memories of the scope, following pages."""
+        items: list[LongTermItem] = []
+        token = ""
+        while len(items) < limit:
+            response = self._call(self._stub.ListLongTermMemories, _requests.long_term_pages(scope, limit - len(items), token))
+            items.extend(_items(response))
+            token = response.next_page_token
+            if not token:
+                break
+        return items[:limit]
 
     def get(self, memory_id: str) -> LongTermItem:
         response = self._call(self._stub.GetLongTermMemory, pb.GetLongTermMemoryRequest(id=memory_id))

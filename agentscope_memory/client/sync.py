@@ -11,6 +11,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as 
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
 from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2 as state_pb
 from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2_grpc as state_grpc
+from agentscope_memory import errors
 from agentscope_memory.client import _requests
 from agentscope_memory.client._common import DEFAULT_TARGET, DEFAULT_TIMEOUT_S, blocking_channel, metadata, new_request_id
 from agentscope_memory.client._retry import RetryPolicy, call_blocking
@@ -124,13 +125,17 @@ class MemoryClient:
             yield from _requests.page_messages(response)
 
     def get_messages(self, memory_id: str) -> list[Msg]:
-        """As `AsyncMemoryClient.get_messages`: one state of the memory, read again when it
-        changed between pages."""
+        """As `AsyncMemoryClient.get_messages`: one state of the memory, read again from the
+        start when the server aborts a read because the memory changed between pages."""
         for attempt in range(1, _requests.CONSISTENT_READ_ATTEMPTS + 1):
-            pages = list(self._pages(memory_id))
-            if _requests.one_state(pages) or attempt == _requests.CONSISTENT_READ_ATTEMPTS:
-                break
-        return [msg for response in pages for msg in _requests.page_messages(response)]
+            try:
+                pages = list(self._pages(memory_id))
+            except errors.AbortedError:
+                if attempt == _requests.CONSISTENT_READ_ATTEMPTS:
+                    raise
+                continue
+            return [msg for response in pages for msg in _requests.page_messages(response)]
+        raise AssertionError("unreachable")
 
     def delete_message(self, memory_id: str, index: int) -> bool:
         if index < 0:
@@ -145,12 +150,19 @@ class MemoryClient:
 
     def save_state(self, memory_id: str) -> tuple[list[StateEntry], int]:
         """The memory's state in AgentScope session terms, and the version it was read at."""
-        return _requests.saved_state(self._call(self._state.SaveState, state_pb.SaveStateRequest(memory_id=memory_id)))
+        def read(request: state_pb.StreamSaveStateRequest, **kwargs: Any) -> list[state_pb.StreamSaveStateResponse]:
+            return list(self._state.StreamSaveState(request, **kwargs))
+
+        return _requests.joined_state(self._call(read, _requests.save_stream(memory_id)))
 
     def load_state(
         self, memory_id: str, entries: list[StateEntry], *, expected_version: int | None = None
     ) -> int:
         """Replace the memory's contents (AgentScope `loadFrom`); returns the new version.
         With `expected_version`, a memory changed since then raises `AbortedError`."""
-        request = _requests.load_state(memory_id, entries, expected_version)
-        return (self._call(self._state.LoadState, request, retry=expected_version is not None)).version
+        requests = _requests.load_stream(memory_id, entries, expected_version)
+
+        def load(pieces: list[state_pb.StreamLoadStateRequest], **kwargs: Any) -> state_pb.StreamLoadStateResponse:
+            return self._state.StreamLoadState(iter(pieces), **kwargs)
+
+        return (self._call(load, requests, retry=expected_version is not None)).version

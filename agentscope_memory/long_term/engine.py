@@ -67,6 +67,19 @@ class HistoryEntry:
     updated_at: str = ""
 
 
+@dataclass(frozen=True)
+class LongTermListPage:
+    """A page of a scope's memories from `LongTermEngine.list_page`."""
+
+    items: list[LongTermItem]
+    # cursors[i] is where the listing continues after items[i]: opaque to callers, understood
+    # by the engine's `list_page` (the server signs it into a page token, so callers cannot
+    # forge one).
+    cursors: list[str]
+    # True when memories follow the last item.
+    more: bool
+
+
 class LongTermEngine(Protocol):
     """Long-term memory for every tenant and scope."""
 
@@ -93,6 +106,11 @@ class LongTermEngine(Protocol):
         ...
 
     async def list(self, tenant: str, scope: Scope, limit: int = 100) -> list[LongTermItem]: ...
+
+    async def list_page(self, tenant: str, scope: Scope, limit: int, cursor: str = "") -> LongTermListPage:
+        """Up to `limit` memories of exactly this scope in a stable order, starting after
+        `cursor` ("" for the start; otherwise one of the `cursors` this engine returned)."""
+        ...
 
     async def get(self, tenant: str, memory_id: str) -> LongTermItem: ...
 

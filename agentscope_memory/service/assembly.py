@@ -16,7 +16,8 @@ from agentscope_memory.jobs import JobRunner
 from agentscope_memory.llm import ChatClient, LlmConfig
 from agentscope_memory.long_term.engine import LongTermEngine
 from agentscope_memory.long_term.turns import Turns
-from agentscope_memory.service.settings import ServiceSettings
+from agentscope_memory.paging import PageTokens
+from agentscope_memory.service.settings import ServiceSettings, _secret
 from agentscope_memory.session.exchange import SessionExchange
 from agentscope_memory.short_term.auto_context.engine import Summarizer
 from agentscope_memory.short_term.auto_context.kind import AutoContextKind
@@ -126,7 +127,8 @@ def build_service(settings: ServiceSettings | None = None) -> Service:
         sqlite_synchronous=settings.sqlite_synchronous,
         postgres_dsn=settings.postgres_dsn.get_secret_value() if settings.postgres_dsn else None,
     )
-    memories = MemoryManager(store, [InMemoryKind(), AutoContextKind()], settings.limits())
+    tokens = PageTokens(store, _secret(settings.page_token_secret))
+    memories = MemoryManager(store, [InMemoryKind(), AutoContextKind()], settings.limits(), tokens)
     jobs = JobRunner(store)
     service = Service(
         settings=settings,

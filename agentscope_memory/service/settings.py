@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from agentscope_memory.long_term.mem0.backend import Mem0Config
+from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES
 from agentscope_memory.short_term.manager import Limits
 
 MiB = 1024 * 1024
@@ -36,10 +37,17 @@ class ServiceSettings(BaseModel):
     sessions_dir: Path | None = Field(None, description="JsonSession root; default <data_dir>/sessions")
 
     # Limits.
-    max_message_bytes: int = Field(4 * MiB, gt=0)
+    # Both default to 4 MiB less 64 KiB: a page (and so a single message of the largest size)
+    # fits under gRPC's default 4 MiB receive limit with room for the page's envelope.
+    max_message_bytes: int = Field(DEFAULT_PAGE_BYTES, gt=0)
     max_batch_messages: int = Field(1000, gt=0)
     max_batch_bytes: int = Field(32 * MiB, gt=0)
-    max_page_bytes: int = Field(4 * MiB, gt=0)
+    max_page_bytes: int = Field(DEFAULT_PAGE_BYTES, gt=0)
+
+    # The key page tokens and etags are signed with. Unset: generated once and kept in the
+    # store, so it survives restarts and replicas sharing one database agree on it. Set it
+    # (alike on every replica) to rotate it, or for replicas that do not share a database.
+    page_token_secret: SecretStr | None = None
 
     # The OpenAI-compatible chat endpoint used for summaries and fact extraction; unset means
     # none (AutoContext then uses its extractive fallback, mem0 stores raw text).

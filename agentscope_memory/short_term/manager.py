@@ -7,8 +7,6 @@ lists it touches) is the kind's `MemoryKindHandler`.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import json
 import time
@@ -24,9 +22,10 @@ from agentscope_memory.errors import (
     UnimplementedError,
 )
 from agentscope_memory.validation.ids import check_id, check_label_key, check_label_value, check_request_id
-from agentscope_memory.validation.json_text import parse_json
 from agentscope_memory.validation.messages import check_msg
 from agentscope_memory.message import Msg
+from agentscope_memory.paging import PageTokens, Snapshot, cut_to_budget, read_within_budget
+from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES
 from agentscope_memory.store.codec import decode_msg, encode_msg
 from agentscope_memory.session.state import StateEntry
 from agentscope_memory.store.base import MemoryRecord, RequestRecord, Row, Store, Tx
@@ -77,13 +76,16 @@ class MemoryKindHandler(Protocol):
 class Limits:
     """Input limits; exceeding one is RESOURCE_EXHAUSTED naming the field."""
 
-    max_message_bytes: int = 4 * 1024 * 1024
+    # At most the page budget, so a message of the largest size still travels in one page.
+    max_message_bytes: int = DEFAULT_PAGE_BYTES
     max_batch_messages: int = 1000
     max_batch_bytes: int = 32 * 1024 * 1024
     default_page_size: int = 1000
     max_page_size: int = 10_000
-    max_page_bytes: int = 4 * 1024 * 1024
+    max_page_bytes: int = DEFAULT_PAGE_BYTES
     max_labels: int = 64
+    # A whole state loaded through StreamLoadState (it is held in memory while it loads).
+    max_state_bytes: int = 1024 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -125,41 +127,18 @@ class MemoryPage:
     next_page_token: str
 
 
-def message_etag(record: MemoryRecord) -> str:
-    """Names one state of a memory's messages. Every change bumps the version; the creation time
-    tells apart a memory deleted and created again under the same id."""
-    return f"{round(record.create_time * 1_000_000)}-{record.version}"
-
-
-def _encode_token(kind: str, scope: str, position: str) -> str:
-    raw = json.dumps([kind, scope, position], separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _decode_token(token: str, kind: str, scope: str, field: str) -> str:
-    try:
-        padded = token + "=" * (-len(token) % 4)
-        value = parse_json(base64.urlsafe_b64decode(padded.encode()), field)
-        if (
-            isinstance(value, list)
-            and len(value) == 3
-            and value[0] == kind
-            and value[1] == scope
-            and isinstance(value[2], str)
-            and "\x00" not in value[2]
-        ):
-            return value[2]
-    except (ValueError, binascii.Error, UnicodeDecodeError):  # InvalidArgumentError included
-        pass
-    raise InvalidArgumentError(field, "is not a page token issued for this listing")
-
-
 class MemoryManager:
     def __init__(
-        self, store: Store, handlers: Sequence[MemoryKindHandler], limits: Limits | None = None
+        self,
+        store: Store,
+        handlers: Sequence[MemoryKindHandler],
+        limits: Limits | None = None,
+        tokens: PageTokens | None = None,
     ) -> None:
         self.store = store
         self.limits = limits or Limits()
+        # Every page token and etag of the short-term memories (AutoContext's too).
+        self.tokens = tokens or PageTokens(store)
         self._handlers = {h.kind: h for h in handlers}
 
     def handler(self, kind: str) -> MemoryKindHandler:
@@ -223,16 +202,23 @@ class MemoryManager:
 
         return await self.store.run(tenant, get, write=False, small=True)
 
+    def message_etag(self, tenant: str, record: MemoryRecord) -> str:
+        """Names one state of a memory's messages (every change bumps the version; the creation
+        time tells apart a memory deleted and created again). Signed: see `PageTokens`."""
+        return self.tokens.etag(tenant, record.memory_id, Snapshot.of(record))
+
     async def list_memories(self, tenant: str, page_size: int = 0, page_token: str = "") -> MemoryPage:
+        await self.tokens.ready()
+        binding = [tenant, page_size]
+        after = self.tokens.read_with_text(page_token, "memories", binding, 0)[1] if page_token else ""
         size = self._page_size(page_size, default=100, maximum=1000)
-        after = _decode_token(page_token, "memories", tenant, "page_token") if page_token else ""
 
         def list_(tx: Tx) -> MemoryPage:
             records = tx.list_memories(after, size + 1)
             more = len(records) > size
             records = records[:size]
             infos = [MemoryInfo(r, self.handler(r.kind).count(tx, r)) for r in records]
-            token = _encode_token("memories", tenant, records[-1].memory_id) if more else ""
+            token = self.tokens.issue("memories", binding, [], records[-1].memory_id) if more else ""
             return MemoryPage(infos, token)
 
         return await self.store.run(tenant, list_, write=False)
@@ -280,6 +266,7 @@ class MemoryManager:
             digest.update(item.data)
         fingerprint = digest.hexdigest()
         small = sum(len(item.data) for item in encoded) < SMALL_TRANSACTION_BYTES
+        await self.tokens.ready()
 
         def add(tx: Tx) -> AddResult:
             record = self._require(tx, memory_id)
@@ -296,8 +283,8 @@ class MemoryManager:
             handler.add(tx, record, encoded)
             version = tx.touch_memory(memory_id)
             result = AddResult(handler.count(tx, record), version, replayed=False,
-                               etag=message_etag(replace(record, version=version)),
-                               previous_etag=message_etag(record))
+                               etag=self.message_etag(tenant, replace(record, version=version)),
+                               previous_etag=self.message_etag(tenant, record))
             if request_id is not None:
                 tx.request_put(
                     memory_id,
@@ -331,46 +318,45 @@ class MemoryManager:
         self, tenant: str, memory_id: str, page_size: int = 0, page_token: str = "", if_none_match: str = ""
     ) -> MessagePage:
         """A page of messages. With `if_none_match` (the etag of an earlier first page) and no
-        change since, only `not_modified` and the etag come back: a client's cache is current."""
+        change since, only `not_modified` and the etag come back: a client's cache is current.
+        Every page after the first reads the state the first page read, or fails ABORTED."""
         check_id(memory_id, "memory_id")
         if if_none_match and page_token:
             raise InvalidArgumentError("if_none_match", "applies to the first page only; leave it empty with page_token")
+        await self.tokens.ready()
+        binding = [tenant, memory_id, page_size]
+        after, snapshot = 0, None
+        if page_token:
+            created_us, version, after = self.tokens.read(page_token, "messages", binding, 3)
+            snapshot = Snapshot(created_us, version)
         size = self._page_size(
             page_size, default=self.limits.default_page_size, maximum=self.limits.max_page_size
         )
-        after = 0
-        if page_token:
-            position = _decode_token(page_token, "messages", memory_id, "page_token")
-            if not (position.isascii() and position.isdigit() and len(position) < 19):
-                raise InvalidArgumentError("page_token", "is not a page token issued for this listing")
-            after = int(position)
 
-        def read(tx: Tx) -> tuple[list[Row], bool, int, str]:
+        def read(tx: Tx) -> tuple[list[Row], bool, int, MemoryRecord]:
             record = self._require(tx, memory_id)
+            if snapshot is not None:
+                self.tokens.check_snapshot(memory_id, snapshot, record)
             handler = self.handler(record.kind)
-            etag = message_etag(record)
-            if if_none_match == etag:
-                return [], False, handler.count(tx, record), etag
-            rows = handler.read(tx, record, after, size + 1)
-            return rows, len(rows) > size, handler.count(tx, record), etag
+            if if_none_match and if_none_match == self.message_etag(tenant, record):
+                return [], False, handler.count(tx, record), record
+            rows = read_within_budget(lambda a, n: handler.read(tx, record, a, n), lambda r: r.seq,
+                                      lambda r: len(r.data), after, size + 1, self.limits.max_page_bytes)
+            return rows, len(rows) > size, handler.count(tx, record), record
 
-        rows, more, total, etag = await self.store.run(tenant, read, write=False, small=size <= SMALL_PAGE)
-        if if_none_match == etag:
+        rows, more, total, record = await self.store.run(tenant, read, write=False, small=size <= SMALL_PAGE)
+        etag = self.message_etag(tenant, record)
+        if if_none_match and if_none_match == etag:
             return MessagePage([], "", total, etag, not_modified=True)
         rows = rows[:size]
-        # Cut the page at the byte budget so no response outgrows a client's receive limit;
-        # a single message larger than the budget still travels alone.
-        budget = self.limits.max_page_bytes
-        kept = 0
-        used = 0
-        for row in rows:
-            used += len(row.data)
-            if kept and used > budget:
-                more = True
-                break
-            kept += 1
+        # Cut the page at the byte budget so no response outgrows a client's receive limit.
+        kept = cut_to_budget(rows, lambda r: len(r.data), self.limits.max_page_bytes)
+        more = more or kept < len(rows)
         rows = rows[:kept]
-        token = _encode_token("messages", memory_id, str(rows[-1].seq)) if more and rows else ""
+        token = ""
+        if more and rows:
+            now = Snapshot.of(record)
+            token = self.tokens.issue("messages", binding, [now.created_us, now.version, rows[-1].seq])
         return MessagePage([r.data for r in rows], token, total, etag)
 
     async def delete_message(self, tenant: str, memory_id: str, index: int) -> tuple[bool, int]:

@@ -129,6 +129,9 @@ class Tx(Protocol):
     def meta_put(self, key: str, value: str) -> None:
         """Cross-tenant: set a value of the global `meta` table."""
         ...
+    def meta_setdefault(self, key: str, value: str) -> str:
+        """Cross-tenant: the `meta` value of `key`, set to `value` first if it has none."""
+        ...
 
     # -- job queue (see agentscope_memory.jobs) ----------------------------------------------
     # Tenant-scoped: adding and listing jobs, and settling a claimed job. A claim is identified

@@ -114,7 +114,8 @@ async def _serve(settings: Settings, service: Service) -> RunningServer:
     )
     if service.long_term is not None and service.turns is not None:
         long_term_memory_service_pb2_grpc.add_LongTermMemoryServiceServicer_to_server(
-            LongTermServicer(service.long_term, service.turns), server
+            LongTermServicer(service.long_term, service.turns, service.memories.tokens,
+                             service.memories.limits.max_page_bytes), server
         )
     else:
         long_term_memory_service_pb2_grpc.add_LongTermMemoryServiceServicer_to_server(

@@ -34,30 +34,40 @@ class AutoContextRpcs:
     async def PrepareReasoningInput(self, request: pb.PrepareReasoningInputRequest, context: grpc.aio.ServicerContext) -> pb.PrepareReasoningInputResponse:
         prompt = request.system_prompt if request.HasField("system_prompt") else None
         system = msg_from_proto(request.system_message, "system_message") if request.HasField("system_message") else None
-        msgs, outcome = await self.auto_context.prepare_reasoning_input(tenant_of(context), request.memory_id, prompt, system)
-        return pb.PrepareReasoningInputResponse(messages=msgs_to_proto(msgs), **self._outcome(outcome))
+        page = await self.auto_context.prepare_reasoning_input(
+            tenant_of(context), request.memory_id, prompt, system, request.page_size, request.page_token)
+        outcome = self._outcome(page.outcome) if page.outcome is not None else {}
+        return pb.PrepareReasoningInputResponse(messages=msgs_to_proto(page.items), next_page_token=page.next_page_token,
+                                                **outcome)
 
     @grpc_errors
     async def GetOriginalMessages(self, request: pb.GetOriginalMessagesRequest, context: grpc.aio.ServicerContext) -> pb.GetOriginalMessagesResponse:
-        stored, token, total = await self.auto_context.original_page(
+        page = await self.auto_context.original_page(
             tenant_of(context), request.memory_id, request.page_size, request.page_token)
         return pb.GetOriginalMessagesResponse(
-            messages=[stored_to_proto(d) for d in stored], next_page_token=token, total_size=total)
+            messages=[stored_to_proto(d) for d in page.items], next_page_token=page.next_page_token,
+            total_size=page.total_size)
 
     @grpc_errors
     async def GetInteractionMessages(self, request: pb.GetInteractionMessagesRequest, context: grpc.aio.ServicerContext) -> pb.GetInteractionMessagesResponse:
-        msgs = await self.auto_context.interaction(tenant_of(context), request.memory_id)
-        return pb.GetInteractionMessagesResponse(messages=msgs_to_proto(msgs))
+        page = await self.auto_context.interaction(
+            tenant_of(context), request.memory_id, request.page_size, request.page_token)
+        return pb.GetInteractionMessagesResponse(messages=msgs_to_proto(page.items), next_page_token=page.next_page_token)
 
     @grpc_errors
     async def ReloadContext(self, request: pb.ReloadContextRequest, context: grpc.aio.ServicerContext) -> pb.ReloadContextResponse:
-        msgs, found = await self.auto_context.reload(tenant_of(context), request.memory_id, request.working_context_offload_uuid)
-        return pb.ReloadContextResponse(messages=[msg_to_proto(m) for m in msgs], found=found)
+        page, found = await self.auto_context.reload(
+            tenant_of(context), request.memory_id, request.working_context_offload_uuid, request.page_size,
+            request.page_token)
+        return pb.ReloadContextResponse(messages=[msg_to_proto(m) for m in page.items], found=found,
+                                        next_page_token=page.next_page_token)
 
     @grpc_errors
     async def ListCompressionEvents(self, request: pb.ListCompressionEventsRequest, context: grpc.aio.ServicerContext) -> pb.ListCompressionEventsResponse:
-        events = await self.auto_context.events(tenant_of(context), request.memory_id, request.after_sequence)
-        return pb.ListCompressionEventsResponse(events=[event_to_proto(s, e) for s, e in events])
+        page = await self.auto_context.events(
+            tenant_of(context), request.memory_id, request.after_sequence, request.page_size, request.page_token)
+        return pb.ListCompressionEventsResponse(events=[event_to_proto(s, e) for s, e in page.items],
+                                                next_page_token=page.next_page_token)
 
     @grpc_stream_errors
     async def WatchCompressionEvents(self, request: pb.WatchCompressionEventsRequest, context: grpc.aio.ServicerContext) -> AsyncIterator[pb.WatchCompressionEventsResponse]:

@@ -16,6 +16,9 @@ from agentscope_memory.convert.from_proto import (
 from agentscope_memory.convert.to_proto import long_term_item_to_proto, msg_to_proto, tool_schema_to_proto
 from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.long_term.engine import LongTermEngine
+from agentscope_memory.long_term.paging import list_page
+from agentscope_memory.paging import PageTokens
+from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES
 from agentscope_memory.long_term.tools import TOOLS, as_tool_result_text, record_to_memory, retrieve_from_memory
 from agentscope_memory.long_term.turns import Turns
 from agentscope_memory_server.errors import grpc_errors
@@ -27,9 +30,12 @@ def _tools() -> list[pb.ToolSchema]:
 
 
 class LongTermServicer(pb_grpc.LongTermMemoryServiceServicer):
-    def __init__(self, engine: LongTermEngine, turns: Turns) -> None:
+    def __init__(self, engine: LongTermEngine, turns: Turns, tokens: PageTokens | None = None,
+                 max_page_bytes: int = DEFAULT_PAGE_BYTES) -> None:
         self.engine = engine
         self.turns = turns
+        self.tokens = tokens or PageTokens(None)
+        self.max_page_bytes = max_page_bytes
 
     @grpc_errors
     async def Record(self, request: pb.RecordRequest, context: grpc.aio.ServicerContext) -> pb.RecordResponse:
@@ -64,10 +70,11 @@ class LongTermServicer(pb_grpc.LongTermMemoryServiceServicer):
 
     @grpc_errors
     async def ListLongTermMemories(self, request: pb.ListLongTermMemoriesRequest, context: grpc.aio.ServicerContext) -> pb.ListLongTermMemoriesResponse:
-        if not 0 <= request.page_size <= 1000:
-            raise InvalidArgumentError("page_size", "must be between 0 and 1000")
-        items = await self.engine.list(tenant_of(context), scope_from_proto(request.scope), request.page_size or 100)
-        return pb.ListLongTermMemoriesResponse(memories=[long_term_item_to_proto(i) for i in items])
+        items, token = await list_page(
+            self.engine, self.tokens, tenant_of(context), scope_from_proto(request.scope), request.page_size,
+            request.page_token, self.max_page_bytes, lambda item: long_term_item_to_proto(item).ByteSize())
+        return pb.ListLongTermMemoriesResponse(memories=[long_term_item_to_proto(i) for i in items],
+                                               next_page_token=token)
 
     @grpc_errors
     async def GetLongTermMemory(self, request: pb.GetLongTermMemoryRequest, context: grpc.aio.ServicerContext) -> pb.GetLongTermMemoryResponse:

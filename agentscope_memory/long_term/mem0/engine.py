@@ -20,6 +20,7 @@ from agentscope_memory.long_term.engine import (
     DEFAULT_TOP_K,
     HistoryEntry,
     LongTermItem,
+    LongTermListPage,
     Scope,
     retrieve_by_search,
 )
@@ -185,6 +186,14 @@ class Mem0Engine:
         scope.validate()
         result = await self._store.call("get_all", filters=self._filters(tenant, scope), top_k=limit)
         return [_item(r) for r in (result or {}).get("results", [])]
+
+    async def list_page(self, tenant: str, scope: Scope, limit: int, cursor: str = "") -> LongTermListPage:
+        # mem0's get_all has no cursor: the cursor is an offset into its (stable) order, so a
+        # page costs what listing up to its end costs.
+        offset = int(cursor) if cursor.isdigit() else 0
+        items = await self.list(tenant, scope, offset + limit + 1)
+        page = items[offset:offset + limit]
+        return LongTermListPage(page, [str(offset + i + 1) for i in range(len(page))], len(items) > offset + limit)
 
     async def _owned(self, tenant: str, memory_id: str) -> dict[str, Any]:
         check_id(memory_id, "id")

@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-from dataclasses import dataclass
-from typing import AsyncIterator
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import AsyncIterator, Callable, Generic, Sequence, TypeVar
 
 from agentscope_memory.errors import AbortedError, FailedPreconditionError, InvalidArgumentError
 from agentscope_memory.validation.ids import check_id
@@ -25,14 +27,37 @@ from agentscope_memory.short_term.auto_context.engine import (
     CompressionEvent, Compressor, ContextState, Identity, PlanNote, Summarizer, interaction_messages,
 )
 from agentscope_memory.short_term.auto_context.kind import (
-    KIND, ORIGINAL, WORKING, append_events, get_offload, get_plan, get_totals, put_offload, read_events,
+    EVENTS, KIND, OFFLOAD_PREFIX, ORIGINAL, WORKING, append_events, get_offload, get_plan, get_totals, put_offload, read_events,
     read_messages, set_plan, set_tokens,
 )
 from agentscope_memory.short_term.auto_context.tokens import Cl100kCounter, JavaEstimate, TokenCounter, estimate_tokens
 from agentscope_memory.short_term.manager import MemoryManager
-from agentscope_memory.message import Msg, MsgRole, TextBlock
+from agentscope_memory.message import Msg, MsgRole, TextBlock, msg_from_dict
+from agentscope_memory.paging import Snapshot, cut_to_budget, read_within_budget
 from agentscope_memory.store.codec import decode_msg, encode_msg
 from agentscope_memory.store.base import MemoryRecord, Row, Tx
+
+
+T = TypeVar("T")
+
+DEFAULT_PAGE_SIZE = 1000
+MAX_PAGE_SIZE = 10_000
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """A page of a listing: its items, the next page's token ("" at the end) and, where the
+    listing knows it, how many items there are in all."""
+
+    items: list[T]
+    next_page_token: str
+    total_size: int = 0
+    outcome: "CompressOutcome | None" = field(default=None)
+
+
+# An item read for a page: its position (the key the next page starts after), the item and
+# its size in bytes on the wire.
+Positioned = tuple[int, T, int]
 
 
 @dataclass(frozen=True)
@@ -182,10 +207,17 @@ class AutoContextService:
                                len(state.working))
 
     async def prepare_reasoning_input(
-        self, tenant: str, memory_id: str, system_prompt: str | None, system_message: Msg | None = None
-    ) -> tuple[list[Msg], CompressOutcome]:
+        self,
+        tenant: str,
+        memory_id: str,
+        system_prompt: str | None,
+        system_message: Msg | None = None,
+        page_size: int = 0,
+        page_token: str = "",
+    ) -> Page[Msg]:
         """What AutoContextHook hands the model on PreReasoningEvent: compress if needed, then
-        the system message with the offload instruction, then the working history.
+        the system message with the offload instruction, then the working history, a page at a
+        time. Only the first page compresses; later pages read the state it left.
 
         `system_message` is the agent input's first SYSTEM message (Java keeps its name and
         metadata); `system_prompt` is the same given as plain text."""
@@ -193,50 +225,127 @@ class AutoContextService:
             raise InvalidArgumentError("system_message", "set at most one of system_prompt and system_message")
         if system_message is not None and system_message.role is not MsgRole.SYSTEM:
             raise InvalidArgumentError("system_message.role", "must be SYSTEM")
-        if system_prompt is not None:
-            check_text(system_prompt, "system_prompt", MAX_SYSTEM_PROMPT_BYTES)
-        if system_message is not None:
-            check_msg(system_message, "system_message")
-        outcome = await self.compress_if_needed(tenant, memory_id)
-        working = await self._read(tenant, memory_id, lambda tx, _: read_messages(tx, memory_id, WORKING))
-        if system_message is not None:
-            system_prompt = system_message.text_content
-        text = prompts.HOOK_INSTRUCTION if system_prompt is None else system_prompt + "\n\n" + prompts.HOOK_INSTRUCTION
-        name = system_message.name if system_message is not None else "system"
-        metadata = copy.deepcopy(system_message.metadata) if system_message is not None else {}
-        system = Msg(self._identity.new_id(), name, MsgRole.SYSTEM, [TextBlock(text)], metadata,
-                     self._identity.timestamp())
-        return [system] + working, outcome
+        shape = hashlib.sha256(
+            json.dumps([system_prompt, None if system_message is None else encode_msg(system_message).hex()]).encode()
+        ).hexdigest()
+        outcome = None
+        if not page_token:
+            check_id(memory_id, "memory_id")
+            self._page_size(page_size)
+            if system_prompt is not None:
+                check_text(system_prompt, "system_prompt", MAX_SYSTEM_PROMPT_BYTES)
+            if system_message is not None:
+                check_msg(system_message, "system_message")
+            outcome = await self.compress_if_needed(tenant, memory_id)
+        system: Msg | None = None
+        if not page_token:
+            if system_message is not None:
+                system_prompt = system_message.text_content
+            text = prompts.HOOK_INSTRUCTION if system_prompt is None else system_prompt + "\n\n" + prompts.HOOK_INSTRUCTION
+            name = system_message.name if system_message is not None else "system"
+            metadata = copy.deepcopy(system_message.metadata) if system_message is not None else {}
+            system = Msg(self._identity.new_id(), name, MsgRole.SYSTEM, [TextBlock(text)], metadata,
+                         self._identity.timestamp())
+
+        def fetch(tx: Tx, after: int, limit: int) -> list[Positioned[Msg]]:
+            rows = tx.read(memory_id, WORKING, after, limit)
+            return [(r.seq, decode_msg(r.data), len(r.data)) for r in rows]
+
+        lead = [] if system is None else [(0, system, len(encode_msg(system)))]
+        page = await self._paged(tenant, memory_id, "reasoning", [page_size, shape], page_size, page_token,
+                                 fetch, lead=lead)
+        return Page(page.items, page.next_page_token, outcome=outcome)
 
     # -- reads ------------------------------------------------------------------------------
 
+    @staticmethod
+    def _page_size(requested: int) -> int:
+        if requested < 0:
+            raise InvalidArgumentError("page_size", "must not be negative")
+        return min(requested or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
+
+    async def _paged(
+        self,
+        tenant: str,
+        memory_id: str,
+        listing: str,
+        shape: Sequence[str | int],
+        page_size: int,
+        page_token: str,
+        fetch: Callable[[Tx, int, int], list[Positioned[T]]],
+        *,
+        lead: Sequence[Positioned[T]] = (),
+        total: Callable[[Tx], int] | None = None,
+    ) -> Page[T]:
+        """One page of a listing of an AUTO_CONTEXT memory: at most `page_size` items and the
+        byte budget, read from the state the first page read (ABORTED when it changed). The
+        token is signed and bound to the tenant, the memory, the listing and `shape`."""
+        check_id(memory_id, "memory_id")
+        tokens = self._manager.tokens
+        await tokens.ready()
+        binding = [tenant, memory_id, *shape]
+        after, snapshot = 0, None
+        if page_token:
+            created_us, version, after = tokens.read(page_token, listing, binding, 3)
+            snapshot = Snapshot(created_us, version)
+        size = self._page_size(page_size)
+        budget = self._manager.limits.max_page_bytes
+
+        def read(tx: Tx) -> tuple[list[Positioned[T]], int, MemoryRecord]:
+            record = self._record(tx, memory_id)
+            if snapshot is not None:
+                tokens.check_snapshot(memory_id, snapshot, record)
+            found = read_within_budget(lambda a, n: fetch(tx, a, n), lambda item: item[0], lambda item: item[2],
+                                       after, size + 1, budget)
+            return found, (total(tx) if total else 0), record
+
+        found, count, record = await self.store.run(tenant, read, write=False, small=size <= 1000)
+        found = [*lead, *found]
+        more = len(found) > size
+        found = found[:size]
+        kept = cut_to_budget(found, lambda item: item[2], budget)
+        more = more or kept < len(found)
+        found = found[:kept]
+        token = ""
+        if more:
+            now = Snapshot.of(record)
+            token = tokens.issue(listing, binding, [now.created_us, now.version, found[-1][0]])
+        return Page([item for _, item, _ in found], token, count)
+
     async def original_page(
         self, tenant: str, memory_id: str, page_size: int = 0, page_token: str = ""
-    ) -> tuple[list[bytes], str, int]:
-        """A page of the original (uncompressed) history: stored messages, the next page's
-        token ("" at the end) and the history's length."""
-        if page_size < 0:
-            raise InvalidArgumentError("page_size", "must not be negative")
-        size = min(page_size or 1000, 10_000)
-        after = 0
-        if page_token:
-            if not (page_token.isascii() and page_token.isdigit() and len(page_token) < 19):
-                raise InvalidArgumentError("page_token", "is not a page token issued for this listing")
-            after = int(page_token)
+    ) -> Page[bytes]:
+        """A page of the original (uncompressed) history, in stored form."""
 
-        def read(tx: Tx, _: MemoryRecord) -> tuple[list[Row], int]:
-            return tx.read(memory_id, ORIGINAL, after, size + 1), tx.length(memory_id, ORIGINAL)
+        def fetch(tx: Tx, after: int, limit: int) -> list[Positioned[bytes]]:
+            return [(r.seq, r.data, len(r.data)) for r in tx.read(memory_id, ORIGINAL, after, limit)]
 
-        rows, total = await self._read(tenant, memory_id, read, small=size <= 1000)
-        more = len(rows) > size
-        rows = rows[:size]
-        return [r.data for r in rows], str(rows[-1].seq) if more and rows else "", total
+        return await self._paged(tenant, memory_id, "original", [page_size], page_size, page_token, fetch,
+                                 total=lambda tx: tx.length(memory_id, ORIGINAL))
 
-    async def interaction(self, tenant: str, memory_id: str) -> list[Msg]:
-        original = await self._read(tenant, memory_id, lambda tx, _: read_messages(tx, memory_id, ORIGINAL))
-        return interaction_messages(original)
+    async def interaction(
+        self, tenant: str, memory_id: str, page_size: int = 0, page_token: str = ""
+    ) -> Page[Msg]:
+        """Java `getInteractionMsgs`, a page at a time: USER messages and final responses."""
 
-    async def reload(self, tenant: str, memory_id: str, uuid: str) -> tuple[list[Msg], bool]:
+        def fetch(tx: Tx, after: int, limit: int) -> list[Positioned[Msg]]:
+            found: list[Positioned[Msg]] = []
+            while len(found) < limit:
+                rows = tx.read(memory_id, ORIGINAL, after, 64)
+                if not rows:
+                    break
+                for row in rows:
+                    msgs = interaction_messages([decode_msg(row.data)])
+                    if msgs:
+                        found.append((row.seq, msgs[0], len(row.data)))
+                after = rows[-1].seq
+            return found[:limit]
+
+        return await self._paged(tenant, memory_id, "interaction", [page_size], page_size, page_token, fetch)
+
+    async def reload(
+        self, tenant: str, memory_id: str, uuid: str, page_size: int = 0, page_token: str = ""
+    ) -> tuple[Page[Msg], bool]:
         """The `context_reload` tool: the offloaded messages, or AgentScope's text when none."""
         blank, missing = reload_texts(uuid)
 
@@ -245,14 +354,35 @@ class AutoContextService:
 
         if not uuid or not uuid.strip():
             await self._read(tenant, memory_id, lambda tx, record: None, small=True)
-            return [text_msg(blank)], False
+            return Page([text_msg(blank)], ""), False
         check_id(uuid, "working_context_offload_uuid")
-        found = await self._read(tenant, memory_id, lambda tx, _: get_offload(tx, memory_id, uuid), small=True)
-        if not found:
-            return [text_msg(missing)], False
-        return found, True
+        present = await self._read(tenant, memory_id, lambda tx, _: tx.kv_get(memory_id, OFFLOAD_PREFIX + uuid) is not None,
+                                   small=True)
+        if not present and not page_token:
+            return Page([text_msg(missing)], ""), False
 
-    async def events(self, tenant: str, memory_id: str, after_seq: int = 0) -> list[tuple[int, CompressionEvent]]:
+        def fetch(tx: Tx, after: int, limit: int) -> list[Positioned[Msg]]:
+            text = tx.kv_get(memory_id, OFFLOAD_PREFIX + uuid)
+            items = [] if text is None else json.loads(text)
+            # Positions count from 1, so that "after 0" is the start.
+            return [(i + 1, msg_from_dict(d), len(json.dumps(d))) for i, d in enumerate(items[after:after + limit], after)]
+
+        return await self._paged(tenant, memory_id, "reload", [page_size, uuid], page_size, page_token, fetch), True
+
+    async def events(
+        self, tenant: str, memory_id: str, after_seq: int = 0, page_size: int = 0, page_token: str = ""
+    ) -> Page[tuple[int, CompressionEvent]]:
+        if after_seq < 0:
+            raise InvalidArgumentError("after_sequence", "must not be negative")
+
+        def fetch(tx: Tx, after: int, limit: int) -> list[Positioned[tuple[int, CompressionEvent]]]:
+            rows = tx.read(memory_id, EVENTS, max(after, after_seq), limit)
+            return [(r.seq, (r.seq, CompressionEvent.from_dict(json.loads(r.data))), len(r.data)) for r in rows]
+
+        return await self._paged(tenant, memory_id, "events", [page_size, after_seq], page_size, page_token, fetch)
+
+    async def all_events(self, tenant: str, memory_id: str, after_seq: int = 0) -> list[tuple[int, CompressionEvent]]:
+        """Every event after `after_seq`, in one read (for the in-process watch)."""
         if after_seq < 0:
             raise InvalidArgumentError("after_sequence", "must not be negative")
         return await self._read(tenant, memory_id, lambda tx, _: read_events(tx, memory_id, after_seq))
@@ -263,7 +393,7 @@ class AutoContextService:
         last = after_seq
         with self._use(self._changed, (tenant, memory_id), asyncio.Condition) as condition:
             while True:
-                for seq, event in await self.events(tenant, memory_id, last):
+                for seq, event in await self.all_events(tenant, memory_id, last):
                     last = seq
                     yield seq, event
                 async with condition:

@@ -16,3 +16,13 @@ class MetaStatements(SqlTxBase):
             " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             (key, value),
         )
+
+    def meta_setdefault(self, key: str, value: str) -> str:
+        # Insert only if absent, then read: replicas racing to create a value all end up with
+        # the one that was stored first.
+        self._execute(
+            "INSERT INTO {meta} (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING", (key, value)
+        )
+        stored = self.meta_get(key)
+        assert stored is not None
+        return stored

@@ -4,6 +4,7 @@ import dev.agentscopememory.agentscope1.internal.MsgConverter;
 import dev.agentscopememory.client.Ids;
 import dev.agentscopememory.client.MemoryKind;
 import dev.agentscopememory.client.RemoteConnection;
+import dev.agentscopememory.client.PagedRead;
 import dev.agentscopememory.client.RemoteMemoryException;
 import dev.agentscopememory.client.internal.WireEnums;
 import dev.agentscopememory.grpc.v1.AddMessagesRequest;
@@ -157,14 +158,16 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         snapshot.compareAndSet(before, after);
     }
 
-    /** Reads of a long history that another client keeps changing between pages. */
-    static final int CONSISTENT_READ_ATTEMPTS = 5;
+    /** How often a read the server aborted (the memory changed between pages) starts again. */
+    static final int CONSISTENT_READ_ATTEMPTS = PagedRead.CONSISTENT_READ_ATTEMPTS;
 
     /**
      * All messages in insertion order, as a new mutable list of new messages. Always asks the
      * server; when the messages have not changed since this client last saw them, the server says
-     * so instead of sending them again. A history of several pages is read again when it changed
-     * between pages (a compression rewrites it), so the list is one state of the memory.
+     * so instead of sending them again. A history of several pages is one state of the memory: when
+     * it changes between pages (a compression rewrites it) the server aborts the read, which starts
+     * again from the first page, at most {@link #CONSISTENT_READ_ATTEMPTS} times; then {@link
+     * RemoteMemoryException.Aborted} is thrown. A mixed list is never returned.
      */
     @Override
     public List<Msg> getMessages() {
@@ -174,37 +177,39 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
             List<dev.agentscopememory.grpc.v1.Msg> wire = new ArrayList<>();
             String token = "";
             String firstEtag = null;
-            String lastEtag;
-            do {
-                GetMessagesRequest.Builder request = GetMessagesRequest.newBuilder()
-                        .setMemoryId(memoryId)
-                        .setPageSize(pageSize)
-                        .setPageToken(token);
-                if (firstEtag == null && cached != null) {
-                    request.setIfNoneMatch(cached.etag());
+            try {
+                do {
+                    GetMessagesRequest.Builder request = GetMessagesRequest.newBuilder()
+                            .setMemoryId(memoryId)
+                            .setPageSize(pageSize)
+                            .setPageToken(token);
+                    if (firstEtag == null && cached != null) {
+                        request.setIfNoneMatch(cached.etag());
+                    }
+                    GetMessagesRequest built = request.build();
+                    GetMessagesResponse page = connection.call("MemoryService/GetMessages", true,
+                            () -> connection.memoryService().getMessages(built));
+                    if (page.getNotModified()) {
+                        return copies(cached.messages());
+                    }
+                    if (firstEtag == null) {
+                        firstEtag = page.getEtag();
+                    } else if (!firstEtag.equals(page.getEtag())) {
+                        // Only a server older than snapshot-bound tokens gets here.
+                        throw new RemoteMemoryException.Aborted("MemoryService/GetMessages",
+                                "memory " + memoryId + " changed between pages", null);
+                    }
+                    wire.addAll(page.getMessagesList());
+                    token = page.getNextPageToken();
+                } while (!token.isEmpty());
+            } catch (RemoteMemoryException.Aborted e) {
+                if (attempt >= CONSISTENT_READ_ATTEMPTS) {
+                    throw e;
                 }
-                GetMessagesRequest built = request.build();
-                GetMessagesResponse page = connection.call("MemoryService/GetMessages", true,
-                        () -> connection.memoryService().getMessages(built));
-                if (page.getNotModified()) {
-                    return copies(cached.messages());
-                }
-                if (firstEtag == null) {
-                    firstEtag = page.getEtag();
-                }
-                lastEtag = page.getEtag();
-                wire.addAll(page.getMessagesList());
-                token = page.getNextPageToken();
-            } while (!token.isEmpty());
-            // Pages read under one etag are one state of the memory; otherwise it changed in between.
-            // (A server without etags sends "" on every page: nothing to tell, nothing to keep.)
-            boolean oneState = firstEtag.equals(lastEtag);
-            if (!oneState && attempt < CONSISTENT_READ_ATTEMPTS) {
                 continue;
             }
             List<Msg> messages = MsgConverter.fromProto(wire);
-            boolean keep = oneState && !firstEtag.isEmpty();
-            snapshot.compareAndSet(cached, keep ? new Snapshot(firstEtag, List.copyOf(messages)) : null);
+            snapshot.compareAndSet(cached, firstEtag.isEmpty() ? null : new Snapshot(firstEtag, List.copyOf(messages)));
             return copies(messages);
         }
     }

@@ -3,24 +3,26 @@ package dev.agentscopememory.agentscope1;
 import dev.agentscopememory.agentscope1.internal.MsgConverter;
 import dev.agentscopememory.client.AutoContextProfile;
 import dev.agentscopememory.client.MemoryKind;
+import dev.agentscopememory.client.PagedRead;
 import dev.agentscopememory.client.RemoteMemoryException;
+import dev.agentscopememory.client.RemoteState;
 import dev.agentscopememory.client.TokenCounter;
 import dev.agentscopememory.client.internal.WireEnums;
 import dev.agentscopememory.grpc.v1.AttachPlanNoteRequest;
 import dev.agentscopememory.grpc.v1.CompressIfNeededRequest;
 import dev.agentscopememory.grpc.v1.GetInteractionMessagesRequest;
+import dev.agentscopememory.grpc.v1.GetInteractionMessagesResponse;
 import dev.agentscopememory.grpc.v1.GetOriginalMessagesRequest;
 import dev.agentscopememory.grpc.v1.GetOriginalMessagesResponse;
 import dev.agentscopememory.grpc.v1.JsonList;
 import dev.agentscopememory.grpc.v1.ListCompressionEventsRequest;
-import dev.agentscopememory.grpc.v1.LoadStateRequest;
+import dev.agentscopememory.grpc.v1.ListCompressionEventsResponse;
 import dev.agentscopememory.grpc.v1.PlanNote;
 import dev.agentscopememory.grpc.v1.PlanSubtask;
 import dev.agentscopememory.grpc.v1.PrepareReasoningInputRequest;
+import dev.agentscopememory.grpc.v1.PrepareReasoningInputResponse;
 import dev.agentscopememory.grpc.v1.ReloadContextRequest;
 import dev.agentscopememory.grpc.v1.ReloadContextResponse;
-import dev.agentscopememory.grpc.v1.SaveStateRequest;
-import dev.agentscopememory.grpc.v1.SaveStateResponse;
 import dev.agentscopememory.grpc.v1.StateEntry;
 import dev.agentscopememory.grpc.v1.WatchCompressionEventsRequest;
 import dev.agentscopememory.grpc.v1.WatchCompressionEventsResponse;
@@ -149,32 +151,53 @@ public class RemoteAutoContextMemory extends AbstractRemoteMemory {
 
     private List<Msg> prepareReasoningInput(PrepareReasoningInputRequest request) {
         ensureMemory();
-        return MsgConverter.fromProto(connection.call("MemoryService/PrepareReasoningInput", false,
-                () -> connection.memoryService().prepareReasoningInput(request)).getMessagesList());
+        // The first page compresses (not retried: a compression is not idempotent); later pages
+        // read the state it left. A change between pages aborts, and the whole call starts again.
+        for (int attempt = 1; ; attempt++) {
+            List<dev.agentscopememory.grpc.v1.Msg> wire = new ArrayList<>();
+            String token = "";
+            try {
+                do {
+                    PrepareReasoningInputRequest built = request.toBuilder().setPageToken(token).build();
+                    PrepareReasoningInputResponse page = connection.call("MemoryService/PrepareReasoningInput",
+                            !token.isEmpty(), () -> connection.memoryService().prepareReasoningInput(built));
+                    wire.addAll(page.getMessagesList());
+                    token = page.getNextPageToken();
+                } while (!token.isEmpty());
+                return MsgConverter.fromProto(wire);
+            } catch (RemoteMemoryException.Aborted e) {
+                if (attempt >= PagedRead.CONSISTENT_READ_ATTEMPTS) {
+                    throw e;
+                }
+            }
+        }
     }
 
-    /** The uncompressed, append-only history (a new list). */
+    /**
+     * The uncompressed, append-only history (a new list), read page by page as one state of the
+     * memory (see {@link PagedRead}), so it works at any size through a 4 MiB channel.
+     */
     public List<Msg> getOriginalMemoryMsgs() {
         ensureMemory();
-        List<Msg> out = new ArrayList<>();
-        String token = "";
-        do {
+        return MsgConverter.fromProto(PagedRead.readAll(token -> {
             GetOriginalMessagesRequest request = GetOriginalMessagesRequest.newBuilder()
                     .setMemoryId(memoryId).setPageToken(token).build();
             GetOriginalMessagesResponse page = connection.call("MemoryService/GetOriginalMessages", true,
                     () -> connection.memoryService().getOriginalMessages(request));
-            out.addAll(MsgConverter.fromProto(page.getMessagesList()));
-            token = page.getNextPageToken();
-        } while (!token.isEmpty());
-        return out;
+            return new PagedRead.Page<>(page.getMessagesList(), page.getNextPageToken());
+        }));
     }
 
     /** The user messages and final assistant responses of the original history. */
     public List<Msg> getInteractionMsgs() {
         ensureMemory();
-        GetInteractionMessagesRequest request = GetInteractionMessagesRequest.newBuilder().setMemoryId(memoryId).build();
-        return MsgConverter.fromProto(connection.call("MemoryService/GetInteractionMessages", true,
-                () -> connection.memoryService().getInteractionMessages(request)).getMessagesList());
+        return MsgConverter.fromProto(PagedRead.readAll(token -> {
+            GetInteractionMessagesRequest request = GetInteractionMessagesRequest.newBuilder()
+                    .setMemoryId(memoryId).setPageToken(token).build();
+            GetInteractionMessagesResponse page = connection.call("MemoryService/GetInteractionMessages", true,
+                    () -> connection.memoryService().getInteractionMessages(request));
+            return new PagedRead.Page<>(page.getMessagesList(), page.getNextPageToken());
+        }));
     }
 
     /** The messages offloaded under {@code uuid}, or an empty list if there are none. */
@@ -183,21 +206,34 @@ public class RemoteAutoContextMemory extends AbstractRemoteMemory {
         return response.getFound() ? MsgConverter.fromProto(response.getMessagesList()) : new ArrayList<>();
     }
 
+    /** Every page of the offloaded messages, as one response ({@code found} from the first page). */
     ReloadContextResponse reloadContext(String uuid) {
         ensureMemory();
-        ReloadContextRequest request = ReloadContextRequest.newBuilder()
-                .setMemoryId(memoryId).setWorkingContextOffloadUuid(uuid).build();
-        return connection.call("MemoryService/ReloadContext", true,
-                () -> connection.memoryService().reloadContext(request));
+        boolean[] found = new boolean[1];
+        List<dev.agentscopememory.grpc.v1.Msg> messages = PagedRead.readAll(token -> {
+            ReloadContextRequest request = ReloadContextRequest.newBuilder()
+                    .setMemoryId(memoryId).setWorkingContextOffloadUuid(uuid).setPageToken(token).build();
+            ReloadContextResponse page = connection.call("MemoryService/ReloadContext", true,
+                    () -> connection.memoryService().reloadContext(request));
+            if (token.isEmpty()) {
+                found[0] = page.getFound();
+            }
+            return new PagedRead.Page<>(page.getMessagesList(), page.getNextPageToken());
+        });
+        return ReloadContextResponse.newBuilder().addAllMessages(messages).setFound(found[0]).build();
     }
 
     /** The compression events recorded so far, as AgentScope's {@code CompressionEvent}s. */
     public List<CompressionEvent> getCompressionEvents() {
         ensureMemory();
-        ListCompressionEventsRequest request = ListCompressionEventsRequest.newBuilder().setMemoryId(memoryId).build();
         List<CompressionEvent> out = new ArrayList<>();
-        for (dev.agentscopememory.grpc.v1.CompressionEvent e : connection.call("MemoryService/ListCompressionEvents",
-                true, () -> connection.memoryService().listCompressionEvents(request)).getEventsList()) {
+        for (dev.agentscopememory.grpc.v1.CompressionEvent e : PagedRead.readAll(token -> {
+            ListCompressionEventsRequest request = ListCompressionEventsRequest.newBuilder()
+                    .setMemoryId(memoryId).setPageToken(token).build();
+            ListCompressionEventsResponse page = connection.call("MemoryService/ListCompressionEvents", true,
+                    () -> connection.memoryService().listCompressionEvents(request));
+            return new PagedRead.Page<>(page.getEventsList(), page.getNextPageToken());
+        })) {
             out.add(toEvent(e));
         }
         return out;
@@ -297,10 +333,9 @@ public class RemoteAutoContextMemory extends AbstractRemoteMemory {
     @Override
     public void saveTo(Session session, SessionKey sessionKey) {
         ensureMemory();
-        SaveStateRequest request = SaveStateRequest.newBuilder().setMemoryId(memoryId).build();
-        SaveStateResponse state = connection.call("StateService/SaveState", true,
-                () -> connection.stateService().saveState(request));
-        for (StateEntry entry : state.getEntriesList()) {
+        // Streamed in pieces, so a state of any size passes a 4 MiB channel.
+        RemoteState.Saved state = RemoteState.save(connection, memoryId);
+        for (StateEntry entry : state.entries()) {
             String key = entry.getKey();
             if (entry.hasList()) {
                 Class<? extends State> type = EVENTS_KEY.equals(key) ? CompressionEvent.class : Msg.class;
@@ -325,15 +360,15 @@ public class RemoteAutoContextMemory extends AbstractRemoteMemory {
     @Override
     public void loadFrom(Session session, SessionKey sessionKey) {
         ensureMemory();
-        LoadStateRequest.Builder request = LoadStateRequest.newBuilder().setMemoryId(memoryId);
-        request.addEntries(listEntry(WORKING_KEY, session.getList(sessionKey, WORKING_KEY, Msg.class)));
-        request.addEntries(listEntry(ORIGINAL_KEY, session.getList(sessionKey, ORIGINAL_KEY, Msg.class)));
-        request.addEntries(listEntry(EVENTS_KEY, session.getList(sessionKey, EVENTS_KEY, CompressionEvent.class)));
+        List<StateEntry> entries = new ArrayList<>();
+        entries.add(listEntry(WORKING_KEY, session.getList(sessionKey, WORKING_KEY, Msg.class)));
+        entries.add(listEntry(ORIGINAL_KEY, session.getList(sessionKey, ORIGINAL_KEY, Msg.class)));
+        entries.add(listEntry(EVENTS_KEY, session.getList(sessionKey, EVENTS_KEY, CompressionEvent.class)));
         Optional<OffloadContextState> offload = session.get(sessionKey, OFFLOAD_KEY, OffloadContextState.class);
-        offload.ifPresent(o -> request.addEntries(StateEntry.newBuilder().setKey(OFFLOAD_KEY)
-                .setJson(JsonUtils.getJsonCodec().toJson(o))));
-        LoadStateRequest built = request.build();
-        connection.call("StateService/LoadState", true, () -> connection.stateService().loadState(built));
+        offload.ifPresent(o -> entries.add(StateEntry.newBuilder().setKey(OFFLOAD_KEY)
+                .setJson(JsonUtils.getJsonCodec().toJson(o)).build()));
+        // Streamed in pieces, so a state of any size passes a 4 MiB channel.
+        RemoteState.load(connection, memoryId, entries, null);
     }
 
     private static StateEntry listEntry(String key, List<? extends State> items) {

@@ -2,8 +2,8 @@ package dev.agentscopememory.agentscope1;
 
 import dev.agentscopememory.client.MemoryKind;
 import dev.agentscopememory.client.RemoteMemoryException;
+import dev.agentscopememory.client.RemoteState;
 import dev.agentscopememory.grpc.v1.JsonList;
-import dev.agentscopememory.grpc.v1.LoadStateRequest;
 import dev.agentscopememory.grpc.v1.StateEntry;
 import io.agentscope.core.memory.Memory;
 import io.agentscope.core.message.Msg;
@@ -35,9 +35,6 @@ public class RemoteMemory extends AbstractRemoteMemory {
     /** The session key {@code InMemoryMemory} uses for its messages. */
     public static final String MESSAGES_KEY = "memory_messages";
 
-    /** Larger sessions are loaded as clear + batched adds instead of one LoadState call. */
-    static final long ATOMIC_LOAD_BYTES = 16L * 1024 * 1024;
-
     private volatile boolean loadStateUnimplemented;
 
     protected RemoteMemory(Builder b) {
@@ -64,23 +61,18 @@ public class RemoteMemory extends AbstractRemoteMemory {
     public void loadFrom(Session session, SessionKey sessionKey) {
         List<Msg> loaded = session.getList(sessionKey, MESSAGES_KEY, Msg.class);
         JsonList.Builder items = JsonList.newBuilder();
-        long bytes = 0;
         for (Msg m : loaded) {
             if (m != null) {
-                String json = JsonUtils.getJsonCodec().toJson(m);
-                bytes += json.length();
-                items.addItems(json);
+                items.addItems(JsonUtils.getJsonCodec().toJson(m));
             }
         }
-        if (bytes <= ATOMIC_LOAD_BYTES && !loadStateUnimplemented) {
-            // One call that replaces everything, so a failure leaves the old contents intact.
+        if (!loadStateUnimplemented) {
+            // One streamed load that replaces everything atomically, whatever its size, so a
+            // failure leaves the old contents intact.
             ensureMemory();
-            LoadStateRequest request = LoadStateRequest.newBuilder()
-                    .setMemoryId(memoryId)
-                    .addEntries(StateEntry.newBuilder().setKey(MESSAGES_KEY).setList(items))
-                    .build();
+            List<StateEntry> entries = List.of(StateEntry.newBuilder().setKey(MESSAGES_KEY).setList(items).build());
             try {
-                connection.call("StateService/LoadState", true, () -> connection.stateService().loadState(request));
+                RemoteState.load(connection, memoryId, entries, null);
                 return;
             } catch (RemoteMemoryException.Unimplemented e) {
                 loadStateUnimplemented = true; // an older server: fall back to clear + add

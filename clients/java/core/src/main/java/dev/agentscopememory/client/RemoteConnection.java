@@ -120,6 +120,15 @@ public final class RemoteConnection implements AutoCloseable {
     }
 
     /**
+     * An asynchronous {@code StateService} stub with this connection's deadline, for the client
+     * stream of {@code StreamLoadState}. Take a new one per call: the deadline starts now.
+     */
+    public StateServiceGrpc.StateServiceStub stateServiceAsync() {
+        return StateServiceGrpc.newStub(channel)
+                .withDeadlineAfter(deadline.toNanos(), TimeUnit.NANOSECONDS);
+    }
+
+    /**
      * Runs one RPC, turning a failure into a {@link RemoteMemoryException}. When {@code retryable}
      * (the call is idempotent, or carries a request id that makes a replay harmless), a call
      * refused with {@code UNAVAILABLE} is tried again up to the configured number of attempts,

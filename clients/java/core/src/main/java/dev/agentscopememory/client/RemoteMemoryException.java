@@ -54,6 +54,7 @@ public class RemoteMemoryException extends RuntimeException {
             case PERMISSION_DENIED -> new PermissionDenied(operation, message, e);
             case RESOURCE_EXHAUSTED -> new ResourceExhausted(operation, message, e);
             case UNIMPLEMENTED -> new Unimplemented(operation, message, e);
+            case ABORTED -> new Aborted(operation, message, e);
             default -> new RemoteMemoryException(operation, status.getCode(), message, e);
         };
     }
@@ -125,6 +126,16 @@ public class RemoteMemoryException extends RuntimeException {
     public static final class Unimplemented extends RemoteMemoryException {
         Unimplemented(String operation, String message, Throwable cause) {
             super(operation, Status.Code.UNIMPLEMENTED, message, cause);
+        }
+    }
+
+    /**
+     * A concurrent change won: e.g. the memory changed between the pages of a read (the message
+     * names the change), or a load's expected version no longer holds.
+     */
+    public static final class Aborted extends RemoteMemoryException {
+        public Aborted(String operation, String message, Throwable cause) {
+            super(operation, Status.Code.ABORTED, message, cause);
         }
     }
 }

@@ -1,0 +1,154 @@
+"""Page tokens and etags the server signs, so a client can neither forge nor move them.
+
+A token is opaque: base64url of a few decimal integers (where the next page starts and which
+snapshot of the memory the listing reads) followed by an HMAC-SHA256 tag. The tag also covers
+what the token is bound to but does not carry: the listing, the tenant, the memory (or scope)
+and the request's shape (page size and the other parameters that must not change between
+pages, AIP-158). Anything that does not verify is `page_token: invalid or expired`, checked
+before a single value of it is used, so forged positions never reach a database.
+
+The key comes from the settings (replicas configured alike) or else is generated once and kept
+in the store's `meta` table: it survives restarts, and replicas sharing one database agree on it
+with no configuration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from typing import Sequence
+
+from agentscope_memory.errors import AbortedError, InvalidArgumentError
+from agentscope_memory.store.base import MemoryRecord, Store, Tx
+
+__all__ = ["INVALID_TOKEN", "PageTokens", "Snapshot"]
+
+INVALID_TOKEN = "invalid or expired"
+META_KEY = "page_token_secret"
+# Longest token accepted; ours are shorter (a few integers, at most one id, a 16-byte tag).
+MAX_TOKEN_CHARS = 8192
+TAG_BYTES = 16
+# Positions and versions are 63-bit integers, as in every store.
+MAX_VALUE = 2**63 - 1
+
+Binding = Sequence[str | int]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Which state of a memory a listing reads: its creation time (a memory deleted and created
+    again is another memory) and its version (every change increases it)."""
+
+    created_us: int
+    version: int
+
+    @staticmethod
+    def of(record: MemoryRecord) -> Snapshot:
+        return Snapshot(round(record.create_time * 1_000_000), record.version)
+
+
+def _frame(parts: Binding) -> bytes:
+    # Length-prefixed, so no choice of ids can make two bindings collide.
+    out = bytearray()
+    for part in parts:
+        data = (f"i{part}" if isinstance(part, int) else f"s{part}").encode("utf-8", "surrogatepass")
+        out += len(data).to_bytes(4, "big") + data
+    return bytes(out)
+
+
+class PageTokens:
+    """Issues and verifies page tokens and etags with the server's key."""
+
+    def __init__(self, store: Store | None, secret: str | None = None) -> None:
+        self._store = store
+        self._key: bytes | None = None if secret is None else hashlib.sha256(secret.encode()).digest()
+        self._lock = asyncio.Lock()
+
+    async def ready(self) -> None:
+        """Load (or create, once per database) the key; cheap after the first call."""
+        if self._key is not None:
+            return
+        async with self._lock:
+            if self._key is not None:
+                return
+            if self._store is None:
+                self._key = secrets.token_bytes(32)
+                return
+            fresh = secrets.token_hex(32)
+
+            def load(tx: Tx) -> str:
+                return tx.meta_setdefault(META_KEY, fresh)
+
+            self._key = bytes.fromhex(await self._store.run("", load))
+
+    def _tag(self, listing: str, binding: Binding, payload: bytes) -> bytes:
+        if self._key is None:
+            raise RuntimeError("PageTokens.ready() was not awaited")
+        message = _frame([listing, *binding]) + b"|" + payload
+        return hmac.new(self._key, message, hashlib.sha256).digest()[:TAG_BYTES]
+
+    def issue(self, listing: str, binding: Binding, values: Sequence[int], text: str = "") -> str:
+        """A token for `listing` bound to `binding`, carrying `values` (non-negative ints) and
+        optionally one `text` (e.g. the last id listed)."""
+        payload = ".".join(str(int(v)) for v in values).encode("ascii") + b":" + text.encode("utf-8", "surrogatepass")
+        raw = payload + self._tag(listing, binding, payload)
+        return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+    def read(self, token: str, listing: str, binding: Binding, count: int, field: str = "page_token") -> list[int]:
+        """The `count` values of a token issued by `issue` with the same listing and binding;
+        INVALID_ARGUMENT `page_token: invalid or expired` for anything else."""
+        return self.read_with_text(token, listing, binding, count, field)[0]
+
+    def read_with_text(
+        self, token: str, listing: str, binding: Binding, count: int, field: str = "page_token"
+    ) -> tuple[list[int], str]:
+        """As `read`, with the token's text."""
+        invalid = InvalidArgumentError(field, INVALID_TOKEN)
+        if not token.isascii() or len(token) > MAX_TOKEN_CHARS:
+            raise invalid
+        try:
+            raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        except (ValueError, binascii.Error):
+            raise invalid from None
+        payload, tag = raw[:-TAG_BYTES], raw[-TAG_BYTES:]
+        if len(raw) <= TAG_BYTES or not hmac.compare_digest(tag, self._tag(listing, binding, payload)):
+            raise invalid
+        # Signed by us, so well formed; checked anyway, since a leaked key must not mean INTERNAL.
+        numbers, _, text = payload.partition(b":")
+        parts = numbers.split(b".") if numbers else []
+        if len(parts) != count or not all(p.isdigit() and len(p) <= 19 for p in parts):
+            raise invalid
+        values = [int(p) for p in parts]
+        if any(v > MAX_VALUE for v in values):
+            raise invalid
+        try:
+            return values, text.decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:
+            raise invalid from None
+
+    # -- snapshots and etags ----------------------------------------------------------------
+
+    def etag(self, tenant: str, memory_id: str, snapshot: Snapshot) -> str:
+        """Names one state of a memory's messages; opaque and signed, so equal etags mean the
+        same state of the same memory of the same tenant."""
+        return self.issue("etag", [tenant, memory_id], [snapshot.created_us, snapshot.version])
+
+    @staticmethod
+    def check_snapshot(memory_id: str, expected: Snapshot, record: MemoryRecord) -> None:
+        """ABORTED when the memory changed since the first page: the pages would not be one
+        list. The client starts the listing again from the first page."""
+        current = Snapshot.of(record)
+        if current == expected:
+            return
+        if current.created_us != expected.created_us:
+            change = "was deleted and created again"
+        else:
+            change = f"changed (version {expected.version} -> {current.version})"
+        raise AbortedError(
+            f"memory {memory_id!r} {change} between pages; read it again from the first page"
+        )
