@@ -13,6 +13,11 @@ _ID_FIELDS = ("memory_id", "session_id")
 
 
 def check_request(request: Any) -> None:
+    if isinstance(request, (list, tuple)):
+        # A client-streaming call (StreamLoadState): the first piece names the memory.
+        if request:
+            check_request(request[0])
+        return
     fields = request.DESCRIPTOR.fields_by_name
     for name in _ID_FIELDS:
         if name in fields:
