@@ -26,6 +26,7 @@ from agentscope_memory.errors import (
 from agentscope_memory.validation.ids import check_id, check_label_key, check_label_value, check_request_id
 from agentscope_memory.validation.json_text import parse_json
 from agentscope_memory.validation.messages import check_msg
+from agentscope_memory.validation.text import check_token
 from agentscope_memory.message import Msg
 from agentscope_memory.store.codec import decode_msg, encode_msg
 from agentscope_memory.session.state import StateEntry
@@ -333,6 +334,8 @@ class MemoryManager:
         """A page of messages. With `if_none_match` (the etag of an earlier first page) and no
         change since, only `not_modified` and the etag come back: a client's cache is current."""
         check_id(memory_id, "memory_id")
+        check_token(page_token, "page_token")
+        check_token(if_none_match, "if_none_match")
         if if_none_match and page_token:
             raise InvalidArgumentError("if_none_match", "applies to the first page only; leave it empty with page_token")
         size = self._page_size(
