@@ -288,6 +288,12 @@ def _limit_cases() -> list[Case]:
         ("subtasks", pb.PlanNote(subtasks=[pb.PlanSubtask(name="s")] * 1001), "plan.subtasks"),
         ("subtask-name", pb.PlanNote(subtasks=[pb.PlanSubtask(name="n" * 1025)]), "plan.subtasks[0].name"),
         ("subtask-state", pb.PlanNote(subtasks=[pb.PlanSubtask(name="n", state="s" * 1025)]), "plan.subtasks[0].state"),
+        ("name", pb.PlanNote(name="n" * 1025), "plan.name"),
+        ("state", pb.PlanNote(state="s" * 1025), "plan.state"),
+        ("subtask-description", pb.PlanNote(subtasks=[pb.PlanSubtask(name="n", description="d" * big)]),
+         "plan.subtasks[0].description"),
+        ("subtask-expected-outcome", pb.PlanNote(subtasks=[pb.PlanSubtask(name="n", expected_outcome="e" * big)]),
+         "plan.subtasks[0].expected_outcome"),
     ]
     for label, plan, field in plan_cases:
         request = pb.AttachPlanNoteRequest(memory_id=AUTO_CONTEXT_ID, plan=plan)
@@ -403,6 +409,10 @@ def _other_cases() -> list[Case]:
     list_token_nul = base64.urlsafe_b64encode(json.dumps(["memories", "default", "a\x00"]).encode()).decode()
     add("page-token-list-nul-position", MEMORY, "ListMemories", pb.ListMemoriesRequest(page_token=list_token_nul),
         INVALID, "page_token")
+    add("if-none-match-long", MEMORY, "GetMessages", pb.GetMessagesRequest(memory_id=IN_MEMORY_ID, if_none_match="e" * 2000),
+        INVALID, "if_none_match")
+    add("if-none-match-nul", MEMORY, "GetMessages", pb.GetMessagesRequest(memory_id=IN_MEMORY_ID, if_none_match="e\x00"),
+        INVALID, "if_none_match")
     add("if-none-match-with-token", MEMORY, "GetMessages", pb.GetMessagesRequest(
         memory_id=IN_MEMORY_ID, if_none_match="x", page_token="y"), INVALID, "if_none_match")
     for uuid_label, uuid in [("nul", "u\x00"), ("control", "u\x01"), ("long", "u" * 300)]:

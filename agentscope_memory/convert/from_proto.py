@@ -37,6 +37,7 @@ from agentscope_memory.message import (
 )
 from agentscope_memory.session.state import StateEntry
 from agentscope_memory.validation.json_text import parse_json, parse_json_object
+from agentscope_memory.validation.text import MAX_NAME_BYTES, MAX_PLAN_SUBTASKS, MAX_PLAN_TEXT_BYTES, check_text
 from agentscope_memory.short_term.auto_context.config import AutoContextConfig, PromptConfig
 from agentscope_memory.short_term.auto_context.engine import PlanNote, PlanSubtask
 from agentscope_memory.short_term.description import MemoryDescription
@@ -232,6 +233,12 @@ def memory_from_proto(memory: mem_pb.Memory) -> MemoryDescription:
 
 
 def plan_from_proto(plan: mem_pb.PlanNote) -> PlanNote:
+    # Fields the plan hint does not read are still bounded, so no field is unlimited.
+    check_text(plan.name, "plan.name", MAX_NAME_BYTES)
+    check_text(plan.state, "plan.state", MAX_NAME_BYTES)
+    for i, subtask in enumerate(plan.subtasks[:MAX_PLAN_SUBTASKS]):
+        check_text(subtask.description, f"plan.subtasks[{i}].description", MAX_PLAN_TEXT_BYTES)
+        check_text(subtask.expected_outcome, f"plan.subtasks[{i}].expected_outcome", MAX_PLAN_TEXT_BYTES)
     return PlanNote(
         plan.description, plan.expected_outcome, [PlanSubtask(s.name, s.state or "todo") for s in plan.subtasks]
     )

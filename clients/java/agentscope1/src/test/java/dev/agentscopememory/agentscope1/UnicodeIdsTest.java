@@ -5,17 +5,23 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.agentscopememory.client.TestServer;
+import dev.agentscopememory.grpc.v1.ExportSessionRequest;
 import io.agentscope.core.ReActAgent;
+import io.agentscope.core.memory.InMemoryMemory;
 import io.agentscope.core.memory.LongTermMemoryMode;
 import io.agentscope.core.message.ContentBlock;
 import io.agentscope.core.message.Msg;
 import io.agentscope.core.message.MsgRole;
 import io.agentscope.core.message.TextBlock;
+import io.agentscope.core.session.JsonSession;
 import io.agentscope.core.tool.Toolkit;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.UUID;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Ids in any language (issue 20): a memory called {@code 会话-42}, a long-term user {@code 用户-1}
@@ -38,6 +44,30 @@ class UnicodeIdsTest {
                 assertEquals(memoryId, memory.getMemoryId());
                 assertEquals("你好，" + memoryId, memory.getMessages().get(0).getTextContent());
             }
+        }
+    }
+
+    @Test
+    void jsonSessionWithAChineseSessionIdRoundTripsAndMatchesTheServersExport(@TempDir Path dir) throws Exception {
+        String target = TestServer.shared().target();
+        String sessionId = "会话-42 🤖 " + UUID.randomUUID().toString().substring(0, 8);
+        JsonSession session = new JsonSession(dir);
+        try (RemoteMemory remote = RemoteMemory.builder().target(target).memoryId("记忆 " + sessionId).build()) {
+            remote.addMessage(user("こんにちは、" + sessionId));
+            remote.saveTo(session, sessionId);
+            InMemoryMemory local = new InMemoryMemory();
+            local.loadFrom(session, sessionId);
+            assertEquals("こんにちは、" + sessionId, local.getMessages().get(0).getTextContent());
+
+            // AgentScope's JsonSession and the server's export name the directory alike.
+            List<Path> written;
+            try (var listing = Files.list(dir)) {
+                written = listing.toList();
+            }
+            assertEquals(1, written.size(), written.toString());
+            String exported = remote.connection.stateService().exportSession(ExportSessionRequest.newBuilder()
+                    .setSessionId(sessionId).addMemoryIds("记忆 " + sessionId).build()).getDirectory();
+            assertEquals(written.get(0).getFileName().toString(), Path.of(exported).getFileName().toString());
         }
     }
 
