@@ -1,6 +1,6 @@
 # agentscope-memory: every developer and CI entry point.
 #   make serve   start the server on its embedded defaults (sqlite under ./data)
-#   make test    lint the contract and run every test
+#   make test    lint the contract and the Python code (ruff, mypy), then run every test
 #   make bench   run the benchmarks and write bench/results.json
 
 PYTHON ?= python3.11
@@ -49,8 +49,12 @@ $(GEN_STAMP): $(PROTOS) $(INSTALL_STAMP)
 
 gen: $(GEN_STAMP)
 
-lint: $(INSTALL_STAMP)
+# The proto contract (buf STANDARD), then the Python code: ruff's rules and mypy's types, both
+# configured in pyproject.toml. mypy reads the generated stubs, hence `gen` first.
+lint: gen
 	cd $(PROTO_DIR) && ../$(BUF) lint
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 test: lint gen test-python test-java
 

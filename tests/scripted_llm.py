@@ -93,7 +93,7 @@ class ScriptedLLM:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("content-length") or 0))
                 try:
                     body: Any = json.loads(raw or b"{}")

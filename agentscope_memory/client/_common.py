@@ -58,12 +58,12 @@ def translate(exc: grpc.RpcError) -> errors.MemoryServiceError:
     details = exc.details() or code.name
     if code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED):
         field_name, sep, reason = details.partition(": ")
-        cls = (
+        field_cls = (
             errors.InvalidArgumentError
             if code == grpc.StatusCode.INVALID_ARGUMENT
             else errors.ResourceExhaustedError
         )
-        return cls(field_name, reason) if sep else cls("", details)
+        return field_cls(field_name, reason) if sep else field_cls("", details)
     cls = _ERRORS.get(code, errors.MemoryServiceError)
     error = cls(details)
     error.grpc_code = code  # type: ignore[attr-defined]

@@ -25,7 +25,7 @@ from agentscope_memory.errors import (
 )
 from agentscope_memory.ids import check_id, check_request_id
 from agentscope_memory.message import Msg
-from agentscope_memory.store.codec import decode_msg, encode_msg
+from agentscope_memory.store.codec import decode_msg, encode_msg, stored_bytes
 from agentscope_memory.session.state import StateEntry
 from agentscope_memory.store.base import MemoryRecord, RequestRecord, Row, Store, Tx
 
@@ -375,7 +375,7 @@ class MemoryManager:
             kept += 1
         rows = rows[:kept]
         token = _encode_token("messages", memory_id, str(rows[-1].seq)) if more and rows else ""
-        return MessagePage([r.data for r in rows], token, total, etag)
+        return MessagePage([stored_bytes(r.data) for r in rows], token, total, etag)
 
     async def delete_message(self, tenant: str, memory_id: str, index: int) -> tuple[bool, int]:
         check_id(memory_id, "memory_id")

@@ -11,7 +11,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from agentscope_memory_server import session_cli
-from agentscope_memory_server.config import load_settings
+from agentscope_memory_server.config import Settings, load_settings
 from agentscope_memory_server.logs import configure_logging
 
 
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
-async def _serve(settings) -> None:  # type: ignore[no-untyped-def]
+async def _serve(settings: Settings) -> None:
     from agentscope_memory_server.app import serve_until_signalled
 
     await serve_until_signalled(settings)
