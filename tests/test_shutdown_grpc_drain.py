@@ -144,3 +144,25 @@ async def test_sigterm_drains_many_writers_and_running_calls(tmp_path: Path) -> 
                     assert [e.event_type for e in events.events] == ["TOOL_INVOCATION_COMPRESS"]
         finally:
             again.close()
+
+
+async def test_a_watch_ends_with_unavailable_when_the_server_drains(server_factory) -> None:
+    server = await server_factory()
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        stub = pb_grpc.MemoryServiceStub(channel)
+        await stub.CreateMemory(pb.CreateMemoryRequest(
+            memory_id="watched", kind=pb.MEMORY_KIND_AUTO_CONTEXT, auto_context_config=auto_context_config_to_proto(
+                AutoContextConfig(msg_threshold=5, last_keep=4, large_payload_threshold=100))))
+        watch = stub.WatchCompressionEvents(pb.WatchCompressionEventsRequest(memory_id="watched"))
+        # The watch is live: it delivers the event of a first compression.
+        await stub.AddMessages(pb.AddMessagesRequest(memory_id="watched", messages=[msg_to_proto(m) for m in (
+            U("a"), A("b"), U("y" * 300), A("ok"), U("next"))]))
+        assert (await stub.CompressIfNeeded(pb.CompressIfNeededRequest(memory_id="watched"))).compressed
+        first = await asyncio.wait_for(watch.read(), 10)
+        assert first.event.sequence == 1
+        stopping = asyncio.create_task(server.stop(5))
+        with pytest.raises(grpc.aio.AioRpcError) as ended:
+            await asyncio.wait_for(watch.read(), 10)
+        assert ended.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert "shutting down" in (ended.value.details() or "")
+        await stopping

@@ -145,8 +145,10 @@ class DrainInterceptor(grpc.aio.ServerInterceptor):
         if handler.unary_stream is not None:
             stream = handler.unary_stream
 
-            def unary_stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-                return drain.run_stream(stream, request, context)
+            # An async generator function itself: grpc tells stream handlers apart by that.
+            async def unary_stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+                async for item in drain.run_stream(stream, request, context):
+                    yield item
 
             return handler._replace(unary_stream=unary_stream)
         return handler  # no client-streaming RPC exists; they would pass undrained
