@@ -15,7 +15,7 @@ GEN_STAMP := $(GEN_DIR)/.stamp
 INSTALL_STAMP := $(VENV)/.install-stamp
 export BUF_CACHE_DIR := $(CURDIR)/.cache/buf
 
-.PHONY: all install gen lint test test-python test-java serve bench clean
+.PHONY: all install gen lint test test-python test-java test-java-1.0.9 serve bench clean
 
 all: gen
 
@@ -63,9 +63,13 @@ test-python: gen
 
 # Java client (clients/java, every module: core, agentscope1, agentscope2): Maven builds the stubs
 # from proto/ and the tests start the server from $(VENV), so the Python side must be installed
-# and generated first.
+# and generated first. agentscope1 runs on AgentScope-Java 1.0.12 when ../shared/maven-repo holds
+# it (a profile in clients/java/pom.xml), else on 1.0.9; test-java-1.0.9 runs on 1.0.9 anyway.
 test-java: gen
 	cd clients/java && mvn -B -ntp test
+
+test-java-1.0.9: gen
+	cd clients/java && mvn -B -ntp test -Dagentscope.version=1.0.9
 
 serve: gen
 	$(VENV)/bin/agentscope-memory serve
