@@ -20,7 +20,7 @@ from bench.harness import BIN, REPO, free_port, measure, process
 from bench.workload import message
 
 sys.path.insert(0, str(REPO / "tests"))
-from scripted_llm import ScriptedLLM, ScriptedReply  # noqa: E402
+from scripted_llm import ScriptedLLM, ScriptedReply
 
 SIZES = (10, 1_000, 10_000)
 NEVER = pb.AutoContextConfig(msg_threshold=2**31 - 1, max_token=2**62)
@@ -58,10 +58,10 @@ async def _flat_cost(results: list[dict]) -> None:
                             await stub.AddMessages(pb.AddMessagesRequest(memory_id=memory_id, messages=[message(i) for i in range(start, min(size, start + 1000))]))
                     one = message(0)
 
-                    async def plain_add(memory_id: str = f"plain-{size}") -> None:
+                    async def plain_add(memory_id: str = f"plain-{size}", one: pb.Msg = one) -> None:
                         await stub.AddMessages(pb.AddMessagesRequest(memory_id=memory_id, messages=[one]))
 
-                    async def ac_add(memory_id: str = f"ac-{size}") -> None:
+                    async def ac_add(memory_id: str = f"ac-{size}", one: pb.Msg = one) -> None:
                         await stub.AddMessages(pb.AddMessagesRequest(memory_id=memory_id, messages=[one]))
                         await stub.CompressIfNeeded(pb.CompressIfNeededRequest(memory_id=memory_id))
 

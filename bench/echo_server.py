@@ -20,10 +20,10 @@ class EchoMemoryService(pb_grpc.MemoryServiceServicer):
     def __init__(self) -> None:
         self._page = pb.GetMessagesResponse(messages=[message(i) for i in range(100)], total_size=100)
 
-    async def AddMessages(self, request, context):  # noqa: N802
+    async def AddMessages(self, request, context):
         return pb.AddMessagesResponse(message_count=len(request.messages), version=1)
 
-    async def GetMessages(self, request, context):  # noqa: N802
+    async def GetMessages(self, request, context):
         return self._page
 
 

@@ -12,6 +12,7 @@ import random
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 
 import grpc
 
@@ -84,7 +85,7 @@ async def run(results: list[dict]) -> None:
 
                     queries = itertools.cycle(f"what does the user think about {s}" for s in SUBJECTS)
 
-                    async def retrieve() -> None:
+                    async def retrieve(queries: Iterator[str] = queries) -> None:
                         await stub.Retrieve(pb.RetrieveRequest(scope=scope, message=msg_to_proto(
                             Msg.create(MsgRole.USER, next(queries)))))
 

@@ -11,6 +11,9 @@ empty) and records the request. A reply is one of:
 - `ScriptedReply.raw(b"...", 200)`    any body at all (malformed output);
 - any of them `.after(seconds)`       answered only after a delay (client timeouts).
 
+Chat answers wait while `hold` is set to a cleared `threading.Event` (a call kept in flight
+for as long as a test needs, e.g. across a shutdown); `hold.set()` releases them.
+
 POST `.../embeddings` answers with vectors derived from the words of each input (texts that
 share words are similar), for tests of an OpenAI-compatible embedder.
 
@@ -78,6 +81,7 @@ class ScriptedLLM:
     model: str = "scripted-model"
     requests: list[RecordedRequest] = field(default_factory=list)
     dims: int = 64
+    hold: threading.Event | None = None
 
     def __post_init__(self) -> None:
         self._queue: deque[ScriptedReply] = deque()
@@ -93,7 +97,7 @@ class ScriptedLLM:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("content-length") or 0))
                 try:
                     body: Any = json.loads(raw or b"{}")
@@ -111,6 +115,8 @@ class ScriptedLLM:
                 if reply is None:
                     self._send(500, json.dumps({"error": {"message": "no scripted reply left"}}).encode())
                     return
+                if llm.hold is not None:
+                    llm.hold.wait(60)
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
                 if reply.body is not None:

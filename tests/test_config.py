@@ -43,6 +43,13 @@ def test_secrets_are_masked_when_printed(monkeypatch: pytest.MonkeyPatch) -> Non
     assert settings.printable()["llm_api_key"] == "********"
 
 
+def test_api_keys_are_masked_and_every_tenant_is_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTSCOPE_MEMORY_API_KEYS", '{"key-a-0123456789abcdef": "acme", "key-b-0123456789abcdef": "globex"}')
+    printed = load_settings().printable()
+    assert "key-a" not in str(printed) and "key-b" not in str(printed)
+    assert printed["api_keys"] == ["********: acme", "********: globex"]
+
+
 def test_cli_reports_bad_configuration(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["serve", "--port", "99999", "--data-dir", str(tmp_path)]) == 2
     assert "port" in capsys.readouterr().err

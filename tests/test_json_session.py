@@ -83,7 +83,7 @@ def test_growing_list_is_appended_not_rewritten(tmp_path: Path) -> None:
     inode = os.stat(path).st_ino
     session.save_list("s", "memory_messages", msgs)
     assert os.stat(path).st_ino == inode  # appended in place
-    assert [l for l in path.read_text().splitlines()] == [msg_to_json(msg_from_dict(m)) for m in msgs]
+    assert path.read_text().splitlines() == [msg_to_json(msg_from_dict(m)) for m in msgs]
     assert session.get_list("s", "memory_messages") == msgs
 
 

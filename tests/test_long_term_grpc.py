@@ -184,7 +184,7 @@ async def _listed(server, scope=ALICE, wait_s: float = 30.0) -> list[str]:
         return [m.memory for m in listed.memories]
 
 
-async def _store_with_memory(data, text: str):  # noqa: ANN202 - a store and manager, no server
+async def _store_with_memory(data, text: str):
     from agentscope_memory.short_term.in_memory import InMemoryKind
     from agentscope_memory.short_term.manager import MemoryManager
     from agentscope_memory.store import open_store

@@ -87,7 +87,7 @@ def _deep_same(a: object, b: object) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return list(a) == list(b) and all(_deep_same(a[k], b[k]) for k in a)
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_deep_same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_deep_same(x, y) for x, y in zip(a, b, strict=True))
     return _same(a, b)
 
 

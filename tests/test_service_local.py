@@ -23,7 +23,7 @@ def settings(data_dir: Path, **overrides: object) -> ServiceSettings:
     return ServiceSettings(data_dir=data_dir, long_term_preload=False, **overrides)
 
 
-async def _conversation(client) -> dict:  # noqa: ANN001 - remote and local clients alike
+async def _conversation(client) -> dict:  # remote and local clients alike
     """One sequence of calls; returns what a caller observes, minus times."""
     created = await client.create_memory(
         "session-1", "AUTO_CONTEXT", labels={"user": "alice"},
@@ -109,7 +109,7 @@ async def test_long_term_switched_off_locally(tmp_path: Path) -> None:
 
 
 async def test_long_term_local_mode_matches_the_server(server_factory, tmp_path: Path) -> None:
-    async def session(ltm) -> list:  # noqa: ANN001
+    async def session(ltm) -> list:
         stored = await ltm.record(ALICE, [Msg.create(MsgRole.USER, "我喜欢绿茶"), Msg.create(MsgRole.USER, "I cycle to work")])
         got = await ltm.get(stored[0].id)
         text = await ltm.retrieve(ALICE, Msg.create(MsgRole.USER, "绿茶"), limit=1)
@@ -147,7 +147,7 @@ def test_blocking_long_term_client(threaded_server, tmp_path: Path) -> None:
             ltm.get(item.id)
 
 
-def _mode(name: str):  # noqa: ANN202
+def _mode(name: str):
     from agentscope_memory.long_term.modes import Mode
 
     return Mode(name)

@@ -13,9 +13,13 @@ DEFAULT_TIMEOUT_S = 30.0
 # The tenant of an in-process (local mode) service: there are no API keys to name another.
 LOCAL_TENANT = "default"
 # Responses can be pages of several MiB; the gRPC default receive limit (4 MiB) is too small.
+# A lost server is redialled soon: gRPC's default reconnect backoff starts at 1 s and grows to
+# 120 s, and every call in between fails at once, however early the server is back.
 CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", 64 * 1024 * 1024),
     ("grpc.max_send_message_length", 64 * 1024 * 1024),
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
 ]
 
 
@@ -58,12 +62,12 @@ def translate(exc: grpc.RpcError) -> errors.MemoryServiceError:
     details = exc.details() or code.name
     if code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED):
         field_name, sep, reason = details.partition(": ")
-        cls = (
+        field_cls = (
             errors.InvalidArgumentError
             if code == grpc.StatusCode.INVALID_ARGUMENT
             else errors.ResourceExhaustedError
         )
-        return cls(field_name, reason) if sep else cls("", details)
+        return field_cls(field_name, reason) if sep else field_cls("", details)
     cls = _ERRORS.get(code, errors.MemoryServiceError)
     error = cls(details)
     error.grpc_code = code  # type: ignore[attr-defined]

@@ -17,6 +17,7 @@ from agentscope_memory.client._common import DEFAULT_TARGET, DEFAULT_TIMEOUT_S, 
 from agentscope_memory.client._retry import RetryPolicy, call_async
 from agentscope_memory.convert.from_proto import memory_from_proto
 from agentscope_memory.message import Msg
+from agentscope_memory.short_term.pending_tools import interrupted_results
 from agentscope_memory.session.state import StateEntry
 from agentscope_memory.short_term.auto_context.config import AutoContextConfig
 from agentscope_memory.short_term.description import MemoryDescription
@@ -31,7 +32,8 @@ class AsyncMemoryClient:
     """Short-term memory over gRPC, in library types.
 
     Every call has a deadline (`timeout`, seconds). Calls that are safe to repeat are retried on
-    UNAVAILABLE (`retries` times, with backoff); `add_messages` is made safe by a request id.
+    UNAVAILABLE, with backoff, until that deadline (a server restarted meanwhile is ridden out;
+    `retries` caps the attempts if given); `add_messages` is made safe by a request id.
     Failures raise the library's errors (`NotFoundError`, `InvalidArgumentError`, ...).
     """
 
@@ -43,7 +45,7 @@ class AsyncMemoryClient:
         api_key: str | None = None,
         root_certificates: bytes | None = None,
         timeout: float = DEFAULT_TIMEOUT_S,
-        retries: int = 3,
+        retries: int | None = None,
     ) -> None:
         self._own_channel = channel is None
         if channel is None:
@@ -119,6 +121,15 @@ class AsyncMemoryClient:
 
     async def add_message(self, memory_id: str, msg: Msg) -> int:
         return await self.add_messages(memory_id, [msg])
+
+    async def close_pending_tool_calls(self, memory_id: str, agent_name: str) -> list[Msg]:
+        """Answer the tool calls the conversation was left with (a crash during a tool call)
+        with an error result each, so an agent can go on; returns the messages added, none when
+        nothing was pending. See `short_term.pending_tools`."""
+        added = interrupted_results(await self.get_messages(memory_id), agent_name)
+        if added:
+            await self.add_messages(memory_id, added)
+        return added
 
     async def _pages(self, memory_id: str, page_size: int = 0) -> AsyncIterator[pb.GetMessagesResponse]:
         token = ""

@@ -25,6 +25,7 @@ from agentscope_memory.long_term.modes import Mode, parse_mode
 from agentscope_memory.long_term.tools import record_to_memory, retrieve_from_memory
 from agentscope_memory.long_term.turns import Turns
 from agentscope_memory.message import Msg
+from agentscope_memory.short_term.pending_tools import interrupted_results
 from agentscope_memory.service import Service, ServiceSettings, build_service
 from agentscope_memory.session.state import StateEntry
 from agentscope_memory.short_term.auto_context.config import AutoContextConfig
@@ -120,6 +121,12 @@ class AsyncLocalMemoryClient(_LocalClient):
     async def get_messages(self, memory_id: str) -> list[Msg]:
         # One store snapshot: a local read cannot be torn between pages.
         return await (await self._handle.get()).memories.get_messages(self.tenant, memory_id)
+
+    async def close_pending_tool_calls(self, memory_id: str, agent_name: str) -> list[Msg]:
+        added = interrupted_results(await self.get_messages(memory_id), agent_name)
+        if added:
+            await self.add_messages(memory_id, added)
+        return added
 
     async def delete_message(self, memory_id: str, index: int) -> bool:
         if index < 0:

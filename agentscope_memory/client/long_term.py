@@ -46,7 +46,7 @@ class AsyncLongTermClient:
 
     def __init__(self, target: str = DEFAULT_TARGET, *, channel: grpc.aio.Channel | None = None,
                  api_key: str | None = None, root_certificates: bytes | None = None,
-                 timeout: float = DEFAULT_TIMEOUT_S, retries: int = 3) -> None:
+                 timeout: float = DEFAULT_TIMEOUT_S, retries: int | None = None) -> None:
         self._own_channel = channel is None
         self._channel = channel or async_channel(target, root_certificates)
         self._stub = pb_grpc.LongTermMemoryServiceStub(self._channel)
@@ -127,7 +127,7 @@ class LongTermClient:
 
     def __init__(self, target: str = DEFAULT_TARGET, *, channel: grpc.Channel | None = None,
                  api_key: str | None = None, root_certificates: bytes | None = None,
-                 timeout: float = DEFAULT_TIMEOUT_S, retries: int = 3) -> None:
+                 timeout: float = DEFAULT_TIMEOUT_S, retries: int | None = None) -> None:
         self._own_channel = channel is None
         self._channel = channel or blocking_channel(target, root_certificates)
         self._stub = pb_grpc.LongTermMemoryServiceStub(self._channel)

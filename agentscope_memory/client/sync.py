@@ -17,6 +17,7 @@ from agentscope_memory.client._common import DEFAULT_TARGET, DEFAULT_TIMEOUT_S, 
 from agentscope_memory.client._retry import RetryPolicy, call_blocking
 from agentscope_memory.convert.from_proto import memory_from_proto
 from agentscope_memory.message import Msg
+from agentscope_memory.short_term.pending_tools import interrupted_results
 from agentscope_memory.session.state import StateEntry
 from agentscope_memory.short_term.auto_context.config import AutoContextConfig
 from agentscope_memory.short_term.description import MemoryDescription
@@ -38,7 +39,7 @@ class MemoryClient:
         api_key: str | None = None,
         root_certificates: bytes | None = None,
         timeout: float = DEFAULT_TIMEOUT_S,
-        retries: int = 3,
+        retries: int | None = None,
     ) -> None:
         self._own_channel = channel is None
         if channel is None:
@@ -136,6 +137,15 @@ class MemoryClient:
                 continue
             return [msg for response in pages for msg in _requests.page_messages(response)]
         raise AssertionError("unreachable")
+
+    def close_pending_tool_calls(self, memory_id: str, agent_name: str) -> list[Msg]:
+        """Answer the tool calls the conversation was left with (a crash during a tool call)
+        with an error result each, so an agent can go on; returns the messages added, none when
+        nothing was pending. See `short_term.pending_tools`."""
+        added = interrupted_results(self.get_messages(memory_id), agent_name)
+        if added:
+            self.add_messages(memory_id, added)
+        return added
 
     def delete_message(self, memory_id: str, index: int) -> bool:
         if index < 0:

@@ -19,7 +19,7 @@ ROLE_TO_PB = {
 ROLE_FROM_PB = {v: k for k, v in ROLE_TO_PB.items()}
 
 KIND_TO_PB = {"IN_MEMORY": mem_pb.MEMORY_KIND_IN_MEMORY, "AUTO_CONTEXT": mem_pb.MEMORY_KIND_AUTO_CONTEXT}
-KIND_FROM_PB = {v: k for k, v in KIND_TO_PB.items()}
+KIND_FROM_PB: dict[int, str] = {v: k for k, v in KIND_TO_PB.items()}
 
 PROFILE_TO_PB = {PARITY: mem_pb.AUTO_CONTEXT_PROFILE_PARITY, IMPROVED: mem_pb.AUTO_CONTEXT_PROFILE_IMPROVED}
 PROFILE_FROM_PB = {**{v: k for k, v in PROFILE_TO_PB.items()}, mem_pb.AUTO_CONTEXT_PROFILE_UNSPECIFIED: PARITY}
@@ -32,7 +32,7 @@ MODE_TO_PB = {
     Mode.STATIC_CONTROL: ltm_pb.LONG_TERM_MEMORY_MODE_STATIC_CONTROL,
     Mode.BOTH: ltm_pb.LONG_TERM_MEMORY_MODE_BOTH,
 }
-MODE_FROM_PB = {v: k for k, v in MODE_TO_PB.items()}
+MODE_FROM_PB: dict[int, Mode] = {v: k for k, v in MODE_TO_PB.items()}
 
 # AutoContextConfig's numeric fields, named alike in the proto and the library.
 AUTO_CONTEXT_NUMBERS = (

@@ -149,7 +149,7 @@ def timestamp_to_proto(seconds: float) -> Timestamp:
     return ts
 
 
-def kind_to_proto(kind: str) -> int:
+def kind_to_proto(kind: str) -> mem_pb.MemoryKind:
     """A memory kind name (`IN_MEMORY`, `AUTO_CONTEXT`; any case) as the wire enum."""
     value = enums.KIND_TO_PB.get(kind.upper())
     if value is None:
@@ -203,7 +203,7 @@ def scope_to_proto(scope: Scope) -> ltm_pb.Scope:
     return ltm_pb.Scope(agent_name=scope.agent_name, user_id=scope.user_id, run_name=scope.run_name)
 
 
-def mode_to_proto(mode: Mode | str) -> int:
+def mode_to_proto(mode: Mode | str) -> ltm_pb.LongTermMemoryMode:
     try:
         return enums.MODE_TO_PB[Mode(mode.upper() if isinstance(mode, str) else mode)]
     except ValueError:

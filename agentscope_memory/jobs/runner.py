@@ -122,7 +122,7 @@ class JobRunner:
             self._wake.clear()
             try:
                 asked, claimed = await self._claim_and_start()
-            except Exception:  # noqa: BLE001 - the database may come back; keep polling
+            except Exception:  # the database may come back; keep polling
                 log.exception("claiming jobs failed; trying again in %.1f s", self._settings.poll_interval_s)
                 asked, claimed = 0, []
             if asked and len(claimed) == asked:
@@ -253,7 +253,7 @@ class JobRunner:
                 if not done:
                     log.warning("job %s (%s) finished after its lease was lost; it may run again",
                                 job.job_id, job.kind)
-        except Exception:  # noqa: BLE001 - the lease runs out and the job is claimed again
+        except Exception:  # the lease runs out and the job is claimed again
             log.exception("could not record the outcome of job %s (%s)", job.job_id, job.kind)
         finally:
             if self._claims.get(job.job_id) is claim:
@@ -292,10 +292,11 @@ class JobRunner:
             try:
                 renewed = await self._store.run(
                     NO_TENANT,
-                    lambda tx: tx.job_renew(self.owner, ids, now + self._settings.lease_s, now),
+                    # awaited before the loop moves on, so the loop variables cannot change under it
+                    lambda tx: tx.job_renew(self.owner, ids, now + self._settings.lease_s, now),  # noqa: B023
                     small=True,
                 )
-            except Exception:  # noqa: BLE001 - tried again at the next interval
+            except Exception:  # tried again at the next interval
                 log.exception("renewing job leases failed")
                 continue
             for job_id in set(ids) - set(renewed):

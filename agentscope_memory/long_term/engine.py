@@ -9,6 +9,7 @@ exactly like a missing one.
 
 from __future__ import annotations
 
+import builtins  # `list` is also a method name in the engines below
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
@@ -126,7 +127,7 @@ class LongTermEngine(Protocol):
         """Forget everything of exactly this scope; returns how many memories were deleted."""
         ...
 
-    async def history(self, tenant: str, memory_id: str) -> list[HistoryEntry]:
+    async def history(self, tenant: str, memory_id: str) -> builtins.list[HistoryEntry]:
         """Every change of a memory, oldest first."""
         ...
 

@@ -74,7 +74,7 @@ class Service:
             migrated = await self.turns.migrate_legacy_pending()
             if migrated:
                 log.info("queued background long-term records of an older version", extra={"fields": {"count": migrated}})
-        except Exception:  # noqa: BLE001 - the first long-term call reports the error to its caller
+        except Exception:  # the first long-term call reports the error to its caller
             log.exception("long-term memory failed to start")
 
     async def close(self, grace: float = 10.0) -> None:

@@ -27,7 +27,7 @@ from agentscope_memory.validation.text import check_token
 from agentscope_memory.message import Msg
 from agentscope_memory.paging import PageTokens, Snapshot, cut_to_budget, read_within_budget
 from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES
-from agentscope_memory.store.codec import decode_msg, encode_msg
+from agentscope_memory.store.codec import decode_msg, encode_msg, stored_bytes
 from agentscope_memory.session.state import StateEntry
 from agentscope_memory.store.base import MemoryRecord, RequestRecord, Row, Store, Tx
 
@@ -360,7 +360,7 @@ class MemoryManager:
         if more and rows:
             now = Snapshot.of(record)
             token = self.tokens.issue("messages", binding, [now.created_us, now.version, rows[-1].seq])
-        return MessagePage([r.data for r in rows], token, total, etag)
+        return MessagePage([stored_bytes(r.data) for r in rows], token, total, etag)
 
     async def delete_message(self, tenant: str, memory_id: str, index: int) -> tuple[bool, int]:
         check_id(memory_id, "memory_id")

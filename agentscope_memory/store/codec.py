@@ -20,10 +20,17 @@ def encode_msg(msg: Msg) -> bytes:
     return msg_to_proto(msg).SerializeToString()
 
 
-def decode_msg(data: bytes) -> Msg:
-    return msg_from_proto(pb.Msg.FromString(data), "stored message")
+def stored_bytes(data: str | bytes) -> bytes:
+    """A message row's data (`store.base.Row.data`): always bytes; only other lists hold text."""
+    if isinstance(data, str):
+        raise TypeError("a stored message is bytes, not text")
+    return data
 
 
-def stored_to_proto(data: bytes) -> pb.Msg:
+def decode_msg(data: str | bytes) -> Msg:
+    return msg_from_proto(pb.Msg.FromString(stored_bytes(data)), "stored message")
+
+
+def stored_to_proto(data: str | bytes) -> pb.Msg:
     """A stored message as the wire message, without a round trip through the library type."""
-    return pb.Msg.FromString(data)
+    return pb.Msg.FromString(stored_bytes(data))

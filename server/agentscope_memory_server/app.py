@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 
@@ -24,6 +25,7 @@ from agentscope_memory.service import Service, build_service
 from agentscope_memory.store import Store
 from agentscope_memory_server.config import Settings
 from agentscope_memory_server.decoding import DecodeErrorInterceptor
+from agentscope_memory_server.drain import Drain, DrainInterceptor
 from agentscope_memory_server.errors import unimplemented
 from agentscope_memory_server.long_term_servicer import LongTermServicer
 from agentscope_memory_server.memory_servicer import MemoryServicer
@@ -56,6 +58,7 @@ class RunningServer:
     settings: Settings
     service: Service
     health: health.aio.HealthServicer
+    drain: Drain
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     metrics_port: int | None = None
     _stopped: bool = False
@@ -73,10 +76,16 @@ class RunningServer:
             return
         self._stopped = True
         grace = self.settings.shutdown_grace_s if grace is None else grace
+        started = time.monotonic()
         await self.health.enter_graceful_shutdown()
-        log.info("shutting down", extra={"fields": {"grace_s": grace}})
-        # New calls are refused at once; calls in flight get `grace` seconds to finish.
-        await self.server.stop(grace)
+        log.info("shutting down", extra={"fields": {"grace_s": grace, "in_flight": self.drain.in_flight}})
+        # New calls are refused at once with UNAVAILABLE; calls in flight get `grace` seconds to
+        # finish. grpc's own stop comes after, when no call waits in its queue (drain.py).
+        drained = await self.drain.drain(grace)
+        left = max(0.0, grace - (time.monotonic() - started))
+        log.info("drained" if drained else "grace period over; cancelling the calls left",
+                 extra={"fields": {"in_flight": self.drain.in_flight, "waited_s": round(time.monotonic() - started, 3)}})
+        await self.server.stop(left)
         for close in reversed(self.closers):
             await close()
         await self.service.close(grace)
@@ -103,6 +112,8 @@ async def _serve(settings: Settings, service: Service) -> RunningServer:
     if settings.metrics_port is not None:
         metrics = Metrics()
         interceptors.append(MetricsInterceptor(metrics))
+    drain = Drain()
+    interceptors.append(DrainInterceptor(drain))
     if settings.api_keys:
         interceptors.append(AuthInterceptor(settings.api_keys))
     # Last, so it wraps the servicers directly: authentication and metrics see every call, and
@@ -150,7 +161,7 @@ async def _serve(settings: Settings, service: Service) -> RunningServer:
     await server.start()
     for name in ("",) + SERVICE_NAMES:
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    running = RunningServer(server, port, settings, service, health_servicer)
+    running = RunningServer(server, port, settings, service, health_servicer, drain)
     if metrics is not None:
         running.metrics_port = metrics.serve(settings.host, settings.metrics_port or 0)
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from agentscope_memory_server import session_cli
-from agentscope_memory_server.config import load_settings
+from agentscope_memory_server import memory_cli, session_cli
+from agentscope_memory_server.config import Settings, load_settings
 from agentscope_memory_server.logs import configure_logging
 
 
@@ -29,6 +29,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     serve.add_argument("--log-format", choices=["json", "text"])
     session_cli.add_parser(commands)
+    memory_cli.add_parser(commands)
     return parser
 
 
@@ -62,10 +63,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "session":
         return session_cli.run(args)
+    if args.command == "memory":
+        return memory_cli.run(args)
     return 2
 
 
-async def _serve(settings) -> None:  # type: ignore[no-untyped-def]
+async def _serve(settings: Settings) -> None:
     from agentscope_memory_server.app import serve_until_signalled
 
     await serve_until_signalled(settings)

@@ -90,7 +90,8 @@ class Settings(BaseSettings, ServiceSettings):
         for name, value in self:
             if isinstance(value, SecretStr):
                 out[name] = "********"
-        out["api_keys"] = {"********": tenant for tenant in self.api_keys.values()}
+        # every tenant that has a key, each key masked (one masked dict key would show one tenant)
+        out["api_keys"] = [f"********: {tenant}" for tenant in self.api_keys.values()]
         return out
 
 

@@ -23,7 +23,7 @@ class _DocumentedFile:
     def dependencies(self) -> list[_DocumentedFile]:
         return [_DocumentedFile(d, self._pool) for d in self._descriptor.dependencies]
 
-    def CopyToProto(self, proto: descriptor_pb2.FileDescriptorProto) -> None:  # noqa: N802
+    def CopyToProto(self, proto: descriptor_pb2.FileDescriptorProto) -> None:
         documented = self._pool.protos.get(self.name)
         if documented is not None:
             proto.CopyFrom(documented)
@@ -51,10 +51,10 @@ class DocumentedPool:
         except KeyError:
             return getattr(descriptor_pool.Default(), method)(*args)
 
-    def FindFileByName(self, name: str) -> _DocumentedFile:  # noqa: N802
+    def FindFileByName(self, name: str) -> _DocumentedFile:
         return _DocumentedFile(self._find("FindFileByName", name), self)
 
-    def FindFileContainingSymbol(self, symbol: str) -> _DocumentedFile:  # noqa: N802
+    def FindFileContainingSymbol(self, symbol: str) -> _DocumentedFile:
         return _DocumentedFile(self._find("FindFileContainingSymbol", symbol), self)
 
     def __getattr__(self, name: str) -> Any:

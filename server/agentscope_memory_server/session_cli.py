@@ -2,6 +2,7 @@
 
 export  reads a memory's state from a server and writes it as a JsonSession directory here
 import  reads a JsonSession directory here and loads it into a memory on a server
+        (--create: the memory is created when missing)
 list    lists the sessions in a directory
 show    prints a session's messages readably
 """
@@ -13,7 +14,7 @@ import sys
 from pathlib import Path
 
 from agentscope_memory.client import MemoryClient
-from agentscope_memory.errors import MemoryServiceError
+from agentscope_memory.errors import MemoryServiceError, NotFoundError
 from agentscope_memory.message import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, msg_from_dict
 from agentscope_memory.session import JsonSession
 from agentscope_memory.session.exchange import read_entries, write_entries
@@ -38,6 +39,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         action.add_argument("--memory-id", required=True)
         action.add_argument("--session-id", required=True)
         action.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="JsonSession root directory")
+        if name == "import":
+            action.add_argument(
+                "--create", action="store_true",
+                help="create the memory when it does not exist (AUTO_CONTEXT when the session holds "
+                     "autoContextMemory_* keys, else IN_MEMORY)",
+            )
     listing = actions.add_parser("list", help="list the sessions in a JsonSession root")
     listing.add_argument("--dir", type=Path, default=DEFAULT_DIR)
     show = actions.add_parser("show", help="print a session's messages")
@@ -69,7 +76,14 @@ def _import(args: argparse.Namespace) -> int:
         return 1
     entries = read_entries(session, args.session_id, KNOWN_LIST_KEYS)
     with MemoryClient(args.target, api_key=args.api_key) as client:
-        kind = client.get_memory(args.memory_id).kind
+        try:
+            kind = client.get_memory(args.memory_id).kind
+        except NotFoundError:
+            if not args.create:
+                raise
+            kind = "AUTO_CONTEXT" if any(e.key.startswith("autoContextMemory_") for e in entries) else "IN_MEMORY"
+            client.create_memory(args.memory_id, kind)
+            print(f"created {args.memory_id} ({kind})")
         prefix = "memory_" if kind == "IN_MEMORY" else "autoContextMemory_"
         entries = [e for e in entries if e.key.startswith(prefix)]
         version = client.load_state(args.memory_id, entries)

@@ -156,7 +156,7 @@ class Mem0Backend:
                 raise DeadlineExceededError(f"long-term memory {method} timed out: {exc}") from exc
             except (ValueError, KeyError, TypeError):
                 raise
-            except Exception as exc:  # noqa: BLE001 - mem0 raises many kinds for a failing backend
+            except Exception as exc:  # mem0 raises many kinds for a failing backend
                 name = type(exc).__name__
                 if "Connection" in name or "APIError" in name or "LLMError" in name or "Timeout" in name:
                     raise UnavailableError(f"long-term memory backend failed in {method}: {name}: {exc}") from exc

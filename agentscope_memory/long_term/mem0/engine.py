@@ -9,6 +9,7 @@ top 5 memories' texts are joined with newlines, and no text gives "" (§6.4).
 from __future__ import annotations
 
 import base64
+import builtins  # `list` is also a method name in the engines below
 import hashlib
 import logging
 from typing import Any, Sequence
@@ -226,7 +227,7 @@ class Mem0Engine:
         self._known.pop((tenant, scope), None)
         return _item(await self._owned(tenant, memory_id))
 
-    async def history(self, tenant: str, memory_id: str) -> list[HistoryEntry]:
+    async def history(self, tenant: str, memory_id: str) -> builtins.list[HistoryEntry]:
         # A deleted memory keeps its history, but only its tenant may read it: ownership is
         # checked on the live memory, so history of a deleted one is NOT_FOUND (as get is).
         await self._owned(tenant, memory_id)

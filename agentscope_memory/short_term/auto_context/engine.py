@@ -18,12 +18,12 @@ import math
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, Sequence
 
 from agentscope_memory.short_term.auto_context import prompts
 from agentscope_memory.short_term.auto_context.config import IMPROVED, AutoContextConfig
 from agentscope_memory.short_term.auto_context.tokens import char_count, estimate_tokens, utf16_len, utf16_slice
-from agentscope_memory.message import Msg, MsgRole, TextBlock, ToolResultBlock, ToolUseBlock, java_timestamp
+from agentscope_memory.message import ContentBlock, Msg, MsgRole, TextBlock, ToolResultBlock, ToolUseBlock, java_timestamp
 
 COMPRESS_META = "_compress_meta"
 CHAT_USAGE = "_chat_usage"
@@ -264,7 +264,7 @@ class Compressor:
     def _tag(self, u: str) -> str:
         return prompts.OFFLOAD_TAG.format(u)
 
-    def _new_msg(self, role: MsgRole, name: str | None, content: list, metadata: dict[str, Any]) -> Msg:
+    def _new_msg(self, role: MsgRole | None, name: str | None, content: list, metadata: dict[str, Any]) -> Msg:
         return Msg(self.identity.new_id(), name, role, content, metadata, self.identity.timestamp())
 
     def _record(self, state: ContextState, kind: str, msgs: list[Msg], start: int, end: int,
@@ -295,7 +295,7 @@ class Compressor:
             return None
         return {"inputTokens": inp, "outputTokens": out, "time": t, "totalTokens": inp + out}
 
-    async def _summarize(self, state: ContextState, prompt: str, payload: list[Msg], extra: list[Msg] = ()) -> Summary:
+    async def _summarize(self, state: ContextState, prompt: str, payload: list[Msg], extra: Sequence[Msg] = ()) -> Summary:
         envelope = [Msg(self.identity.new_id(), "user", MsgRole.USER, [TextBlock(prompt)], {}, self.identity.timestamp())]
         envelope += payload
         envelope.append(Msg(self.identity.new_id(), "user", MsgRole.USER, [TextBlock(prompts.END_MARKER)], {},
@@ -323,7 +323,7 @@ class Compressor:
                              [TextBlock(summary.text + separator + self._tag(u))], metadata)
 
     async def _offload_and_summarize(self, state: ContextState, src: list[Msg], prompt: str,
-                                     payload: list[Msg], extra: list[Msg] = ()) -> tuple[str, Summary]:
+                                     payload: list[Msg], extra: Sequence[Msg] = ()) -> tuple[str, Summary]:
         u = self.identity.new_uuid()
         if not self.improved:
             state.offload[u] = list(src)  # Java offloads before the call (Q7)
@@ -451,7 +451,7 @@ class Compressor:
                     continue
                 u = self.identity.new_uuid()
                 state.offload[u] = [msg]
-                content = [ToolResultBlock(block.id, block.name,
+                content: list[ContentBlock] = [ToolResultBlock(block.id, block.name,
                                            [TextBlock(self._preview(out) + "\n" + self._tag(u))],
                                            dict(block.metadata))]
             else:
@@ -540,6 +540,7 @@ class Compressor:
 
     @staticmethod
     def _rewrite_content(msg: Msg, final: str) -> list:
+        out: list[ContentBlock]
         if _has(msg, ToolUseBlock):
             out, placed = [], False
             for block in msg.content:

@@ -69,7 +69,7 @@ class CompressOutcome:
     message_count: int
 
 
-def reload_texts(uuid: str) -> tuple[str | None, str]:
+def reload_texts(uuid: str) -> tuple[str, str]:
     """AgentScope-Java's `context_reload` texts: (error for a blank uuid, not-found text)."""
     return (
         "Error: UUID cannot be null or empty.",
@@ -90,12 +90,12 @@ class AutoContextService:
         self._counters: dict[str, TokenCounter] = {}
 
     @property
-    def store(self):  # noqa: ANN201
+    def store(self):
         return self._manager.store
 
     @staticmethod
     @contextlib.contextmanager
-    def _use(table: dict, key: tuple[str, str], make):  # noqa: ANN001, ANN205
+    def _use(table: dict, key: tuple[str, str], make):
         entry = table.get(key)
         if entry is None:
             entry = table[key] = (make(), [0])
@@ -108,7 +108,7 @@ class AutoContextService:
                 del table[key]
 
     @contextlib.asynccontextmanager
-    async def _exclusive(self, tenant: str, memory_id: str):  # noqa: ANN202
+    async def _exclusive(self, tenant: str, memory_id: str):
         with self._use(self._locks, (tenant, memory_id), asyncio.Lock) as lock:
             async with lock:
                 yield
@@ -136,7 +136,7 @@ class AutoContextService:
             raise FailedPreconditionError(f"memory {memory_id!r} is {record.kind}, not AUTO_CONTEXT")
         return record
 
-    async def _read(self, tenant: str, memory_id: str, fn, small: bool = False):  # noqa: ANN001, ANN202
+    async def _read(self, tenant: str, memory_id: str, fn, small: bool = False):
         check_id(memory_id, "memory_id")
         return await self.store.run(tenant, lambda tx: fn(tx, self._record(tx, memory_id)), write=False, small=small)
 

@@ -7,7 +7,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.agentscopememory.client.RemoteMemoryException;
 import dev.agentscopememory.client.TestServer;
 import io.agentscope.core.ReActAgent;
 import io.agentscope.core.memory.Memory;
@@ -34,7 +33,6 @@ import java.util.UUID;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -55,7 +53,6 @@ class AutoContextParityTest {
     private static final Pattern UUID_RE = AutoContextHarness.UUID_RE;
     private static ScriptedLlmServer llm;
     private static TestServer server;
-    private static String unavailable;
 
     @TempDir
     Path dir;
@@ -69,12 +66,6 @@ class AutoContextParityTest {
                 "AGENTSCOPE_MEMORY_LLM_BASE_URL", llm.baseUrl(),
                 "AGENTSCOPE_MEMORY_LLM_API_KEY", "scripted",
                 "AGENTSCOPE_MEMORY_LLM_MODEL", "scripted"));
-        try (RemoteAutoContextMemory probe = RemoteAutoContextMemory.builder().target(server.target())
-                .memoryId("ac-probe-" + UUID.randomUUID()).build()) {
-            probe.compressIfNeeded();
-        } catch (RemoteMemoryException.Unimplemented e) {
-            unavailable = e.getServerMessage();
-        }
     }
 
     @AfterAll
@@ -85,10 +76,6 @@ class AutoContextParityTest {
         if (llm != null) {
             llm.close();
         }
-    }
-
-    static void requireServerSupport() {
-        Assumptions.assumeTrue(unavailable == null, "the server has no AutoContext memory yet: " + unavailable);
     }
 
     private final AutoContextHarness.Messages messages = new AutoContextHarness.Messages();
@@ -137,7 +124,6 @@ class AutoContextParityTest {
         if (expectCompressed != null) {
             assertEquals(expectCompressed, expected.compressed(), scenario + ": the Java reference itself");
         }
-        requireServerSupport();
         AutoContextHarness.Outcome got = AutoContextHarness.remote(server.target(), config, input, rounds);
         AutoContextHarness.assertSameOutcome(scenario, expected, got);
     }
@@ -189,7 +175,6 @@ class AutoContextParityTest {
      */
     @Test
     void d4ToolRunBelowTokenThreshold() throws Exception {
-        requireServerSupport();
         List<Msg> in = d3Input();
         AutoContextConfig config = cfg().msgThreshold(10).lastKeep(5).minConsecutiveToolMessages(3).build();
         if (AgentScopeRelease.atLeast(AgentScopeRelease.TARGET)) {
@@ -238,7 +223,6 @@ class AutoContextParityTest {
      */
     @Test
     void d8LargeToolResultKeepsStructure() throws Exception {
-        requireServerSupport();
         List<Msg> in = List.of(u("User query"), tu("search", "call_tool_id_001"),
                 tr("search", "call_tool_id_001", "y".repeat(200)), a("Assistant final response"),
                 u("Follow-up user question"), a("Follow-up assistant answer"));
@@ -277,7 +261,6 @@ class AutoContextParityTest {
 
     @Test
     void d27ContextReloadTool() throws Exception {
-        requireServerSupport();
         try (RemoteAutoContextMemory memory = RemoteAutoContextMemory.builder().target(server.target())
                 .memoryId("ac-" + UUID.randomUUID()).config(d6Config()).build()) {
             List<Msg> in = d6Input();
@@ -301,7 +284,6 @@ class AutoContextParityTest {
 
     @Test
     void d28SessionsMoveBetweenLocalAndRemote() throws Exception {
-        requireServerSupport();
         JsonSession session = new JsonSession(dir);
         // Local D3 state (a summarised tool run with its offload) saved, loaded into a remote memory.
         AutoContextMemory local = new AutoContextMemory(d3Config(), AutoContextHarness.summariser("SUMMARY").get());
@@ -454,7 +436,6 @@ class AutoContextParityTest {
         assertTrue(setAside <= seeds / 4, setAside + " sequences set aside for AgentScope " + AgentScopeRelease.current());
         System.out.printf("AutoContext parity: %d random sequences against AgentScope %s, %d of them compress, %d set aside%n",
                 seeds, AgentScopeRelease.current(), compressing, setAside);
-        requireServerSupport();
         for (Case c : cases) {
             AutoContextHarness.Outcome got = AutoContextHarness.remote(server.target(), c.config(), c.input(), c.rounds());
             AutoContextHarness.assertSameOutcome(c.name(), c.expected(), got);
@@ -549,7 +530,6 @@ class AutoContextParityTest {
 
     @Test
     void d26HookGivesTheModelTheSameInput() throws Exception {
-        requireServerSupport();
         AutoContextConfig config = cfg().msgThreshold(100).build();
         ScriptedModel localModel = new ScriptedModel(AgentScripts.weatherTurns());
         AutoContextMemory localMemory = new AutoContextMemory(config, localModel);

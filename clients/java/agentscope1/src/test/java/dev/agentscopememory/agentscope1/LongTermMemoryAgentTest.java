@@ -21,7 +21,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -29,21 +28,10 @@ import org.junit.jupiter.api.Test;
 class LongTermMemoryAgentTest {
 
     private static TestServer server;
-    private static String unavailable;
 
     @BeforeAll
     static void start() throws Exception {
         server = TestServer.shared();
-        try (RemoteLongTermMemory probe = RemoteLongTermMemory.builder().target(server.target())
-                .userId("probe").deadline(Duration.ofSeconds(120)).build()) {
-            probe.retrieve(user("probe")).block(Duration.ofSeconds(180));
-        } catch (RemoteMemoryException.Unimplemented e) {
-            unavailable = e.getServerMessage();
-        }
-    }
-
-    static void requireServerSupport() {
-        Assumptions.assumeTrue(unavailable == null, "the server has no long-term memory yet: " + unavailable);
     }
 
     static Msg user(String text) {
@@ -100,7 +88,6 @@ class LongTermMemoryAgentTest {
 
     @Test
     void recordThenRetrieve() {
-        requireServerSupport();
         try (RemoteLongTermMemory memory = ltm("u-" + UUID.randomUUID())) {
             memory.record(List.of(user("I am allergic to peanuts."),
                     Msg.builder().role(MsgRole.ASSISTANT).name("Assistant").textContent("Noted.").build()))
@@ -116,7 +103,6 @@ class LongTermMemoryAgentTest {
 
     @Test
     void staticControlInjectsAndRecords() {
-        requireServerSupport();
         String userId = "u-" + UUID.randomUUID();
         try (RemoteLongTermMemory ltm = ltm(userId);
                 RemoteMemory memory = RemoteMemory.builder().target(server.target())
@@ -145,7 +131,6 @@ class LongTermMemoryAgentTest {
 
     @Test
     void agentControlUsesTheTools() {
-        requireServerSupport();
         String userId = "u-" + UUID.randomUUID();
         try (RemoteLongTermMemory ltm = ltm(userId);
                 RemoteMemory memory = RemoteMemory.builder().target(server.target())
@@ -175,7 +160,6 @@ class LongTermMemoryAgentTest {
 
     @Test
     void bothModesTogether() {
-        requireServerSupport();
         String userId = "u-" + UUID.randomUUID();
         try (RemoteLongTermMemory ltm = ltm(userId);
                 RemoteMemory memory = RemoteMemory.builder().target(server.target())

@@ -87,6 +87,11 @@ class WatchCompressionEventsTest {
             Disposable second = memory.watchCompressionEvents(1).subscribe(after::add);
             try {
                 assertNull(after.poll(1500, TimeUnit.MILLISECONDS));
+                // ...and that silence came from a live watch: the next compression reaches it.
+                memory.addMessages(d7Input());
+                assertTrue(memory.compressIfNeeded());
+                SequencedCompressionEvent next = after.poll(10, TimeUnit.SECONDS);
+                assertEquals(2, next == null ? -1 : next.sequence());
             } finally {
                 second.dispose();
             }
@@ -98,12 +103,17 @@ class WatchCompressionEventsTest {
         try (RemoteAutoContextMemory memory = memory()) {
             BlockingQueue<SequencedCompressionEvent> seen = new LinkedBlockingQueue<>();
             Disposable watching = memory.watchCompressionEvents(0).subscribe(seen::add);
-            Thread.sleep(300); // the call is under way
+            // The watch is proven live first: it delivers the first compression's event.
+            memory.addMessages(d7Input());
+            assertTrue(memory.compressIfNeeded());
+            SequencedCompressionEvent first = seen.poll(10, TimeUnit.SECONDS);
+            assertEquals(1, first == null ? -1 : first.sequence());
             watching.dispose();
             memory.addMessages(d7Input());
             assertTrue(memory.compressIfNeeded());
+            int recorded = memory.getCompressionEvents().size();
+            assertTrue(recorded > 1, "the second compression recorded events: " + recorded);
             assertNull(seen.poll(1500, TimeUnit.MILLISECONDS));
-            assertEquals(1, memory.getCompressionEvents().size());
         }
     }
 

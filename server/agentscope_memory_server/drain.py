@@ -1,0 +1,154 @@
+"""Draining on shutdown: calls already running finish with their real answer, new calls get
+UNAVAILABLE, and grpc's own stop runs only once nothing is left in flight.
+
+Why not just `grpc.aio.Server.stop(grace)`: grpc core answers every call that has arrived but
+not yet been handed to a handler with CANCELLED when its shutdown begins (grpc/grpc#41785), and
+under load many are waiting there. So the server first refuses new calls itself, with
+UNAVAILABLE (which every client may retry elsewhere or later), waits for the running ones, and
+waits for a short quiet spell in which no call arrived, and only then stops grpc, when its
+queue is empty. Server streams (WatchCompressionEvents) never end by themselves, so they end
+at once with UNAVAILABLE; a watcher resumes from its last sequence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+
+log = logging.getLogger("agentscope_memory_server")
+
+# grpc's own services (health, reflection) keep answering while the server drains: health is
+# how load balancers learn of the shutdown.
+_EXEMPT_PREFIX = "/grpc."
+SHUTTING_DOWN = "the server is shutting down; retry on another replica or once it is back"
+
+
+class Drain:
+    """Counts the calls in flight and refuses new ones once `drain` has begun."""
+
+    def __init__(self, quiet_s: float = 0.2, clock: Callable[[], float] = time.monotonic) -> None:
+        self._quiet_s = quiet_s
+        self._clock = clock
+        self._in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._draining = asyncio.Event()
+        self._last_arrival = clock()
+
+    @property
+    def draining(self) -> bool:
+        return self._draining.is_set()
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    async def drain(self, grace: float) -> bool:
+        """Refuse new calls, then wait (at most `grace` seconds) until the calls running have
+        finished and no call has arrived for the quiet spell. True when that happened in time."""
+        deadline = self._clock() + grace
+        self._draining.set()
+        self._last_arrival = self._clock()
+        while True:
+            left = deadline - self._clock()
+            if left <= 0:
+                return self._in_flight == 0
+            if self._in_flight:
+                try:
+                    await asyncio.wait_for(self._idle.wait(), left)
+                except TimeoutError:
+                    return False
+                continue
+            quiet_until = self._last_arrival + self._quiet_s
+            if self._clock() >= quiet_until:
+                return True
+            await asyncio.sleep(min(quiet_until - self._clock(), left))
+
+    def _enter(self) -> None:
+        self._in_flight += 1
+        self._idle.clear()
+
+    def _leave(self) -> None:
+        self._in_flight -= 1
+        if self._in_flight == 0:
+            self._idle.set()
+
+    async def run_unary(self, behavior: Callable[..., Awaitable[Any]], request: Any, context: grpc.aio.ServicerContext) -> Any:
+        self._last_arrival = self._clock()
+        if self.draining:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN)
+        self._enter()
+        try:
+            return await behavior(request, context)
+        finally:
+            self._leave()
+
+    async def run_stream(self, behavior: Callable[..., Any], request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        self._last_arrival = self._clock()
+        if self.draining:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN)
+        result = behavior(request, context)
+        if inspect.isawaitable(result):  # a handler that answers with a status only
+            await result
+            return
+        items = result.__aiter__()
+        stop = asyncio.ensure_future(self._draining.wait())
+        try:
+            while True:
+                following = asyncio.ensure_future(items.__anext__())
+                await asyncio.wait({following, stop}, return_when=asyncio.FIRST_COMPLETED)
+                if not following.done():
+                    following.cancel()
+                    await asyncio.gather(following, return_exceptions=True)
+                    await context.abort(grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN)
+                try:
+                    item = following.result()
+                except StopAsyncIteration:
+                    return
+                yield item
+        finally:
+            stop.cancel()
+            aclose = getattr(items, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+
+class DrainInterceptor(grpc.aio.ServerInterceptor):
+    """Puts every call of the project's services through `Drain`."""
+
+    def __init__(self, drain: Drain) -> None:
+        self._drain = drain
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        method = getattr(handler_call_details, "method", "")
+        if handler is None or method.startswith(_EXEMPT_PREFIX):
+            return handler
+        drain = self._drain
+        if handler.unary_unary is not None:
+            unary = handler.unary_unary
+
+            async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                return await drain.run_unary(unary, request, context)
+
+            return handler._replace(unary_unary=unary_unary)
+        if handler.unary_stream is not None:
+            stream = handler.unary_stream
+
+            # An async generator function itself: grpc tells stream handlers apart by that.
+            async def unary_stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+                async for item in drain.run_stream(stream, request, context):
+                    yield item
+
+            return handler._replace(unary_stream=unary_stream)
+        return handler  # no client-streaming RPC exists; they would pass undrained

@@ -1,0 +1,38 @@
+"""`agentscope-memory session import --create`: a JsonSession goes into a memory that does not
+exist yet, of the kind its keys name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentscope_memory.client import MemoryClient
+from agentscope_memory.message import Msg, MsgRole
+from agentscope_memory_server.cli import main
+
+
+def test_import_creates_the_missing_memory_only_when_asked(threaded_server, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sessions = tmp_path / "sessions"
+    with MemoryClient(threaded_server.address) as client:
+        client.create_memory("chat")
+        client.add_messages("chat", [Msg.create(MsgRole.USER, "你好"), Msg.create(MsgRole.ASSISTANT, "hello")])
+        client.create_memory("ac", "AUTO_CONTEXT")
+        client.add_messages("ac", [Msg.create(MsgRole.USER, "remember this")])
+    common = ["--target", threaded_server.address, "--dir", str(sessions)]
+    assert main(["session", "export", "--memory-id", "chat", "--session-id", "plain", *common]) == 0
+    assert main(["session", "export", "--memory-id", "ac", "--session-id", "auto", *common]) == 0
+    capsys.readouterr()
+
+    assert main(["session", "import", "--memory-id", "new-chat", "--session-id", "plain", *common]) == 1
+    assert "new-chat" in capsys.readouterr().err
+    assert main(["session", "import", "--memory-id", "new-chat", "--session-id", "plain", "--create", *common]) == 0
+    assert main(["session", "import", "--memory-id", "new-ac", "--session-id", "auto", "--create", *common]) == 0
+    assert "created new-ac (AUTO_CONTEXT)" in capsys.readouterr().out
+    with MemoryClient(threaded_server.address) as client:
+        assert client.get_memory("new-chat").kind == "IN_MEMORY"
+        assert client.get_messages("new-chat") == client.get_messages("chat")
+        assert client.get_memory("new-ac").kind == "AUTO_CONTEXT"
+        assert client.get_messages("new-ac") == client.get_messages("ac")
+    # An existing memory is loaded as before; --create changes nothing there.
+    assert main(["session", "import", "--memory-id", "new-chat", "--session-id", "plain", "--create", *common]) == 0
