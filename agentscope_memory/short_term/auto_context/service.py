@@ -34,7 +34,7 @@ from agentscope_memory.short_term.auto_context.tokens import Cl100kCounter, Java
 from agentscope_memory.short_term.manager import MemoryManager
 from agentscope_memory.message import Msg, MsgRole, TextBlock, msg_from_dict
 from agentscope_memory.paging import Snapshot, cut_to_budget, read_within_budget
-from agentscope_memory.store.codec import decode_msg, encode_msg
+from agentscope_memory.store.codec import decode_msg, encode_msg, stored_bytes
 from agentscope_memory.store.base import MemoryRecord, Tx
 
 
@@ -318,7 +318,7 @@ class AutoContextService:
         """A page of the original (uncompressed) history, in stored form."""
 
         def fetch(tx: Tx, after: int, limit: int) -> list[Positioned[bytes]]:
-            return [(r.seq, r.data, len(r.data)) for r in tx.read(memory_id, ORIGINAL, after, limit)]
+            return [(r.seq, stored_bytes(r.data), len(r.data)) for r in tx.read(memory_id, ORIGINAL, after, limit)]
 
         return await self._paged(tenant, memory_id, "original", [page_size], page_size, page_token, fetch,
                                  total=lambda tx: tx.length(memory_id, ORIGINAL))
