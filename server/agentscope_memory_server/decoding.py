@@ -10,7 +10,7 @@ the reason instead of calling the servicer.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
@@ -65,6 +65,21 @@ def _wrap_stream(behaviour: Callable[..., Any]) -> Callable[..., Any]:
     return checked
 
 
+def _wrap_upload(behaviour: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    """A client stream decodes each piece as it arrives: the first undecodable one ends the call."""
+
+    async def checked(requests: Any, context: grpc.aio.ServicerContext) -> Any:
+        async def decoded() -> AsyncIterator[Any]:
+            async for request in requests:
+                if isinstance(request, _Undecodable):
+                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, _message(request))
+                yield request
+
+        return await behaviour(decoded(), context)
+
+    return checked
+
+
 class DecodeErrorInterceptor(grpc.aio.ServerInterceptor):
     """Install first, so every other interceptor and every servicer sees decoded requests only."""
 
@@ -74,9 +89,15 @@ class DecodeErrorInterceptor(grpc.aio.ServerInterceptor):
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler:
         handler = await continuation(handler_call_details)
-        if handler is None or handler.request_streaming:
-            # Client-streaming RPCs (none in this contract) decode per message inside grpcio.
+        if handler is None:
             return handler
+        if handler.stream_unary is not None:
+            return handler._replace(
+                request_deserializer=_wrap_deserializer(handler.request_deserializer),
+                stream_unary=_wrap_upload(handler.stream_unary),
+            )
+        if handler.request_streaming:
+            return handler  # no bidirectional RPC exists in this contract
         if handler.unary_unary is not None:
             return handler._replace(
                 request_deserializer=_wrap_deserializer(handler.request_deserializer),

@@ -151,4 +151,12 @@ class DrainInterceptor(grpc.aio.ServerInterceptor):
                     yield item
 
             return handler._replace(unary_stream=unary_stream)
-        return handler  # no client-streaming RPC exists; they would pass undrained
+        if handler.stream_unary is not None:
+            # A client stream (StreamLoadState) is one call with one answer: drained as unary.
+            upload = handler.stream_unary
+
+            async def stream_unary(requests: Any, context: grpc.aio.ServicerContext) -> Any:
+                return await drain.run_unary(upload, requests, context)
+
+            return handler._replace(stream_unary=stream_unary)
+        return handler  # no bidirectional RPC exists; it would pass undrained
