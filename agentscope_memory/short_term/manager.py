@@ -23,7 +23,6 @@ from agentscope_memory.errors import (
 )
 from agentscope_memory.validation.ids import check_id, check_label_key, check_label_value, check_request_id
 from agentscope_memory.validation.messages import check_msg
-from agentscope_memory.validation.text import check_token
 from agentscope_memory.message import Msg
 from agentscope_memory.paging import PageTokens, Snapshot, cut_to_budget, read_within_budget
 from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES
@@ -322,8 +321,6 @@ class MemoryManager:
         change since, only `not_modified` and the etag come back: a client's cache is current.
         Every page after the first reads the state the first page read, or fails ABORTED."""
         check_id(memory_id, "memory_id")
-        check_token(page_token, "page_token")
-        check_token(if_none_match, "if_none_match")
         if if_none_match and page_token:
             raise InvalidArgumentError("if_none_match", "applies to the first page only; leave it empty with page_token")
         await self.tokens.ready()

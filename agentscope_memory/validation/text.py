@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentscope_memory.errors import InvalidArgumentError, ResourceExhaustedError
+from agentscope_memory.errors import ResourceExhaustedError
 from agentscope_memory.validation.ids import utf8_length
 
 KiB = 1024
@@ -28,7 +28,6 @@ MAX_LONG_TERM_ITEMS = 1000
 MAX_KEYWORD_BYTES = 1 * KiB
 MAX_KEYWORDS = 100
 # Page tokens and etags are short opaque strings issued by the server.
-MAX_TOKEN_BYTES = 1 * KiB
 # Memory ids named in one ExportSession call.
 MAX_EXPORT_MEMORIES = 100
 
@@ -44,16 +43,6 @@ def check_text(value: str, field: str, max_bytes: int) -> str:
 def check_count(count: int, field: str, maximum: int) -> None:
     if count > maximum:
         raise ResourceExhaustedError(field, f"has {count} items; at most {maximum}")
-
-
-def check_token(value: str, field: str) -> str:
-    """A page token or etag: short, and plain text (the server never issues anything else)."""
-    if len(value) > MAX_TOKEN_BYTES:
-        raise InvalidArgumentError(field, "is not a token this server issued (too long)")
-    if "\x00" in value:
-        raise InvalidArgumentError(field, "is not a token this server issued (contains NUL)")
-    utf8_length(value, field)
-    return value
 
 
 def check_plan(plan: Any, field: str = "plan") -> None:
