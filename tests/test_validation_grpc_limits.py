@@ -10,9 +10,17 @@ import pytest
 
 from agentscope_memory import errors
 from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2 as spb
-from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2_grpc as spb_grpc
+from agentscope_memory._proto.agentscope.memory.v1 import (
+    state_service_pb2_grpc as spb_grpc,
+)
 from agentscope_memory.client import AsyncMemoryClient
-from agentscope_memory.message import Msg, MsgRole, TextBlock, ToolResultBlock, ToolUseBlock
+from agentscope_memory.message import (
+    Msg,
+    MsgRole,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from agentscope_memory.validation import MAX_JSON_DEPTH
 
 
