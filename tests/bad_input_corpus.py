@@ -441,6 +441,12 @@ def _other_cases() -> list[Case]:
     ]:
         add(f"load-state-{label}", STATE, "LoadState", spb.LoadStateRequest(memory_id=IN_MEMORY_ID, entries=entries),
             INVALID, field)
+    for label, event in (("timestamp-text", {"eventType": "x", "timestamp": "soon"}),
+                         ("count-list", {"eventType": "x", "compressedMessageCount": [1]}),
+                         ("not-object", 5)):
+        request = spb.LoadStateRequest(memory_id=AUTO_CONTEXT_ID, entries=[spb.StateEntry(
+            key="autoContextMemory_compressionEvents", list=spb.JsonList(items=[json.dumps(event)]))])
+        add(f"load-state-event-{label}", STATE, "LoadState", request, INVALID, "autoContextMemory_compressionEvents[0]")
     add("load-state-stale-version", STATE, "LoadState", spb.LoadStateRequest(
         memory_id=IN_MEMORY_ID, entries=[spb.StateEntry(key="memory_messages", list=spb.JsonList())], expected_version=999),
         grpc.StatusCode.ABORTED, "999")

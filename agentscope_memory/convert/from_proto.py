@@ -36,7 +36,7 @@ from agentscope_memory.message import (
     VideoBlock,
 )
 from agentscope_memory.session.state import StateEntry
-from agentscope_memory.validation.json_text import parse_json, parse_json_object
+from agentscope_memory.validation.json_text import MAX_STATE_DEPTH, parse_json, parse_json_object
 from agentscope_memory.validation.text import MAX_NAME_BYTES, MAX_PLAN_SUBTASKS, MAX_PLAN_TEXT_BYTES, check_text
 from agentscope_memory.short_term.auto_context.config import AutoContextConfig, PromptConfig
 from agentscope_memory.short_term.auto_context.engine import PlanNote, PlanSubtask
@@ -179,10 +179,10 @@ def entry_from_proto(entry: state_pb.StateEntry, index: int) -> StateEntry:
         raise MessageError(f"{field}.key", "is required")
     kind = entry.WhichOneof("value")
     if kind == "list":
-        items = [parse_json(t, f"{field}.list.items[{i}]") for i, t in enumerate(entry.list.items)]
+        items = [parse_json(t, f"{field}.list.items[{i}]", MAX_STATE_DEPTH) for i, t in enumerate(entry.list.items)]
         return StateEntry(entry.key, items=items)
     if kind == "json":
-        return StateEntry(entry.key, value=parse_json(entry.json, f"{field}.json"))
+        return StateEntry(entry.key, value=parse_json(entry.json, f"{field}.json", MAX_STATE_DEPTH))
     raise MessageError(field, f"state {entry.key!r} has no value: set json or list")
 
 

@@ -33,7 +33,7 @@ from typing import Any
 from agentscope_memory.errors import InvalidArgumentError, NotFoundError
 from agentscope_memory.message import to_json_text, to_pretty_json
 from agentscope_memory.validation.ids import check_id
-from agentscope_memory.validation.json_text import parse_json
+from agentscope_memory.validation.json_text import MAX_STATE_DEPTH, parse_json
 
 __all__ = ["JsonSession", "SessionFileError", "session_dir_name"]
 
@@ -131,7 +131,7 @@ class JsonSession:
         if not path.is_file():
             return None
         try:
-            return parse_json(path.read_bytes(), "file")
+            return parse_json(path.read_bytes(), "file", MAX_STATE_DEPTH)
         except InvalidArgumentError as exc:
             raise SessionFileError(path, None, exc.reason) from None
 
@@ -186,7 +186,7 @@ class JsonSession:
             if not line.strip():
                 continue
             try:
-                items.append(parse_json(line, "line"))
+                items.append(parse_json(line, "line", MAX_STATE_DEPTH))
             except InvalidArgumentError as exc:
                 truncated = number == len(raw_lines) and not text.endswith("\n")
                 reason = "is truncated (the last line is incomplete)" if truncated else exc.reason

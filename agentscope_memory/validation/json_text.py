@@ -24,6 +24,9 @@ from typing import Any
 from agentscope_memory.errors import InvalidArgumentError
 
 MAX_JSON_DEPTH = 256
+# State entries and session files wrap messages (the offload context puts a message at level 4:
+# {"offloadContext": {uuid: [message]}}), so they may nest a few levels more than a message.
+MAX_STATE_DEPTH = MAX_JSON_DEPTH + 4
 MAX_NUMBER_CHARS = 1000
 
 # A JSON string literal (so brackets inside strings are not counted) or a bracket.
@@ -89,16 +92,17 @@ def _lone_surrogate(value: Any) -> bool:
     return False
 
 
-def parse_json(text: str | bytes, field: str) -> Any:
-    """Parse `text` under the rules above; every refusal names `field` and the reason."""
+def parse_json(text: str | bytes, field: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """Parse `text` under the rules above; every refusal names `field` and the reason.
+    `max_depth` is larger only for documents that wrap messages (`MAX_STATE_DEPTH`)."""
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError:
             raise InvalidArgumentError(field, "is not valid UTF-8") from None
-    depth = json_depth(text)
-    if depth > MAX_JSON_DEPTH:
-        raise InvalidArgumentError(field, f"is nested more than {MAX_JSON_DEPTH} levels deep (the limit)")
+    depth = json_depth(text, max_depth)
+    if depth > max_depth:
+        raise InvalidArgumentError(field, f"is nested more than {max_depth} levels deep (the limit)")
     try:
         value = json.loads(
             text, parse_constant=_reject_constant, parse_float=_parse_float, parse_int=_parse_int_safe
@@ -106,7 +110,7 @@ def parse_json(text: str | bytes, field: str) -> Any:
     except _Refused as exc:
         raise InvalidArgumentError(field, exc.reason) from None
     except RecursionError:
-        raise InvalidArgumentError(field, f"is nested more than {MAX_JSON_DEPTH} levels deep (the limit)") from None
+        raise InvalidArgumentError(field, f"is nested more than {max_depth} levels deep (the limit)") from None
     except ValueError as exc:
         raise InvalidArgumentError(field, f"is not valid JSON: {exc}") from None
     if _SURROGATE_ESCAPE.search(text) and _lone_surrogate(value):

@@ -45,7 +45,8 @@ def check_json_value(value: Any, field: str, base_depth: int = 1, allow_nul: boo
         item, depth = stack.pop()
         if isinstance(item, (dict, list)):
             if depth > MAX_JSON_DEPTH:
-                raise InvalidArgumentError(field, f"is nested more than {MAX_JSON_DEPTH} levels deep (the limit)")
+                where = "" if base_depth == 1 else " within its message's AgentScope JSON"
+                raise InvalidArgumentError(field, f"is nested more than {MAX_JSON_DEPTH} levels deep{where} (the limit)")
             if isinstance(item, dict):
                 for key, child in item.items():
                     if not isinstance(key, str):
@@ -91,9 +92,11 @@ def _check_source(source: Any, field: str) -> None:
 
 def _check_block(block: ContentBlock, field: str) -> None:
     # Iterative over nested tool results, so a hostile depth cannot exhaust the stack.
-    stack: list[tuple[ContentBlock, str, int]] = [(block, field, 1)]
+    # (block, field path, tool-result nesting, depth of the block's object in the message JSON:
+    # message 1, content list 2, block 3, and two more per tool result it sits in).
+    stack: list[tuple[ContentBlock, str, int, int]] = [(block, field, 1, 3)]
     while stack:
-        item, where, depth = stack.pop()
+        item, where, depth, json_depth = stack.pop()
         if isinstance(item, ToolResultBlock):
             if depth > MAX_BLOCK_DEPTH:
                 raise InvalidArgumentError(
@@ -101,21 +104,22 @@ def _check_block(block: ContentBlock, field: str) -> None:
                 )
             _check_name(item.id, f"{where}.tool_result.id")
             _check_name(item.name, f"{where}.tool_result.name")
-            check_json_value(item.metadata, f"{where}.tool_result.metadata_json")
+            check_json_value(item.metadata, f"{where}.tool_result.metadata_json", json_depth + 1)
             stack.extend(
-                (child, f"{where}.tool_result.output[{i}]", depth + 1) for i, child in enumerate(item.output)
+                (child, f"{where}.tool_result.output[{i}]", depth + 1, json_depth + 2)
+                for i, child in enumerate(item.output)
             )
         elif isinstance(item, ToolUseBlock):
             _check_name(item.id, f"{where}.tool_use.id")
             _check_name(item.name, f"{where}.tool_use.name")
-            check_json_value(item.input, f"{where}.tool_use.input_json")
-            check_json_value(item.metadata, f"{where}.tool_use.metadata_json")
+            check_json_value(item.input, f"{where}.tool_use.input_json", json_depth + 1)
+            check_json_value(item.metadata, f"{where}.tool_use.metadata_json", json_depth + 1)
             if item.content is not None:
                 utf8_length(item.content, f"{where}.tool_use.content")
         elif isinstance(item, ThinkingBlock):
             utf8_length(item.thinking, f"{where}.thinking.thinking")
             if item.metadata is not None:
-                check_json_value(item.metadata, f"{where}.thinking.metadata_json")
+                check_json_value(item.metadata, f"{where}.thinking.metadata_json", json_depth + 1)
         elif isinstance(item, ImageBlock):
             _check_source(item.source, f"{where}.image.source")
         elif isinstance(item, AudioBlock):
@@ -131,11 +135,15 @@ def _check_block(block: ContentBlock, field: str) -> None:
 
 
 def check_msg(msg: Msg, field: str) -> Msg:
-    """`msg` may be stored: names within limits, valid base64, bounded nesting, JSON rules."""
+    """`msg` may be stored: names within limits, valid base64, bounded nesting, JSON rules.
+
+    Nesting is counted in the message's AgentScope JSON (metadata starts at level 2, a tool
+    input at 4), so every stored message's JSON stays within `MAX_JSON_DEPTH` and whatever
+    SaveState returns, LoadState and the clients read back."""
     _check_name(msg.id, f"{field}.id")
     _check_name(msg.name, f"{field}.name")
     _check_name(msg.timestamp, f"{field}.timestamp")
-    check_json_value(msg.metadata, f"{field}.metadata_json")
+    check_json_value(msg.metadata, f"{field}.metadata_json", 2)
     for i, block in enumerate(msg.content):
         _check_block(block, f"{field}.content[{i}]")
     return msg

@@ -196,7 +196,10 @@ class AutoContextKind:
                 for i, item in enumerate(entry.items):
                     if not isinstance(item, dict):
                         raise InvalidArgumentError(f"{KEY_EVENTS}[{i}]", "must be a JSON object")
-                    events.append(CompressionEvent.from_dict(item))
+                    try:
+                        events.append(CompressionEvent.from_dict(item))
+                    except (ValueError, TypeError, OverflowError) as exc:
+                        raise InvalidArgumentError(f"{KEY_EVENTS}[{i}]", f"is not a compression event: {exc}") from None
                 parsed["events"] = events
             else:
                 raise InvalidArgumentError(
