@@ -5,8 +5,12 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2 as pb
-from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2_grpc as pb_grpc
+from agentscope_memory._proto.agentscope.memory.v1 import (
+    long_term_memory_service_pb2 as pb,
+)
+from agentscope_memory._proto.agentscope.memory.v1 import (
+    long_term_memory_service_pb2_grpc as pb_grpc,
+)
 from agentscope_memory.client import AsyncLongTermClient
 from agentscope_memory.convert.to_proto import msg_to_proto
 from agentscope_memory.long_term.engine import Scope

@@ -13,7 +13,9 @@ import grpc
 import pytest
 
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
-from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
+from agentscope_memory._proto.agentscope.memory.v1 import (
+    memory_service_pb2_grpc as pb_grpc,
+)
 from agentscope_memory.client import AsyncMemoryClient
 from agentscope_memory.message import Msg, MsgRole
 from agentscope_memory.paging import PageTokens
@@ -78,21 +80,21 @@ async def seed(stub: pb_grpc.MemoryServiceStub, memory_id: str, kind: int, count
 Pager = Callable[[pb_grpc.MemoryServiceStub, str, int, str, Any], Awaitable[str]]
 
 
-async def get_messages(stub, memory_id, size, token, md):  # noqa: ANN001, ANN201
+async def get_messages(stub, memory_id, size, token, md):
     return (await stub.GetMessages(pb.GetMessagesRequest(memory_id=memory_id, page_size=size, page_token=token), metadata=md)).next_page_token
 
 
-async def original(stub, memory_id, size, token, md):  # noqa: ANN001, ANN201
+async def original(stub, memory_id, size, token, md):
     request = pb.GetOriginalMessagesRequest(memory_id=memory_id, page_size=size, page_token=token)
     return (await stub.GetOriginalMessages(request, metadata=md)).next_page_token
 
 
-async def interaction(stub, memory_id, size, token, md):  # noqa: ANN001, ANN201
+async def interaction(stub, memory_id, size, token, md):
     request = pb.GetInteractionMessagesRequest(memory_id=memory_id, page_size=size, page_token=token)
     return (await stub.GetInteractionMessages(request, metadata=md)).next_page_token
 
 
-async def reasoning(stub, memory_id, size, token, md):  # noqa: ANN001, ANN201
+async def reasoning(stub, memory_id, size, token, md):
     request = pb.PrepareReasoningInputRequest(memory_id=memory_id, page_size=size, page_token=token, system_prompt="你好")
     return (await stub.PrepareReasoningInput(request, metadata=md)).next_page_token
 

@@ -26,7 +26,7 @@ async def list_page(
     if not 0 <= page_size <= 1000:
         raise InvalidArgumentError("page_size", "must be between 0 and 1000")
     await tokens.ready()
-    binding = [tenant, scope.agent_name or "", scope.user_id or "", scope.run_name or "", page_size]
+    binding: list[str | int] = [tenant, scope.agent_name or "", scope.user_id or "", scope.run_name or "", page_size]
     cursor = tokens.read_with_text(page_token, "long_term", binding, 0)[1] if page_token else ""
     page = await engine.list_page(tenant, scope, page_size or 100, cursor)
     kept = cut_to_budget(page.items, size_of, budget)

@@ -210,7 +210,7 @@ class MemoryManager:
 
     async def list_memories(self, tenant: str, page_size: int = 0, page_token: str = "") -> MemoryPage:
         await self.tokens.ready()
-        binding = [tenant, page_size]
+        binding: list[str | int] = [tenant, page_size]
         after = self.tokens.read_with_text(page_token, "memories", binding, 0)[1] if page_token else ""
         size = self._page_size(page_size, default=100, maximum=1000)
 
@@ -330,7 +330,7 @@ class MemoryManager:
         if if_none_match and page_token:
             raise InvalidArgumentError("if_none_match", "applies to the first page only; leave it empty with page_token")
         await self.tokens.ready()
-        binding = [tenant, memory_id, page_size]
+        binding: list[str | int] = [tenant, memory_id, page_size]
         after, snapshot = 0, None
         if page_token:
             created_us, version, after = self.tokens.read(page_token, "messages", binding, 3)

@@ -25,15 +25,15 @@ from agentscope_memory.short_term.auto_context.engine import (
     CompressionEvent, Compressor, ContextState, Identity, PlanNote, Summarizer, interaction_messages,
 )
 from agentscope_memory.short_term.auto_context.kind import (
-    EVENTS, KIND, OFFLOAD_PREFIX, ORIGINAL, WORKING, append_events, get_offload, get_plan, get_totals, put_offload, read_events,
-    read_messages, set_plan, set_tokens,
+    EVENTS, KIND, OFFLOAD_PREFIX, ORIGINAL, WORKING, append_events, get_plan, get_totals, put_offload, read_events,
+    set_plan, set_tokens,
 )
 from agentscope_memory.short_term.auto_context.tokens import Cl100kCounter, JavaEstimate, TokenCounter, estimate_tokens
 from agentscope_memory.short_term.manager import MemoryManager
 from agentscope_memory.message import Msg, MsgRole, TextBlock, msg_from_dict
 from agentscope_memory.paging import Snapshot, cut_to_budget, read_within_budget
 from agentscope_memory.store.codec import decode_msg, encode_msg
-from agentscope_memory.store.base import MemoryRecord, Row, Tx
+from agentscope_memory.store.base import MemoryRecord, Tx
 
 
 T = TypeVar("T")
@@ -277,7 +277,7 @@ class AutoContextService:
         check_id(memory_id, "memory_id")
         tokens = self._manager.tokens
         await tokens.ready()
-        binding = [tenant, memory_id, *shape]
+        binding: list[str | int] = [tenant, memory_id, *shape]
         after, snapshot = 0, None
         if page_token:
             created_us, version, after = tokens.read(page_token, listing, binding, 3)
