@@ -17,6 +17,7 @@ import java.util.List;
 import java.util.UUID;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -114,7 +115,9 @@ class LargeStateTest {
         }
     }
 
+    /** Minutes on a busy machine: {@code mvn test -DexcludedGroups=slow} leaves it out. */
     @Test
+    @Tag("slow")
     void hundredMegabytesOfHistory() {
         int mib = 1024 * 1024;
         JsonSession session = new JsonSession(dir);
