@@ -10,9 +10,13 @@ import grpc
 import pytest
 
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
-from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
+from agentscope_memory._proto.agentscope.memory.v1 import (
+    memory_service_pb2_grpc as pb_grpc,
+)
 from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2 as state_pb
-from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2_grpc as state_grpc
+from agentscope_memory._proto.agentscope.memory.v1 import (
+    state_service_pb2_grpc as state_grpc,
+)
 from agentscope_memory.client import AsyncMemoryClient, MemoryClient
 from agentscope_memory.convert.from_proto import msg_from_proto
 from agentscope_memory.errors import ResourceExhaustedError
@@ -66,7 +70,7 @@ async def test_a_message_of_the_largest_accepted_size_passes_every_read_in_one_p
         assert len(page.messages) == 1 and page.next_page_token
         assert [m.text_content for m in await client.get_messages(memory_id)] == [
             "before 之前", big.text_content, "after"]
-        entries, version = await client.save_state(memory_id)
+        entries, _ = await client.save_state(memory_id)
         with pytest.raises(grpc.aio.AioRpcError) as unary:
             await state_grpc.StateServiceStub(channel).SaveState(state_pb.SaveStateRequest(memory_id=memory_id))
         assert unary.value.code() == grpc.StatusCode.FAILED_PRECONDITION and "StreamSaveState" in (unary.value.details() or "")

@@ -13,7 +13,9 @@ import grpc
 import pytest
 
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
-from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
+from agentscope_memory._proto.agentscope.memory.v1 import (
+    memory_service_pb2_grpc as pb_grpc,
+)
 from agentscope_memory.client import AsyncMemoryClient
 from agentscope_memory.message import Msg, MsgRole
 from agentscope_memory.paging import PageTokens

@@ -59,17 +59,6 @@ CONSISTENT_READ_ATTEMPTS = 5
 LOAD_PIECE_BYTES = DEFAULT_PAGE_BYTES
 
 
-def load_state(memory_id: str, entries: list[StateEntry], expected_version: int | None) -> state_pb.LoadStateRequest:
-    request = state_pb.LoadStateRequest(memory_id=memory_id, entries=[entry_to_proto(e) for e in entries])
-    if expected_version is not None:
-        request.expected_version = expected_version
-    return request
-
-
-def saved_state(response: state_pb.SaveStateResponse) -> tuple[list[StateEntry], int]:
-    return [entry_from_proto(e, i) for i, e in enumerate(response.entries)], response.version
-
-
 def save_stream(memory_id: str) -> state_pb.StreamSaveStateRequest:
     return state_pb.StreamSaveStateRequest(memory_id=memory_id)
 

@@ -283,7 +283,7 @@ class AutoContextService:
         check_id(memory_id, "memory_id")
         tokens = self._manager.tokens
         await tokens.ready()
-        binding = [tenant, memory_id, *shape]
+        binding: list[str | int] = [tenant, memory_id, *shape]
         after, snapshot = 0, None
         if page_token:
             created_us, version, after = tokens.read(page_token, listing, binding, 3)

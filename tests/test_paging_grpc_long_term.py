@@ -1,0 +1,51 @@
+"""ListLongTermMemories pages with signed tokens bound to the tenant, the scope and the page size."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from agentscope_memory._proto.agentscope.memory.v1 import (
+    long_term_memory_service_pb2 as pb,
+)
+from agentscope_memory._proto.agentscope.memory.v1 import (
+    long_term_memory_service_pb2_grpc as pb_grpc,
+)
+from agentscope_memory.client import AsyncLongTermClient
+from agentscope_memory.convert.to_proto import msg_to_proto
+from agentscope_memory.long_term.engine import Scope
+from agentscope_memory.message import Msg, MsgRole
+
+ALICE = pb.Scope(agent_name="Assistant", user_id="alice")
+BOB = pb.Scope(agent_name="Assistant", user_id="bob")
+
+
+async def test_long_term_memories_page_and_tokens_are_bound(server) -> None:
+    facts = [f"事实 {i}: fact number {i}" for i in range(7)]
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        ltm = pb_grpc.LongTermMemoryServiceStub(channel)
+        await ltm.Record(pb.RecordRequest(scope=ALICE, messages=[msg_to_proto(Msg.create(MsgRole.USER, f)) for f in facts]))
+        await ltm.Record(pb.RecordRequest(scope=BOB, messages=[msg_to_proto(Msg.create(MsgRole.USER, "bob's"))]))
+        seen: list[str] = []
+        token, pages = "", 0
+        while True:
+            page = await ltm.ListLongTermMemories(pb.ListLongTermMemoriesRequest(scope=ALICE, page_size=3, page_token=token))
+            seen += [m.memory for m in page.memories]
+            token, pages = page.next_page_token, pages + 1
+            if pages == 1:
+                first_token = token
+            if not token:
+                break
+        assert sorted(seen) == sorted(facts) and pages == 3
+        for request in (pb.ListLongTermMemoriesRequest(scope=BOB, page_size=3, page_token=first_token),
+                        pb.ListLongTermMemoriesRequest(scope=ALICE, page_size=4, page_token=first_token),
+                        pb.ListLongTermMemoriesRequest(scope=ALICE, page_size=3, page_token="OTk5OTk5OTk5OTk5OTk5OTk5OTk5")):
+            with pytest.raises(grpc.aio.AioRpcError) as failure:
+                await ltm.ListLongTermMemories(request)
+            assert failure.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert failure.value.details() == "page_token: invalid or expired"
+    # The Python client follows the pages up to its limit.
+    async with AsyncLongTermClient(server.address) as client:
+        scope = Scope(agent_name="Assistant", user_id="alice")
+        assert sorted(i.text for i in await client.list(scope, limit=1000)) == sorted(facts)
+        assert len(await client.list(scope, limit=5)) == 5
