@@ -53,21 +53,26 @@ class CrashRideThroughTest {
             first.kill();
             long killed = System.nanoTime();
             // The operator restarts the server at once; the user just asks the next question.
+            long[] backAt = new long[1];
             CompletableFuture<Void> restarted = CompletableFuture.runAsync(() -> {
                 try {
                     second[0] = TestServer.restart(first);
+                    backAt[0] = System.nanoTime();
                 } catch (Exception e) {
                     throw new RuntimeException(e);
                 }
             });
             Msg reply = agent.call(user("And Rome?")).block(Duration.ofSeconds(90));
-            long riddenMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killed);
+            long done = System.nanoTime();
             restarted.get(60, TimeUnit.SECONDS);
             assertEquals("I do not know Rome's weather.", reply.getTextContent());
             List<Msg> stored = memory.getMessages();
             assertEquals(11, stored.size());
             assertEquals("And Rome?", stored.get(7).getTextContent());
-            System.out.printf("ride-through (kill -9, restart, next ReActAgent turn done): %d ms%n", riddenMs);
+            System.out.printf("ride-through: next ReActAgent turn done %d ms after kill -9; the restarted server"
+                    + " was up %d ms after the kill, the turn %d ms after that%n",
+                    TimeUnit.NANOSECONDS.toMillis(done - killed), TimeUnit.NANOSECONDS.toMillis(backAt[0] - killed),
+                    TimeUnit.NANOSECONDS.toMillis(done - backAt[0]));
         } finally {
             if (second[0] != null) {
                 second[0].stop();
