@@ -454,6 +454,10 @@ class Compressor:
                 content: list[ContentBlock] = [ToolResultBlock(block.id, block.name,
                                            [TextBlock(self._preview(out) + "\n" + self._tag(u))],
                                            dict(block.metadata))]
+                if self.improved:
+                    # Java keeps only the first result; every call keeps its result here, or an
+                    # OpenAI-style API refuses the history (a call without a result).
+                    content += _companion_results(msg, block, f"Offloaded together with the result of {block.id}. {self._tag(u)}")
             else:
                 text = msg.text_content
                 if utf16_len(text) <= cfg.large_payload_threshold:
@@ -530,7 +534,7 @@ class Compressor:
             if usage is not None:
                 metadata[CHAT_USAGE] = usage
             metadata.update(summary.marker or {})
-            content = self._rewrite_content(msg, final)
+            content = self._rewrite_content(msg, final, self.improved)
             replacement = self._new_msg(msg.role, msg.name, content, metadata)
             self._record(state, CURRENT_ROUND_LARGE_MESSAGE_SUMMARY, cur, i, i, replacement.id,
                          self._usage_meta(summary.usage))
@@ -539,7 +543,7 @@ class Compressor:
         return changed
 
     @staticmethod
-    def _rewrite_content(msg: Msg, final: str) -> list:
+    def _rewrite_content(msg: Msg, final: str, improved: bool) -> list:
         out: list[ContentBlock]
         if _has(msg, ToolUseBlock):
             out, placed = [], False
@@ -555,11 +559,16 @@ class Compressor:
             return out
         if _has(msg, ToolResultBlock):
             out, placed = [], False
+            first: ToolResultBlock | None = None
             for block in msg.content:
                 if isinstance(block, ToolResultBlock):
                     if not placed:
                         out.append(ToolResultBlock(block.id, block.name, [TextBlock(final)], dict(block.metadata)))
-                        placed = True
+                        placed, first = True, block
+                    elif improved:
+                        # Java drops the other results; each call keeps one here (OpenAI's rule).
+                        out.append(ToolResultBlock(block.id, block.name, [TextBlock(
+                            f"Summarised together with the result of {first.id if first else ''}.")], dict(block.metadata)))
                     continue
                 out.append(block)
             return out
@@ -597,3 +606,9 @@ class Compressor:
         self._record(state, CURRENT_ROUND_MESSAGE_COMPRESS, cur, a, b, replacement.id, self._usage_meta(summary.usage))
         cur[a:b + 1] = [replacement]
         return True
+
+
+def _companion_results(msg: Msg, first: ToolResultBlock, text: str) -> list[ContentBlock]:
+    """The tool results of `msg` after `first`, each reduced to `text` (improved profile)."""
+    return [ToolResultBlock(b.id, b.name, [TextBlock(text)], dict(b.metadata))
+            for b in msg.content if isinstance(b, ToolResultBlock) and b is not first]

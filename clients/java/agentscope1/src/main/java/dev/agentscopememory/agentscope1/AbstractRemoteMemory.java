@@ -28,6 +28,8 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicReference;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * What the remote memories share: a memory on an agentscope-memory server addressed by its id,
@@ -39,6 +41,8 @@ import java.util.concurrent.atomic.AtomicReference;
  * package-private); subclass one of those instead.
  */
 public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
+
+    private static final Logger log = LoggerFactory.getLogger(AbstractRemoteMemory.class);
 
     /** Messages per AddMessages call when adding many (below the server's default limit). */
     static final int ADD_BATCH_MESSAGES = 500;
@@ -305,6 +309,28 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         }
     }
 
+    /**
+     * Makes a conversation left with unanswered tool calls usable again: a process or server that
+     * died during a tool call leaves the last assistant message with tool calls that have no
+     * result, and ReActAgent then refuses every further call ("pending tool calls exist"). This
+     * appends, for each such call, a TOOL message with an error result saying the call was
+     * interrupted ({@link PendingToolCalls#INTERRUPTED}), as AgentScope 1.0.12's
+     * {@code enablePendingToolRecovery(true)} would at the agent's next call. Nothing happens when
+     * no call is pending.
+     *
+     * @param agentName the name of the agent the results are from (ReActAgent names its tool
+     *     results after itself)
+     * @return the messages added, empty when no call was pending
+     */
+    public List<Msg> closePendingToolCalls(String agentName) {
+        List<Msg> added = PendingToolCalls.interruptedResults(getMessages(), agentName);
+        if (!added.isEmpty()) {
+            addMessages(added);
+            log.warn("memory {}: answered {} interrupted tool call(s) with an error result", memoryId, added.size());
+        }
+        return added;
+    }
+
     /** Closes the connection if this memory created it. The stored messages are kept. */
     @Override
     public void close() {
@@ -374,14 +400,14 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
             return (B) this;
         }
 
-        /** Attempts in all for a safe call refused with UNAVAILABLE (default 3). */
+        /** At most this many attempts for a safe call refused with UNAVAILABLE (default: until the deadline). */
         public B maxAttempts(int maxAttempts) {
             connectionBuilder.maxAttempts(maxAttempts);
             connectionOptionsUsed = true;
             return (B) this;
         }
 
-        /** The first retry's wait, doubling afterwards (default 200 ms). */
+        /** The first retry's wait, doubling afterwards up to 500 ms (default 50 ms). */
         public B retryBackoff(Duration backoff) {
             connectionBuilder.retryBackoff(backoff);
             connectionOptionsUsed = true;

@@ -11,6 +11,8 @@ import io.agentscope.core.message.MsgRole;
 import io.agentscope.core.tool.Toolkit;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 
@@ -29,6 +31,8 @@ import reactor.core.scheduler.Schedulers;
  * <p>Agents with any other memory pass through untouched. Priority 0, like AgentScope's hook.
  */
 public final class RemoteAutoContextHook implements Hook {
+
+    private static final Logger log = LoggerFactory.getLogger(RemoteAutoContextHook.class);
 
     private final AtomicBoolean registered = new AtomicBoolean(false);
 
@@ -64,15 +68,23 @@ public final class RemoteAutoContextHook implements Hook {
         return Mono.fromRunnable(() -> {
                     try {
                         Toolkit toolkit = agent.getToolkit();
-                        if (toolkit != null && toolkit.getTool(RemoteContextReloadTool.TOOL_NAME) == null) {
+                        if (toolkit == null) {
+                            log.warn("agent {} has no toolkit: the context_reload tool is not registered",
+                                    agent.getName());
+                        } else if (toolkit.getTool(RemoteContextReloadTool.TOOL_NAME) == null) {
                             toolkit.registerTool(new RemoteContextReloadTool(memory));
+                            log.debug("context_reload registered for agent {} (memory {})", agent.getName(),
+                                    memory.getMemoryId());
                         }
                         if (agent.getPlanNotebook() != null) {
                             memory.attachPlanNote(agent.getPlanNotebook());
                         }
                     } catch (RuntimeException e) {
-                        registered.set(false); // try again on the next call
-                        throw e;
+                        // As AgentScope's AutoContextHook: logged, the call goes on, and the next
+                        // call tries again.
+                        log.error("registering the remote AutoContext integration failed for agent {}",
+                                agent.getName(), e);
+                        registered.set(false);
                     }
                 })
                 .subscribeOn(Schedulers.boundedElastic())

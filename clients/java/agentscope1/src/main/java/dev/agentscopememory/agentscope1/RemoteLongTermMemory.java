@@ -204,7 +204,7 @@ public final class RemoteLongTermMemory implements LongTermMemory, AutoCloseable
             return this;
         }
 
-        /** Attempts in all for a retrieve refused with UNAVAILABLE (default 3). */
+        /** At most this many attempts for a retrieve refused with UNAVAILABLE (default: until the deadline). */
         public Builder maxAttempts(int maxAttempts) {
             connectionBuilder.maxAttempts(maxAttempts);
             connectionOptionsUsed = true;

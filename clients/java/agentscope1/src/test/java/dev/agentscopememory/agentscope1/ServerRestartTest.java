@@ -62,7 +62,7 @@ class ServerRestartTest {
         TestServer first = TestServer.start();
         TestServer[] second = new TestServer[1];
         try (RemoteMemory memory = RemoteMemory.builder().target(first.target()).memoryId("restart-2")
-                .maxAttempts(12).retryBackoff(Duration.ofMillis(250)).build()) {
+                .deadline(Duration.ofSeconds(60)).build()) { // retried until the deadline (the default)
             memory.addMessage(user("one"));
             first.stop();
             CompletableFuture<Void> restarted = CompletableFuture.runAsync(() -> {

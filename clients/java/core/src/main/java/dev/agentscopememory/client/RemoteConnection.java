@@ -21,13 +21,18 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A channel to an agentscope-memory server with the per-call settings every adapter shares: the
- * deadline of each call, the API key and how often a call refused with {@code UNAVAILABLE} is
- * tried again. Several adapters may share one connection; closing it closes the channel only if
+ * deadline of each call, the API key, and the retry of calls refused with {@code UNAVAILABLE}:
+ * a call that is safe to repeat is tried again, with a growing pause, until its deadline, and
+ * the channel is told to redial at once, so a server killed and restarted within the deadline
+ * costs the agent's turn nothing but the wait. Several adapters may share one connection; closing it closes the channel only if
  * the connection created it (from a target).
  *
  * <p>It depends on no AgentScope release, so the adapters for every AgentScope major version use
@@ -39,8 +44,15 @@ public final class RemoteConnection implements AutoCloseable {
     public static final Metadata.Key<String> API_KEY_HEADER =
             Metadata.Key.of("x-api-key", Metadata.ASCII_STRING_MARSHALLER);
 
+    private static final Logger log = LoggerFactory.getLogger(RemoteConnection.class);
+    /** The longest pause between two attempts of a call. */
+    private static final long MAX_BACKOFF_MS = 500;
+
     private final Channel channel;
     private final ManagedChannel owned;
+    private final ManagedChannel redial;
+    /** The end (System.nanoTime) of the call() running on this thread: its attempts share it. */
+    private final ThreadLocal<Long> callEnd = new ThreadLocal<>();
     private final Duration deadline;
     private final int maxAttempts;
     private final Duration retryBackoff;
@@ -69,6 +81,7 @@ public final class RemoteConnection implements AutoCloseable {
             owned = mcb.build();
             base = owned;
         }
+        redial = base instanceof ManagedChannel managed ? managed : null;
         channel = b.apiKey == null ? base : ClientInterceptors.intercept(base, new ApiKeyInterceptor(b.apiKey));
         deadline = b.deadline;
         maxAttempts = b.maxAttempts;
@@ -90,13 +103,20 @@ public final class RemoteConnection implements AutoCloseable {
      * who needs an RPC no adapter wraps; they name generated types, which follow the proto.
      */
 
+    /** Inside {@link #call}, the time its deadline has left; elsewhere the whole deadline. */
+    private long attemptNanos() {
+        Long end = callEnd.get();
+        return end == null ? deadline.toNanos() : Math.max(end - System.nanoTime(), 1_000_000L);
+    }
+
     /**
      * A blocking {@code MemoryService} stub over this connection (API key included) whose call
-     * fails after this connection's deadline. Take a new one per call: the deadline starts now.
+     * fails after this connection's deadline (inside {@link #call}: when that call's deadline
+     * ends). Take a new one per attempt: the deadline starts now.
      */
     public MemoryServiceGrpc.MemoryServiceBlockingStub memoryService() {
         return MemoryServiceGrpc.newBlockingStub(channel)
-                .withDeadlineAfter(deadline.toNanos(), TimeUnit.NANOSECONDS);
+                .withDeadlineAfter(attemptNanos(), TimeUnit.NANOSECONDS);
     }
 
     /**
@@ -110,13 +130,13 @@ public final class RemoteConnection implements AutoCloseable {
     /** A blocking {@code LongTermMemoryService} stub with this connection's deadline, as {@link #memoryService()}. */
     public LongTermMemoryServiceGrpc.LongTermMemoryServiceBlockingStub longTermMemoryService() {
         return LongTermMemoryServiceGrpc.newBlockingStub(channel)
-                .withDeadlineAfter(deadline.toNanos(), TimeUnit.NANOSECONDS);
+                .withDeadlineAfter(attemptNanos(), TimeUnit.NANOSECONDS);
     }
 
     /** A blocking {@code StateService} stub with this connection's deadline, as {@link #memoryService()}. */
     public StateServiceGrpc.StateServiceBlockingStub stateService() {
         return StateServiceGrpc.newBlockingStub(channel)
-                .withDeadlineAfter(deadline.toNanos(), TimeUnit.NANOSECONDS);
+                .withDeadlineAfter(attemptNanos(), TimeUnit.NANOSECONDS);
     }
 
     /**
@@ -131,8 +151,10 @@ public final class RemoteConnection implements AutoCloseable {
     /**
      * Runs one RPC, turning a failure into a {@link RemoteMemoryException}. When {@code retryable}
      * (the call is idempotent, or carries a request id that makes a replay harmless), a call
-     * refused with {@code UNAVAILABLE} is tried again up to the configured number of attempts,
-     * waiting a little longer each time, so a server restart does not fail the agent's turn.
+     * refused with {@code UNAVAILABLE} is tried again, waiting a little longer each time, until
+     * the connection's deadline (counted from this call's start) or {@code maxAttempts} runs out,
+     * so a server restart does not fail the agent's turn. The stubs taken inside get the time
+     * that is left.
      *
      * <pre>{@code
      * long count = connection.call("MemoryService/GetMemory", true,
@@ -145,22 +167,50 @@ public final class RemoteConnection implements AutoCloseable {
      */
     public <T> T call(String operation, boolean retryable, Supplier<T> rpc) {
         int attempts = retryable ? maxAttempts : 1;
-        long backoffMs = retryBackoff.toMillis();
-        for (int attempt = 1; ; attempt++) {
-            try {
-                return rpc.get();
-            } catch (StatusRuntimeException e) {
-                if (e.getStatus().getCode() != Status.Code.UNAVAILABLE || attempt >= attempts) {
-                    throw RemoteMemoryException.of(operation, e);
+        long backoffMs = Math.max(1, retryBackoff.toMillis());
+        boolean outermost = callEnd.get() == null;
+        long end = outermost ? System.nanoTime() + deadline.toNanos() : callEnd.get();
+        if (outermost) {
+            callEnd.set(end);
+        }
+        long started = System.nanoTime();
+        try {
+            for (int attempt = 1; ; attempt++) {
+                try {
+                    T result = rpc.get();
+                    if (attempt > 1) {
+                        log.info("{} succeeded at attempt {} after {} ms of UNAVAILABLE", operation, attempt,
+                                TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
+                    }
+                    return result;
+                } catch (StatusRuntimeException e) {
+                    // Jitter spreads out the clients that lost the same server at the same moment.
+                    long pauseMs = ThreadLocalRandom.current().nextLong(backoffMs / 2, backoffMs + 1);
+                    boolean again = e.getStatus().getCode() == Status.Code.UNAVAILABLE && attempt < attempts
+                            && end - System.nanoTime() > TimeUnit.MILLISECONDS.toNanos(pauseMs);
+                    if (!again) {
+                        throw RemoteMemoryException.of(operation, e);
+                    }
+                    log.debug("{} unavailable (attempt {}): {}; retrying in {} ms", operation, attempt,
+                            e.getStatus(), pauseMs);
+                    if (redial != null) {
+                        // gRPC waits out a reconnect backoff (1 s, growing) after a failed dial
+                        // and fails every call meanwhile; the server may already be back.
+                        redial.resetConnectBackoff();
+                    }
+                    try {
+                        Thread.sleep(pauseMs);
+                    } catch (InterruptedException ie) {
+                        Thread.currentThread().interrupt();
+                        throw new RemoteMemoryException(operation, Status.Code.CANCELLED, "interrupted", ie);
+                    }
                 }
+                backoffMs = Math.min(backoffMs * 2, MAX_BACKOFF_MS);
             }
-            try {
-                Thread.sleep(backoffMs);
-            } catch (InterruptedException ie) {
-                Thread.currentThread().interrupt();
-                throw new RemoteMemoryException(operation, Status.Code.CANCELLED, "interrupted", ie);
+        } finally {
+            if (outermost) {
+                callEnd.remove();
             }
-            backoffMs = Math.min(backoffMs * 2, 5_000);
         }
     }
 
@@ -188,8 +238,8 @@ public final class RemoteConnection implements AutoCloseable {
         private Path trustedCertificates;
         private Duration deadline = Duration.ofSeconds(30);
         private String apiKey;
-        private int maxAttempts = 3;
-        private Duration retryBackoff = Duration.ofMillis(200);
+        private int maxAttempts = Integer.MAX_VALUE;
+        private Duration retryBackoff = Duration.ofMillis(50);
 
         private Builder() {}
 
@@ -236,7 +286,10 @@ public final class RemoteConnection implements AutoCloseable {
             return this;
         }
 
-        /** How many times a safe call refused with UNAVAILABLE is attempted in all (default 3). */
+        /**
+         * At most how many times a safe call refused with UNAVAILABLE is attempted in all (default:
+         * no limit but the deadline; 1 turns retries off).
+         */
         public Builder maxAttempts(int maxAttempts) {
             if (maxAttempts < 1) {
                 throw new IllegalArgumentException("maxAttempts: must be at least 1");
@@ -245,7 +298,10 @@ public final class RemoteConnection implements AutoCloseable {
             return this;
         }
 
-        /** The wait before the first retry; it doubles with every further retry (default 200 ms). */
+        /**
+         * The wait before the first retry; it doubles with every further retry up to 500 ms, less
+         * a random part of up to half (default 50 ms).
+         */
         public Builder retryBackoff(Duration retryBackoff) {
             if (retryBackoff == null || retryBackoff.isNegative()) {
                 throw new IllegalArgumentException("retryBackoff: must not be negative");
