@@ -25,6 +25,12 @@ class HookRegistrationTest {
     static final class RefusingToolkit extends Toolkit {
         final AtomicInteger refused = new AtomicInteger();
 
+        /** ReActAgent works on a copy of its toolkit; this one stays itself. */
+        @Override
+        public Toolkit copy() {
+            return this;
+        }
+
         @Override
         public void registerTool(Object tool) {
             if (tool instanceof RemoteContextReloadTool) {
