@@ -4,6 +4,7 @@ versioned for compare-and-set, and the JsonFileAgentStateStore directory layout.
 from agentscope_memory.agent_state.engine import (
     AgentStateEngine,
     AgentStateLimits,
+    KeyPage,
     ListPage,
     ListWrite,
     SessionIdPage,
@@ -15,6 +16,7 @@ from agentscope_memory.agent_state.engine import (
 __all__ = [
     "AgentStateEngine",
     "AgentStateLimits",
+    "KeyPage",
     "ListPage",
     "ListWrite",
     "SessionIdPage",

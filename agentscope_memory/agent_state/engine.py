@@ -69,6 +69,13 @@ class ListPage:
 
 
 @dataclass(frozen=True)
+class KeyPage:
+    # (kind, key): kind is `value` or `list`.
+    keys: list[tuple[str, str]]
+    next_page_token: str
+
+
+@dataclass(frozen=True)
 class SessionIdPage:
     session_ids: list[str]
     next_page_token: str
@@ -373,14 +380,27 @@ class AgentStateEngine:
 
         return await self.store.run(tenant, delete) > 0
 
-    async def keys(self, tenant: str, slot: Slot) -> list[tuple[str, str]]:
-        """(kind, key) of everything the slot holds; kind is `value` or `list`."""
+    async def keys(self, tenant: str, slot: Slot, page_size: int = 0, page_token: str = "") -> KeyPage:
+        """What the slot holds, as (kind, key) with kind `value` or `list`, paged."""
         slot = self._slot(slot)
+        size = self._page_size(page_size)
+        list_id = _list_id(slot, "")
+        after: tuple[str, str] | None = None
+        if page_token:
+            payload = _decode_token(page_token)
+            kind, key = payload.get("k"), payload.get("a")
+            if payload.get("l") != list_id or not isinstance(kind, str) or not isinstance(key, str):
+                raise InvalidArgumentError("page_token", "is not a page token issued for this slot's keys")
+            after = (kind, key)
 
         def keys(tx: Tx) -> list[tuple[str, str]]:
-            return tx.state_keys(slot.user_id, slot.session_id)
+            return tx.state_keys(slot.user_id, slot.session_id, after, size + 1)
 
-        return await self.store.run(tenant, keys, write=False)
+        rows = await self.store.run(tenant, keys, write=False)
+        more = len(rows) > size
+        rows = rows[:size]
+        token = _encode_token({"l": list_id, "k": rows[-1][0], "a": rows[-1][1]}) if more else ""
+        return KeyPage(rows, token)
 
     async def list_session_ids(self, tenant: str, user_id: str, page_size: int = 0, page_token: str = "") -> SessionIdPage:
         user_id = self._user(user_id, "user_id")

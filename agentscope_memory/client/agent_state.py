@@ -15,12 +15,13 @@ import grpc
 
 from agentscope_memory._proto.agentscope.memory.v1 import agent_state_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import agent_state_service_pb2_grpc as pb_grpc
-from agentscope_memory.agent_state import ListPage, ListWrite, SessionIdPage, Slot, StateConflictError, StoredValue
+from agentscope_memory.agent_state import KeyPage, ListPage, ListWrite, SessionIdPage, Slot, StateConflictError, StoredValue
 from agentscope_memory.client._common import DEFAULT_TARGET, DEFAULT_TIMEOUT_S, async_channel, metadata
 from agentscope_memory.client._retry import RetryPolicy, call_async
 from agentscope_memory.client.local import Blocking, _LocalClient
 from agentscope_memory.convert.agent_state import (
     condition_to_proto,
+    keys_from_proto,
     list_page_from_proto,
     list_write_from_proto,
     session_ids_from_proto,
@@ -130,6 +131,21 @@ class AsyncAgentStateClient:
         request = pb.DeleteKeyRequest(slot=slot_to_proto(slot), key=key, list=list_)
         return (await self._call(self._stub.DeleteKey, request)).deleted
 
+    async def keys_page(self, slot: Slot, page_size: int = 0, page_token: str = "") -> KeyPage:
+        request = pb.ListKeysRequest(slot=slot_to_proto(slot), page_size=page_size, page_token=page_token)
+        return keys_from_proto(await self._call(self._stub.ListKeys, request))
+
+    async def keys(self, slot: Slot) -> list[tuple[str, str]]:
+        """Everything the slot holds, as (kind, key); kind is `value` or `list`."""
+        out: list[tuple[str, str]] = []
+        token = ""
+        while True:
+            page = await self.keys_page(slot, 0, token)
+            out += page.keys
+            token = page.next_page_token
+            if not token:
+                return out
+
     async def list_session_ids_page(self, user_id: str = "", page_size: int = 0, page_token: str = "") -> SessionIdPage:
         request = pb.ListSessionIdsRequest(user_id=user_id, page_size=page_size, page_token=page_token)
         return session_ids_from_proto(await self._call(self._stub.ListSessionIds, request))
@@ -186,6 +202,17 @@ class AsyncLocalAgentStateClient(_LocalClient):
 
     async def delete_key(self, slot: Slot, key: str, *, list_: bool = False) -> bool:
         return bool(await (await self._engine()).delete_key(self.tenant, slot, key, list_=list_))
+
+    async def keys(self, slot: Slot) -> list[tuple[str, str]]:
+        engine = await self._engine()
+        out: list[tuple[str, str]] = []
+        token = ""
+        while True:
+            page = await engine.keys(self.tenant, slot, 0, token)
+            out += page.keys
+            token = page.next_page_token
+            if not token:
+                return out
 
     async def list_session_ids_page(self, user_id: str = "", page_size: int = 0, page_token: str = "") -> SessionIdPage:
         page: SessionIdPage = await (await self._engine()).list_session_ids(self.tenant, user_id, page_size, page_token)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agentscope_memory._proto.agentscope.memory.v1 import agent_state_service_pb2 as pb
-from agentscope_memory.agent_state import ListPage, ListWrite, SessionIdPage, Slot, StoredValue
+from agentscope_memory.agent_state import KeyPage, ListPage, ListWrite, SessionIdPage, Slot, StoredValue
 from agentscope_memory.errors import InvalidArgumentError
 
 
@@ -60,3 +60,14 @@ def session_ids_to_proto(page: SessionIdPage) -> pb.ListSessionIdsResponse:
 
 def session_ids_from_proto(response: pb.ListSessionIdsResponse) -> SessionIdPage:
     return SessionIdPage(list(response.session_ids), response.next_page_token)
+
+
+def keys_to_proto(page: KeyPage) -> pb.ListKeysResponse:
+    return pb.ListKeysResponse(
+        keys=[pb.StateKey(key=key, list=kind == "list") for kind, key in page.keys],
+        next_page_token=page.next_page_token,
+    )
+
+
+def keys_from_proto(response: pb.ListKeysResponse) -> KeyPage:
+    return KeyPage([("list" if k.list else "value", k.key) for k in response.keys], response.next_page_token)

@@ -12,6 +12,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import agent_state_service_pb
 from agentscope_memory.agent_state import AgentStateEngine, StateConflictError
 from agentscope_memory.convert.agent_state import (
     expected_from_proto,
+    keys_to_proto,
     list_page_to_proto,
     session_ids_to_proto,
     slot_from_proto,
@@ -95,6 +96,11 @@ class AgentStateServicer(pb_grpc.AgentStateServiceServicer):
     async def DeleteKey(self, request: pb.DeleteKeyRequest, context: grpc.aio.ServicerContext) -> pb.DeleteKeyResponse:
         deleted = await self.engine.delete_key(tenant_of(context), slot_from_proto(request), request.key, list_=request.list)
         return pb.DeleteKeyResponse(deleted=deleted)
+
+    @grpc_errors
+    async def ListKeys(self, request: pb.ListKeysRequest, context: grpc.aio.ServicerContext) -> pb.ListKeysResponse:
+        page = await self.engine.keys(tenant_of(context), slot_from_proto(request), request.page_size, request.page_token)
+        return keys_to_proto(page)
 
     @grpc_errors
     async def ListSessionIds(self, request: pb.ListSessionIdsRequest, context: grpc.aio.ServicerContext) -> pb.ListSessionIdsResponse:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from agentscope_memory_server import session_cli
+from agentscope_memory_server import agent_state_cli, session_cli
 from agentscope_memory_server.config import load_settings
 from agentscope_memory_server.logs import configure_logging
 
@@ -29,6 +29,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     serve.add_argument("--log-format", choices=["json", "text"])
     session_cli.add_parser(commands)
+    agent_state_cli.add_parser(commands)
     return parser
 
 
@@ -62,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "session":
         return session_cli.run(args)
+    if args.command == "agent-state":
+        return agent_state_cli.run(args)
     return 2
 
 

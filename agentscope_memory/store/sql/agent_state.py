@@ -190,12 +190,19 @@ class AgentStateStatements(SqlTxBase):
         )
         return int(cursor.rowcount)
 
-    def state_keys(self, user_id: str, session_id: str) -> list[tuple[str, str]]:
-        """(kind, key) of everything a slot holds, by key."""
+    def state_keys(
+        self, user_id: str, session_id: str, after: tuple[str, str] | None = None, limit: int = 1000
+    ) -> list[tuple[str, str]]:
+        """(kind, key) of what a slot holds, by key then kind (`list` after `value`), after
+        `after` = (kind, key)."""
+        key = self._order("key")
+        where, params = "tenant = ? AND user_id = ? AND session_id = ?", [self.tenant, user_id, session_id]
+        if after is not None:
+            where += f" AND ({key} > ? OR (key = ? AND kind > ?))"
+            params += [after[1], after[1], after[0]]
         rows = self._all(
-            f"SELECT kind, key FROM {{agent_states}} WHERE tenant = ? AND user_id = ? AND session_id = ?"
-            f" ORDER BY {self._order('key')}, kind",
-            (self.tenant, user_id, session_id),
+            f"SELECT kind, key FROM {{agent_states}} WHERE {where} ORDER BY {key}, kind LIMIT ?",
+            (*params, limit),
         )
         return [(r[0], r[1]) for r in rows]
 

@@ -18,8 +18,8 @@ public enum ConflictPolicy {
     OVERWRITE,
 
     /**
-     * A save against a moved version (or one not preceded by a successful {@code get} of the slot)
-     * throws {@link ConcurrentStateModificationException}; nothing is written. The caller of {@code
+     * A save against a moved version (or, over a stored state, one not preceded by a successful
+     * {@code get} of the slot) throws {@link ConcurrentStateModificationException}; nothing is written. The caller of {@code
      * agent.call(...)} sees the exception and can retry the turn.
      */
     FAIL,

@@ -69,9 +69,9 @@ import org.slf4j.LoggerFactory;
  * get} at the start of a call and {@code save} at the end; this store remembers the version each
  * {@code get} returned and makes the {@code save} of that state a compare-and-set, resolved by the
  * {@link ConflictPolicy} (default {@link ConflictPolicy#MERGE_APPENDED}). A save that follows no
- * successful read of the slot (upstream #2741: a failed load makes the agent start from an empty
- * state) is refused under {@code FAIL} and {@code MERGE_APPENDED}, so a transient error cannot wipe
- * a session. {@link #supportsVersioning()}, {@link #getVersioned} and {@link #saveIfVersion} have
+ * successful read of the slot only creates: over a stored state it is refused under {@code FAIL}
+ * and {@code MERGE_APPENDED} (upstream #2741: a failed load makes the agent start from an empty
+ * state and save it), so a transient error cannot wipe a session. {@link #supportsVersioning()}, {@link #getVersioned} and {@link #saveIfVersion} have
  * the signatures of upstream's post-2.0.0 {@code AgentStateStore} and take effect on releases that
  * call them.
  *
@@ -187,14 +187,16 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
             // Not an object get() returned (a fresh state): the slot's last read decides.
             base = slots.get(slot);
         }
-        if (base == null) {
-            throw new ConcurrentStateModificationException(userId, sessionId, key, currentVersion(slot),
-                    "not saved: this process has not read the slot successfully (a failed read must not"
-                            + " overwrite the stored state)");
-        }
+        // Not read by this process (or its read failed): only a create is safe. Refusing to
+        // overwrite is what keeps a failed load (upstream #2741) from wiping the stored state.
+        boolean unread = base == null;
         try {
-            remember(slot, putValue(slot, json, base.version()), json);
+            remember(slot, putValue(slot, json, unread ? 0L : base.version()), json);
         } catch (Conflict conflict) {
+            if (unread) {
+                throw conflict(slot, conflict.currentVersion, "not saved: the slot holds a state this process has"
+                        + " not read successfully (a failed read must not overwrite it)");
+            }
             resolve(slot, base, json, conflict.currentVersion);
         }
     }
@@ -490,14 +492,6 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
     private GetValueResponse getValue(Slot slot) {
         GetValueRequest request = GetValueRequest.newBuilder().setSlot(wire(slot)).setKey(slot.key()).build();
         return connection.call("AgentStateService/GetValue", true, () -> connection.agentStateService().getValue(request));
-    }
-
-    private long currentVersion(Slot slot) {
-        try {
-            return getValue(slot).getVersion();
-        } catch (RemoteMemoryException e) {
-            return UNVERSIONED;
-        }
     }
 
     private static long currentVersionOf(RemoteMemoryException e) {
