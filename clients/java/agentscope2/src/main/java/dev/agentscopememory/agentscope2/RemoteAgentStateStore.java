@@ -197,16 +197,18 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
                 throw conflict(slot, conflict.currentVersion, "not saved: the slot holds a state this process has"
                         + " not read successfully (a failed read must not overwrite it)");
             }
-            resolve(slot, base, json, conflict.currentVersion);
+            resolve(slot, base, json, conflict);
         }
     }
 
-    private void resolve(Slot slot, Seen base, String mine, long currentVersion) {
+    private void resolve(Slot slot, Seen base, String mine, Conflict first) {
+        boolean retried = first.retried;
+        String sent = mine;
         for (int attempt = 0; ; attempt++) {
             GetValueResponse current = getValue(slot);
-            if (current.getFound() && current.getJson().equals(mine)) {
+            if (retried && current.getFound() && current.getJson().equals(sent)) {
                 // Our own write landed before its reply was lost: nothing to resolve.
-                remember(slot, current.getVersion(), mine);
+                remember(slot, current.getVersion(), sent);
                 return;
             }
             if (conflictPolicy != ConflictPolicy.MERGE_APPENDED) {
@@ -219,12 +221,14 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
                         "another writer saved it since it was read, and this state did not only append to"
                                 + " its context (cannot merge)");
             }
+            sent = merged;
             try {
                 long version = putValue(slot, merged, current.getVersion());
                 log.info("merged a concurrent save of {} in session {} (version {})", slot.key(), slot.sessionId(), version);
                 remember(slot, version, merged);
                 return;
             } catch (Conflict again) {
+                retried = again.retried;
                 if (attempt + 1 >= maxMergeAttempts) {
                     throw conflict(slot, again.currentVersion, "the merge kept losing to other writers");
                 }
@@ -450,8 +454,8 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
             remember(slot, version, json);
             return version;
         } catch (Conflict conflict) {
-            GetValueResponse current = getValue(slot);
-            if (current.getFound() && current.getJson().equals(json)) {
+            GetValueResponse current = conflict.retried ? getValue(slot) : null;
+            if (current != null && current.getFound() && current.getJson().equals(json)) {
                 remember(slot, current.getVersion(), json); // our write landed; its reply was lost
                 return current.getVersion();
             }
@@ -464,10 +468,13 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
     /** A compare-and-set the server refused. */
     private static final class Conflict extends RuntimeException {
         final long currentVersion;
+        /** Whether the write was sent more than once (a reply was lost): it may be our own. */
+        final boolean retried;
 
-        Conflict(long currentVersion, RemoteMemoryException cause) {
+        Conflict(long currentVersion, boolean retried, RemoteMemoryException cause) {
             super(cause.getMessage(), cause, false, false);
             this.currentVersion = currentVersion;
+            this.retried = retried;
         }
     }
 
@@ -477,13 +484,16 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
             request.setCondition(WriteCondition.newBuilder().setExpectedVersion(expected));
         }
         PutValueRequest built = request.build();
+        java.util.concurrent.atomic.AtomicInteger attempts = new java.util.concurrent.atomic.AtomicInteger();
         try {
             // A replayed conditional write fails as a conflict, resolved by comparing contents.
-            return connection.call("AgentStateService/PutValue", true,
-                    () -> connection.agentStateService().putValue(built)).getVersion();
+            return connection.call("AgentStateService/PutValue", true, () -> {
+                attempts.incrementAndGet();
+                return connection.agentStateService().putValue(built);
+            }).getVersion();
         } catch (RemoteMemoryException e) {
             if (e.getCode() == Status.Code.ABORTED) {
-                throw new Conflict(currentVersionOf(e), e);
+                throw new Conflict(currentVersionOf(e), attempts.get() > 1, e);
             }
             throw e;
         }
