@@ -242,3 +242,15 @@ def test_local_mode_has_the_same_methods(tmp_path) -> None:
         assert state.append_list(slot, "l", ["2"], 1).length == 2
         assert state.get_list(slot, "l").items == ["1", "2"]
         assert list(state.iter_session_ids("")) == ["本地"]
+
+
+async def test_keys_are_listed_by_key_list_before_value_and_paged(state) -> None:
+    slot = Slot("", "keys")
+    await state.put_list(slot, "memory_messages", [])
+    await state.put_value(slot, "agent_state", "{}")
+    await state.put_list(slot, "agent_state", ["1"])
+    await state.put_value(slot, "键", "1")
+    assert await state.keys(slot) == [("list", "agent_state"), ("value", "agent_state"), ("list", "memory_messages"), ("value", "键")]
+    first = await state.keys_page(slot, page_size=3)
+    rest = await state.keys_page(slot, page_size=3, page_token=first.next_page_token)
+    assert first.keys + rest.keys == await state.keys(slot) and rest.next_page_token == ""

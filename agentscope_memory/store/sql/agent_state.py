@@ -193,7 +193,7 @@ class AgentStateStatements(SqlTxBase):
     def state_keys(
         self, user_id: str, session_id: str, after: tuple[str, str] | None = None, limit: int = 1000
     ) -> list[tuple[str, str]]:
-        """(kind, key) of what a slot holds, by key then kind (`list` after `value`), after
+        """(kind, key) of what a slot holds, by key then kind (`list` before `value`), after
         `after` = (kind, key)."""
         key = self._order("key")
         where, params = "tenant = ? AND user_id = ? AND session_id = ?", [self.tenant, user_id, session_id]
