@@ -10,10 +10,15 @@ import grpc
 import pytest
 
 from agentscope_memory._proto.agentscope.memory.v1 import agent_state_service_pb2 as pb
-from agentscope_memory._proto.agentscope.memory.v1 import agent_state_service_pb2_grpc as pb_grpc
+from agentscope_memory._proto.agentscope.memory.v1 import (
+    agent_state_service_pb2_grpc as pb_grpc,
+)
 from agentscope_memory.agent_state import Slot, StateConflictError
 from agentscope_memory.client import AsyncMemoryClient
-from agentscope_memory.client.agent_state import AsyncAgentStateClient, local_agent_state_client
+from agentscope_memory.client.agent_state import (
+    AsyncAgentStateClient,
+    local_agent_state_client,
+)
 from agentscope_memory.errors import InvalidArgumentError, ResourceExhaustedError
 from agentscope_memory.message import Msg, MsgRole
 from agentscope_memory.service import ServiceSettings

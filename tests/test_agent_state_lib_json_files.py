@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from agentscope_memory.agent_state.json_files import SlotFiles, compact, dir_name, pretty, read_slot, write_slot
+from agentscope_memory.agent_state.json_files import (
+    SlotFiles,
+    compact,
+    dir_name,
+    pretty,
+    read_slot,
+    write_slot,
+)
 from agentscope_memory.errors import InvalidArgumentError
 
 # What 2.0.0's JsonFileAgentStateStore wrote for a message (toPrettyJson), observed 2026-11-23.

@@ -9,10 +9,15 @@ import hashlib
 import json
 import time
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Protocol
 
-from agentscope_memory.errors import AbortedError, InvalidArgumentError, ResourceExhaustedError
+from agentscope_memory.errors import (
+    AbortedError,
+    InvalidArgumentError,
+    ResourceExhaustedError,
+)
 from agentscope_memory.store import Store, Tx
 from agentscope_memory.store.base import StateWrite
 
@@ -138,7 +143,7 @@ def _reject_constant(name: str) -> None:
 
 
 def _list_id(slot: Slot, key: str) -> str:
-    digest = hashlib.sha256("\0".join((slot.user_id, slot.session_id, key)).encode("utf-8"))
+    digest = hashlib.sha256(f"{slot.user_id}\0{slot.session_id}\0{key}".encode())
     return digest.hexdigest()[:16]
 
 
@@ -296,10 +301,10 @@ class AgentStateEngine:
         offset, token_version = 0, None
         if page_token:
             payload = _decode_token(page_token)
-            offset, version = payload.get("o"), payload.get("v")
-            if payload.get("l") != list_id or not isinstance(offset, int) or not isinstance(version, int) or offset < 0:
+            token_offset, token_v = payload.get("o"), payload.get("v")
+            if payload.get("l") != list_id or not isinstance(token_offset, int) or not isinstance(token_v, int) or token_offset < 0:
                 raise InvalidArgumentError("page_token", "is not a page token issued for this list")
-            token_version = version
+            offset, token_version = token_offset, token_v
         budget = self.limits.max_page_bytes
 
         def read(tx: Tx) -> tuple[bool, int, int, list[str]]:

@@ -9,14 +9,30 @@ conflict raises `StateConflictError` carrying the version that won.
 from __future__ import annotations
 
 import re
-from typing import Any, AsyncIterator, Awaitable, Callable, Sequence, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
 import grpc
 
 from agentscope_memory._proto.agentscope.memory.v1 import agent_state_service_pb2 as pb
-from agentscope_memory._proto.agentscope.memory.v1 import agent_state_service_pb2_grpc as pb_grpc
-from agentscope_memory.agent_state import KeyPage, ListPage, ListWrite, SessionIdPage, Slot, StateConflictError, StoredValue
-from agentscope_memory.client._common import DEFAULT_TARGET, DEFAULT_TIMEOUT_S, async_channel, metadata
+from agentscope_memory._proto.agentscope.memory.v1 import (
+    agent_state_service_pb2_grpc as pb_grpc,
+)
+from agentscope_memory.agent_state import (
+    KeyPage,
+    ListPage,
+    ListWrite,
+    SessionIdPage,
+    Slot,
+    StateConflictError,
+    StoredValue,
+)
+from agentscope_memory.client._common import (
+    DEFAULT_TARGET,
+    DEFAULT_TIMEOUT_S,
+    async_channel,
+    metadata,
+)
 from agentscope_memory.client._retry import RetryPolicy, call_async
 from agentscope_memory.client.local import Blocking, _LocalClient
 from agentscope_memory.convert.agent_state import (
@@ -229,7 +245,7 @@ class AsyncLocalAgentStateClient(_LocalClient):
                 return
 
 
-def AgentStateClient(target: str = DEFAULT_TARGET, **options: Any) -> Any:  # noqa: N802 - a class to its users
+def AgentStateClient(target: str = DEFAULT_TARGET, **options: Any) -> Any:
     """The blocking client: `AsyncAgentStateClient`'s methods, blocking (its channel runs on a
     private event loop thread)."""
     return Blocking(lambda: AsyncAgentStateClient(target, **options))

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from agentscope_memory._proto.agentscope.memory.v1 import agent_state_service_pb2 as pb
-from agentscope_memory.agent_state import KeyPage, ListPage, ListWrite, SessionIdPage, Slot, StoredValue
+from agentscope_memory.agent_state import (
+    KeyPage,
+    ListPage,
+    ListWrite,
+    SessionIdPage,
+    Slot,
+    StoredValue,
+)
 from agentscope_memory.errors import InvalidArgumentError
 
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, Awaitable, Callable, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import grpc
 
 from agentscope_memory._proto.agentscope.memory.v1 import agent_state_service_pb2 as pb
-from agentscope_memory._proto.agentscope.memory.v1 import agent_state_service_pb2_grpc as pb_grpc
+from agentscope_memory._proto.agentscope.memory.v1 import (
+    agent_state_service_pb2_grpc as pb_grpc,
+)
 from agentscope_memory.agent_state import AgentStateEngine, StateConflictError
 from agentscope_memory.convert.agent_state import (
     expected_from_proto,

@@ -9,7 +9,8 @@ own. An append inserts only the new items: O(appended), not O(list).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from agentscope_memory.store.base import StateHead, StateWrite
 from agentscope_memory.store.sql.base import SqlTxBase
