@@ -44,7 +44,13 @@ class ReplicasTest {
                 .redirectError(ProcessBuilder.Redirect.INHERIT).start();
         String dsn = new BufferedReader(new InputStreamReader(postgres.getInputStream(), StandardCharsets.UTF_8)).readLine();
         if (dsn == null || !dsn.startsWith("postgresql://")) {
-            throw new IllegalStateException("PostgreSQL did not start (tests/postgres_server.py printed " + dsn + ")");
+            postgres.destroy();
+            String why = "PostgreSQL did not start (tests/postgres_server.py printed " + dsn + ")";
+            // As in the Python tests: skipped where PostgreSQL is missing, failed in CI.
+            if ("1".equals(System.getenv("ASM_TEST_REQUIRE_DEPENDENCIES"))) {
+                throw new IllegalStateException(why);
+            }
+            org.junit.jupiter.api.Assumptions.abort(why);
         }
         List<String> flags = List.of("--store", "postgres", "--postgres-dsn", dsn);
         first = TestServer.start(Map.of(), flags);
