@@ -53,3 +53,16 @@ class PostgresServer:
             self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    # For tests in other languages (the Java replicas test): start a server, print a fresh
+    # database's DSN, and stop when stdin closes (the test ends, or dies).
+    import sys
+
+    server = PostgresServer()
+    try:
+        print(server.create_database("replicas"), flush=True)
+        sys.stdin.read()
+    finally:
+        server.stop()

@@ -12,6 +12,8 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
+from agentscope_memory.agent_state import AgentStateEngine
+from agentscope_memory.agent_state.legacy import MemoryBackedLegacyMessages
 from agentscope_memory.jobs import JobRunner
 from agentscope_memory.llm import ChatClient, LlmConfig
 from agentscope_memory.long_term.engine import LongTermEngine
@@ -47,10 +49,11 @@ class Service:
     # None when long-term memory is switched off.
     long_term: LongTermEngine | None = None
     turns: Turns | None = None
-    # Places for the engines still to come, so that wiring them in touches only this file:
-    # shared memory pools (pool/) and AgentScope-Java 2.x agent state (agent_state/).
+    # AgentScope-Java 2.x agent state (AgentStateService); built by `build_service`.
+    agent_state: AgentStateEngine | None = None
+    # A place for an engine still to come, so that wiring it in touches only this file:
+    # shared memory pools (pool/).
     pools: None = None
-    agent_state: None = None
     _starting: list[asyncio.Task[None]] = field(default_factory=list)
     _started: bool = False
     _closed: bool = False
@@ -137,6 +140,9 @@ def build_service(settings: ServiceSettings | None = None) -> Service:
         auto_context=AutoContextService(memories, build_summarizer(settings)),
         jobs=jobs,
         sessions=SessionExchange(memories, settings.sessions_root()),
+        agent_state=AgentStateEngine(
+            store, settings.agent_state_limits(), MemoryBackedLegacyMessages(memories)
+        ),
     )
     if settings.long_term_enabled:
         service.long_term = build_long_term(settings)

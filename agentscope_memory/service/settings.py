@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
+from agentscope_memory.agent_state import AgentStateLimits
 from agentscope_memory.long_term.mem0.backend import Mem0Config
 from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES
 from agentscope_memory.short_term.manager import Limits
@@ -48,6 +49,10 @@ class ServiceSettings(BaseModel):
     # store, so it survives restarts and replicas sharing one database agree on it. Set it
     # (alike on every replica) to rotate it, or for replicas that do not share a database.
     page_token_secret: SecretStr | None = None
+    # AgentScope-Java 2.x agent state (AgentStateService). A value must fit one response.
+    max_state_value_bytes: int = Field(4 * MiB - 64 * 1024, gt=0, le=4 * MiB - 64 * 1024)
+    max_state_list_items: int = Field(100_000, gt=0)
+    max_state_list_bytes: int = Field(256 * MiB, gt=0)
 
     # The OpenAI-compatible chat endpoint used for summaries and fact extraction; unset means
     # none (AutoContext then uses its extractive fallback, mem0 stores raw text).
@@ -97,6 +102,15 @@ class ServiceSettings(BaseModel):
 
     def sessions_root(self) -> Path:
         return self.sessions_dir or self.data_dir / "sessions"
+
+    def agent_state_limits(self) -> AgentStateLimits:
+        return AgentStateLimits(
+            max_value_bytes=self.max_state_value_bytes,
+            max_list_items=self.max_state_list_items,
+            max_list_bytes=self.max_state_list_bytes,
+            # Headroom for the response's own fields below gRPC's 4 MiB.
+            max_page_bytes=min(self.max_page_bytes, 4 * MiB) - 64 * 1024,
+        )
 
     def limits(self) -> Limits:
         return Limits(

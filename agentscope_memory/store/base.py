@@ -91,6 +91,26 @@ class JobRecord:
     updated: float
 
 
+@dataclass(frozen=True)
+class StateHead:
+    """A stored value's or list's bookkeeping."""
+
+    version: int
+    length: int
+    size: int
+    update_time: float
+
+
+@dataclass(frozen=True)
+class StateWrite:
+    """The outcome of a conditional write: when not `ok`, `version` and `length` are the stored
+    ones that made the condition fail (0 when absent) and nothing changed."""
+
+    ok: bool
+    version: int
+    length: int
+
+
 class Tx(Protocol):
     tenant: str
 
@@ -167,6 +187,37 @@ class Tx(Protocol):
     def job_next_due(self, kinds: Sequence[str]) -> float | None:
         """When the next job of `kinds` becomes claimable (may be in the past), or None."""
         ...
+
+    # -- agent state (see agentscope_memory.agent_state) -------------------------------------
+    # Tenant-scoped values and lists under (user_id, session_id, kind, key), kind `value` or
+    # `list`. Writes take an `expected` version (None: unconditional, 0: create only) and lock
+    # the head row, so the returned version is the write's own.
+    def state_head(self, user_id: str, session_id: str, kind: str, key: str) -> StateHead | None: ...
+    def state_value(self, user_id: str, session_id: str, key: str) -> tuple[str, int] | None: ...
+    def state_put_value(
+        self, user_id: str, session_id: str, key: str, json_text: str, size: int,
+        expected: int | None, now: float,
+    ) -> StateWrite: ...
+    def state_put_list(
+        self, user_id: str, session_id: str, key: str, items: Sequence[str], size: int,
+        expected: int | None, now: float,
+    ) -> StateWrite: ...
+    def state_append_list(
+        self, user_id: str, session_id: str, key: str, items: Sequence[str], size: int,
+        expected_length: int, expected: int | None, now: float,
+    ) -> StateWrite:
+        """Appends when the stored list has `expected_length` items (O(appended))."""
+        ...
+    def state_read_list(
+        self, user_id: str, session_id: str, key: str, offset: int, max_items: int, max_bytes: int
+    ) -> list[str]: ...
+    def state_slot_exists(self, user_id: str, session_id: str) -> bool: ...
+    def state_delete_slot(self, user_id: str, session_id: str) -> int: ...
+    def state_delete_key(self, user_id: str, session_id: str, kind: str, key: str) -> int: ...
+    def state_keys(
+        self, user_id: str, session_id: str, after: tuple[str, str] | None = None, limit: int = 1000
+    ) -> list[tuple[str, str]]: ...
+    def state_session_ids(self, user_id: str, after: str | None, limit: int) -> list[str]: ...
 
 
 class Store(Protocol):

@@ -14,6 +14,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from agentscope_memory._proto.agentscope.memory.v1 import (
+    agent_state_service_pb2,
+    agent_state_service_pb2_grpc,
     long_term_memory_service_pb2,
     long_term_memory_service_pb2_grpc,
     memory_service_pb2,
@@ -26,6 +28,7 @@ from agentscope_memory.store import Store
 from agentscope_memory_server.config import Settings
 from agentscope_memory_server.decoding import DecodeErrorInterceptor
 from agentscope_memory_server.drain import Drain, DrainInterceptor
+from agentscope_memory_server.agent_state_servicer import AgentStateServicer
 from agentscope_memory_server.errors import unimplemented
 from agentscope_memory_server.long_term_servicer import LongTermServicer
 from agentscope_memory_server.memory_servicer import MemoryServicer
@@ -40,6 +43,7 @@ SERVICE_NAMES = (
     memory_service_pb2.DESCRIPTOR.services_by_name["MemoryService"].full_name,
     long_term_memory_service_pb2.DESCRIPTOR.services_by_name["LongTermMemoryService"].full_name,
     state_service_pb2.DESCRIPTOR.services_by_name["StateService"].full_name,
+    agent_state_service_pb2.DESCRIPTOR.services_by_name["AgentStateService"].full_name,
 )
 
 
@@ -139,6 +143,10 @@ async def _serve(settings: Settings, service: Service) -> RunningServer:
     state_service_pb2_grpc.add_StateServiceServicer_to_server(
         StateServicer(service.memories, service.sessions), server
     )
+    if service.agent_state is not None:
+        agent_state_service_pb2_grpc.add_AgentStateServiceServicer_to_server(
+            AgentStateServicer(service.agent_state), server
+        )
 
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from agentscope_memory_server import memory_cli, session_cli
+from agentscope_memory_server import agent_state_cli, memory_cli, session_cli
 from agentscope_memory_server.config import Settings, load_settings
 from agentscope_memory_server.logs import configure_logging
 
@@ -30,6 +30,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-format", choices=["json", "text"])
     session_cli.add_parser(commands)
     memory_cli.add_parser(commands)
+    agent_state_cli.add_parser(commands)
     return parser
 
 
@@ -65,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
         return session_cli.run(args)
     if args.command == "memory":
         return memory_cli.run(args)
+    if args.command == "agent-state":
+        return agent_state_cli.run(args)
     return 2
 
 

@@ -7,6 +7,7 @@ transactions on its threads and creates its schema.
 
 from __future__ import annotations
 
+from agentscope_memory.store.sql.agent_state import AgentStateStatements
 from agentscope_memory.store.sql.dialect import Dialect
 from agentscope_memory.store.sql.jobs import JobStatements
 from agentscope_memory.store.sql.memories import REQUEST_TTL_S, MemoryStatements
@@ -16,5 +17,5 @@ from agentscope_memory.store.sql.schema import SHARED_SCHEMA
 __all__ = ["Dialect", "REQUEST_TTL_S", "SHARED_SCHEMA", "SqlTx"]
 
 
-class SqlTx(MemoryStatements, MetaStatements, JobStatements):
+class SqlTx(MemoryStatements, MetaStatements, JobStatements, AgentStateStatements):
     """A tenant's view inside one SQL transaction (the `Tx` protocol)."""

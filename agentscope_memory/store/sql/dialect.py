@@ -14,7 +14,10 @@ from typing import Any, Callable, Sequence
 from agentscope_memory.store.base import Row
 
 # Every table of the store, by its logical name. A database's table is `prefix + name`.
-TABLES = ("memories", "list_heads", "items", "kv", "requests", "meta", "jobs")
+TABLES = (
+    "memories", "list_heads", "items", "kv", "requests", "meta", "jobs", "agent_states",
+    "agent_state_items",
+)
 
 
 @dataclass(frozen=True)

@@ -36,4 +36,29 @@ CREATE TABLE IF NOT EXISTS {jobs} (
 CREATE INDEX IF NOT EXISTS {jobs}_pending ON {jobs} (run_after) WHERE state = 'pending';
 CREATE INDEX IF NOT EXISTS {jobs}_leased ON {jobs} (lease_until) WHERE state = 'running';
 CREATE INDEX IF NOT EXISTS {jobs}_by_tenant ON {jobs} (tenant, created);
+
+-- AgentScope-Java 2.x agent state (store/sql/agent_state.py): one head row per value or list,
+-- and a list's items by index.
+CREATE TABLE IF NOT EXISTS {agent_states} (
+    tenant TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT,
+    version BIGINT NOT NULL,
+    length BIGINT NOT NULL,
+    size BIGINT NOT NULL,
+    update_time DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (tenant, user_id, session_id, kind, key)
+);
+CREATE TABLE IF NOT EXISTS {agent_state_items} (
+    tenant TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    idx BIGINT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (tenant, user_id, session_id, key, idx)
+);
 """ % SCHEMA_VERSION

@@ -148,6 +148,12 @@ public final class RemoteConnection implements AutoCloseable {
                 .withDeadlineAfter(deadline.toNanos(), TimeUnit.NANOSECONDS);
     }
 
+    /** A blocking {@code AgentStateService} stub with this connection's deadline, as {@link #memoryService()}. */
+    public dev.agentscopememory.grpc.v1.AgentStateServiceGrpc.AgentStateServiceBlockingStub agentStateService() {
+        return dev.agentscopememory.grpc.v1.AgentStateServiceGrpc.newBlockingStub(channel)
+                .withDeadlineAfter(deadline.toNanos(), TimeUnit.NANOSECONDS);
+    }
+
     /**
      * Runs one RPC, turning a failure into a {@link RemoteMemoryException}. When {@code retryable}
      * (the call is idempotent, or carries a request id that makes a replay harmless), a call

@@ -29,10 +29,17 @@ public final class TestServer implements AutoCloseable {
     private final int port;
 
     private final Map<String, String> env;
+    private final List<String> extraArgs;
 
     private TestServer(Path dataDir, int fixedPort, Map<String, String> env) throws IOException, InterruptedException {
+        this(dataDir, fixedPort, env, List.of());
+    }
+
+    private TestServer(Path dataDir, int fixedPort, Map<String, String> env, List<String> extraArgs)
+            throws IOException, InterruptedException {
         this.dataDir = dataDir;
         this.env = env;
+        this.extraArgs = extraArgs;
         Path repo = repo();
         Path exe = repo.resolve(".venv/bin/agentscope-memory");
         if (!Files.isExecutable(exe)) {
@@ -50,6 +57,7 @@ public final class TestServer implements AutoCloseable {
                 "--store", "sqlite",
                 "--log-format", "text",
                 "--log-level", "WARNING"));
+        cmd.addAll(extraArgs); // later flags win, e.g. --store postgres
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)
                 .redirectOutput(log.toFile());
         pb.environment().put("MEM0_TELEMETRY", "False");
@@ -97,9 +105,14 @@ public final class TestServer implements AutoCloseable {
         return new TestServer(Files.createTempDirectory("agentscope-memory-data"), 0, env);
     }
 
+    /** A new server with extra command-line flags, e.g. {@code --store postgres --postgres-dsn ...}. */
+    public static TestServer start(Map<String, String> env, List<String> extraArgs) throws IOException, InterruptedException {
+        return new TestServer(Files.createTempDirectory("agentscope-memory-data"), 0, env, List.copyOf(extraArgs));
+    }
+
     /** A server on the same data directory and port as a stopped one (a restart). */
     public static TestServer restart(TestServer stopped) throws IOException, InterruptedException {
-        return new TestServer(stopped.dataDir, stopped.port, stopped.env);
+        return new TestServer(stopped.dataDir, stopped.port, stopped.env, stopped.extraArgs);
     }
 
     /** One server for the whole test run, stopped when the JVM exits. */

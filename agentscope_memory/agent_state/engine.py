@@ -1,0 +1,428 @@
+"""The agent-state engine: validated, limited, versioned reads and writes of a slot's values and
+lists, over the store protocol. It knows nothing of gRPC or of AgentScope's classes: values are
+opaque JSON text, stored and returned byte for byte."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import time
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from agentscope_memory.errors import (
+    AbortedError,
+    InvalidArgumentError,
+    ResourceExhaustedError,
+)
+from agentscope_memory.store import Store, Tx
+from agentscope_memory.store.base import StateWrite
+
+KiB = 1024
+MiB = 1024 * KiB
+
+# The key a 1.x `InMemoryMemory` (and our 1.x `RemoteMemory`) saves its messages under, which
+# AgentScope-Java 2.x's legacy loader reads when a slot has no `agent_state`.
+LEGACY_MESSAGES_KEY = "memory_messages"
+
+
+@dataclass(frozen=True)
+class AgentStateLimits:
+    """Sizes the engine accepts. The defaults keep every response under gRPC's 4 MiB."""
+
+    max_value_bytes: int = 4 * MiB - 64 * KiB
+    max_list_items: int = 100_000
+    max_list_bytes: int = 256 * MiB
+    max_page_bytes: int = 4 * MiB - 64 * KiB
+    default_page_size: int = 1000
+    max_page_size: int = 1000
+    max_id_bytes: int = 512
+    max_key_bytes: int = 256
+
+
+@dataclass(frozen=True)
+class Slot:
+    """(user, session); an empty `user_id` is the anonymous user."""
+
+    user_id: str
+    session_id: str
+
+
+@dataclass(frozen=True)
+class StoredValue:
+    found: bool
+    json: str
+    version: int
+
+
+@dataclass(frozen=True)
+class ListWrite:
+    version: int
+    length: int
+
+
+@dataclass(frozen=True)
+class ListPage:
+    found: bool
+    items: list[str]
+    version: int
+    length: int
+    next_page_token: str
+
+
+@dataclass(frozen=True)
+class KeyPage:
+    # (kind, key): kind is `value` or `list`.
+    keys: list[tuple[str, str]]
+    next_page_token: str
+
+
+@dataclass(frozen=True)
+class SessionIdPage:
+    session_ids: list[str]
+    next_page_token: str
+
+
+class StateConflictError(AbortedError):
+    """A compare-and-set found another version (or list length) than the caller expected."""
+
+    def __init__(self, what: str, current_version: int, current_length: int | None = None) -> None:
+        self.current_version = current_version
+        self.current_length = current_length
+        length = f", current length {current_length}" if current_length is not None else ""
+        super().__init__(
+            f"{what} was changed by another writer{length}; current version {current_version}"
+        )
+
+
+class LegacyMessages(Protocol):
+    """Where a slot without its own `memory_messages` list reads it from (a 1.x memory)."""
+
+    async def messages(self, tenant: str, slot: Slot) -> list[str] | None:
+        """The 1.x conversation of `slot` as message JSON, or None when there is none."""
+        ...
+
+
+def check_text_id(value: str, field: str, max_bytes: int, *, required: bool) -> str:
+    """Any Unicode text within `max_bytes` of UTF-8, without NUL, control characters or unpaired
+    surrogates; `required` ones must not be blank."""
+    if required and not value.strip():
+        raise InvalidArgumentError(field, "is required and must not be blank")
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidArgumentError(field, "contains an unpaired surrogate (not valid Unicode text)") from None
+    if size > max_bytes:
+        raise InvalidArgumentError(field, f"is {size} bytes of UTF-8; at most {max_bytes}")
+    for ch in value:
+        if unicodedata.category(ch) == "Cc":
+            raise InvalidArgumentError(field, f"contains the control character U+{ord(ch):04X}")
+    return value
+
+
+def _check_json(text: str, field: str, max_bytes: int) -> int:
+    """Validates one JSON document; returns its UTF-8 size."""
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidArgumentError(field, "contains an unpaired surrogate (not valid Unicode text)") from None
+    if size > max_bytes:
+        raise ResourceExhaustedError(field, f"is {size} bytes; at most {max_bytes} per value")
+    try:
+        json.loads(text, parse_constant=_reject_constant)
+    except ValueError as exc:
+        raise InvalidArgumentError(field, f"is not a JSON document: {exc}") from None
+    return size
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _list_id(slot: Slot, key: str) -> str:
+    digest = hashlib.sha256(f"{slot.user_id}\0{slot.session_id}\0{key}".encode())
+    return digest.hexdigest()[:16]
+
+
+def _encode_token(payload: dict[str, object]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(payload).encode("utf-8")).decode("ascii").rstrip("=")
+
+
+def _decode_token(token: str, field: str = "page_token") -> dict[str, object]:
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        payload = json.loads(raw)
+        if isinstance(payload, dict):
+            return payload
+    except ValueError:
+        pass
+    raise InvalidArgumentError(field, "is not a page token issued for this listing")
+
+
+class AgentStateEngine:
+    """Every operation of AgentScope-Java 2.x's `AgentStateStore`, plus compare-and-set."""
+
+    def __init__(
+        self, store: Store, limits: AgentStateLimits | None = None, legacy: LegacyMessages | None = None
+    ) -> None:
+        self.store = store
+        self.limits = limits or AgentStateLimits()
+        self.legacy = legacy
+
+    # -- validation -------------------------------------------------------------------------
+
+    def _user(self, user_id: str, field: str) -> str:
+        check_text_id(user_id, field, self.limits.max_id_bytes, required=False)
+        # AgentScope's stores file a blank user id under the anonymous user, as null.
+        return "" if not user_id.strip() else user_id
+
+    def _slot(self, slot: Slot) -> Slot:
+        user_id = self._user(slot.user_id, "slot.user_id")
+        check_text_id(slot.session_id, "slot.session_id", self.limits.max_id_bytes, required=True)
+        return Slot(user_id, slot.session_id)
+
+    def _key(self, key: str) -> str:
+        return check_text_id(key, "key", self.limits.max_key_bytes, required=True)
+
+    @staticmethod
+    def _expected(expected_version: int | None, field: str = "condition.expected_version") -> int | None:
+        if expected_version is not None and expected_version < 0:
+            raise InvalidArgumentError(field, "must be 0 (create only) or a version; leave it unset for an unconditional write")
+        return expected_version
+
+    def _items(self, items: Sequence[str], field: str = "items") -> int:
+        if len(items) > self.limits.max_list_items:
+            raise ResourceExhaustedError(field, f"has {len(items)} items; at most {self.limits.max_list_items} per list")
+        total = 0
+        for i, item in enumerate(items):
+            total += _check_json(item, f"{field}[{i}]", self.limits.max_value_bytes)
+        if total > self.limits.max_list_bytes:
+            raise ResourceExhaustedError(field, f"is {total} bytes; at most {self.limits.max_list_bytes} per list")
+        return total
+
+    # -- values -----------------------------------------------------------------------------
+
+    async def put_value(self, tenant: str, slot: Slot, key: str, json_text: str, expected_version: int | None = None) -> int:
+        """Stores a value; returns this write's version. Raises `StateConflictError` when
+        `expected_version` is given and the stored version differs (0: the value exists)."""
+        slot = self._slot(slot)
+        self._key(key)
+        self._expected(expected_version)
+        size = _check_json(json_text, "json", self.limits.max_value_bytes)
+        now = time.time()
+
+        def put(tx: Tx) -> StateWrite:
+            return tx.state_put_value(slot.user_id, slot.session_id, key, json_text, size, expected_version, now)
+
+        outcome = await self.store.run(tenant, put)
+        if not outcome.ok:
+            raise StateConflictError(f"value {key!r}", outcome.version)
+        return outcome.version
+
+    async def get_value(self, tenant: str, slot: Slot, key: str) -> StoredValue:
+        slot = self._slot(slot)
+        self._key(key)
+
+        def get(tx: Tx) -> tuple[str, int] | None:
+            return tx.state_value(slot.user_id, slot.session_id, key)
+
+        found = await self.store.run(tenant, get, write=False, small=True)
+        return StoredValue(False, "", 0) if found is None else StoredValue(True, found[0], found[1])
+
+    # -- lists ------------------------------------------------------------------------------
+
+    async def put_list(self, tenant: str, slot: Slot, key: str, items: Sequence[str], expected_version: int | None = None) -> ListWrite:
+        slot = self._slot(slot)
+        self._key(key)
+        self._expected(expected_version)
+        size = self._items(items)
+        items = list(items)
+        now = time.time()
+
+        def put(tx: Tx) -> StateWrite:
+            return tx.state_put_list(slot.user_id, slot.session_id, key, items, size, expected_version, now)
+
+        outcome = await self.store.run(tenant, put)
+        if not outcome.ok:
+            raise StateConflictError(f"list {key!r}", outcome.version)
+        return ListWrite(outcome.version, outcome.length)
+
+    async def append_list(
+        self, tenant: str, slot: Slot, key: str, items: Sequence[str], expected_length: int,
+        expected_version: int | None = None,
+    ) -> ListWrite:
+        """Appends when the stored list has `expected_length` items (and `expected_version`,
+        when given); O(appended) in the store."""
+        slot = self._slot(slot)
+        self._key(key)
+        self._expected(expected_version)
+        if expected_length < 0:
+            raise InvalidArgumentError("expected_length", "must not be negative")
+        size = self._items(items)
+        if expected_length + len(items) > self.limits.max_list_items:
+            raise ResourceExhaustedError(
+                "items", f"would make the list {expected_length + len(items)} items long; at most {self.limits.max_list_items}"
+            )
+        items = list(items)
+        limits = self.limits
+        now = time.time()
+
+        def append(tx: Tx) -> StateWrite:
+            if items:
+                head = tx.state_head(slot.user_id, slot.session_id, "list", key)
+                if head is not None and head.length == expected_length and head.size + size > limits.max_list_bytes:
+                    raise ResourceExhaustedError(
+                        "items", f"would make the list {head.size + size} bytes; at most {limits.max_list_bytes}"
+                    )
+            return tx.state_append_list(
+                slot.user_id, slot.session_id, key, items, size, expected_length, expected_version, now
+            )
+
+        outcome = await self.store.run(tenant, append)
+        if not outcome.ok:
+            raise StateConflictError(f"list {key!r}", outcome.version, outcome.length)
+        return ListWrite(outcome.version, outcome.length)
+
+    def _page_size(self, requested: int) -> int:
+        if requested < 0:
+            raise InvalidArgumentError("page_size", "must not be negative")
+        return min(requested or self.limits.default_page_size, self.limits.max_page_size)
+
+    async def get_list(self, tenant: str, slot: Slot, key: str, page_size: int = 0, page_token: str = "") -> ListPage:
+        """One page of a list. A token is bound to the list and its version: a list changed
+        between pages raises `StateConflictError` (start again)."""
+        slot = self._slot(slot)
+        self._key(key)
+        size = self._page_size(page_size)
+        list_id = _list_id(slot, key)
+        offset, token_version = 0, None
+        if page_token:
+            payload = _decode_token(page_token)
+            token_offset, token_v = payload.get("o"), payload.get("v")
+            if payload.get("l") != list_id or not isinstance(token_offset, int) or not isinstance(token_v, int) or token_offset < 0:
+                raise InvalidArgumentError("page_token", "is not a page token issued for this list")
+            offset, token_version = token_offset, token_v
+        budget = self.limits.max_page_bytes
+
+        def read(tx: Tx) -> tuple[bool, int, int, list[str]]:
+            head = tx.state_head(slot.user_id, slot.session_id, "list", key)
+            if head is None:
+                return False, 0, 0, []
+            if token_version is not None and token_version != head.version:
+                return True, head.version, head.length, []
+            items = tx.state_read_list(slot.user_id, slot.session_id, key, offset, size, budget)
+            return True, head.version, head.length, items
+
+        found, version, length, items = await self.store.run(tenant, read, write=False)
+        if not found and key == LEGACY_MESSAGES_KEY and self.legacy is not None:
+            legacy = await self.legacy.messages(tenant, slot)
+            if legacy is not None:
+                found, version, length, items = True, 0, len(legacy), self._legacy_page(legacy, offset, size)
+        if token_version is not None and token_version != version:
+            raise StateConflictError(f"list {key!r}", version, length)
+        end = offset + len(items)
+        token = _encode_token({"l": list_id, "v": version, "o": end}) if found and end < length else ""
+        return ListPage(found, items, version, length, token)
+
+    def _legacy_page(self, items: list[str], offset: int, size: int) -> list[str]:
+        out: list[str] = []
+        used = 0
+        for item in items[offset : offset + size]:
+            n = len(item.encode("utf-8"))
+            if out and used + n > self.limits.max_page_bytes:
+                break
+            out.append(item)
+            used += n
+        return out
+
+    async def get_whole_list(self, tenant: str, slot: Slot, key: str) -> ListPage:
+        """Every page of a list, read until the end (restarting when it changes meanwhile)."""
+        for _ in range(5):
+            items: list[str] = []
+            token = ""
+            try:
+                while True:
+                    page = await self.get_list(tenant, slot, key, 0, token)
+                    items += page.items
+                    token = page.next_page_token
+                    if not token:
+                        return ListPage(page.found, items, page.version, page.length, "")
+            except StateConflictError:
+                continue
+        raise AbortedError(f"list {key!r} kept changing while it was read; try again")
+
+    # -- slots ------------------------------------------------------------------------------
+
+    async def session_exists(self, tenant: str, slot: Slot) -> bool:
+        slot = self._slot(slot)
+
+        def exists(tx: Tx) -> bool:
+            return tx.state_slot_exists(slot.user_id, slot.session_id)
+
+        if await self.store.run(tenant, exists, write=False, small=True):
+            return True
+        return self.legacy is not None and await self.legacy.messages(tenant, slot) is not None
+
+    async def delete_session(self, tenant: str, slot: Slot) -> int:
+        slot = self._slot(slot)
+
+        def delete(tx: Tx) -> int:
+            return tx.state_delete_slot(slot.user_id, slot.session_id)
+
+        return await self.store.run(tenant, delete)
+
+    async def delete_key(self, tenant: str, slot: Slot, key: str, *, list_: bool = False) -> bool:
+        """Deletes the key's single value (as AgentScope's stores do), or its list."""
+        slot = self._slot(slot)
+        self._key(key)
+        kind = "list" if list_ else "value"
+
+        def delete(tx: Tx) -> int:
+            return tx.state_delete_key(slot.user_id, slot.session_id, kind, key)
+
+        return await self.store.run(tenant, delete) > 0
+
+    async def keys(self, tenant: str, slot: Slot, page_size: int = 0, page_token: str = "") -> KeyPage:
+        """What the slot holds, as (kind, key) with kind `value` or `list`, paged."""
+        slot = self._slot(slot)
+        size = self._page_size(page_size)
+        list_id = _list_id(slot, "")
+        after: tuple[str, str] | None = None
+        if page_token:
+            payload = _decode_token(page_token)
+            kind, key = payload.get("k"), payload.get("a")
+            if payload.get("l") != list_id or not isinstance(kind, str) or not isinstance(key, str):
+                raise InvalidArgumentError("page_token", "is not a page token issued for this slot's keys")
+            after = (kind, key)
+
+        def keys(tx: Tx) -> list[tuple[str, str]]:
+            return tx.state_keys(slot.user_id, slot.session_id, after, size + 1)
+
+        rows = await self.store.run(tenant, keys, write=False)
+        more = len(rows) > size
+        rows = rows[:size]
+        token = _encode_token({"l": list_id, "k": rows[-1][0], "a": rows[-1][1]}) if more else ""
+        return KeyPage(rows, token)
+
+    async def list_session_ids(self, tenant: str, user_id: str, page_size: int = 0, page_token: str = "") -> SessionIdPage:
+        user_id = self._user(user_id, "user_id")
+        size = self._page_size(page_size)
+        after: str | None = None
+        if page_token:
+            payload = _decode_token(page_token)
+            last = payload.get("a")
+            if payload.get("u") != user_id or not isinstance(last, str):
+                raise InvalidArgumentError("page_token", "is not a page token issued for this user's listing")
+            after = last
+
+        def list_(tx: Tx) -> list[str]:
+            return tx.state_session_ids(user_id, after, size + 1)
+
+        ids = await self.store.run(tenant, list_, write=False)
+        more = len(ids) > size
+        ids = ids[:size]
+        token = _encode_token({"u": user_id, "a": ids[-1]}) if more else ""
+        return SessionIdPage(ids, token)

@@ -1,0 +1,256 @@
+"""Python clients for `AgentStateService` (AgentScope-Java 2.x agent state), asyncio and
+blocking, remote and local, in library types.
+
+Reads are retried on UNAVAILABLE; writes are retried only when conditional (a compare-and-set
+repeated after a lost reply fails with `StateConflictError` instead of writing twice). A
+conflict raises `StateConflictError` carrying the version that won.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+import grpc
+
+from agentscope_memory._proto.agentscope.memory.v1 import agent_state_service_pb2 as pb
+from agentscope_memory._proto.agentscope.memory.v1 import (
+    agent_state_service_pb2_grpc as pb_grpc,
+)
+from agentscope_memory.agent_state import (
+    KeyPage,
+    ListPage,
+    ListWrite,
+    SessionIdPage,
+    Slot,
+    StateConflictError,
+    StoredValue,
+)
+from agentscope_memory.client._common import (
+    DEFAULT_TARGET,
+    DEFAULT_TIMEOUT_S,
+    async_channel,
+    metadata,
+)
+from agentscope_memory.client._retry import RetryPolicy, call_async
+from agentscope_memory.client.local import Blocking, _LocalClient
+from agentscope_memory.convert.agent_state import (
+    condition_to_proto,
+    keys_from_proto,
+    list_page_from_proto,
+    list_write_from_proto,
+    session_ids_from_proto,
+    slot_to_proto,
+    value_from_proto,
+)
+from agentscope_memory.errors import AbortedError
+
+T = TypeVar("T")
+
+_CURRENT = re.compile(r"(?:current length (\d+); )?current version (\d+)$")
+
+
+def _conflict(exc: AbortedError) -> AbortedError:
+    """The server's ABORTED as a `StateConflictError` when it names the current version."""
+    match = _CURRENT.search(str(exc))
+    if match is None:
+        return exc
+    conflict = StateConflictError("state", int(match.group(2)), int(match.group(1)) if match.group(1) else None)
+    conflict.args = exc.args
+    return conflict
+
+
+class AsyncAgentStateClient:
+    """Agent state over gRPC (asyncio). `Slot(user_id, session_id)` addresses a slot; an empty
+    user id is the anonymous user."""
+
+    def __init__(self, target: str = DEFAULT_TARGET, *, channel: grpc.aio.Channel | None = None,
+                 api_key: str | None = None, root_certificates: bytes | None = None,
+                 timeout: float = DEFAULT_TIMEOUT_S, retries: int = 3) -> None:
+        self._own_channel = channel is None
+        self._channel = channel or async_channel(target, root_certificates)
+        self._stub = pb_grpc.AgentStateServiceStub(self._channel)
+        self._metadata = metadata(api_key)
+        self.timeout = timeout
+        self.retry_policy = RetryPolicy(retries)
+
+    @staticmethod
+    def local(service: Any = None) -> AsyncLocalAgentStateClient:
+        """The same methods over an in-process service (no server, no gRPC)."""
+        return AsyncLocalAgentStateClient(service)
+
+    async def close(self) -> None:
+        if self._own_channel:
+            await self._channel.close()
+
+    async def __aenter__(self) -> AsyncAgentStateClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _call(self, method: Callable[..., Awaitable[T]], request: Any, retry: bool = True) -> T:
+        try:
+            return await call_async(self.retry_policy, method, request, retry=retry,
+                                    timeout=self.timeout, metadata=self._metadata)
+        except AbortedError as exc:
+            raise _conflict(exc) from None
+
+    async def put_value(self, slot: Slot, key: str, json_text: str, *, expected_version: int | None = None) -> int:
+        request = pb.PutValueRequest(slot=slot_to_proto(slot), key=key, json=json_text,
+                                     condition=condition_to_proto(expected_version))
+        return (await self._call(self._stub.PutValue, request, retry=expected_version is not None)).version
+
+    async def get_value(self, slot: Slot, key: str) -> StoredValue:
+        return value_from_proto(await self._call(self._stub.GetValue, pb.GetValueRequest(slot=slot_to_proto(slot), key=key)))
+
+    async def put_list(self, slot: Slot, key: str, items: Sequence[str], *, expected_version: int | None = None) -> ListWrite:
+        request = pb.PutListRequest(slot=slot_to_proto(slot), key=key, items=list(items),
+                                    condition=condition_to_proto(expected_version))
+        return list_write_from_proto(await self._call(self._stub.PutList, request, retry=expected_version is not None))
+
+    async def append_list(self, slot: Slot, key: str, items: Sequence[str], expected_length: int, *,
+                          expected_version: int | None = None) -> ListWrite:
+        request = pb.AppendListRequest(slot=slot_to_proto(slot), key=key, items=list(items),
+                                       expected_length=expected_length, condition=condition_to_proto(expected_version))
+        # Safe to repeat: a repeated append finds the length it already made and fails.
+        return list_write_from_proto(await self._call(self._stub.AppendList, request))
+
+    async def get_list_page(self, slot: Slot, key: str, page_size: int = 0, page_token: str = "") -> ListPage:
+        request = pb.GetListRequest(slot=slot_to_proto(slot), key=key, page_size=page_size, page_token=page_token)
+        return list_page_from_proto(await self._call(self._stub.GetList, request))
+
+    async def get_list(self, slot: Slot, key: str) -> ListPage:
+        """The whole list (every page), read again from the start if it changes meanwhile."""
+        for _ in range(5):
+            items: list[str] = []
+            token = ""
+            try:
+                while True:
+                    page = await self.get_list_page(slot, key, 0, token)
+                    items += page.items
+                    token = page.next_page_token
+                    if not token:
+                        return ListPage(page.found, items, page.version, page.length, "")
+            except StateConflictError:
+                continue
+        raise AbortedError(f"list {key!r} kept changing while it was read; try again")
+
+    async def session_exists(self, slot: Slot) -> bool:
+        return (await self._call(self._stub.SessionExists, pb.SessionExistsRequest(slot=slot_to_proto(slot)))).exists
+
+    async def delete_session(self, slot: Slot) -> int:
+        return (await self._call(self._stub.DeleteSession, pb.DeleteSessionRequest(slot=slot_to_proto(slot)))).deleted
+
+    async def delete_key(self, slot: Slot, key: str, *, list_: bool = False) -> bool:
+        request = pb.DeleteKeyRequest(slot=slot_to_proto(slot), key=key, list=list_)
+        return (await self._call(self._stub.DeleteKey, request)).deleted
+
+    async def keys_page(self, slot: Slot, page_size: int = 0, page_token: str = "") -> KeyPage:
+        request = pb.ListKeysRequest(slot=slot_to_proto(slot), page_size=page_size, page_token=page_token)
+        return keys_from_proto(await self._call(self._stub.ListKeys, request))
+
+    async def keys(self, slot: Slot) -> list[tuple[str, str]]:
+        """Everything the slot holds, as (kind, key); kind is `value` or `list`."""
+        out: list[tuple[str, str]] = []
+        token = ""
+        while True:
+            page = await self.keys_page(slot, 0, token)
+            out += page.keys
+            token = page.next_page_token
+            if not token:
+                return out
+
+    async def list_session_ids_page(self, user_id: str = "", page_size: int = 0, page_token: str = "") -> SessionIdPage:
+        request = pb.ListSessionIdsRequest(user_id=user_id, page_size=page_size, page_token=page_token)
+        return session_ids_from_proto(await self._call(self._stub.ListSessionIds, request))
+
+    async def iter_session_ids(self, user_id: str = "", page_size: int = 0) -> AsyncIterator[str]:
+        token = ""
+        while True:
+            page = await self.list_session_ids_page(user_id, page_size, token)
+            for session_id in page.session_ids:
+                yield session_id
+            token = page.next_page_token
+            if not token:
+                return
+
+
+class AsyncLocalAgentStateClient(_LocalClient):
+    """`AsyncAgentStateClient`'s methods over an in-process service."""
+
+    async def _engine(self) -> Any:
+        service = await self._handle.get()
+        assert service.agent_state is not None
+        return service.agent_state
+
+    async def put_value(self, slot: Slot, key: str, json_text: str, *, expected_version: int | None = None) -> int:
+        return int(await (await self._engine()).put_value(self.tenant, slot, key, json_text, expected_version))
+
+    async def get_value(self, slot: Slot, key: str) -> StoredValue:
+        value: StoredValue = await (await self._engine()).get_value(self.tenant, slot, key)
+        return value
+
+    async def put_list(self, slot: Slot, key: str, items: Sequence[str], *, expected_version: int | None = None) -> ListWrite:
+        written: ListWrite = await (await self._engine()).put_list(self.tenant, slot, key, items, expected_version)
+        return written
+
+    async def append_list(self, slot: Slot, key: str, items: Sequence[str], expected_length: int, *,
+                          expected_version: int | None = None) -> ListWrite:
+        written: ListWrite = await (await self._engine()).append_list(
+            self.tenant, slot, key, items, expected_length, expected_version)
+        return written
+
+    async def get_list_page(self, slot: Slot, key: str, page_size: int = 0, page_token: str = "") -> ListPage:
+        page: ListPage = await (await self._engine()).get_list(self.tenant, slot, key, page_size, page_token)
+        return page
+
+    async def get_list(self, slot: Slot, key: str) -> ListPage:
+        page: ListPage = await (await self._engine()).get_whole_list(self.tenant, slot, key)
+        return page
+
+    async def session_exists(self, slot: Slot) -> bool:
+        return bool(await (await self._engine()).session_exists(self.tenant, slot))
+
+    async def delete_session(self, slot: Slot) -> int:
+        return int(await (await self._engine()).delete_session(self.tenant, slot))
+
+    async def delete_key(self, slot: Slot, key: str, *, list_: bool = False) -> bool:
+        return bool(await (await self._engine()).delete_key(self.tenant, slot, key, list_=list_))
+
+    async def keys(self, slot: Slot) -> list[tuple[str, str]]:
+        engine = await self._engine()
+        out: list[tuple[str, str]] = []
+        token = ""
+        while True:
+            page = await engine.keys(self.tenant, slot, 0, token)
+            out += page.keys
+            token = page.next_page_token
+            if not token:
+                return out
+
+    async def list_session_ids_page(self, user_id: str = "", page_size: int = 0, page_token: str = "") -> SessionIdPage:
+        page: SessionIdPage = await (await self._engine()).list_session_ids(self.tenant, user_id, page_size, page_token)
+        return page
+
+    async def iter_session_ids(self, user_id: str = "", page_size: int = 0) -> AsyncIterator[str]:
+        token = ""
+        while True:
+            page = await self.list_session_ids_page(user_id, page_size, token)
+            for session_id in page.session_ids:
+                yield session_id
+            token = page.next_page_token
+            if not token:
+                return
+
+
+def AgentStateClient(target: str = DEFAULT_TARGET, **options: Any) -> Any:
+    """The blocking client: `AsyncAgentStateClient`'s methods, blocking (its channel runs on a
+    private event loop thread)."""
+    return Blocking(lambda: AsyncAgentStateClient(target, **options))
+
+
+def local_agent_state_client(service: Any = None) -> Any:
+    """The blocking client over an in-process service."""
+    return Blocking(lambda: AsyncLocalAgentStateClient(service))

@@ -1,0 +1,219 @@
+"""AgentScope-Java 2.x agent state: JSON values and lists under (tenant, user, session, key).
+
+Every value and list has a head row in `agent_states` (`kind` is `value` or `list`) holding its
+version, and for a list its length and size; a list's items are rows of `agent_state_items`
+keyed by their index. Writes lock the head row first (`FOR UPDATE` on PostgreSQL; SQLite has one
+writer), so a compare-and-set is atomic across replicas and a write's returned version is its
+own. An append inserts only the new items: O(appended), not O(list).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from agentscope_memory.store.base import StateHead, StateWrite
+from agentscope_memory.store.sql.base import SqlTxBase
+
+VALUE = "value"
+LIST = "list"
+
+# Items read per statement while filling a page up to its byte budget.
+_READ_CHUNK = 32
+
+
+_PK = "tenant = ? AND user_id = ? AND session_id = ? AND kind = ? AND key = ?"
+_HEAD = "SELECT version, length, size, update_time FROM {agent_states} WHERE " + _PK
+
+
+class AgentStateStatements(SqlTxBase):
+    def _order(self, column: str) -> str:
+        # Ids come back in code point order on both databases: SQLite compares text bytewise
+        # (UTF-8), PostgreSQL by the database's collation unless told "C".
+        return f'{column} COLLATE "C"' if self._dialect.name == "postgres" else column
+
+    def state_head(self, user_id: str, session_id: str, kind: str, key: str) -> StateHead | None:
+        row = self._one(_HEAD, (self.tenant, user_id, session_id, kind, key))
+        return None if row is None else StateHead(int(row[0]), int(row[1]), int(row[2]), float(row[3]))
+
+    def state_value(self, user_id: str, session_id: str, key: str) -> tuple[str, int] | None:
+        row = self._one(
+            "SELECT value, version FROM {agent_states} WHERE " + _PK,
+            (self.tenant, user_id, session_id, VALUE, key),
+        )
+        return None if row is None else (row[0], int(row[1]))
+
+    def _lock_head(self, pk: tuple[Any, ...]) -> StateHead | None:
+        row = self._one(_HEAD + "{row_lock}", pk)
+        return None if row is None else StateHead(int(row[0]), int(row[1]), int(row[2]), float(row[3]))
+
+    def _claim(
+        self, pk: tuple[Any, ...], expected: int | None, expected_length: int | None, now: float
+    ) -> tuple[StateWrite, StateHead | None]:
+        """Lock (or create) the head row and check the conditions. Returns the outcome (with the
+        new version when ok) and the head as it was before (None when it did not exist)."""
+        for _ in range(2):
+            head = self._lock_head(pk)
+            if head is None:
+                if (expected is not None and expected != 0) or (expected_length not in (None, 0)):
+                    return StateWrite(False, 0, 0), None
+                created = self._one(
+                    "INSERT INTO {agent_states} (tenant, user_id, session_id, kind, key, value,"
+                    " version, length, size, update_time) VALUES (?, ?, ?, ?, ?, NULL, 1, 0, 0, ?)"
+                    " ON CONFLICT (tenant, user_id, session_id, kind, key) DO NOTHING RETURNING version",
+                    (*pk, now),
+                )
+                if created is not None:
+                    return StateWrite(True, 1, 0), None
+                # Another replica created it between our read and insert: read it again, locked.
+                continue
+            if (expected is not None and expected != head.version) or (
+                expected_length is not None and expected_length != head.length
+            ):
+                return StateWrite(False, head.version, head.length), head
+            return StateWrite(True, head.version + 1, head.length), head
+        head = self._lock_head(pk)
+        assert head is not None
+        return StateWrite(False, head.version, head.length), head
+
+    def state_put_value(
+        self, user_id: str, session_id: str, key: str, json_text: str, size: int,
+        expected: int | None, now: float,
+    ) -> StateWrite:
+        pk = (self.tenant, user_id, session_id, VALUE, key)
+        outcome, _ = self._claim(pk, expected, None, now)
+        if outcome.ok:
+            self._execute(
+                "UPDATE {agent_states} SET value = ?, version = ?, size = ?, update_time = ? WHERE " + _PK,
+                (json_text, outcome.version, size, now, *pk),
+            )
+        return outcome
+
+    def state_put_list(
+        self, user_id: str, session_id: str, key: str, items: Sequence[str], size: int,
+        expected: int | None, now: float,
+    ) -> StateWrite:
+        pk = (self.tenant, user_id, session_id, LIST, key)
+        outcome, head = self._claim(pk, expected, None, now)
+        if not outcome.ok:
+            return outcome
+        if head is not None and head.length:
+            self._execute(
+                "DELETE FROM {agent_state_items} WHERE tenant = ? AND user_id = ? AND session_id = ?"
+                " AND key = ?",
+                (self.tenant, user_id, session_id, key),
+            )
+        self._insert_items(user_id, session_id, key, 0, items)
+        self._execute(
+            "UPDATE {agent_states} SET version = ?, length = ?, size = ?, update_time = ? WHERE " + _PK,
+            (outcome.version, len(items), size, now, *pk),
+        )
+        return StateWrite(True, outcome.version, len(items))
+
+    def state_append_list(
+        self, user_id: str, session_id: str, key: str, items: Sequence[str], size: int,
+        expected_length: int, expected: int | None, now: float,
+    ) -> StateWrite:
+        pk = (self.tenant, user_id, session_id, LIST, key)
+        outcome, head = self._claim(pk, expected, expected_length, now)
+        if not outcome.ok:
+            return outcome
+        old_size = head.size if head is not None else 0
+        self._insert_items(user_id, session_id, key, expected_length, items)
+        length = expected_length + len(items)
+        self._execute(
+            "UPDATE {agent_states} SET version = ?, length = ?, size = ?, update_time = ? WHERE " + _PK,
+            (outcome.version, length, old_size + size, now, *pk),
+        )
+        return StateWrite(True, outcome.version, length)
+
+    def _insert_items(
+        self, user_id: str, session_id: str, key: str, first: int, items: Sequence[str]
+    ) -> None:
+        if items:
+            self._many(
+                "INSERT INTO {agent_state_items} (tenant, user_id, session_id, key, idx, value)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [(self.tenant, user_id, session_id, key, first + i, item) for i, item in enumerate(items)],
+            )
+
+    def state_read_list(
+        self, user_id: str, session_id: str, key: str, offset: int, max_items: int, max_bytes: int
+    ) -> list[str]:
+        """Items from index `offset`: at most `max_items`, and no more than `max_bytes` of UTF-8
+        unless the first item alone is larger (a page always makes progress)."""
+        out: list[str] = []
+        used = 0
+        while len(out) < max_items:
+            want = min(_READ_CHUNK, max_items - len(out))
+            rows = self._all(
+                "SELECT value FROM {agent_state_items} WHERE tenant = ? AND user_id = ?"
+                " AND session_id = ? AND key = ? AND idx >= ? ORDER BY idx LIMIT ?",
+                (self.tenant, user_id, session_id, key, offset + len(out), want),
+            )
+            for (value,) in rows:
+                n = len(value.encode("utf-8"))
+                if out and used + n > max_bytes:
+                    return out
+                out.append(value)
+                used += n
+            if len(rows) < want:
+                break
+        return out
+
+    def state_slot_exists(self, user_id: str, session_id: str) -> bool:
+        row = self._one(
+            "SELECT 1 FROM {agent_states} WHERE tenant = ? AND user_id = ? AND session_id = ? LIMIT 1",
+            (self.tenant, user_id, session_id),
+        )
+        return row is not None
+
+    def state_delete_slot(self, user_id: str, session_id: str) -> int:
+        self._execute(
+            "DELETE FROM {agent_state_items} WHERE tenant = ? AND user_id = ? AND session_id = ?",
+            (self.tenant, user_id, session_id),
+        )
+        cursor = self._execute(
+            "DELETE FROM {agent_states} WHERE tenant = ? AND user_id = ? AND session_id = ?",
+            (self.tenant, user_id, session_id),
+        )
+        return int(cursor.rowcount)
+
+    def state_delete_key(self, user_id: str, session_id: str, kind: str, key: str) -> int:
+        if kind == LIST:
+            self._execute(
+                "DELETE FROM {agent_state_items} WHERE tenant = ? AND user_id = ? AND session_id = ?"
+                " AND key = ?",
+                (self.tenant, user_id, session_id, key),
+            )
+        cursor = self._execute(
+            "DELETE FROM {agent_states} WHERE " + _PK, (self.tenant, user_id, session_id, kind, key)
+        )
+        return int(cursor.rowcount)
+
+    def state_keys(
+        self, user_id: str, session_id: str, after: tuple[str, str] | None = None, limit: int = 1000
+    ) -> list[tuple[str, str]]:
+        """(kind, key) of what a slot holds, by key then kind (`list` before `value`), after
+        `after` = (kind, key)."""
+        key = self._order("key")
+        where, params = "tenant = ? AND user_id = ? AND session_id = ?", [self.tenant, user_id, session_id]
+        if after is not None:
+            where += f" AND ({key} > ? OR (key = ? AND kind > ?))"
+            params += [after[1], after[1], after[0]]
+        rows = self._all(
+            f"SELECT kind, key FROM {{agent_states}} WHERE {where} ORDER BY {key}, kind LIMIT ?",
+            (*params, limit),
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    def state_session_ids(self, user_id: str, after: str | None, limit: int) -> list[str]:
+        session = self._order("session_id")
+        where, params = "tenant = ? AND user_id = ?", [self.tenant, user_id]
+        if after is not None:
+            where, params = where + f" AND {session} > ?", params + [after]
+        rows = self._all(
+            f"SELECT session_id FROM {{agent_states}} WHERE {where} GROUP BY session_id ORDER BY {session} LIMIT ?",
+            (*params, limit),
+        )
+        return [r[0] for r in rows]

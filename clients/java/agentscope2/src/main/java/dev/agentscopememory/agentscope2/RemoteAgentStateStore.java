@@ -1,0 +1,658 @@
+package dev.agentscopememory.agentscope2;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.agentscopememory.client.RemoteConnection;
+import dev.agentscopememory.client.RemoteMemoryException;
+import dev.agentscopememory.grpc.v1.AppendListRequest;
+import dev.agentscopememory.grpc.v1.AppendListResponse;
+import dev.agentscopememory.grpc.v1.DeleteKeyRequest;
+import dev.agentscopememory.grpc.v1.DeleteSessionRequest;
+import dev.agentscopememory.grpc.v1.GetListRequest;
+import dev.agentscopememory.grpc.v1.GetListResponse;
+import dev.agentscopememory.grpc.v1.GetValueRequest;
+import dev.agentscopememory.grpc.v1.GetValueResponse;
+import dev.agentscopememory.grpc.v1.ListSessionIdsRequest;
+import dev.agentscopememory.grpc.v1.ListSessionIdsResponse;
+import dev.agentscopememory.grpc.v1.PutListRequest;
+import dev.agentscopememory.grpc.v1.PutListResponse;
+import dev.agentscopememory.grpc.v1.PutValueRequest;
+import dev.agentscopememory.grpc.v1.SessionExistsRequest;
+import dev.agentscopememory.grpc.v1.StateSlot;
+import dev.agentscopememory.grpc.v1.WriteCondition;
+import io.agentscope.core.state.AgentStateStore;
+import io.agentscope.core.state.State;
+import io.agentscope.core.util.JsonUtils;
+import io.grpc.Channel;
+import io.grpc.Metadata;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * An AgentScope-Java 2.x {@link AgentStateStore} kept on an agentscope-memory server
+ * ({@code AgentStateService}), so that any replica of an agent resumes any session:
+ *
+ * <pre>{@code
+ * RemoteAgentStateStore store = RemoteAgentStateStore.builder().target("memory:50051").build();
+ * ReActAgent agent = ReActAgent.builder().name("Assistant").model(model).stateStore(store).build();
+ * agent.call(msgs, RuntimeContext.builder().userId("alice").sessionId("chat-1").build()).block();
+ * }</pre>
+ *
+ * <p>Values are serialised exactly as AgentScope's own stores serialise them ({@code
+ * JsonUtils.getJsonCodec()}), and the server keeps them byte for byte, so a slot exported to a
+ * {@code JsonFileAgentStateStore} directory ({@code agentscope-memory agent-state export}) is the
+ * file AgentScope would have written. A {@code null} or blank user id is the anonymous user, as in
+ * AgentScope's stores; the session id must not be blank.
+ *
+ * <p><b>Concurrency.</b> The server versions every value. A 2.0 {@code ReActAgent} calls {@code
+ * get} at the start of a call and {@code save} at the end; this store remembers the version each
+ * {@code get} returned and makes the {@code save} of that state a compare-and-set, resolved by the
+ * {@link ConflictPolicy} (default {@link ConflictPolicy#MERGE_APPENDED}). A save that follows no
+ * successful read of the slot only creates: over a stored state it is refused under {@code FAIL}
+ * and {@code MERGE_APPENDED} (upstream #2741: a failed load makes the agent start from an empty
+ * state and save it), so a transient error cannot wipe a session. {@link #supportsVersioning()}, {@link #getVersioned} and {@link #saveIfVersion} have
+ * the signatures of upstream's post-2.0.0 {@code AgentStateStore} and take effect on releases that
+ * call them.
+ *
+ * <p><b>Lists</b> ({@code save(u, s, key, List)}, used by the deprecated {@code Memory.saveTo}) are
+ * sent whole the first time and then, while the list only grew since this process last read or
+ * wrote it, as an append of the new items (O(appended) on the wire and in the store). A full
+ * rewrite is last-writer-wins, as in AgentScope's stores.
+ *
+ * <p>Failures surface as {@link RemoteMemoryException} subclasses; conflicts as {@link
+ * ConcurrentStateModificationException}.
+ */
+public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
+
+    /** Upstream's {@code AgentStateStore.UNVERSIONED}: an unconditional write, or a conflict. */
+    public static final long UNVERSIONED = -1L;
+
+    private static final Logger log = LoggerFactory.getLogger(RemoteAgentStateStore.class);
+    private static final ObjectMapper TREES = new ObjectMapper();
+    private static final Metadata.Key<String> CURRENT_VERSION =
+            Metadata.Key.of("agentscope-memory-current-version", Metadata.ASCII_STRING_MARSHALLER);
+    private static final Pattern CURRENT_VERSION_TEXT = Pattern.compile("current version (\\d+)$");
+    /** Objects returned by get() whose version is remembered until they are saved. */
+    private static final int MAX_REMEMBERED_READS = 4096;
+    private static final int MAX_PAGE_RESTARTS = 5;
+
+    private final RemoteConnection connection;
+    private final boolean ownsConnection;
+    private final ConflictPolicy conflictPolicy;
+    private final int maxMergeAttempts;
+    private final int pageSize;
+
+    /** What a read or a write of one value saw: its version and its JSON. */
+    private record Seen(Slot slot, long version, String json) {}
+
+    /** A slot key: (user, session, key), the user normalised ("" is anonymous). */
+    private record Slot(String userId, String sessionId, String key) {}
+
+    /** A list as this process last read or wrote it. */
+    private record ListSeen(long version, int length, byte[] digest) {}
+
+    /** An identity key: the very object get() returned. */
+    private record Identity(Object ref) {
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Identity other && other.ref == ref;
+        }
+
+        @Override
+        public int hashCode() {
+            return System.identityHashCode(ref);
+        }
+    }
+
+    private final Map<Identity, Seen> reads = Collections.synchronizedMap(new LinkedHashMap<>() {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Identity, Seen> eldest) {
+            return size() > MAX_REMEMBERED_READS;
+        }
+    });
+    private final Map<Slot, Seen> slots = new ConcurrentHashMap<>();
+    private final Map<Slot, ListSeen> lists = new ConcurrentHashMap<>();
+
+    protected RemoteAgentStateStore(Builder b) {
+        if (b.connection != null) {
+            if (b.connectionOptionsUsed) {
+                throw new IllegalArgumentException("give either connection(...) or channel/target options, not both");
+            }
+            this.connection = b.connection;
+            this.ownsConnection = false;
+        } else {
+            this.connection = b.connectionBuilder.build();
+            this.ownsConnection = true;
+        }
+        this.conflictPolicy = b.conflictPolicy;
+        this.maxMergeAttempts = b.maxMergeAttempts;
+        this.pageSize = b.pageSize;
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** The connection this store talks through. */
+    public RemoteConnection getConnection() {
+        return connection;
+    }
+
+    /** How {@code save} resolves a concurrent modification. */
+    public ConflictPolicy getConflictPolicy() {
+        return conflictPolicy;
+    }
+
+    // ---------------------------------------------------------------- AgentStateStore
+
+    /**
+     * Stores a value; under {@link ConflictPolicy#FAIL} and {@link ConflictPolicy#MERGE_APPENDED}
+     * only if the slot still holds the version this process read.
+     *
+     * @throws ConcurrentStateModificationException when another writer won and the policy does
+     *     not resolve it
+     */
+    @Override
+    public void save(String userId, String sessionId, String key, State value) {
+        Objects.requireNonNull(value, "value");
+        Slot slot = slot(userId, sessionId, key);
+        String json = JsonUtils.getJsonCodec().toJson(value);
+        if (conflictPolicy == ConflictPolicy.OVERWRITE) {
+            remember(slot, putValue(slot, json, null), json);
+            return;
+        }
+        Seen base = reads.remove(new Identity(value));
+        if (base == null || !base.slot().equals(slot)) {
+            // Not an object get() returned (a fresh state): the slot's last read decides.
+            base = slots.get(slot);
+        }
+        // Not read by this process (or its read failed): only a create is safe. Refusing to
+        // overwrite is what keeps a failed load (upstream #2741) from wiping the stored state.
+        boolean unread = base == null;
+        try {
+            remember(slot, putValue(slot, json, unread ? 0L : base.version()), json);
+        } catch (Conflict conflict) {
+            if (unread) {
+                throw conflict(slot, conflict.currentVersion, "not saved: the slot holds a state this process has"
+                        + " not read successfully (a failed read must not overwrite it)");
+            }
+            resolve(slot, base, json, conflict);
+        }
+    }
+
+    private void resolve(Slot slot, Seen base, String mine, Conflict first) {
+        boolean retried = first.retried;
+        String sent = mine;
+        for (int attempt = 0; ; attempt++) {
+            GetValueResponse current = getValue(slot);
+            if (retried && current.getFound() && current.getJson().equals(sent)) {
+                // Our own write landed before its reply was lost: nothing to resolve.
+                remember(slot, current.getVersion(), sent);
+                return;
+            }
+            if (conflictPolicy != ConflictPolicy.MERGE_APPENDED) {
+                throw conflict(slot, current.getVersion(), "another writer saved it since it was read");
+            }
+            String merged = mergeAppended(base.version() == 0 ? null : base.json(), mine,
+                    current.getFound() ? current.getJson() : null);
+            if (merged == null) {
+                throw conflict(slot, current.getVersion(),
+                        "another writer saved it since it was read, and this state did not only append to"
+                                + " its context (cannot merge)");
+            }
+            sent = merged;
+            try {
+                long version = putValue(slot, merged, current.getVersion());
+                log.info("merged a concurrent save of {} in session {} (version {})", slot.key(), slot.sessionId(), version);
+                remember(slot, version, merged);
+                return;
+            } catch (Conflict again) {
+                retried = again.retried;
+                if (attempt + 1 >= maxMergeAttempts) {
+                    throw conflict(slot, again.currentVersion, "the merge kept losing to other writers");
+                }
+            }
+        }
+    }
+
+    /**
+     * The stored state with the messages {@code mine} appended since {@code base} added to its
+     * context; null when {@code mine} is not {@code base} plus appended messages.
+     */
+    static String mergeAppended(String base, String mine, String current) {
+        try {
+            JsonNode mineTree = TREES.readTree(mine);
+            JsonNode baseTree = base == null ? TREES.createObjectNode() : TREES.readTree(base);
+            if (!(mineTree instanceof ObjectNode mineObject) || !(mineObject.get("context") instanceof ArrayNode mineContext)) {
+                return null;
+            }
+            ArrayNode baseContext = baseTree.get("context") instanceof ArrayNode a ? a : TREES.createArrayNode();
+            if (base != null && !Objects.equals(baseTree.get("summary"), mineObject.get("summary"))) {
+                return null; // compacted meanwhile: not an append
+            }
+            if (mineContext.size() < baseContext.size()) {
+                return null;
+            }
+            for (int i = 0; i < baseContext.size(); i++) {
+                if (!baseContext.get(i).equals(mineContext.get(i))) {
+                    return null;
+                }
+            }
+            if (current == null) {
+                return mine;
+            }
+            JsonNode currentTree = TREES.readTree(current);
+            if (!(currentTree instanceof ObjectNode merged) || !(merged.get("context") instanceof ArrayNode mergedContext)) {
+                return null;
+            }
+            for (int i = baseContext.size(); i < mineContext.size(); i++) {
+                mergedContext.add(mineContext.get(i));
+            }
+            return TREES.writeValueAsString(merged);
+        } catch (java.io.IOException e) {
+            return null;
+        }
+    }
+
+    /**
+     * Stores a list. While it only grew since this process last read or wrote it, just the new
+     * items are sent.
+     */
+    @Override
+    public void save(String userId, String sessionId, String key, List<? extends State> values) {
+        Objects.requireNonNull(values, "values");
+        Slot slot = slot(userId, sessionId, key);
+        List<String> items = new ArrayList<>(values.size());
+        for (State v : values) {
+            items.add(JsonUtils.getJsonCodec().toJson(v));
+        }
+        ListSeen seen = lists.get(slot);
+        if (seen != null && items.size() >= seen.length()
+                && Arrays.equals(digest(items.subList(0, seen.length())), seen.digest())) {
+            AppendListRequest request = AppendListRequest.newBuilder()
+                    .setSlot(wire(slot)).setKey(key)
+                    .addAllItems(items.subList(seen.length(), items.size()))
+                    .setExpectedLength(seen.length())
+                    .setCondition(WriteCondition.newBuilder().setExpectedVersion(seen.version()))
+                    .build();
+            try {
+                AppendListResponse response = connection.call("AgentStateService/AppendList", true,
+                        () -> connection.agentStateService().appendList(request));
+                lists.put(slot, new ListSeen(response.getVersion(), items.size(), digest(items)));
+                return;
+            } catch (RemoteMemoryException e) {
+                if (e.getCode() != Status.Code.ABORTED) {
+                    throw e;
+                }
+                log.debug("list {} of session {} changed elsewhere; rewriting it whole", key, sessionId);
+            }
+        }
+        PutListRequest request = PutListRequest.newBuilder()
+                .setSlot(wire(slot)).setKey(key).addAllItems(items).build();
+        PutListResponse response = connection.call("AgentStateService/PutList", true,
+                () -> connection.agentStateService().putList(request));
+        lists.put(slot, new ListSeen(response.getVersion(), items.size(), digest(items)));
+    }
+
+    @Override
+    public <T extends State> Optional<T> get(String userId, String sessionId, String key, Class<T> type) {
+        return getVersioned(userId, sessionId, key, type).asOptional();
+    }
+
+    @Override
+    public <T extends State> List<T> getList(String userId, String sessionId, String key, Class<T> itemType) {
+        Slot slot = slot(userId, sessionId, key);
+        for (int restart = 0; ; restart++) {
+            List<String> items = new ArrayList<>();
+            String token = "";
+            GetListResponse page;
+            try {
+                do {
+                    GetListRequest request = GetListRequest.newBuilder()
+                            .setSlot(wire(slot)).setKey(key).setPageSize(pageSize).setPageToken(token).build();
+                    page = connection.call("AgentStateService/GetList", true,
+                            () -> connection.agentStateService().getList(request));
+                    items.addAll(page.getItemsList());
+                    token = page.getNextPageToken();
+                } while (!token.isEmpty());
+            } catch (RemoteMemoryException e) {
+                if (e.getCode() == Status.Code.ABORTED && restart + 1 < MAX_PAGE_RESTARTS) {
+                    continue; // the list changed between pages: read it again from the start
+                }
+                throw e;
+            }
+            if (page.getFound() && page.getVersion() > 0) {
+                lists.put(slot, new ListSeen(page.getVersion(), items.size(), digest(items)));
+            } else {
+                lists.remove(slot); // absent, or a 1.x memory read through: the first save is whole
+            }
+            List<T> out = new ArrayList<>(items.size());
+            for (String json : items) {
+                out.add(JsonUtils.getJsonCodec().fromJson(json, itemType));
+            }
+            return out;
+        }
+    }
+
+    @Override
+    public boolean exists(String userId, String sessionId) {
+        SessionExistsRequest request = SessionExistsRequest.newBuilder().setSlot(wire(slot(userId, sessionId, ""))).build();
+        return connection.call("AgentStateService/SessionExists", true,
+                () -> connection.agentStateService().sessionExists(request)).getExists();
+    }
+
+    @Override
+    public void delete(String userId, String sessionId) {
+        Slot any = slot(userId, sessionId, "");
+        DeleteSessionRequest request = DeleteSessionRequest.newBuilder().setSlot(wire(any)).build();
+        connection.call("AgentStateService/DeleteSession", true,
+                () -> connection.agentStateService().deleteSession(request));
+        slots.keySet().removeIf(s -> s.userId().equals(any.userId()) && s.sessionId().equals(any.sessionId()));
+        lists.keySet().removeIf(s -> s.userId().equals(any.userId()) && s.sessionId().equals(any.sessionId()));
+    }
+
+    /** Deletes the key's single value, as AgentScope's own stores do (a list under it stays). */
+    @Override
+    public void delete(String userId, String sessionId, String key) {
+        Slot slot = slot(userId, sessionId, key);
+        DeleteKeyRequest request = DeleteKeyRequest.newBuilder().setSlot(wire(slot)).setKey(key).build();
+        connection.call("AgentStateService/DeleteKey", true, () -> connection.agentStateService().deleteKey(request));
+        slots.put(slot, new Seen(slot, 0, null));
+    }
+
+    /** The user's session ids, as given when saved (never an encoding), in code point order. */
+    @Override
+    public Set<String> listSessionIds(String userId) {
+        Set<String> ids = new LinkedHashSet<>();
+        String token = "";
+        do {
+            ListSessionIdsRequest request = ListSessionIdsRequest.newBuilder()
+                    .setUserId(user(userId)).setPageSize(pageSize).setPageToken(token).build();
+            ListSessionIdsResponse page = connection.call("AgentStateService/ListSessionIds", true,
+                    () -> connection.agentStateService().listSessionIds(request));
+            ids.addAll(page.getSessionIdsList());
+            token = page.getNextPageToken();
+        } while (!token.isEmpty());
+        return ids;
+    }
+
+    /** Closes the connection if this store created it. */
+    @Override
+    public void close() {
+        if (ownsConnection) {
+            connection.close();
+        }
+    }
+
+    // ---------------------------------------------------------------- versioning (post-2.0.0 API)
+
+    /** True: the server versions every value atomically. */
+    public boolean supportsVersioning() {
+        return true;
+    }
+
+    /** A value with its version; an absent key has version 0. */
+    public <T extends State> VersionedState<T> getVersioned(String userId, String sessionId, String key, Class<T> type) {
+        Slot slot = slot(userId, sessionId, key);
+        GetValueResponse response;
+        try {
+            response = getValue(slot);
+        } catch (RuntimeException e) {
+            // A failed read must not leave an older read standing in for it.
+            slots.remove(slot);
+            throw e;
+        }
+        if (!response.getFound()) {
+            slots.put(slot, new Seen(slot, 0, null));
+            return new VersionedState<>(null, 0);
+        }
+        T value = JsonUtils.getJsonCodec().fromJson(response.getJson(), type);
+        Seen seen = new Seen(slot, response.getVersion(), response.getJson());
+        slots.put(slot, seen);
+        if (value != null) {
+            reads.put(new Identity(value), seen);
+        }
+        return new VersionedState<>(value, response.getVersion());
+    }
+
+    /**
+     * Stores a value if the stored version is {@code expectedVersion} (0: only if absent; {@link
+     * #UNVERSIONED}: unconditionally).
+     *
+     * @return the new version, or {@link #UNVERSIONED} when another version is stored
+     */
+    public long saveIfVersion(String userId, String sessionId, String key, State value, long expectedVersion) {
+        Objects.requireNonNull(value, "value");
+        if (expectedVersion < UNVERSIONED) {
+            throw new IllegalArgumentException("expectedVersion: must be -1 (unconditional), 0 (create) or a version");
+        }
+        Slot slot = slot(userId, sessionId, key);
+        String json = JsonUtils.getJsonCodec().toJson(value);
+        try {
+            long version = putValue(slot, json, expectedVersion == UNVERSIONED ? null : expectedVersion);
+            remember(slot, version, json);
+            return version;
+        } catch (Conflict conflict) {
+            GetValueResponse current = conflict.retried ? getValue(slot) : null;
+            if (current != null && current.getFound() && current.getJson().equals(json)) {
+                remember(slot, current.getVersion(), json); // our write landed; its reply was lost
+                return current.getVersion();
+            }
+            return UNVERSIONED;
+        }
+    }
+
+    // ---------------------------------------------------------------- wire
+
+    /** A compare-and-set the server refused. */
+    private static final class Conflict extends RuntimeException {
+        final long currentVersion;
+        /** Whether the write was sent more than once (a reply was lost): it may be our own. */
+        final boolean retried;
+
+        Conflict(long currentVersion, boolean retried, RemoteMemoryException cause) {
+            super(cause.getMessage(), cause, false, false);
+            this.currentVersion = currentVersion;
+            this.retried = retried;
+        }
+    }
+
+    private long putValue(Slot slot, String json, Long expected) {
+        PutValueRequest.Builder request = PutValueRequest.newBuilder().setSlot(wire(slot)).setKey(slot.key()).setJson(json);
+        if (expected != null) {
+            request.setCondition(WriteCondition.newBuilder().setExpectedVersion(expected));
+        }
+        PutValueRequest built = request.build();
+        java.util.concurrent.atomic.AtomicInteger attempts = new java.util.concurrent.atomic.AtomicInteger();
+        try {
+            // A replayed conditional write fails as a conflict, resolved by comparing contents.
+            return connection.call("AgentStateService/PutValue", true, () -> {
+                attempts.incrementAndGet();
+                return connection.agentStateService().putValue(built);
+            }).getVersion();
+        } catch (RemoteMemoryException e) {
+            if (e.getCode() == Status.Code.ABORTED) {
+                throw new Conflict(currentVersionOf(e), attempts.get() > 1, e);
+            }
+            throw e;
+        }
+    }
+
+    private GetValueResponse getValue(Slot slot) {
+        GetValueRequest request = GetValueRequest.newBuilder().setSlot(wire(slot)).setKey(slot.key()).build();
+        return connection.call("AgentStateService/GetValue", true, () -> connection.agentStateService().getValue(request));
+    }
+
+    private static long currentVersionOf(RemoteMemoryException e) {
+        if (e.getCause() instanceof StatusRuntimeException sre && sre.getTrailers() != null) {
+            String v = sre.getTrailers().get(CURRENT_VERSION);
+            if (v != null) {
+                return Long.parseLong(v);
+            }
+        }
+        Matcher m = CURRENT_VERSION_TEXT.matcher(String.valueOf(e.getServerMessage()));
+        return m.find() ? Long.parseLong(m.group(1)) : UNVERSIONED;
+    }
+
+    private ConcurrentStateModificationException conflict(Slot slot, long currentVersion, String reason) {
+        return new ConcurrentStateModificationException(
+                slot.userId().isEmpty() ? null : slot.userId(), slot.sessionId(), slot.key(), currentVersion, reason);
+    }
+
+    private void remember(Slot slot, long version, String json) {
+        slots.put(slot, new Seen(slot, version, json));
+    }
+
+    private static String user(String userId) {
+        return userId == null || userId.isBlank() ? "" : userId;
+    }
+
+    private static Slot slot(String userId, String sessionId, String key) {
+        if (sessionId == null || sessionId.isBlank()) {
+            throw new IllegalArgumentException("sessionId must not be blank");
+        }
+        return new Slot(user(userId), sessionId, key);
+    }
+
+    private static StateSlot wire(Slot slot) {
+        return StateSlot.newBuilder().setUserId(slot.userId()).setSessionId(slot.sessionId()).build();
+    }
+
+    private static byte[] digest(List<String> items) {
+        try {
+            MessageDigest sha = MessageDigest.getInstance("SHA-256");
+            for (String item : items) {
+                sha.update(item.getBytes(StandardCharsets.UTF_8));
+                sha.update((byte) '\n');
+            }
+            return sha.digest();
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    // ---------------------------------------------------------------- builder
+
+    /** Options of a {@link RemoteAgentStateStore}; a channel, a target or a connection is required. */
+    public static final class Builder {
+        private final RemoteConnection.Builder connectionBuilder = RemoteConnection.builder();
+        private boolean connectionOptionsUsed;
+        private RemoteConnection connection;
+        private ConflictPolicy conflictPolicy = ConflictPolicy.MERGE_APPENDED;
+        private int maxMergeAttempts = 5;
+        private int pageSize;
+
+        private Builder() {}
+
+        /** Share an existing connection (the caller keeps ownership). */
+        public Builder connection(RemoteConnection connection) {
+            this.connection = connection;
+            return this;
+        }
+
+        /** Talk over this channel (the caller keeps ownership). */
+        public Builder channel(Channel channel) {
+            connectionBuilder.channel(channel);
+            connectionOptionsUsed = true;
+            return this;
+        }
+
+        /** Connect to this gRPC target, e.g. {@code 127.0.0.1:50051}; closed by {@code close()}. */
+        public Builder target(String target) {
+            connectionBuilder.target(target);
+            connectionOptionsUsed = true;
+            return this;
+        }
+
+        /** Plaintext (default) or TLS for a channel created from a target. */
+        public Builder plaintext(boolean plaintext) {
+            connectionBuilder.plaintext(plaintext);
+            connectionOptionsUsed = true;
+            return this;
+        }
+
+        /** Use TLS, trusting the certificates in this PEM file (e.g. the server's own). */
+        public Builder trustedCertificates(java.nio.file.Path pemFile) {
+            connectionBuilder.trustedCertificates(pemFile);
+            connectionOptionsUsed = true;
+            return this;
+        }
+
+        /** The deadline of each call (default 30 s). */
+        public Builder deadline(Duration deadline) {
+            connectionBuilder.deadline(deadline);
+            connectionOptionsUsed = true;
+            return this;
+        }
+
+        /** The API key sent with every call (it selects the tenant). */
+        public Builder apiKey(String apiKey) {
+            connectionBuilder.apiKey(apiKey);
+            connectionOptionsUsed = true;
+            return this;
+        }
+
+        /** Attempts in all for a call refused with UNAVAILABLE (default 3). */
+        public Builder maxAttempts(int maxAttempts) {
+            connectionBuilder.maxAttempts(maxAttempts);
+            connectionOptionsUsed = true;
+            return this;
+        }
+
+        /** The first retry's wait, doubling afterwards (default 200 ms). */
+        public Builder retryBackoff(Duration backoff) {
+            connectionBuilder.retryBackoff(backoff);
+            connectionOptionsUsed = true;
+            return this;
+        }
+
+        /** How {@code save} resolves a concurrent modification (default MERGE_APPENDED). */
+        public Builder conflictPolicy(ConflictPolicy policy) {
+            this.conflictPolicy = Objects.requireNonNull(policy, "conflictPolicy");
+            return this;
+        }
+
+        /** Merge attempts before a MERGE_APPENDED save gives up (default 5). */
+        public Builder maxMergeAttempts(int attempts) {
+            if (attempts < 1) {
+                throw new IllegalArgumentException("maxMergeAttempts: must be at least 1");
+            }
+            this.maxMergeAttempts = attempts;
+            return this;
+        }
+
+        /** Items per GetList page and ids per ListSessionIds page; 0 (default): the server's. */
+        public Builder pageSize(int pageSize) {
+            if (pageSize < 0) {
+                throw new IllegalArgumentException("pageSize: must not be negative");
+            }
+            this.pageSize = pageSize;
+            return this;
+        }
+
+        public RemoteAgentStateStore build() {
+            return new RemoteAgentStateStore(this);
+        }
+    }
+}

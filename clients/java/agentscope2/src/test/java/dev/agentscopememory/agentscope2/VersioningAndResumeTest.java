@@ -1,0 +1,180 @@
+package dev.agentscopememory.agentscope2;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.agentscopememory.client.RemoteConnection;
+import dev.agentscopememory.client.RemoteMemoryException;
+import dev.agentscopememory.client.TestServer;
+import dev.agentscopememory.grpc.v1.AddMessagesRequest;
+import dev.agentscopememory.grpc.v1.ContentBlock;
+import dev.agentscopememory.grpc.v1.CreateMemoryRequest;
+import dev.agentscopememory.grpc.v1.MemoryKind;
+import dev.agentscopememory.grpc.v1.Role;
+import io.agentscope.core.ReActAgent;
+import io.agentscope.core.message.Msg;
+import io.agentscope.core.message.MsgRole;
+import io.agentscope.core.state.AgentState;
+import java.time.Duration;
+import java.util.List;
+import java.util.UUID;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** Versioning, conflict policies, the upstream #2741 guard, and 1.x sessions resuming under 2.x. */
+class VersioningAndResumeTest {
+
+    private static TestServer server;
+
+    @BeforeAll
+    static void start() throws Exception {
+        server = TestServer.shared();
+    }
+
+    static RemoteAgentStateStore store(ConflictPolicy policy) {
+        return RemoteAgentStateStore.builder().target(server.target()).conflictPolicy(policy).build();
+    }
+
+    static String session() {
+        return "会话-" + UUID.randomUUID();
+    }
+
+    static Msg msg(String text) {
+        return Msg.builder().role(MsgRole.USER).name("user").textContent(text).build();
+    }
+
+    static List<String> texts(AgentState state) {
+        return state.getContext().stream().map(Msg::getTextContent).toList();
+    }
+
+    @Test
+    void versionedGetAndSaveIfVersion() {
+        String s = session();
+        try (RemoteAgentStateStore store = store(ConflictPolicy.FAIL)) {
+            assertTrue(store.supportsVersioning());
+            VersionedState<AgentState> absent = store.getVersioned("u", s, "agent_state", AgentState.class);
+            assertFalse(absent.isPresent());
+            assertEquals(0, absent.version());
+            AgentState state = AgentState.builder().build();
+            assertEquals(1, store.saveIfVersion("u", s, "agent_state", state, 0));
+            assertEquals(RemoteAgentStateStore.UNVERSIONED, store.saveIfVersion("u", s, "agent_state", state, 0));
+            state.contextMutable().add(msg("一"));
+            assertEquals(2, store.saveIfVersion("u", s, "agent_state", state, 1));
+            assertEquals(RemoteAgentStateStore.UNVERSIONED, store.saveIfVersion("u", s, "agent_state", state, 1));
+            assertEquals(3, store.saveIfVersion("u", s, "agent_state", state, RemoteAgentStateStore.UNVERSIONED));
+            VersionedState<AgentState> read = store.getVersioned("u", s, "agent_state", AgentState.class);
+            assertEquals(3, read.version());
+            assertEquals(List.of("一"), texts(read.value()));
+        }
+    }
+
+    /** Two processes read version 1, both append a message; the second save is the conflict. */
+    static void race(RemoteAgentStateStore first, RemoteAgentStateStore second, String s) {
+        try (RemoteAgentStateStore seed = store(ConflictPolicy.OVERWRITE)) {
+            AgentState state = AgentState.builder().build();
+            state.contextMutable().add(msg("base"));
+            seed.save(null, s, "agent_state", state);
+        }
+        AgentState a = first.get(null, s, "agent_state", AgentState.class).orElseThrow();
+        AgentState b = second.get(null, s, "agent_state", AgentState.class).orElseThrow();
+        b.contextMutable().add(msg("from b"));
+        second.save(null, s, "agent_state", b);
+        a.contextMutable().add(msg("from a"));
+        first.save(null, s, "agent_state", a);
+    }
+
+    @Test
+    void failRefusesAConcurrentSaveAndMergeAppendsBoth() {
+        String s = session();
+        try (RemoteAgentStateStore a = store(ConflictPolicy.FAIL); RemoteAgentStateStore b = store(ConflictPolicy.FAIL)) {
+            ConcurrentStateModificationException e = assertThrows(ConcurrentStateModificationException.class, () -> race(a, b, s));
+            assertEquals(2, e.getCurrentVersion());
+            assertEquals(List.of("base", "from b"), texts(a.get(null, s, "agent_state", AgentState.class).orElseThrow()));
+        }
+        String t = session();
+        try (RemoteAgentStateStore a = store(ConflictPolicy.MERGE_APPENDED); RemoteAgentStateStore b = store(ConflictPolicy.MERGE_APPENDED)) {
+            race(a, b, t);
+            assertEquals(List.of("base", "from b", "from a"), texts(a.get(null, t, "agent_state", AgentState.class).orElseThrow()));
+        }
+        String u = session();
+        try (RemoteAgentStateStore a = store(ConflictPolicy.OVERWRITE); RemoteAgentStateStore b = store(ConflictPolicy.OVERWRITE)) {
+            race(a, b, u);
+            // Last writer wins: b's turn is lost, as with AgentScope's own stores.
+            assertEquals(List.of("base", "from a"), texts(a.get(null, u, "agent_state", AgentState.class).orElseThrow()));
+        }
+    }
+
+    @Test
+    void aFailedLoadCannotWipeTheStoredState() throws Exception {
+        String s = session();
+        try (RemoteAgentStateStore seed = store(ConflictPolicy.OVERWRITE)) {
+            AgentState state = AgentState.builder().build();
+            state.contextMutable().add(msg("precious"));
+            seed.save("u", s, "agent_state", state);
+        }
+        // A store whose read failed (here: the server was unreachable) saves a fresh state, as a
+        // 2.0.0 ReActAgent does after logging the failed load (upstream #2741).
+        try (RemoteAgentStateStore broken = RemoteAgentStateStore.builder().target("127.0.0.1:1")
+                .deadline(Duration.ofSeconds(2)).maxAttempts(1).build()) {
+            assertThrows(RemoteMemoryException.class, () -> broken.get("u", s, "agent_state", AgentState.class));
+        }
+        try (RemoteAgentStateStore store = store(ConflictPolicy.MERGE_APPENDED)) {
+            assertThrows(ConcurrentStateModificationException.class,
+                    () -> store.save("u", s, "agent_state", AgentState.builder().build()));
+            assertEquals(List.of("precious"), texts(store.get("u", s, "agent_state", AgentState.class).orElseThrow()));
+        }
+    }
+
+    @Test
+    void listsAppendWhileTheyOnlyGrow() {
+        String s = session();
+        try (RemoteAgentStateStore store = store(ConflictPolicy.MERGE_APPENDED);
+                RemoteAgentStateStore other = store(ConflictPolicy.MERGE_APPENDED)) {
+            store.save("u", s, "memory_messages", List.of(msg("1"), msg("2")));
+            store.save("u", s, "memory_messages", List.of(msg("1"), msg("2"), msg("3")));
+            assertEquals(List.of("1", "2", "3"), other.getList("u", s, "memory_messages", Msg.class).stream().map(Msg::getTextContent).toList());
+            // Another writer replaced it: the next save is whole again, and last-writer-wins.
+            other.save("u", s, "memory_messages", List.of(msg("x")));
+            store.save("u", s, "memory_messages", List.of(msg("1"), msg("2"), msg("3"), msg("4")));
+            assertEquals(4, other.getList("u", s, "memory_messages", Msg.class).size());
+            store.delete("u", s);
+            assertFalse(other.exists("u", s));
+        }
+    }
+
+    /**
+     * A conversation a 1.x agent kept through our 1.x RemoteMemory (an IN_MEMORY memory whose id is
+     * the session id) resumes under a 2.0.0 ReActAgent: its legacy loader reads {@code
+     * memory_messages}, which the server answers from that memory.
+     */
+    @Test
+    void aConversationOfA1xRemoteMemoryResumesUnder2x() {
+        String sessionId = "legacy-" + UUID.randomUUID();
+        try (RemoteConnection connection = RemoteConnection.builder().target(server.target()).build()) {
+            connection.call("MemoryService/CreateMemory", false, () -> connection.memoryService().createMemory(
+                    CreateMemoryRequest.newBuilder().setMemoryId(sessionId).setKind(MemoryKind.MEMORY_KIND_IN_MEMORY).build()));
+            AddMessagesRequest.Builder add = AddMessagesRequest.newBuilder().setMemoryId(sessionId).setRequestId(UUID.randomUUID().toString());
+            String[][] turns = {{"ROLE_USER", "user", "我喜欢喝茶"}, {"ROLE_ASSISTANT", "Assistant", "记住了: 你喜欢茶。"}};
+            for (String[] t : turns) {
+                add.addMessages(dev.agentscopememory.grpc.v1.Msg.newBuilder()
+                        .setId(UUID.randomUUID().toString()).setName(t[1]).setRole(Role.valueOf(t[0]))
+                        .addContent(ContentBlock.newBuilder().setText(dev.agentscopememory.grpc.v1.TextBlock.newBuilder().setText(t[2])))
+                        .setTimestamp("2026-01-02 03:04:05.000"));
+            }
+            AddMessagesRequest request = add.build();
+            connection.call("MemoryService/AddMessages", true, () -> connection.memoryService().addMessages(request));
+        }
+        ScriptedModel model = new ScriptedModel(Scripts.answers("2.x", 1));
+        try (RemoteAgentStateStore store = store(ConflictPolicy.MERGE_APPENDED)) {
+            assertTrue(store.exists(null, sessionId));
+            ReActAgent agent = Scripts.agent(model, store);
+            Scripts.call(agent, null, sessionId, "我喜欢什么?");
+            List<String> seen = model.calls().get(0).stream().map(Msg::getTextContent).toList();
+            assertTrue(seen.containsAll(List.of("我喜欢喝茶", "记住了: 你喜欢茶。", "我喜欢什么?")), seen.toString());
+            AgentState state = store.get(null, sessionId, "agent_state", AgentState.class).orElseThrow();
+            assertEquals(List.of("我喜欢喝茶", "记住了: 你喜欢茶。", "我喜欢什么?", "2.x answer 0"), texts(state));
+        }
+    }
+}

@@ -1,0 +1,70 @@
+"""`agentscope-memory agent-state ...`: AgentScope-Java 2.x state slots on a server, to and from
+`JsonFileAgentStateStore`'s directory layout on this machine.
+
+export  writes a slot's values and lists as <dir>/<user or __anon__>/<session>/<key>.json|.jsonl|.hash
+import  reads such a slot directory and stores its values and lists on the server
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from agentscope_memory.agent_state import Slot
+from agentscope_memory.agent_state.json_files import SlotFiles, read_slot, write_slot
+from agentscope_memory.client.agent_state import AgentStateClient
+from agentscope_memory.errors import MemoryServiceError
+
+DEFAULT_DIR = Path.home() / ".agentscope" / "state"
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    state = commands.add_parser("agent-state", help="AgentScope-Java 2.x state slots: JsonFileAgentStateStore export/import")
+    actions = state.add_subparsers(dest="action", required=True)
+    for name, help_text in (("export", "write a slot to a JsonFileAgentStateStore directory"),
+                            ("import", "store a JsonFileAgentStateStore slot directory on the server")):
+        action = actions.add_parser(name, help=help_text)
+        action.add_argument("--target", default="127.0.0.1:50051", help="server address")
+        action.add_argument("--api-key", help="API key, if the server wants one")
+        action.add_argument("--user-id", default="", help="user id (empty: anonymous, __anon__)")
+        action.add_argument("--session-id", required=True)
+        action.add_argument("--dir", type=Path, default=DEFAULT_DIR,
+                            help="JsonFileAgentStateStore root (default ~/.agentscope/state, as AgentScope's)")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return _export(args) if args.action == "export" else _import(args)
+    except (MemoryServiceError, OSError) as exc:
+        print(f"agentscope-memory agent-state {args.action}: {exc}", file=sys.stderr)
+        return 1
+
+
+def _export(args: argparse.Namespace) -> int:
+    slot = Slot(args.user_id, args.session_id)
+    files = SlotFiles()
+    with AgentStateClient(args.target, api_key=args.api_key) as client:
+        for kind, key in client.keys(slot):
+            if kind == "value":
+                files.values[key] = client.get_value(slot, key).json
+            else:
+                files.lists[key] = client.get_list(slot, key).items
+    if not files.values and not files.lists:
+        print(f"nothing stored for session {args.session_id!r}", file=sys.stderr)
+        return 1
+    directory = write_slot(args.dir, args.user_id, args.session_id, files)
+    print(f"wrote {', '.join(sorted([*files.values, *files.lists]))} to {directory}")
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    slot = Slot(args.user_id, args.session_id)
+    files = read_slot(args.dir, args.user_id, args.session_id)
+    with AgentStateClient(args.target, api_key=args.api_key) as client:
+        for key, value in files.values.items():
+            client.put_value(slot, key, value)
+        for key, items in files.lists.items():
+            client.put_list(slot, key, items)
+    print(f"stored {', '.join(sorted([*files.values, *files.lists])) or 'nothing'} for session {args.session_id!r}")
+    return 0

@@ -1,0 +1,261 @@
+"""AgentStateService over real gRPC on sqlite and PostgreSQL: what AgentScope-Java 2.x's
+`AgentStateStore` needs, compare-and-set, paging, limits, bad input, tenants, 1.x resume."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import grpc
+import pytest
+
+from agentscope_memory._proto.agentscope.memory.v1 import agent_state_service_pb2 as pb
+from agentscope_memory._proto.agentscope.memory.v1 import (
+    agent_state_service_pb2_grpc as pb_grpc,
+)
+from agentscope_memory.agent_state import Slot, StateConflictError
+from agentscope_memory.client import AsyncMemoryClient
+from agentscope_memory.client.agent_state import (
+    AsyncAgentStateClient,
+    local_agent_state_client,
+)
+from agentscope_memory.errors import InvalidArgumentError, ResourceExhaustedError
+from agentscope_memory.message import Msg, MsgRole
+from agentscope_memory.service import ServiceSettings
+
+STATE = '{"session_id":"会话/一","user_id":null,"summary":"","context":[{"id":"m1","text":"你好 \\"x\\"\\n"}],"cur_iter":0,"ratio":0.50}'
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def server(request, server_factory):
+    if request.param == "postgres":
+        dsn = request.getfixturevalue("postgres_dsn")
+        return await server_factory(store="postgres", postgres_dsn=dsn)
+    return await server_factory()
+
+
+@pytest.fixture
+async def state(server):
+    async with AsyncAgentStateClient(server.address, timeout=10) as client:
+        yield client
+
+
+async def test_a_value_round_trips_byte_for_byte_with_versions(state) -> None:
+    slot = Slot("", "会话/一")
+    assert (await state.get_value(slot, "agent_state")).found is False
+    assert await state.put_value(slot, "agent_state", STATE) == 1
+    value = await state.get_value(slot, "agent_state")
+    assert (value.found, value.json, value.version) == (True, STATE, 1)
+    assert await state.put_value(slot, "agent_state", "{}") == 2
+    # Another user's slot with the same session id is another slot.
+    assert (await state.get_value(Slot("爱丽丝", "会话/一"), "agent_state")).found is False
+    # A blank user id is the anonymous user, as in AgentScope's own stores.
+    assert (await state.get_value(Slot("  ", "会话/一"), "agent_state")).json == "{}"
+
+
+async def test_a_value_and_a_list_under_one_key_are_separate(state) -> None:
+    slot = Slot("alice", "s1")
+    await state.put_value(slot, "k", '{"v":1}')
+    await state.put_list(slot, "k", ["1", "2"])
+    assert (await state.get_value(slot, "k")).json == '{"v":1}'
+    assert (await state.get_list(slot, "k")).items == ["1", "2"]
+    # delete(u, s, key) deletes the single value, as JsonFileAgentStateStore does.
+    assert await state.delete_key(slot, "k") is True
+    assert (await state.get_value(slot, "k")).found is False
+    assert (await state.get_list(slot, "k")).items == ["1", "2"]
+    assert await state.delete_key(slot, "k", list_=True) is True
+    assert await state.session_exists(slot) is False
+
+
+async def test_lists_replace_and_append_without_resending(state) -> None:
+    slot = Slot("bob", "chat")
+    written = await state.put_list(slot, "memory_messages", ['{"id":"a"}', '{"id":"b"}'])
+    assert (written.version, written.length) == (1, 2)
+    written = await state.append_list(slot, "memory_messages", ['{"id":"c"}'], expected_length=2)
+    assert (written.version, written.length) == (2, 3)
+    # An append against a stale length changes nothing and names what is stored.
+    with pytest.raises(StateConflictError) as conflict:
+        await state.append_list(slot, "memory_messages", ['{"id":"x"}'], expected_length=2)
+    assert (conflict.value.current_version, conflict.value.current_length) == (2, 3)
+    page = await state.get_list(slot, "memory_messages")
+    assert (page.items, page.version, page.length) == (['{"id":"a"}', '{"id":"b"}', '{"id":"c"}'], 2, 3)
+    await state.put_list(slot, "memory_messages", [])
+    empty = await state.get_list(slot, "memory_messages")
+    assert (empty.found, empty.items, empty.length) == (True, [], 0)
+
+
+async def test_compare_and_set(state, server) -> None:
+    slot = Slot("alice", "cas")
+    assert await state.put_value(slot, "agent_state", '{"n":0}', expected_version=0) == 1
+    # 0 means create only.
+    with pytest.raises(StateConflictError) as conflict:
+        await state.put_value(slot, "agent_state", '{"n":9}', expected_version=0)
+    assert conflict.value.current_version == 1
+    assert await state.put_value(slot, "agent_state", '{"n":1}', expected_version=1) == 2
+    with pytest.raises(StateConflictError) as conflict:
+        await state.put_value(slot, "agent_state", '{"n":9}', expected_version=1)
+    assert conflict.value.current_version == 2
+    assert (await state.get_value(slot, "agent_state")).json == '{"n":1}'
+    # The raw status: ABORTED, the current version in the message and in trailing metadata.
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        stub = pb_grpc.AgentStateServiceStub(channel)
+        with pytest.raises(grpc.aio.AioRpcError) as raw:
+            await stub.PutValue(pb.PutValueRequest(
+                slot=pb.StateSlot(user_id="alice", session_id="cas"), key="agent_state", json="{}",
+                condition=pb.WriteCondition(expected_version=1)))
+        assert raw.value.code() == grpc.StatusCode.ABORTED
+        assert raw.value.details().endswith("current version 2")
+        assert ("agentscope-memory-current-version", "2") in tuple(raw.value.trailing_metadata())
+    # Lists have versions too.
+    await state.put_list(slot, "l", ["1"], expected_version=0)
+    with pytest.raises(StateConflictError):
+        await state.put_list(slot, "l", ["2"], expected_version=5)
+
+
+async def test_concurrent_compare_and_set_loses_no_update(state) -> None:
+    slot = Slot("", "counter")
+
+    async def increment() -> None:
+        while True:
+            current = await state.get_value(slot, "n")
+            n = json.loads(current.json)["n"] if current.found else 0
+            try:
+                await state.put_value(slot, "n", json.dumps({"n": n + 1}), expected_version=current.version)
+                return
+            except StateConflictError:
+                continue
+
+    await asyncio.gather(*(increment() for _ in range(20)))
+    value = await state.get_value(slot, "n")
+    assert (json.loads(value.json)["n"], value.version) == (20, 20)
+
+
+async def test_sessions_are_listed_decoded_and_paged(state) -> None:
+    ids = ["a", "b/c", "s 2/x", "会话", "cyAyL3g", "😀"]
+    for session_id in ids:
+        await state.put_value(Slot("用户", session_id), "agent_state", "{}")
+    await state.put_value(Slot("other", "zzz"), "agent_state", "{}")
+    listed = [s async for s in state.iter_session_ids("用户", page_size=2)]
+    assert listed == sorted(ids)  # code point order, as given (never an encoding)
+    first = await state.list_session_ids_page("用户", page_size=4)
+    assert len(first.session_ids) == 4 and first.next_page_token
+    assert await state.delete_session(Slot("用户", "b/c")) == 1
+    assert "b/c" not in [s async for s in state.iter_session_ids("用户")]
+    assert [s async for s in state.iter_session_ids("")] == []
+
+
+async def test_list_pages_stay_under_the_byte_budget_and_notice_changes(state) -> None:
+    slot = Slot("", "big")
+    item = json.dumps("x" * (900 * 1024))  # ~0.9 MiB each: four per 4 MiB response at most
+    await state.put_list(slot, "l", [item] * 6)
+    page = await state.get_list_page(slot, "l")
+    assert 1 <= len(page.items) <= 4 and page.length == 6 and page.next_page_token
+    assert (await state.get_list(slot, "l")).items == [item] * 6
+    small = await state.get_list_page(slot, "l", page_size=2)
+    await state.append_list(slot, "l", ["1"], expected_length=6)
+    with pytest.raises(StateConflictError):
+        await state.get_list_page(slot, "l", page_size=2, page_token=small.next_page_token)
+    with pytest.raises(InvalidArgumentError, match="page_token"):
+        await state.get_list_page(slot, "other", page_token=small.next_page_token)
+
+
+async def test_bad_input_names_the_field_and_changes_nothing(state) -> None:
+    slot = Slot("u", "s")
+    await state.put_value(slot, "k", '{"ok":true}')
+    cases = [
+        (Slot("u", ""), "k", "{}", "slot.session_id"),
+        (Slot("u", "  "), "k", "{}", "slot.session_id"),
+        (Slot("u\x00", "s"), "k", "{}", "slot.user_id"),
+        (Slot("u", "s\n"), "k", "{}", "slot.session_id"),
+        (Slot("u", "会" * 200), "k", "{}", "slot.session_id"),
+        (slot, "", "{}", "key"),
+        (slot, "k", "{not json", "json"),
+        (slot, "k", "", "json"),
+        (slot, "k", "NaN", "json"),
+    ]
+    for bad_slot, key, text, field in cases:
+        with pytest.raises(InvalidArgumentError) as error:
+            await state.put_value(bad_slot, key, text)
+        assert error.value.field == field, (bad_slot, key, text)
+    with pytest.raises(InvalidArgumentError, match="expected_version"):
+        await state.put_value(slot, "k", "{}", expected_version=-1)
+    with pytest.raises(InvalidArgumentError, match=r"items\[1\]"):
+        await state.put_list(slot, "l", ["1", "[", "3"])
+    with pytest.raises(ResourceExhaustedError) as error:
+        await state.put_value(slot, "k", json.dumps("x" * (4 * 1024 * 1024)))
+    assert error.value.field == "json"
+    assert (await state.get_value(slot, "k")).json == '{"ok":true}'
+    assert (await state.get_list(slot, "l")).found is False
+
+
+async def test_list_limits(server_factory) -> None:
+    server = await server_factory(max_state_list_items=3, max_state_list_bytes=100)
+    async with AsyncAgentStateClient(server.address) as state:
+        slot = Slot("", "s")
+        with pytest.raises(ResourceExhaustedError, match="items"):
+            await state.put_list(slot, "l", ["1"] * 4)
+        await state.put_list(slot, "l", ["1"] * 3)
+        with pytest.raises(ResourceExhaustedError, match="items"):
+            await state.append_list(slot, "l", ["1"], expected_length=3)
+        with pytest.raises(ResourceExhaustedError, match="bytes"):
+            await state.put_list(slot, "m", [json.dumps("y" * 120)])
+        assert (await state.get_list(slot, "l")).length == 3
+
+
+async def test_tenants_are_isolated(server_factory) -> None:
+    keys = {"key-for-alice-000001": "alice", "key-for-bob-00000001": "bob"}
+    server = await server_factory(api_keys=keys)
+    async with AsyncAgentStateClient(server.address, api_key="key-for-alice-000001") as alice, \
+            AsyncAgentStateClient(server.address, api_key="key-for-bob-00000001") as bob:
+        slot = Slot("u", "same")
+        await alice.put_value(slot, "agent_state", '{"owner":"alice"}')
+        assert (await bob.get_value(slot, "agent_state")).found is False
+        assert await bob.session_exists(slot) is False
+        assert [s async for s in bob.iter_session_ids("u")] == []
+        assert await bob.delete_session(slot) == 0
+        assert (await alice.get_value(slot, "agent_state")).json == '{"owner":"alice"}'
+
+
+async def test_a_1x_memory_resumes_as_the_slots_memory_messages(server, state) -> None:
+    async with AsyncMemoryClient(server.address) as memory:
+        await memory.create_memory("chat-42")
+        await memory.add_messages("chat-42", [Msg.create(MsgRole.USER, "我喜欢茶"), Msg.create(MsgRole.ASSISTANT, "好的")])
+        await memory.create_memory("bobs-chat", labels={"user_id": "bob"})
+        await memory.add_message("bobs-chat", Msg.create(MsgRole.USER, "hi"))
+    slot = Slot("", "chat-42")
+    assert await state.session_exists(slot) is True
+    legacy = await state.get_list(slot, "memory_messages")
+    texts = [json.loads(i)["content"][0]["text"] for i in legacy.items]
+    assert (legacy.found, legacy.version, texts) == (True, 0, ["我喜欢茶", "好的"])
+    assert json.loads(legacy.items[0])["role"] == "USER"
+    # A memory labelled with another user is not this user's.
+    assert (await state.get_list(Slot("alice", "bobs-chat"), "memory_messages")).found is False
+    assert len((await state.get_list(Slot("bob", "bobs-chat"), "memory_messages")).items) == 1
+    # The slot's own list, once written, is authoritative.
+    await state.put_list(slot, "memory_messages", ['{"id":"new"}'])
+    assert (await state.get_list(slot, "memory_messages")).items == ['{"id":"new"}']
+
+
+def test_local_mode_has_the_same_methods(tmp_path) -> None:
+    with local_agent_state_client(ServiceSettings(data_dir=tmp_path, long_term_enabled=False)) as state:
+        slot = Slot("", "本地")
+        assert state.put_value(slot, "agent_state", STATE, expected_version=0) == 1
+        assert state.get_value(slot, "agent_state").json == STATE
+        with pytest.raises(StateConflictError):
+            state.put_value(slot, "agent_state", "{}", expected_version=0)
+        state.put_list(slot, "l", ["1"])
+        assert state.append_list(slot, "l", ["2"], 1).length == 2
+        assert state.get_list(slot, "l").items == ["1", "2"]
+        assert list(state.iter_session_ids("")) == ["本地"]
+
+
+async def test_keys_are_listed_by_key_list_before_value_and_paged(state) -> None:
+    slot = Slot("", "keys")
+    await state.put_list(slot, "memory_messages", [])
+    await state.put_value(slot, "agent_state", "{}")
+    await state.put_list(slot, "agent_state", ["1"])
+    await state.put_value(slot, "键", "1")
+    assert await state.keys(slot) == [("list", "agent_state"), ("value", "agent_state"), ("list", "memory_messages"), ("value", "键")]
+    first = await state.keys_page(slot, page_size=3)
+    rest = await state.keys_page(slot, page_size=3, page_token=first.next_page_token)
+    assert first.keys + rest.keys == await state.keys(slot) and rest.next_page_token == ""

@@ -1,0 +1,66 @@
+"""JsonFileAgentStateStore's layout (AgentScope-Java 2.0.0), as observed from the real store; the
+Java test JsonFileLayoutTest compares whole directories byte for byte."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentscope_memory.agent_state.json_files import (
+    SlotFiles,
+    compact,
+    dir_name,
+    pretty,
+    read_slot,
+    write_slot,
+)
+from agentscope_memory.errors import InvalidArgumentError
+
+# What 2.0.0's JsonFileAgentStateStore wrote for a message (toPrettyJson), observed 2026-11-23.
+COMPACT = ('{"id":"m2","name":"a","role":"ASSISTANT","content":[{"type":"text","text":"hi"}],'
+           '"metadata":{"arr":[1,2],"e":[],"f":0.5,"n":1,"o":{}},"timestamp":"2026-11-22 18:42:43.000","usage":null}')
+PRETTY = """{
+  "id" : "m2",
+  "name" : "a",
+  "role" : "ASSISTANT",
+  "content" : [ {
+    "type" : "text",
+    "text" : "hi"
+  } ],
+  "metadata" : {
+    "arr" : [ 1, 2 ],
+    "e" : [ ],
+    "f" : 0.5,
+    "n" : 1,
+    "o" : { }
+  },
+  "timestamp" : "2026-11-22 18:42:43.000",
+  "usage" : null
+}"""
+
+
+def test_pretty_is_jacksons_layout_and_compact_undoes_it() -> None:
+    assert pretty(COMPACT) == PRETTY
+    assert compact(PRETTY) == COMPACT
+    tricky = '{"t":"a \\" , : { [ \\\\","n":1.0E-7,"u":"\\u0001 中文"}'
+    assert compact(pretty(tricky)) == tricky
+
+
+def test_directory_names_as_java_derives_them() -> None:
+    assert dir_name("s1") == "s1"
+    assert dir_name("s 2/x") == "cyAyL3g"
+    assert dir_name("会话") == "5Lya6K-d"
+    assert dir_name("..") == "Li4"
+
+
+def test_a_slot_round_trips_through_files(tmp_path: Path) -> None:
+    files = SlotFiles(values={"agent_state": COMPACT}, lists={"memory_messages": [COMPACT, "1"], "nothing": []})
+    directory = write_slot(tmp_path, "", "s 2/x", files)
+    assert directory == tmp_path / "__anon__" / "cyAyL3g"
+    assert (directory / "agent_state.json").read_text(encoding="utf-8") == PRETTY
+    assert (directory / "memory_messages.jsonl").read_text(encoding="utf-8") == COMPACT + "\n1\n"
+    assert (directory / "nothing.hash").read_text() == "empty:0" and not (directory / "nothing.jsonl").exists()
+    assert read_slot(tmp_path, "  ", "s 2/x") == files
+    with pytest.raises(InvalidArgumentError):
+        write_slot(tmp_path, "u", "s", SlotFiles(values={"../x": "{}"}))
