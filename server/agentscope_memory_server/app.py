@@ -24,6 +24,7 @@ from agentscope_memory.service import Service, build_service
 from agentscope_memory.store import Store
 from agentscope_memory_server.config import Settings
 from agentscope_memory_server.errors import unimplemented
+from agentscope_memory_server.http_server import HttpServer, serve_asgi
 from agentscope_memory_server.long_term_servicer import LongTermServicer
 from agentscope_memory_server.memory_servicer import MemoryServicer
 from agentscope_memory_server.metrics import Metrics, MetricsInterceptor
@@ -57,6 +58,9 @@ class RunningServer:
     health: health.aio.HealthServicer
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     metrics_port: int | None = None
+    # Optional HTTP surfaces (mem0 REST, ...): stopped with the gRPC server, draining alike.
+    http_servers: list[HttpServer] = field(default_factory=list)
+    mem0_rest_port: int | None = None
     _stopped: bool = False
 
     @property
@@ -75,7 +79,7 @@ class RunningServer:
         await self.health.enter_graceful_shutdown()
         log.info("shutting down", extra={"fields": {"grace_s": grace}})
         # New calls are refused at once; calls in flight get `grace` seconds to finish.
-        await self.server.stop(grace)
+        await asyncio.gather(self.server.stop(grace), *(h.stop(grace) for h in self.http_servers))
         for close in reversed(self.closers):
             await close()
         await self.service.close(grace)
@@ -153,8 +157,28 @@ async def _serve(settings: Settings, service: Service) -> RunningServer:
             metrics.close()
 
         running.closers.append(close_metrics)
-    log.info("listening", extra={"fields": {"address": running.address}})
+    try:
+        if settings.mem0_rest_port is not None:
+            await _serve_mem0_rest(settings, service, running)
+    except BaseException:
+        await running.stop(0)
+        raise
+    log.info("listening", extra={"fields": {"address": running.address, "mem0_rest_port": running.mem0_rest_port}})
     return running
+
+
+async def _serve_mem0_rest(settings: Settings, service: Service, running: RunningServer) -> None:
+    """mem0's REST API on its own port, over the same long-term engine, keys and tenants."""
+    from agentscope_memory_server.mem0_http import create_app
+    from agentscope_memory_server.tenancy import ApiKeys
+
+    app = create_app(service.long_term, ApiKeys(settings.api_keys))
+    http = await serve_asgi(app, settings.host, settings.mem0_rest_port or 0, name="mem0-rest",
+                            grace=settings.shutdown_grace_s)
+    running.http_servers.append(http)
+    running.mem0_rest_port = http.port
+    if settings.mem0_rest_port_file is not None:
+        settings.mem0_rest_port_file.write_text(str(http.port))
 
 
 async def serve_until_signalled(settings: Settings) -> None:

@@ -48,7 +48,8 @@ class HttpServer:
         """Stop accepting, give requests in flight up to `grace` seconds, then close."""
         if self._task.done():
             return
-        self._server.config.timeout_graceful_shutdown = grace
+        # uvicorn reads 0 as "already late" and logs an error; a moment is as good as nothing.
+        self._server.config.timeout_graceful_shutdown = max(grace, 0.05)
         self._server.should_exit = True
         try:
             await asyncio.wait_for(asyncio.shield(self._task), grace + 5.0)
