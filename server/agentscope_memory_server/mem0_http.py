@@ -172,6 +172,7 @@ def create_app(engine: LongTermEngine | None, keys: ApiKeys) -> FastAPI:
 
     @app.get("/v1/ping/", tags=["mem0 platform"], summary="Check the API key")
     async def ping(t: str = Tenant) -> dict[str, Any]:
-        return {"status": "ok", "org_id": None, "project_id": None, "user_email": None}
+        # mem0's MemoryClient needs an organisation and a project: the key's tenant, and one project.
+        return {"status": "ok", "org_id": t, "project_id": "default", "user_email": None}
 
     return app
