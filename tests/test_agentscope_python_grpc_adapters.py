@@ -75,3 +75,21 @@ async def test_agentscope2_agent_with_mem0_middleware_over_remote_client(server_
     assert any("我喜欢龙井茶" in r["memory"] for r in result["found"]["results"])
     # The second agent's model saw what the first conversation stored.
     assert any("龙井" in _texts(c) for c in calls[1:]), calls
+
+
+@pytest.mark.parametrize("version, example, check", [
+    (AGENTSCOPE_1, "agentscope1", "print(type(ltm).__name__, ltm.agent_name, ltm.user_name)"),
+    (AGENTSCOPE_2, "agentscope2", "print(type(memory).__name__, type(client).__name__)"),
+])
+async def test_readme_examples_run_in_their_agentscope(server_factory, version, example, check) -> None:
+    from test_mem0rest_grpc_readme import README_URL, readme_example
+
+    server = await server_factory(mem0_rest_port=0)
+    code = readme_example(example).replace(README_URL, f"http://127.0.0.1:{server.mem0_rest_port}") + check
+    python = await asyncio.to_thread(agentscope_python, version)
+    proc = await asyncio.create_subprocess_exec(str(python), "-c", code, stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 300)
+    assert proc.returncode == 0, err.decode()[-4000:]
+    assert out.decode().split() == {"agentscope1": ["RemoteLongTermMemory", "Friday", "alice"],
+                                    "agentscope2": ["Mem0Middleware", "RemoteMem0Client"]}[example]

@@ -12,19 +12,23 @@ REST, LLM, KEY = os.environ["MEM0_REST_URL"], os.environ["LLM_URL"], os.environ.
 
 async def main() -> None:
     from agentscope.agent import Agent
-    from agentscope.message import Msg
+    from agentscope.credential import OpenAICredential
+    from agentscope.message import Msg, TextBlock
     from agentscope.middleware import Mem0Middleware
     from agentscope.model import OpenAIChatModel
 
     async with RemoteMem0Client(REST, KEY) as client:
         def agent() -> Agent:
-            model = OpenAIChatModel("scripted", api_key="sk-test", stream=False, client_kwargs={"base_url": LLM})
+            model = OpenAIChatModel(OpenAICredential(api_key="sk-test", base_url=LLM), "scripted", stream=False)
             memory = Mem0Middleware(user_id="alice", agent_id="Friday", client=client)
             return Agent(name="Friday", system_prompt="You remember what the user likes.", model=model,
                          middlewares=[memory])
 
-        first = await agent().reply(Msg("user", "我喜欢龙井茶 (I like Longjing tea)", "user"))
-        second = await agent().reply(Msg("user", "what tea do I like?", "user"))
+        def user(text: str) -> Msg:
+            return Msg(name="user", content=[TextBlock(type="text", text=text)], role="user")
+
+        first = await agent().reply(user("我喜欢龙井茶 (I like Longjing tea)"))
+        second = await agent().reply(user("what tea do I like?"))
         found = await client.search("tea", filters={"user_id": "alice", "agent_id": "Friday"}, top_k=5)
     print(json.dumps({"first": str(first), "second": str(second), "found": found}, ensure_ascii=False))
 
