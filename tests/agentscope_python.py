@@ -101,7 +101,7 @@ def _launcher(venv: Path, version: str) -> Path:
 
 def _run(*args: str | Path) -> None:
     env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    done = subprocess.run([str(a) for a in args], capture_output=True, text=True, env=env)
+    done = subprocess.run([str(a) for a in args], capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(map(str, args))} failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}")
 

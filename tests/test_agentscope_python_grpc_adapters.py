@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from agentscope_python import AGENTSCOPE_1, AGENTSCOPE_2, agentscope_python
 from scripted_llm import ScriptedLLM, ScriptedReply
 

@@ -6,14 +6,14 @@ import asyncio
 
 import httpx
 import pytest
+from agentscope_memory_server.http_server import serve_asgi
+from agentscope_memory_server.tenancy import ApiKeys
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from agentscope_memory.errors import UnauthenticatedError
-from agentscope_memory_server.http_server import serve_asgi
-from agentscope_memory_server.tenancy import ApiKeys
 
 KEY = "key-for-tenant-a-000000"
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
-from mem0 import MemoryClient
-
 from conftest import ServerThread, make_settings
+from mem0 import MemoryClient
 
 KEY = "mem0-python-client-key-0001"
 

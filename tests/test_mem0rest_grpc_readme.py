@@ -18,7 +18,7 @@ README_URL = "http://127.0.0.1:8000"
 
 def readme_example(name: str) -> str:
     """The code block after `<!-- readme-example: NAME -->` in the README."""
-    match = re.search(rf"<!-- readme-example: {re.escape(name)} -->\n```\w*\n(.*?)```", README.read_text(), re.S)
+    match = re.search(rf"<!-- readme-example: {re.escape(name)} -->\n```\w*\n(.*?)```", README.read_text(), re.DOTALL)
     assert match, f"README has no example {name!r}"
     return match.group(1)
 

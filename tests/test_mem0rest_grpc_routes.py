@@ -7,7 +7,6 @@ import datetime as dt
 
 import httpx
 import pytest
-
 from scripted_llm import ScriptedLLM, ScriptedReply
 
 KEY_A = "mem0-rest-key-tenant-a-0001"

@@ -14,7 +14,7 @@ mem0's shape: `{"results": [{"memory": ..., "id": ..., "score": ...}, ...]}`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 import httpx
 
@@ -73,7 +73,7 @@ class RemoteMem0Client:
         if self._own:
             await self._http.aclose()
 
-    async def __aenter__(self) -> RemoteMem0Client:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

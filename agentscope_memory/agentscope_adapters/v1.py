@@ -23,7 +23,10 @@ from agentscope.memory import LongTermMemoryBase
 from agentscope.message import Msg, TextBlock
 from agentscope.tool import ToolResponse
 
-from agentscope_memory.agentscope_adapters.mem0_client import Mem0ClientError, RemoteMem0Client
+from agentscope_memory.agentscope_adapters.mem0_client import (
+    Mem0ClientError,
+    RemoteMem0Client,
+)
 
 
 def _agentscope_doc(name: str) -> str | None:

@@ -9,12 +9,25 @@ from __future__ import annotations
 
 import datetime as _dt
 import inspect
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.ids import check_id
-from agentscope_memory.long_term.engine import HistoryEntry, LongTermEngine, LongTermItem, Scope
-from agentscope_memory.mem0_api.models import AddRequest, Ids, ListRequest, Mem0Message, SearchRequest, UpdateRequest
+from agentscope_memory.long_term.engine import (
+    HistoryEntry,
+    LongTermEngine,
+    LongTermItem,
+    Scope,
+)
+from agentscope_memory.mem0_api.models import (
+    AddRequest,
+    Ids,
+    ListRequest,
+    Mem0Message,
+    SearchRequest,
+    UpdateRequest,
+)
 from agentscope_memory.message import Msg, MsgRole
 
 DEFAULT_SEARCH_TOP_K = 10
@@ -38,8 +51,8 @@ def utc_timestamp(value: str) -> str | None:
     except ValueError:
         return value
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=_dt.timezone.utc)
-    return parsed.astimezone(_dt.timezone.utc).isoformat()
+        parsed = parsed.replace(tzinfo=_dt.UTC)
+    return parsed.astimezone(_dt.UTC).isoformat()
 
 
 def memory_json(item: LongTermItem, event: str | None = None) -> dict[str, Any]:
@@ -204,7 +217,7 @@ class Mem0Api:
                 return [memory_json(i) for i in hits[:top_k]]
             fetch = min(fetch * 4, MAX_TOP_K)
 
-    async def list(self, tenant: str, request: ListRequest) -> list[dict[str, Any]]:
+    async def list_memories(self, tenant: str, request: ListRequest) -> list[dict[str, Any]]:
         scope, wanted = split_filters(request, request.filters)
         top_k = request.top_k or request.page_size or DEFAULT_LIST_TOP_K
         fetch = top_k if not wanted else MAX_TOP_K
@@ -230,4 +243,7 @@ class Mem0Api:
         return {"message": "Memories deleted successfully!", "deleted": deleted}
 
     async def history(self, tenant: str, memory_id: str) -> list[dict[str, Any]]:
-        return [history_json(e) for e in await self.engine.history(tenant, memory_id)]
+        entries = await self.engine.history(tenant, memory_id)
+        # LongTermEngine's method `list` shadows the builtin in its later annotations, so mypy
+        # cannot read `history`'s return type (engine.py; fixed where the protocol lives).
+        return [history_json(e) for e in entries]  # type: ignore[attr-defined]

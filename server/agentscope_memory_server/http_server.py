@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import socket
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import uvicorn
 
@@ -48,18 +50,23 @@ class HttpServer:
         """Stop accepting, give requests in flight up to `grace` seconds, then close."""
         if self._task.done():
             return
-        # uvicorn reads 0 as "already late" and logs an error; a moment is as good as nothing.
-        self._server.config.timeout_graceful_shutdown = max(grace, 0.05)
+        self._server.config.timeout_graceful_shutdown = _whole_seconds(grace)
         self._server.should_exit = True
         try:
             await asyncio.wait_for(asyncio.shield(self._task), grace + 5.0)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self._server.force_exit = True
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
         finally:
             self._socket.close()
         log.info("http stopped", extra={"fields": {"name": self.name}})
+
+
+def _whole_seconds(grace: float) -> int:
+    # uvicorn takes whole seconds and reads 0 as "already late" (logging an error); requests
+    # in flight are all it waits for, so an idle server still stops at once.
+    return max(1, math.ceil(grace))
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -85,7 +92,7 @@ async def serve_asgi(app: Any, host: str, port: int, *, name: str, grace: float 
         lifespan="auto",
         log_config=None,  # the server's structured logging stays in charge
         access_log=False,
-        timeout_graceful_shutdown=grace,
+        timeout_graceful_shutdown=_whole_seconds(grace),
         server_header=False,
     )
     server = _EmbeddedServer(config)

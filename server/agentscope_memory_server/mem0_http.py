@@ -29,7 +29,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agentscope_memory import errors
 from agentscope_memory.long_term.engine import LongTermEngine
-from agentscope_memory.mem0_api import AddRequest, Ids, ListRequest, Mem0Api, SearchRequest, UpdateRequest
+from agentscope_memory.mem0_api import (
+    AddRequest,
+    Ids,
+    ListRequest,
+    Mem0Api,
+    SearchRequest,
+    UpdateRequest,
+)
 from agentscope_memory_server.tenancy import ApiKeys
 
 log = logging.getLogger("agentscope_memory_server.mem0_rest")
@@ -133,12 +140,12 @@ def create_app(engine: LongTermEngine | None, keys: ApiKeys) -> FastAPI:
         user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
         top_k: int | None = None, t: str = Tenant, m: Mem0Api = Api,
     ) -> dict[str, Any]:
-        request = ListRequest(user_id=user_id, agent_id=agent_id, run_id=run_id, top_k=top_k)
-        return {"results": await m.list(t, request)}
+        request = ListRequest.model_validate({"user_id": user_id, "agent_id": agent_id, "run_id": run_id, "top_k": top_k})
+        return {"results": await m.list_memories(t, request)}
 
     @app.post("/v3/memories/", tags=["mem0 platform"], summary="List memories matching filters")
     async def list_v3(body: ListRequest, t: str = Tenant, m: Mem0Api = Api) -> dict[str, Any]:
-        results = await m.list(t, body)
+        results = await m.list_memories(t, body)
         return {"count": len(results), "next": None, "previous": None, "results": results}
 
     @app.delete("/memories", tags=["mem0 OSS server"], summary="Forget a scope")

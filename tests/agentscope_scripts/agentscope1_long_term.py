@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import tempfile
+from pathlib import Path
 
 from agentscope.agent import ReActAgent
 from agentscope.formatter import OpenAIChatFormatter
@@ -35,7 +36,7 @@ async def main() -> None:
 
     with tempfile.TemporaryDirectory() as d:
         await JSONSession(save_dir=d).save_session_state("s1", user_id="alice", long_term_memory=ltm)
-        saved = json.load(open(os.path.join(d, "alice_s1.json"), encoding="utf-8"))
+        saved = json.loads(Path(d, "alice_s1.json").read_text(encoding="utf-8"))
         restored = RemoteLongTermMemory(REST, KEY, run_name="placeholder")
         await JSONSession(save_dir=d).load_session_state("s1", user_id="alice", long_term_memory=restored)
         after_load = await restored.retrieve(Msg("user", "tea", "user"))
