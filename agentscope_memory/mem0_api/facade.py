@@ -39,6 +39,7 @@ _ID_KEYS = ("user_id", "agent_id", "run_id")
 VERBATIM_NOTE = "stored verbatim: no LLM is configured on this server, so infer=true could not extract facts"
 NOT_INFERRED_NOTE = "stored verbatim (infer=false)"
 INFERRED_NOTE = "facts extracted by the server's LLM (infer=true)"
+INFER_FORCED_NOTE = "facts extracted by the server's LLM: this engine cannot store verbatim while an LLM is configured (infer=false not honoured)"
 
 
 def utc_timestamp(value: str) -> str | None:
@@ -190,7 +191,7 @@ class Mem0Api:
             items = await self.engine.record(tenant, scope, msgs, request.metadata)
             inferred = self.has_llm
         if inferred:
-            note = INFERRED_NOTE
+            note = INFERRED_NOTE if request.infer else INFER_FORCED_NOTE
         else:
             note = VERBATIM_NOTE if request.infer else NOT_INFERRED_NOTE
         # An engine may answer with ids and texts only; what was stored carries the metadata.
