@@ -92,3 +92,25 @@ async def test_readme_examples_run_in_their_agentscope(server_factory, version, 
     assert proc.returncode == 0, err.decode()[-4000:]
     assert out.decode().split() == {"agentscope1": ["RemoteLongTermMemory", "Friday", "alice"],
                                     "agentscope2": ["Mem0Middleware", "RemoteMem0Client"]}[example]
+
+
+async def test_agentscope1_remote_memory_under_a_react_agent(server_factory) -> None:
+    server = await server_factory(api_keys={KEY: "python-tenant"})
+    with ScriptedLLM(default=ScriptedReply.text("你好!")) as llm:
+        python = await asyncio.to_thread(agentscope_python, AGENTSCOPE_1)
+        env = {**os.environ, "GRPC_TARGET": server.address, "LLM_URL": llm.base_url, "MEM0_KEY": KEY}
+        proc = await asyncio.create_subprocess_exec(str(python), str(SCRIPTS / "agentscope1_memory.py"), env=env,
+                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), 600)
+    assert proc.returncode == 0, err.decode()[-4000:]
+    result = json.loads(out.decode().strip().splitlines()[-1])
+    assert result["reply"] == "你好!"
+    assert result["size"] == 3 and result["marked"] == 1  # user, assistant, one block message
+    # The compressed first message is hidden; the summary comes first.
+    assert result["visible"] == ["SUMMARY", "你好!", "块 one\ntwo"]
+    # AgentScope-Python's own content shape (a list of blocks) comes back unchanged.
+    assert result["hint_content"] == [[{"type": "text", "text": "块 one"}, {"type": "text", "text": "two"}]]
+    # JSONSession: the loaded module reads the same server-side conversation and summary.
+    assert result["loaded_id"] == "py-chat-1" and result["loaded_size"] == 3
+    assert result["loaded_summary"] == "SUMMARY"
+    assert result["deleted"] == 1 and result["after_delete"] == 2
