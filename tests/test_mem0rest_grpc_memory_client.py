@@ -8,20 +8,26 @@ from pathlib import Path
 
 import pytest
 from conftest import ServerThread, make_settings
-from mem0 import MemoryClient
 
 KEY = "mem0-python-client-key-0001"
 
 
 @pytest.fixture
 def mem0_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ServerThread]:
+    # mem0 reads its telemetry switch once, at import, and its client checks the flag per call:
+    # both off, whoever imported mem0 first.
     monkeypatch.setenv("MEM0_TELEMETRY", "False")
+    import mem0.memory.telemetry
+
+    monkeypatch.setattr(mem0.memory.telemetry, "MEM0_TELEMETRY", False)
     server = ServerThread(make_settings(tmp_path / "data", mem0_rest_port=0, api_keys={KEY: "py-tenant"}))
     yield server
     server.stop()
 
 
 def test_memory_client_adds_searches_lists_updates_and_deletes(mem0_server: ServerThread) -> None:
+    from mem0 import MemoryClient
+
     assert os.environ["MEM0_TELEMETRY"] == "False"
     client = MemoryClient(api_key=KEY, host=f"http://127.0.0.1:{mem0_server.running.mem0_rest_port}")
     added = client.add([{"role": "user", "content": "我最喜欢的茶是龙井"}, {"role": "user", "content": "I walk to work"}],
@@ -44,5 +50,7 @@ def test_memory_client_adds_searches_lists_updates_and_deletes(mem0_server: Serv
 
 
 def test_memory_client_refuses_a_wrong_key(mem0_server: ServerThread) -> None:
+    from mem0 import MemoryClient
+
     with pytest.raises(ValueError, match="unknown API key"):
         MemoryClient(api_key="wrong-key-000000000000", host=f"http://127.0.0.1:{mem0_server.running.mem0_rest_port}")
