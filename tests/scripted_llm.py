@@ -9,6 +9,7 @@ empty) and records the request. A reply is one of:
                                       (e.g. mem0's `{"memory": [...]}` extraction answers);
 - `ScriptedReply.error(500)`          an HTTP error with an OpenAI-style error body;
 - `ScriptedReply.raw(b"...", 200)`    any body at all (malformed output);
+- `ScriptedReply.tool_call("name", {...})`  an assistant turn calling that tool (agents);
 - any of them `.after(seconds)`       answered only after a delay (client timeouts).
 
 Chat answers wait while `hold` is set to a cleared `threading.Event` (a call kept in flight
@@ -37,6 +38,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
+def _message(reply: ScriptedReply, n: int) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {"id": f"call_{n}_{i}", "type": "function", "function": {"name": name, "arguments": args}}
+            for i, (name, args) in enumerate(reply.tool_calls)
+        ]
+    return message
+
+
 @dataclass(frozen=True)
 class ScriptedReply:
     status: int = 200
@@ -45,6 +56,7 @@ class ScriptedReply:
     delay_s: float = 0.0
     prompt_tokens: int = 10
     completion_tokens: int = 20
+    tool_calls: tuple[tuple[str, str], ...] = ()  # (name, arguments JSON) per call
 
     @classmethod
     def text(cls, content: str, prompt_tokens: int = 10, completion_tokens: int = 20) -> ScriptedReply:
@@ -58,6 +70,10 @@ class ScriptedReply:
     def error(cls, status: int, message: str = "scripted failure") -> ScriptedReply:
         body = json.dumps({"error": {"message": message, "type": "server_error", "code": status}}).encode()
         return cls(status=status, body=body)
+
+    @classmethod
+    def tool_call(cls, name: str, arguments: dict[str, Any]) -> ScriptedReply:
+        return cls(content=None, tool_calls=((name, json.dumps(arguments, ensure_ascii=False)),))
 
     @classmethod
     def raw(cls, body: bytes, status: int = 200) -> ScriptedReply:
@@ -127,8 +143,8 @@ class ScriptedLLM:
                 self._send(reply.status, json.dumps({
                     "id": f"chatcmpl-{len(llm.requests)}", "object": "chat.completion", "created": int(time.time()),
                     "model": body.get("model", llm.model) if isinstance(body, dict) else llm.model,
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": reply.content}}],
+                    "choices": [{"index": 0, "finish_reason": "tool_calls" if reply.tool_calls else "stop",
+                                 "message": _message(reply, len(llm.requests))}],
                     "usage": usage,
                 }).encode())
 

@@ -30,6 +30,7 @@ from agentscope_memory_server.decoding import DecodeErrorInterceptor
 from agentscope_memory_server.drain import Drain, DrainInterceptor
 from agentscope_memory_server.agent_state_servicer import AgentStateServicer
 from agentscope_memory_server.errors import unimplemented
+from agentscope_memory_server.http_server import HttpServer, serve_asgi
 from agentscope_memory_server.long_term_servicer import LongTermServicer
 from agentscope_memory_server.memory_servicer import MemoryServicer
 from agentscope_memory_server.metrics import Metrics, MetricsInterceptor
@@ -65,6 +66,9 @@ class RunningServer:
     drain: Drain
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     metrics_port: int | None = None
+    # Optional HTTP surfaces (mem0 REST, ...): stopped with the gRPC server, draining alike.
+    http_servers: list[HttpServer] = field(default_factory=list)
+    mem0_rest_port: int | None = None
     _stopped: bool = False
 
     @property
@@ -85,11 +89,14 @@ class RunningServer:
         log.info("shutting down", extra={"fields": {"grace_s": grace, "in_flight": self.drain.in_flight}})
         # New calls are refused at once with UNAVAILABLE; calls in flight get `grace` seconds to
         # finish. grpc's own stop comes after, when no call waits in its queue (drain.py).
+        # HTTP surfaces (mem0 REST, MCP) stop alike, beside the gRPC drain.
+        http_stops = [asyncio.ensure_future(h.stop(grace)) for h in self.http_servers]
         drained = await self.drain.drain(grace)
         left = max(0.0, grace - (time.monotonic() - started))
         log.info("drained" if drained else "grace period over; cancelling the calls left",
                  extra={"fields": {"in_flight": self.drain.in_flight, "waited_s": round(time.monotonic() - started, 3)}})
         await self.server.stop(left)
+        await asyncio.gather(*http_stops)
         for close in reversed(self.closers):
             await close()
         await self.service.close(grace)
@@ -177,8 +184,28 @@ async def _serve(settings: Settings, service: Service) -> RunningServer:
             metrics.close()
 
         running.closers.append(close_metrics)
-    log.info("listening", extra={"fields": {"address": running.address}})
+    try:
+        if settings.mem0_rest_port is not None:
+            await _serve_mem0_rest(settings, service, running)
+    except BaseException:
+        await running.stop(0)
+        raise
+    log.info("listening", extra={"fields": {"address": running.address, "mem0_rest_port": running.mem0_rest_port}})
     return running
+
+
+async def _serve_mem0_rest(settings: Settings, service: Service, running: RunningServer) -> None:
+    """mem0's REST API on its own port, over the same long-term engine, keys and tenants."""
+    from agentscope_memory_server.mem0_http import create_app
+    from agentscope_memory_server.tenancy import ApiKeys
+
+    app = create_app(service.long_term, ApiKeys(settings.api_keys))
+    http = await serve_asgi(app, settings.host, settings.mem0_rest_port or 0, name="mem0-rest",
+                            grace=settings.shutdown_grace_s)
+    running.http_servers.append(http)
+    running.mem0_rest_port = http.port
+    if settings.mem0_rest_port_file is not None:
+        settings.mem0_rest_port_file.write_text(str(http.port))
 
 
 async def serve_until_signalled(settings: Settings) -> None:

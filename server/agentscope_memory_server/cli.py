@@ -23,6 +23,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to listen on (default 50051; 0 picks one)")
     serve.add_argument("--port-file", type=Path, help="write the bound port to this file")
+    serve.add_argument("--mem0-rest-port", type=int, help="serve mem0's REST API on this port (0 picks one; default off)")
     serve.add_argument("--data-dir", type=Path, help="where stores keep their files (default ./data)")
     serve.add_argument("--store", choices=["sqlite", "postgres", "memory"], help="storage backend (default sqlite)")
     serve.add_argument("--postgres-dsn", help="PostgreSQL DSN for --store postgres")
@@ -44,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
                 port=args.port,
                 port_file=args.port_file,
                 data_dir=args.data_dir,
+                mem0_rest_port=args.mem0_rest_port,
                 store=args.store,
                 postgres_dsn=args.postgres_dsn,
                 log_level=args.log_level,

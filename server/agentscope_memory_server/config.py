@@ -36,6 +36,11 @@ class Settings(BaseSettings, ServiceSettings):
     # Authentication: API key -> tenant. Empty means no authentication (tenant "default").
     api_keys: dict[str, str] = Field(default_factory=dict)
 
+    # mem0-compatible REST API (AgentScope's Mem0LongTermMemory, mem0's MemoryClient) on its
+    # own HTTP port, same keys and tenants as gRPC; unset = off; 0 picks one.
+    mem0_rest_port: int | None = Field(None, ge=0, le=65535, description="mem0 REST port; unset = off; 0 picks one")
+    mem0_rest_port_file: Path | None = Field(None, description="write the bound mem0 REST port here once listening")
+
     # Operations.
     metrics_port: int | None = Field(None, ge=0, le=65535, description="Prometheus /metrics port; unset = off")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"

@@ -1,0 +1,250 @@
+"""`Mem0Api`: mem0's REST operations over any `LongTermEngine`, in mem0's JSON shapes.
+
+The HTTP transport only authenticates, parses and calls this; everything mem0-specific (ids
+merged into filters, metadata equality filters, `top_k`, `threshold`, `infer`, timestamps
+with a UTC offset) is decided here, so the same rules hold for every route that reaches it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import inspect
+from collections.abc import Sequence
+from typing import Any
+
+from agentscope_memory.errors import InvalidArgumentError
+from agentscope_memory.ids import check_id
+from agentscope_memory.long_term.engine import (
+    HistoryEntry,
+    LongTermEngine,
+    LongTermItem,
+    Scope,
+)
+from agentscope_memory.mem0_api.models import (
+    AddRequest,
+    Ids,
+    ListRequest,
+    Mem0Message,
+    SearchRequest,
+    UpdateRequest,
+)
+from agentscope_memory.message import Msg, MsgRole
+
+DEFAULT_SEARCH_TOP_K = 10
+DEFAULT_LIST_TOP_K = 100
+MAX_TOP_K = 1000
+_ROLES = {"user": MsgRole.USER, "assistant": MsgRole.ASSISTANT, "system": MsgRole.SYSTEM, "tool": MsgRole.TOOL}
+_ID_KEYS = ("user_id", "agent_id", "run_id")
+
+VERBATIM_NOTE = "stored verbatim: no LLM is configured on this server, so infer=true could not extract facts"
+NOT_INFERRED_NOTE = "stored verbatim (infer=false)"
+INFERRED_NOTE = "facts extracted by the server's LLM (infer=true)"
+INFER_FORCED_NOTE = "facts extracted by the server's LLM: this engine cannot store verbatim while an LLM is configured (infer=false not honoured)"
+
+
+def utc_timestamp(value: str) -> str | None:
+    """ISO 8601 with a UTC offset (`+00:00`), as AgentScope-Java's OffsetDateTime needs; a
+    naive time is taken as UTC; "" stays absent."""
+    if not value:
+        return None
+    try:
+        parsed = _dt.datetime.fromisoformat(value)
+    except ValueError:
+        return value
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=_dt.UTC)
+    return parsed.astimezone(_dt.UTC).isoformat()
+
+
+def memory_json(item: LongTermItem, event: str | None = None) -> dict[str, Any]:
+    """One memory as mem0 writes it (v1.1 output format)."""
+    out: dict[str, Any] = {"id": item.id, "memory": item.text}
+    if event:
+        out["event"] = event
+    out["metadata"] = dict(item.metadata)
+    if item.score is not None:
+        out["score"] = item.score
+    out["created_at"] = utc_timestamp(item.created_at)
+    out["updated_at"] = utc_timestamp(item.updated_at)
+    for key, value in (("user_id", item.scope.user_id), ("agent_id", item.scope.agent_name), ("run_id", item.scope.run_name)):
+        if value:
+            out[key] = value
+    return out
+
+
+def history_json(entry: HistoryEntry) -> dict[str, Any]:
+    return {
+        "memory_id": entry.memory_id,
+        "event": entry.event,
+        "old_memory": entry.old_text,
+        "new_memory": entry.new_text,
+        "created_at": utc_timestamp(entry.created_at),
+        "updated_at": utc_timestamp(entry.updated_at),
+    }
+
+
+def _scope(ids: dict[str, Any], where: str) -> Scope:
+    for key in _ID_KEYS:
+        value = ids.get(key)
+        if value is not None and not isinstance(value, str):
+            raise InvalidArgumentError(f"{where}{key}", "must be a string")
+        if value:
+            check_id(value, f"{where}{key}")
+    if not any(ids.get(k) for k in _ID_KEYS):
+        raise InvalidArgumentError(where.rstrip(".") or "user_id", "at least one of user_id, agent_id or run_id is required")
+    return Scope(agent_name=ids.get("agent_id") or "", user_id=ids.get("user_id") or "", run_name=ids.get("run_id") or "")
+
+
+def split_filters(request: Ids, filters: dict[str, Any] | None) -> tuple[Scope, dict[str, Any]]:
+    """(scope, metadata equality filters) from `filters` and the request's top-level ids.
+
+    Top-level ids are merged in (AgentScope-Java sends `user_id` both ways); a filter naming a
+    different id than the top level is refused rather than guessed. mem0's `{"AND": [...]}` of
+    plain conditions is flattened; operators (`{"gte": ...}`), `OR` and `NOT` are refused."""
+    flat: dict[str, Any] = {}
+    for key, value in (filters or {}).items():
+        if key == "AND" and isinstance(value, list):
+            for i, condition in enumerate(value):
+                if not isinstance(condition, dict):
+                    raise InvalidArgumentError(f"filters.AND[{i}]", "must be an object")
+                flat.update(condition)
+        elif key in ("OR", "NOT"):
+            raise InvalidArgumentError(f"filters.{key}", "is not supported; only equality filters (and AND) are")
+        else:
+            flat[key] = value
+    for key in _ID_KEYS:
+        top = getattr(request, key)
+        if top is None:
+            continue
+        if flat.get(key) not in (None, top):
+            raise InvalidArgumentError(key, f"is {top!r} but filters.{key} is {flat[key]!r}")
+        flat[key] = top
+    for key, value in flat.items():
+        if isinstance(value, (dict, list)) and key not in _ID_KEYS:
+            raise InvalidArgumentError(f"filters.{key}", "operator filters are not supported; give a plain value to match")
+    scope = _scope({k: flat.get(k) for k in _ID_KEYS}, "filters.")
+    return scope, {k: v for k, v in flat.items() if k not in _ID_KEYS}
+
+
+def _matches(item: LongTermItem, metadata: dict[str, Any]) -> bool:
+    return all(k in item.metadata and item.metadata[k] == v for k, v in metadata.items())
+
+
+def _message_text(message: Mem0Message, where: str) -> str:
+    content = message.content
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for i, part in enumerate(content):
+        if part.get("type", "text") == "text":
+            text = part.get("text")
+            if not isinstance(text, str):
+                raise InvalidArgumentError(f"{where}.content[{i}].text", "must be a string")
+            parts.append(text)
+    return "\n".join(parts)
+
+
+def to_msgs(messages: Sequence[Mem0Message] | str) -> list[Msg]:
+    """mem0 messages as AgentScope messages (role and text)."""
+    if isinstance(messages, str):
+        messages = [Mem0Message(role="user", content=messages)]
+    if not messages:
+        raise InvalidArgumentError("messages", "must not be empty")
+    msgs = []
+    for i, message in enumerate(messages):
+        role = _ROLES.get(message.role.lower())
+        if role is None:
+            raise InvalidArgumentError(f"messages[{i}].role", f"is {message.role!r}; use user, assistant, system or tool")
+        msgs.append(Msg.create(role, _message_text(message, f"messages[{i}]")))
+    return msgs
+
+
+def _accepts_infer(engine: LongTermEngine) -> bool:
+    # The LongTermEngine protocol has no `infer` yet: an engine whose `record` takes one gets
+    # the caller's choice; any other engine infers exactly when it has an LLM.
+    try:
+        return "infer" in inspect.signature(engine.record).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+class Mem0Api:
+    """mem0's REST operations for one tenant at a time over a `LongTermEngine`."""
+
+    def __init__(self, engine: LongTermEngine) -> None:
+        self.engine = engine
+
+    @property
+    def has_llm(self) -> bool:
+        """Whether the engine extracts facts with an LLM (else it stores verbatim)."""
+        return bool(getattr(self.engine, "infer", False))
+
+    async def add(self, tenant: str, request: AddRequest) -> dict[str, Any]:
+        scope = _scope(request.model_dump(), "")
+        msgs = to_msgs(request.messages)
+        if _accepts_infer(self.engine):
+            items = await self.engine.record(tenant, scope, msgs, request.metadata, infer=request.infer)  # type: ignore[call-arg]
+            inferred = request.infer and self.has_llm
+        else:
+            items = await self.engine.record(tenant, scope, msgs, request.metadata)
+            inferred = self.has_llm
+        if inferred:
+            note = INFERRED_NOTE if request.infer else INFER_FORCED_NOTE
+        else:
+            note = VERBATIM_NOTE if request.infer else NOT_INFERRED_NOTE
+        # An engine may answer with ids and texts only; what was stored carries the metadata.
+        results = [memory_json(i, "ADD") for i in items]
+        for result in results:
+            result["metadata"] = {**(request.metadata or {}), **result["metadata"]}
+        return {"results": results, "inferred": inferred, "message": note}
+
+    async def search(self, tenant: str, request: SearchRequest) -> list[dict[str, Any]]:
+        """The hits, best first (callers wrap them as `{"results": [...]}` or not)."""
+        if not request.query.strip():
+            raise InvalidArgumentError("query", "must not be empty")
+        scope, wanted = split_filters(request, request.filters)
+        top_k = request.top_k or request.limit or DEFAULT_SEARCH_TOP_K
+        # Metadata filters apply after the engine's scoped search: fetch more than asked until
+        # top_k matches are found or the scope has nothing more to give.
+        fetch = top_k if not wanted else min(max(top_k * 5, 50), MAX_TOP_K)
+        while True:
+            found = await self.engine.search(tenant, scope, request.query, fetch)
+            hits = [i for i in found if _matches(i, wanted)]
+            if request.threshold is not None:
+                hits = [i for i in hits if i.score is None or i.score >= request.threshold]
+            if len(hits) >= top_k or len(found) < fetch or fetch >= MAX_TOP_K:
+                return [memory_json(i) for i in hits[:top_k]]
+            fetch = min(fetch * 4, MAX_TOP_K)
+
+    async def list_memories(self, tenant: str, request: ListRequest) -> list[dict[str, Any]]:
+        scope, wanted = split_filters(request, request.filters)
+        top_k = request.top_k or request.page_size or DEFAULT_LIST_TOP_K
+        fetch = top_k if not wanted else MAX_TOP_K
+        items = await self.engine.list(tenant, scope, fetch)
+        return [memory_json(i) for i in items if _matches(i, wanted)][:top_k]
+
+    async def get(self, tenant: str, memory_id: str) -> dict[str, Any]:
+        return memory_json(await self.engine.get(tenant, memory_id))
+
+    async def update(self, tenant: str, memory_id: str, request: UpdateRequest) -> dict[str, Any]:
+        text = request.new_text()
+        if text is None and request.metadata is None:
+            raise InvalidArgumentError("text", "is required (the memory's new text) unless metadata is given")
+        item = await self.engine.update(tenant, memory_id, text, request.metadata)
+        return {**memory_json(item), "message": "Memory updated successfully!"}
+
+    async def delete(self, tenant: str, memory_id: str) -> dict[str, Any]:
+        await self.engine.delete(tenant, memory_id)
+        return {"message": "Memory deleted successfully!"}
+
+    async def delete_all(self, tenant: str, ids: Ids) -> dict[str, Any]:
+        deleted = await self.engine.delete_scope(tenant, _scope(ids.model_dump(), ""))
+        return {"message": "Memories deleted successfully!", "deleted": deleted}
+
+    async def history(self, tenant: str, memory_id: str) -> list[dict[str, Any]]:
+        entries = await self.engine.history(tenant, memory_id)
+        # LongTermEngine's method `list` shadows the builtin in its later annotations, so mypy
+        # cannot read `history`'s return type (engine.py; fixed where the protocol lives).
+        return [history_json(e) for e in entries]  # type: ignore[attr-defined]

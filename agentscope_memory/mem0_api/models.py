@@ -1,0 +1,74 @@
+"""The request bodies of mem0's REST API, as AgentScope's mem0 clients and mem0's own clients
+send them. Unknown fields are ignored (`version`, `output_format`, `async_mode`, `immutable`,
+...), as mem0's server does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Lenient(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class Mem0Message(_Lenient):
+    """One conversation message: `role` is user, assistant, system or tool; `content` is text
+    (or OpenAI-style parts, whose text parts are kept)."""
+
+    role: str = Field(description="user, assistant, system or tool")
+    content: str | list[dict[str, Any]] | None = Field(None, description="the message text")
+
+
+class Ids(_Lenient):
+    """Whose memories: at least one of user_id, agent_id, run_id (AgentScope's userId,
+    agentName, runName)."""
+
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+
+
+class AddRequest(Ids):
+    """`POST /memories`, `POST /v1/memories/`, `POST /v3/memories/add/`."""
+
+    messages: list[Mem0Message] | str = Field(description="what to remember; a string is one user message")
+    metadata: dict[str, Any] | None = Field(None, description="stored with every memory; searchable as a filter")
+    infer: bool = Field(
+        True,
+        description="extract facts with the server's LLM; without an LLM configured the messages are "
+        "stored verbatim, and the response says so (`inferred: false`)",
+    )
+
+
+class SearchRequest(Ids):
+    """`POST /search`, `POST /v2/memories/search/`, `POST /v3/memories/search/`. Top-level ids
+    are merged into `filters`; every other filter key is a metadata equality filter."""
+
+    query: str = Field(description="what to look for")
+    filters: dict[str, Any] | None = Field(None, description='e.g. {"user_id": "alice", "category": "travel"}')
+    top_k: int | None = Field(None, ge=1, le=1000, description="at most this many results (default 10)")
+    limit: int | None = Field(None, ge=1, le=1000, description="older name of top_k")
+    threshold: float | None = Field(None, description="drop results scoring below this")
+
+
+class ListRequest(Ids):
+    """`POST /v3/memories/` (mem0's `MemoryClient.get_all`)."""
+
+    filters: dict[str, Any] | None = None
+    top_k: int | None = Field(None, ge=1, le=1000)
+    page_size: int | None = Field(None, ge=1, le=1000)
+
+
+class UpdateRequest(_Lenient):
+    """`PUT /memories/{id}`: the new text (`text`, or mem0 server's `data` / `memory`) and/or
+    metadata to merge."""
+
+    text: str | None = None
+    data: str | None = None
+    memory: str | None = None
+    metadata: dict[str, Any] | None = None
+
+    def new_text(self) -> str | None:
+        return next((t for t in (self.text, self.data, self.memory) if t is not None), None)

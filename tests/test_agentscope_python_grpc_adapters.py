@@ -1,0 +1,116 @@
+"""The AgentScope-Python adapters with the real AgentScope releases, each in its own cached
+virtualenv (tests/agentscope_python.py), against a real server's mem0 REST port, with the
+scripted OpenAI-compatible model driving the agents end to end."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agentscope_python import AGENTSCOPE_1, AGENTSCOPE_2, agentscope_python
+from scripted_llm import ScriptedLLM, ScriptedReply
+
+SCRIPTS = Path(__file__).parent / "agentscope_scripts"
+KEY = "agentscope-python-key-00001"
+
+pytestmark = pytest.mark.slow
+
+
+async def _run(version: str, script: str, rest_port: int, llm: ScriptedLLM) -> dict[str, Any]:
+    python = await asyncio.to_thread(agentscope_python, version)
+    env = {**os.environ, "MEM0_REST_URL": f"http://127.0.0.1:{rest_port}", "LLM_URL": llm.base_url,
+           "MEM0_KEY": KEY, "MEM0_TELEMETRY": "False"}
+    proc = await asyncio.create_subprocess_exec(str(python), str(SCRIPTS / script), env=env,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 600)
+    assert proc.returncode == 0, err.decode()[-4000:]
+    return dict(json.loads(out.decode().strip().splitlines()[-1]))
+
+
+def _texts(request_body: dict[str, Any]) -> str:
+    return json.dumps(request_body.get("messages", []), ensure_ascii=False)
+
+
+async def test_agentscope1_react_agent_records_and_retrieves_through_remote_long_term_memory(server_factory) -> None:
+    server = await server_factory(mem0_rest_port=0, api_keys={KEY: "python-tenant"})
+    with ScriptedLLM() as llm:
+        llm.push(
+            ScriptedReply.tool_call("record_to_memory", {"thinking": "a lasting preference",
+                                                         "content": ["The user likes Longjing tea"]}),
+            ScriptedReply.text("Noted."),
+            ScriptedReply.tool_call("retrieve_from_memory", {"keywords": ["Longjing tea"]}),
+            ScriptedReply.text("You like Longjing tea."),
+        )
+        result = await _run(AGENTSCOPE_1, "agentscope1_long_term.py", server.mem0_rest_port, llm)
+        calls = [r.body for r in llm.chat_requests]
+
+    assert result["second"] == "You like Longjing tea."
+    # The tools' schemas come from AgentScope's own docstrings.
+    tools = {t["function"]["name"]: t["function"] for t in calls[0]["tools"]}
+    assert "thinking" in tools["record_to_memory"]["parameters"]["properties"]
+    assert "reasoning" in tools["record_to_memory"]["parameters"]["properties"]["thinking"]["description"]
+    assert "keywords" in tools["retrieve_from_memory"]["parameters"]["properties"]
+    # Static control: the second conversation starts with what the first one stored.
+    assert "<long_term_memory>" in _texts(calls[2]) and "Longjing" in _texts(calls[2])
+    # Agent control: the retrieve tool's result reached the model.
+    assert "The user likes Longjing tea" in _texts(calls[3])
+    assert "Longjing" in result["direct"]
+    # JSONSession saves the scope and loads it into another instance.
+    assert result["saved"] == {"long_term_memory": {"agent_name": "Friday", "user_name": "alice", "run_name": None}}
+    assert result["restored_agent"] == "Friday" and "Longjing" in result["after_load"]
+
+
+async def test_agentscope2_agent_with_mem0_middleware_over_remote_client(server_factory) -> None:
+    server = await server_factory(mem0_rest_port=0, api_keys={KEY: "python-tenant"})
+    with ScriptedLLM(default=ScriptedReply.text("You like Longjing tea.")) as llm:
+        llm.push(ScriptedReply.text("Noted."))
+        result = await _run(AGENTSCOPE_2, "agentscope2_mem0_middleware.py", server.mem0_rest_port, llm)
+        calls = [r.body for r in llm.chat_requests]
+
+    assert any("我喜欢龙井茶" in r["memory"] for r in result["found"]["results"])
+    # The second agent's model saw what the first conversation stored.
+    assert any("龙井" in _texts(c) for c in calls[1:]), calls
+
+
+@pytest.mark.parametrize("version, example, check", [
+    (AGENTSCOPE_1, "agentscope1", "print(type(ltm).__name__, ltm.agent_name, ltm.user_name)"),
+    (AGENTSCOPE_2, "agentscope2", "print(type(memory).__name__, type(client).__name__)"),
+])
+async def test_readme_examples_run_in_their_agentscope(server_factory, version, example, check) -> None:
+    from test_mem0rest_grpc_readme import README_URL, readme_example
+
+    server = await server_factory(mem0_rest_port=0)
+    code = readme_example(example).replace(README_URL, f"http://127.0.0.1:{server.mem0_rest_port}") + check
+    python = await asyncio.to_thread(agentscope_python, version)
+    proc = await asyncio.create_subprocess_exec(str(python), "-c", code, stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 300)
+    assert proc.returncode == 0, err.decode()[-4000:]
+    assert out.decode().split() == {"agentscope1": ["RemoteLongTermMemory", "Friday", "alice"],
+                                    "agentscope2": ["Mem0Middleware", "RemoteMem0Client"]}[example]
+
+
+async def test_agentscope1_remote_memory_under_a_react_agent(server_factory) -> None:
+    server = await server_factory(api_keys={KEY: "python-tenant"})
+    with ScriptedLLM(default=ScriptedReply.text("你好!")) as llm:
+        python = await asyncio.to_thread(agentscope_python, AGENTSCOPE_1)
+        env = {**os.environ, "GRPC_TARGET": server.address, "LLM_URL": llm.base_url, "MEM0_KEY": KEY}
+        proc = await asyncio.create_subprocess_exec(str(python), str(SCRIPTS / "agentscope1_memory.py"), env=env,
+                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), 600)
+    assert proc.returncode == 0, err.decode()[-4000:]
+    result = json.loads(out.decode().strip().splitlines()[-1])
+    assert result["reply"] == "你好!"
+    assert result["size"] == 3 and result["marked"] == 1  # user, assistant, one block message
+    # The compressed first message is hidden; the summary comes first.
+    assert result["visible"] == ["SUMMARY", "你好!", "块 one\ntwo"]
+    # AgentScope-Python's own content shape (a list of blocks) comes back unchanged.
+    assert result["hint_content"] == [[{"type": "text", "text": "块 one"}, {"type": "text", "text": "two"}]]
+    # JSONSession: the loaded module reads the same server-side conversation and summary.
+    assert result["loaded_id"] == "py-chat-1" and result["loaded_size"] == 3
+    assert result["loaded_summary"] == "SUMMARY"
+    assert result["deleted"] == 1 and result["after_delete"] == 2

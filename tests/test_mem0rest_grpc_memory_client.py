@@ -1,0 +1,56 @@
+"""mem0's own Python `MemoryClient` (mem0ai, unchanged) against the server's mem0 REST facade."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import ServerThread, make_settings
+
+KEY = "mem0-python-client-key-0001"
+
+
+@pytest.fixture
+def mem0_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ServerThread]:
+    # mem0 reads its telemetry switch once, at import, and its client checks the flag per call:
+    # both off, whoever imported mem0 first.
+    monkeypatch.setenv("MEM0_TELEMETRY", "False")
+    import mem0.memory.telemetry
+
+    monkeypatch.setattr(mem0.memory.telemetry, "MEM0_TELEMETRY", False)
+    server = ServerThread(make_settings(tmp_path / "data", mem0_rest_port=0, api_keys={KEY: "py-tenant"}))
+    yield server
+    server.stop()
+
+
+def test_memory_client_adds_searches_lists_updates_and_deletes(mem0_server: ServerThread) -> None:
+    from mem0 import MemoryClient
+
+    assert os.environ["MEM0_TELEMETRY"] == "False"
+    client = MemoryClient(api_key=KEY, host=f"http://127.0.0.1:{mem0_server.running.mem0_rest_port}")
+    added = client.add([{"role": "user", "content": "我最喜欢的茶是龙井"}, {"role": "user", "content": "I walk to work"}],
+                       user_id="alice", metadata={"topic": "habits"})
+    assert [r["memory"] for r in added["results"]] == ["我最喜欢的茶是龙井", "I walk to work"]
+
+    found = client.search("龙井", filters={"user_id": "alice"}, top_k=1)
+    assert [r["memory"] for r in found["results"]] == ["我最喜欢的茶是龙井"]
+    listed = client.get_all(filters={"AND": [{"user_id": "alice"}, {"topic": "habits"}]})
+    assert listed["count"] == 2
+
+    memory_id = found["results"][0]["id"]
+    assert client.get(memory_id)["memory"] == "我最喜欢的茶是龙井"
+    client.update(memory_id, text="我最喜欢的茶是碧螺春")
+    assert [h["event"] for h in client.history(memory_id)] == ["ADD", "UPDATE"]
+    client.delete(memory_id)
+    assert client.get_all(filters={"user_id": "alice"})["count"] == 1
+    client.delete_all(user_id="alice")
+    assert client.get_all(filters={"user_id": "alice"})["count"] == 0
+
+
+def test_memory_client_refuses_a_wrong_key(mem0_server: ServerThread) -> None:
+    from mem0 import MemoryClient
+
+    with pytest.raises(ValueError, match="unknown API key"):
+        MemoryClient(api_key="wrong-key-000000000000", host=f"http://127.0.0.1:{mem0_server.running.mem0_rest_port}")

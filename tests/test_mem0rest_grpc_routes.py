@@ -1,0 +1,158 @@
+"""The mem0-compatible REST facade of the real server: the bodies AgentScope's Mem0Client sends
+(captured on the wire), mem0's server routes, tenants and keys, and its errors."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import httpx
+import pytest
+from scripted_llm import ScriptedLLM, ScriptedReply
+
+KEY_A = "mem0-rest-key-tenant-a-0001"
+KEY_B = "mem0-rest-key-tenant-b-0002"
+
+# What AgentScope-Java's Mem0LongTermMemory sends (reference/observed-2026-11-23.md).
+JAVA_ADD = {
+    "messages": [{"role": "user", "content": "I like green tea"}, {"role": "assistant", "content": "Noted"}],
+    "metadata": {"category": "travel"}, "infer": True, "immutable": False, "agent_id": "Friday",
+    "user_id": "alice", "output_format": "v1.1", "async_mode": True,
+}
+JAVA_SEARCH = {
+    "query": "what tea do I like", "version": "v2",
+    "filters": {"agent_id": "Friday", "user_id": "alice", "category": "travel"}, "top_k": 5, "user_id": "alice",
+}
+
+
+@pytest.fixture
+async def rest(server_factory):
+    server = await server_factory(mem0_rest_port=0, api_keys={KEY_A: "tenant-a", KEY_B: "tenant-b"})
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.mem0_rest_port}",
+                                 headers={"Authorization": f"Token {KEY_A}"}, timeout=60) as client:
+        yield client
+
+
+def _has_utc_offset(stamp: str) -> bool:
+    return dt.datetime.fromisoformat(stamp).utcoffset() == dt.timedelta(0)
+
+
+@pytest.mark.parametrize("add_path, search_path", [("/memories", "/search"), ("/v1/memories/", "/v2/memories/search/")])
+async def test_java_client_bodies_record_and_retrieve(rest, add_path, search_path) -> None:
+    added = await rest.post(add_path, json=JAVA_ADD)
+    assert added.status_code == 200, added.text
+    body = added.json()
+    assert [r["memory"] for r in body["results"]] == ["I like green tea", "Noted"]
+    assert all(r["event"] == "ADD" and r["metadata"] == {"category": "travel"} for r in body["results"])
+    assert body["inferred"] is False and "no LLM is configured" in body["message"]
+
+    found = await rest.post(search_path, json=JAVA_SEARCH)
+    assert found.status_code == 200, found.text
+    hits = found.json() if search_path.startswith("/v2/") else found.json()["results"]
+    # /v2/memories/search/ answers a bare array: AgentScope parses every v2 search as one.
+    assert isinstance(found.json(), list) == search_path.startswith("/v2/")
+    assert hits[0]["memory"] == "I like green tea"
+    assert {h["user_id"] for h in hits} == {"alice"} and {h["agent_id"] for h in hits} == {"Friday"}
+    assert all(_has_utc_offset(h["created_at"]) and _has_utc_offset(h["updated_at"]) for h in hits)
+
+
+async def test_other_filter_keys_are_metadata_equality_filters_and_top_k_is_honoured(rest) -> None:
+    for category, texts in (("travel", ["我喜欢靠窗的座位", "I fly economy"]), ("food", ["我喜欢绿茶", "I like dumplings"])):
+        added = await rest.post("/memories", json={"messages": [{"role": "user", "content": t} for t in texts],
+                                                  "user_id": "alice", "metadata": {"category": category}})
+        assert added.status_code == 200, added.text
+    travel = (await rest.post("/search", json={"query": "座位", "filters": {"category": "travel"}, "user_id": "alice"})).json()
+    assert sorted(h["memory"] for h in travel["results"]) == ["I fly economy", "我喜欢靠窗的座位"]
+    one = (await rest.post("/search", json={"query": "like", "filters": {"user_id": "alice"}, "top_k": 1})).json()
+    assert len(one["results"]) == 1
+    nothing = (await rest.post("/search", json={"query": "tea", "filters": {"user_id": "alice", "category": "music"}})).json()
+    assert nothing == {"results": []}
+    listed = (await rest.get("/memories", params={"user_id": "alice"})).json()["results"]
+    assert len(listed) == 4
+
+
+async def test_get_update_history_delete_one_memory(rest) -> None:
+    added = (await rest.post("/memories", json={"messages": "我住在杭州", "user_id": "bob"})).json()
+    memory_id = added["results"][0]["id"]
+    got = (await rest.get(f"/memories/{memory_id}")).json()
+    assert got["memory"] == "我住在杭州" and got["user_id"] == "bob"
+    updated = await rest.put(f"/memories/{memory_id}", json={"text": "我住在上海"})
+    assert updated.status_code == 200 and updated.json()["memory"] == "我住在上海"
+    history = (await rest.get(f"/memories/{memory_id}/history")).json()
+    assert [h["event"] for h in history] == ["ADD", "UPDATE"]
+    assert history[1]["old_memory"] == "我住在杭州" and history[1]["new_memory"] == "我住在上海"
+    assert (await rest.delete(f"/memories/{memory_id}")).status_code == 200
+    missing = await rest.get(f"/memories/{memory_id}")
+    assert missing.status_code == 404 and memory_id in missing.json()["detail"]
+
+
+async def test_delete_all_forgets_a_scope(rest) -> None:
+    await rest.post("/memories", json={"messages": "one", "user_id": "carol"})
+    await rest.post("/memories", json={"messages": "two", "user_id": "carol"})
+    await rest.post("/memories", json={"messages": "dave's", "user_id": "dave"})
+    deleted = await rest.delete("/memories", params={"user_id": "carol"})
+    assert deleted.status_code == 200 and deleted.json()["deleted"] == 2
+    assert (await rest.get("/memories", params={"user_id": "carol"})).json()["results"] == []
+    assert len((await rest.get("/memories", params={"user_id": "dave"})).json()["results"]) == 1
+
+
+async def test_keys_decide_the_tenant(rest) -> None:
+    added = (await rest.post("/memories", json={"messages": "tenant A secret", "user_id": "alice"})).json()
+    memory_id = added["results"][0]["id"]
+    for header in ({"X-API-Key": KEY_B}, {"Authorization": f"Bearer {KEY_B}"}, {"Authorization": f"Token {KEY_B}"}):
+        async with httpx.AsyncClient(base_url=rest.base_url, headers=header, timeout=60) as other_tenant:
+            other = await other_tenant.post("/search", json={"query": "secret", "user_id": "alice"})
+            assert other.status_code == 200 and other.json() == {"results": []}
+            assert (await other_tenant.get(f"/memories/{memory_id}")).status_code == 404
+    mine = await rest.post("/search", json={"query": "secret", "user_id": "alice"})
+    assert [h["memory"] for h in mine.json()["results"]] == ["tenant A secret"]
+
+
+ERROR_CASES = [
+        ("post", "/memories", {"content": b"{not json", "headers": {"Content-Type": "application/json"}}, 400, "not valid JSON"),
+        ("post", "/memories", {"json": {"messages": "hello"}}, 400, "at least one of user_id, agent_id or run_id"),
+        ("post", "/memories", {"json": {"user_id": "alice"}}, 400, "messages"),
+        ("post", "/memories", {"json": {"messages": [{"role": "robot", "content": "x"}], "user_id": "a"}}, 400, "messages[0].role"),
+        ("post", "/memories", {"json": ["not", "an", "object"]}, 400, "JSON object"),
+        ("post", "/search", {"json": {"query": "tea"}}, 400, "at least one of user_id, agent_id or run_id"),
+        ("post", "/search", {"json": {"query": "tea", "user_id": "a", "top_k": 0}}, 400, "top_k"),
+        ("post", "/search", {"json": {"query": "tea", "user_id": "a", "filters": {"user_id": "b"}}}, 400, "user_id"),
+        ("post", "/search", {"json": {"query": "x", "filters": {"user_id": "a", "created_at": {"gte": "2026"}}}}, 400, "operator"),
+        ("post", "/search", {"json": {"query": "x", "user_id": "a/b"}}, 400, "path separator"),
+        ("get", "/memories", {}, 400, "at least one of user_id"),
+        ("delete", "/memories", {}, 400, "at least one of user_id"),
+        ("put", "/memories/nope", {"json": {}}, 400, "text"),
+        ("get", "/memories/00000000-0000-0000-0000-000000000000", {}, 404, "does not exist"),
+        ("post", "/memories", {"json": JAVA_ADD, "headers": {"Authorization": "Token wrong-key-0000000000"}}, 401, "unknown API key"),
+        ("post", "/memories", {"json": JAVA_ADD, "headers": {"Authorization": ""}}, 401, "missing API key"),
+]
+
+
+async def test_client_errors_are_mem0_style_never_500(rest) -> None:
+    # One server for every case: each answer names what was wrong, and nothing was stored.
+    for method, path, kwargs, status, detail in ERROR_CASES:
+        response = await rest.request(method.upper(), path, **kwargs)
+        assert response.status_code == status, (method, path, response.text)
+        assert detail in response.json()["detail"], (method, path, response.text)
+    assert (await rest.get("/memories", params={"user_id": "alice"})).json()["results"] == []
+
+
+async def test_openapi_docs_are_served(rest) -> None:
+    spec = (await rest.get("/openapi.json")).json()
+    for path in ("/memories", "/search", "/v1/memories/", "/v2/memories/search/", "/memories/{memory_id}/history"):
+        assert path in spec["paths"]
+    assert (await rest.get("/docs")).status_code == 200
+
+
+async def test_off_by_default(server) -> None:
+    assert server.mem0_rest_port is None
+
+
+async def test_infer_true_uses_the_configured_llm(server_factory) -> None:
+    extracted = {"memory": [{"id": "0", "text": "Likes green tea", "attributed_to": "user", "linked_memory_ids": []}]}
+    with ScriptedLLM(default=ScriptedReply.json(extracted)) as llm:
+        server = await server_factory(mem0_rest_port=0, llm_base_url=llm.base_url, llm_api_key="sk-test")
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.mem0_rest_port}", timeout=60) as rest:
+            body = (await rest.post("/v1/memories/", json=JAVA_ADD)).json()
+        assert [r["memory"] for r in body["results"]] == ["Likes green tea"]
+        assert body["inferred"] is True
+        assert len(llm.requests) == 1
