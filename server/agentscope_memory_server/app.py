@@ -57,6 +57,7 @@ class RunningServer:
     health: health.aio.HealthServicer
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     metrics_port: int | None = None
+    mcp_port: int | None = None
     _stopped: bool = False
 
     @property
@@ -153,8 +154,24 @@ async def _serve(settings: Settings, service: Service) -> RunningServer:
             metrics.close()
 
         running.closers.append(close_metrics)
-    log.info("listening", extra={"fields": {"address": running.address}})
+    if settings.mcp_port is not None:
+        await _serve_mcp(settings, service, running)
+    log.info("listening", extra={"fields": {"address": running.address, "mcp_port": running.mcp_port}})
     return running
+
+
+async def _serve_mcp(settings: Settings, service: Service, running: RunningServer) -> None:
+    """MCP over HTTP on its own port, over the same service, keys and tenants."""
+    from agentscope_memory.memory_tools import Connection
+    from agentscope_memory.short_term.manager import DEFAULT_TENANT
+    from agentscope_memory_server.mcp_http import McpHttpApp, api_key_authenticator, serve_mcp_http
+
+    app = McpHttpApp(service, api_key_authenticator(settings.api_keys, DEFAULT_TENANT),
+                     Connection.from_params(settings.mcp_bind))
+    running.mcp_port, stop = await serve_mcp_http(app, settings.host, settings.mcp_port or 0)
+    running.closers.append(stop)
+    if settings.mcp_port_file is not None:
+        settings.mcp_port_file.write_text(str(running.mcp_port))
 
 
 async def serve_until_signalled(settings: Settings) -> None:
