@@ -1,9 +1,10 @@
 """Which tenant a call acts for, and API-key authentication.
 
 Without API keys every caller is the `default` tenant. With keys configured, every call but
-health and reflection must present one (`x-api-key: KEY` or `authorization: Bearer KEY`);
-the key decides the tenant, and every stored record is keyed by tenant, so tenants never see
-each other's memories.
+health and reflection must present one (`x-api-key: KEY`, `authorization: Bearer KEY` or, as
+mem0's clients send it, `authorization: Token KEY`); the key decides the tenant, and every
+stored record is keyed by tenant, so tenants never see each other's memories. gRPC and the
+HTTP surfaces (mem0 REST, MCP) share `ApiKeys`, so one key means one tenant everywhere.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, Awaitable, Callable, Mapping
 
 import grpc
 
+from agentscope_memory.errors import UnauthenticatedError
 from agentscope_memory.short_term.manager import DEFAULT_TENANT
 
 _tenant: contextvars.ContextVar[str] = contextvars.ContextVar("tenant", default=DEFAULT_TENANT)
@@ -32,23 +34,40 @@ def _digest(key: str) -> bytes:
     return hashlib.sha256(key.encode("utf-8")).digest()
 
 
+# `Authorization` schemes that carry an API key: OAuth-style Bearer, and Token as mem0's
+# MemoryClient and AgentScope's Mem0Client send it.
+_KEY_SCHEMES = ("bearer ", "token ")
+
+MISSING_KEY = "missing API key (send x-api-key, or authorization: Bearer or Token)"
+UNKNOWN_KEY = "unknown API key"
+
+
 def presented_key(metadata: Any) -> str | None:
+    """The API key in gRPC metadata or HTTP headers: (name, value) pairs, names lower-case."""
     for name, value in metadata or ():
         if name == "x-api-key":
-            return value
-        if name == "authorization" and value.lower().startswith("bearer "):
-            return value[7:].strip()
+            return str(value).strip()
+        if name == "authorization":
+            text = str(value)
+            for scheme in _KEY_SCHEMES:
+                if text.lower().startswith(scheme):
+                    return text[len(scheme):].strip()
     return None
 
 
-class AuthInterceptor(grpc.aio.ServerInterceptor):
-    """Rejects calls without a known API key and runs the others as the key's tenant."""
+class ApiKeys:
+    """The API key -> tenant table. Empty means authentication is off: every caller is the
+    `default` tenant."""
 
     def __init__(self, keys_to_tenants: Mapping[str, str]) -> None:
         # Keep digests, not keys, and compare in constant time.
         self._tenants = [(_digest(k), t) for k, t in keys_to_tenants.items()]
 
-    def _tenant_for(self, key: str | None) -> str | None:
+    @property
+    def enabled(self) -> bool:
+        return bool(self._tenants)
+
+    def tenant_for(self, key: str | None) -> str | None:
         if not key:
             return None
         presented = _digest(key)
@@ -57,6 +76,27 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
             if hmac.compare_digest(digest, presented):
                 found = tenant
         return found
+
+    def authenticate(self, headers: Mapping[str, str]) -> str:
+        """The tenant of an HTTP request from its headers (names in any case); raises
+        `UnauthenticatedError` with the reason when keys are on and none known was sent."""
+        if not self.enabled:
+            return DEFAULT_TENANT
+        key = presented_key((k.lower(), v) for k, v in headers.items())
+        tenant = self.tenant_for(key)
+        if tenant is None:
+            raise UnauthenticatedError(UNKNOWN_KEY if key else MISSING_KEY)
+        return tenant
+
+
+class AuthInterceptor(grpc.aio.ServerInterceptor):
+    """Rejects calls without a known API key and runs the others as the key's tenant."""
+
+    def __init__(self, keys_to_tenants: Mapping[str, str]) -> None:
+        self._keys = ApiKeys(keys_to_tenants)
+
+    def _tenant_for(self, key: str | None) -> str | None:
+        return self._keys.tenant_for(key)
 
     async def intercept_service(
         self,
@@ -69,7 +109,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         key = presented_key(details.invocation_metadata)
         tenant = self._tenant_for(key)
         if tenant is None:
-            message = "missing API key (send x-api-key)" if not key else "unknown API key"
+            message = MISSING_KEY if not key else UNKNOWN_KEY
             return _rejecting(handler, message)
         return _as_tenant(handler, tenant)
 
