@@ -163,13 +163,18 @@ async def _serve(settings: Settings, service: Service) -> RunningServer:
 async def _serve_mcp(settings: Settings, service: Service, running: RunningServer) -> None:
     """MCP over HTTP on its own port, over the same service, keys and tenants."""
     from agentscope_memory.memory_tools import Connection
-    from agentscope_memory.short_term.manager import DEFAULT_TENANT
-    from agentscope_memory_server.mcp_http import McpHttpApp, api_key_authenticator, serve_mcp_http
+    from agentscope_memory_server.http_server import serve_asgi
+    from agentscope_memory_server.mcp_http import McpHttpApp
+    from agentscope_memory_server.tenancy import ApiKeys
 
-    app = McpHttpApp(service, api_key_authenticator(settings.api_keys, DEFAULT_TENANT),
-                     Connection.from_params(settings.mcp_bind))
-    running.mcp_port, stop = await serve_mcp_http(app, settings.host, settings.mcp_port or 0)
-    running.closers.append(stop)
+    app = McpHttpApp(service, ApiKeys(settings.api_keys), Connection.from_params(settings.mcp_bind))
+    http = await serve_asgi(app, settings.host, settings.mcp_port or 0, name="mcp", grace=settings.shutdown_grace_s)
+    running.mcp_port = http.port
+
+    async def stop_mcp() -> None:
+        await http.stop(min(settings.shutdown_grace_s, 5.0))
+
+    running.closers.append(stop_mcp)
     if settings.mcp_port_file is not None:
         settings.mcp_port_file.write_text(str(running.mcp_port))
 

@@ -9,11 +9,10 @@ server's `mcp_bind` setting already fixes.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
-from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, AsyncIterator
 from urllib.parse import parse_qsl
 
 from mcp.server.lowlevel import Server
@@ -21,9 +20,10 @@ from mcp.server.sse import SseServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import Receive, Scope, Send
 
-from agentscope_memory.errors import InvalidArgumentError
+from agentscope_memory.errors import InvalidArgumentError, UnauthenticatedError
 from agentscope_memory.memory_tools import Connection, ServiceAccess
 from agentscope_memory.service import Service
+from agentscope_memory_server.tenancy import ApiKeys
 from agentscope_memory_server.mcp_server import REQUEST_STATE_KEY, Binding, build_server, session_binding
 
 log = logging.getLogger("agentscope_memory_server.mcp")
@@ -31,14 +31,6 @@ log = logging.getLogger("agentscope_memory_server.mcp")
 STREAMABLE_PATH = "/mcp"
 SSE_PATH = "/sse"
 MESSAGES_PATH = "/messages/"
-
-# Given request headers, the caller's tenant, or an error message for a 401.
-Authenticate = Callable[[Mapping[str, str]], "str | AuthFailure"]
-
-
-class AuthFailure(str):
-    """Why a request was refused (the 401's message)."""
-
 
 async def _json(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]] | None = None) -> None:
     data = json.dumps(body, ensure_ascii=False).encode("utf-8")
@@ -55,9 +47,9 @@ class McpHttpApp:
     """The ASGI app. `lifespan()` must run around serving (it runs the streamable HTTP session
     manager's task group)."""
 
-    def __init__(self, service: Service, authenticate: Authenticate, bind: Connection = Connection()) -> None:
+    def __init__(self, service: Service, keys: ApiKeys, bind: Connection = Connection()) -> None:
         self.service = service
-        self.authenticate = authenticate
+        self.keys = keys
         self.bind = bind
         self.server: Server[Any, Any] = build_server()
         self.manager = StreamableHTTPSessionManager(app=self.server)
@@ -69,9 +61,10 @@ class McpHttpApp:
             yield
 
     def _binding(self, scope: Scope) -> Binding | tuple[int, str]:
-        tenant = self.authenticate(_headers(scope))
-        if isinstance(tenant, AuthFailure):
-            return 401, str(tenant)
+        try:
+            tenant = self.keys.authenticate(_headers(scope))
+        except UnauthenticatedError as exc:
+            return 401, str(exc)
         try:
             raw = scope.get("query_string", b"").decode("utf-8")
             params = dict(parse_qsl(raw, keep_blank_values=False))
@@ -122,73 +115,3 @@ class McpHttpApp:
             message = await receive()
             assert message["type"] == "lifespan.shutdown"
         await send({"type": "lifespan.shutdown.complete"})
-
-
-def api_key_authenticator(api_keys: Mapping[str, str], default_tenant: str) -> Authenticate:
-    """The gRPC server's key -> tenant rule over HTTP headers (`Authorization: Bearer KEY`,
-    `Authorization: Token KEY` or `X-API-Key: KEY`); without keys, everyone is `default_tenant`."""
-    import hashlib
-    import hmac
-
-    digests = [(hashlib.sha256(k.encode()).digest(), t) for k, t in api_keys.items()]
-
-    def authenticate(headers: Mapping[str, str]) -> str | AuthFailure:
-        if not digests:
-            return default_tenant
-        key = headers.get("x-api-key", "").strip()
-        auth = headers.get("authorization", "")
-        scheme, _, value = auth.partition(" ")
-        if not key and scheme.lower() in ("bearer", "token"):
-            key = value.strip()
-        if not key:
-            return AuthFailure("missing API key: send Authorization: Bearer <key> or X-API-Key: <key>")
-        presented = hashlib.sha256(key.encode()).digest()
-        found = None
-        for digest, tenant in digests:
-            if hmac.compare_digest(digest, presented):
-                found = tenant
-        return found if found is not None else AuthFailure("unknown API key")
-
-    return authenticate
-
-
-class _Uvicorn:
-    """uvicorn inside the caller's event loop, without its signal handlers (the server
-    process owns SIGTERM/SIGINT and stops this through `stop`)."""
-
-    def __init__(self, app: ASGI, host: str, port: int) -> None:
-        import uvicorn
-
-        class Embedded(uvicorn.Server):
-            @contextlib.contextmanager
-            def capture_signals(self) -> Any:
-                yield
-
-        self.server = Embedded(uvicorn.Config(app, host=host, port=port, lifespan="on", log_level="warning",
-                                              access_log=False, timeout_graceful_shutdown=5))
-        self._task: asyncio.Task[None] | None = None
-
-    async def start(self) -> int:
-        self._task = asyncio.create_task(self.server.serve())
-        while not self.server.started:
-            if self._task.done():
-                self._task.result()
-                raise OSError("the MCP HTTP server did not start")
-            await asyncio.sleep(0.01)
-        return int(self.server.servers[0].sockets[0].getsockname()[1])
-
-    async def stop(self) -> None:
-        self.server.should_exit = True
-        if self._task is not None:
-            await self._task
-
-
-async def serve_mcp_http(app: McpHttpApp, host: str, port: int) -> tuple[int, Callable[[], Awaitable[None]]]:
-    """Serve `app` on host:port (0 picks a port) in this event loop; returns the bound port and
-    an async function that stops serving."""
-    runner = _Uvicorn(app, host, port)
-    bound = await runner.start()
-    return bound, runner.stop
-
-
-ASGI = Callable[[Scope, Receive, Send], Awaitable[None]]
