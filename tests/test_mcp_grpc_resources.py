@@ -73,7 +73,7 @@ async def test_long_term_pages_and_listing(server_factory) -> None:
             await _read(s, "agentscope-memory://long-term?user_id=heidi")
 
 
-@pytest.mark.parametrize("uri, message", [
+BAD_URIS = [
     ("agentscope-memory://working-memory/missing", "Not found: memory 'missing' does not exist"),
     ("agentscope-memory://working-memory/chat?page_size=0", "page_size: is '0'; must be a whole number from 1 to 100"),
     ("agentscope-memory://working-memory/chat?page_token=forged", "Invalid argument page_token"),
@@ -83,12 +83,15 @@ async def test_long_term_pages_and_listing(server_factory) -> None:
     ("agentscope-memory://long-term?user_id=u&page_token=forged", "Invalid argument page_token"),
     ("agentscope-memory://elsewhere/x", "Not found: unknown resource"),
     ("file:///etc/passwd", "Not found: unknown resource"),
-])
-async def test_bad_resource_uris_are_errors_not_crashes(server_factory, uri, message) -> None:
+]
+
+
+async def test_bad_resource_uris_are_errors_not_crashes(server_factory) -> None:
     server = await server_factory(mcp_port=0)
     async with http_session(f"http://127.0.0.1:{server.mcp_port}/mcp") as s:
         data(await s.call_tool("append_working_memory", {"working_memory_id": "chat", "messages": [{"role": "user", "text": "x"}]}))
-        with pytest.raises(McpError) as raised:
-            await _read(s, uri)
-        assert message in raised.value.error.message
+        for uri, message in BAD_URIS:
+            with pytest.raises(McpError) as raised:
+                await _read(s, uri)
+            assert message in raised.value.error.message, uri
         assert len((await s.list_tools()).tools) == 9

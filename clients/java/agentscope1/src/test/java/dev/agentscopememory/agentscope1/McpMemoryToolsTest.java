@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.agentscopememory.client.TestServer;
+import dev.agentscopememory.examples.McpMemoryExample;
 import io.agentscope.core.ReActAgent;
 import io.agentscope.core.memory.InMemoryMemory;
 import io.agentscope.core.message.ContentBlock;
@@ -243,6 +244,22 @@ class McpMemoryToolsTest {
             assertTrue(results.get(1).contains("Not found: long-term memory 'no-such-memory' does not exist"), results.get(1));
         } finally {
             client.close();
+        }
+    }
+
+    @Test
+    void readmeExamplesRegisterTheTools() throws Exception {
+        Toolkit overHttp = McpMemoryExample.overHttp("http://127.0.0.1:" + mcpPort + "/mcp", "no-keys-on-this-server");
+        Path dataDir = Files.createTempDirectory("agentscope-memory-mcp-example");
+        String exe = TestServer.repo().resolve(".venv/bin/agentscope-memory").toString();
+        Toolkit overStdio = McpMemoryExample.overStdio(exe, dataDir.toString());
+        try {
+            for (Toolkit toolkit : List.of(overHttp, overStdio)) {
+                assertSchemasAsTheModelSeesThem(toolkit.getToolSchemas());
+            }
+        } finally {
+            overHttp.removeMcpClient("agentscope-memory").block(Duration.ofSeconds(30));
+            overStdio.removeMcpClient("agentscope-memory").block(Duration.ofSeconds(30));
         }
     }
 
