@@ -18,10 +18,16 @@ import httpx
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2 as lt_pb
-from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2_grpc as lt_grpc
+from agentscope_memory._proto.agentscope.memory.v1 import (
+    long_term_memory_service_pb2 as lt_pb,
+)
+from agentscope_memory._proto.agentscope.memory.v1 import (
+    long_term_memory_service_pb2_grpc as lt_grpc,
+)
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
-from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
+from agentscope_memory._proto.agentscope.memory.v1 import (
+    memory_service_pb2_grpc as pb_grpc,
+)
 from agentscope_memory.convert.to_proto import msg_to_proto
 from agentscope_memory.message import Msg, MsgRole
 from bench.harness import BIN, free_port, measure, process

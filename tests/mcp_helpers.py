@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 from mcp import ClientSession
@@ -16,19 +17,20 @@ from mcp.types import CallToolResult
 @contextlib.asynccontextmanager
 async def http_session(url: str, headers: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
     """An initialised MCP session over streamable HTTP."""
-    async with httpx.AsyncClient(headers=headers or {}, timeout=httpx.Timeout(60, read=300)) as http:
-        async with streamable_http_client(url, http_client=http) as (read, write, _):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                yield session
+    async with (
+        httpx.AsyncClient(headers=headers or {}, timeout=httpx.Timeout(60, read=300)) as http,
+        streamable_http_client(url, http_client=http) as (read, write, _),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
 
 
 @contextlib.asynccontextmanager
 async def sse_session(url: str, headers: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
-    async with sse_client(url, headers=headers, timeout=30) as (read, write):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            yield session
+    async with sse_client(url, headers=headers, timeout=30) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
 
 
 def data(result: CallToolResult) -> Any:

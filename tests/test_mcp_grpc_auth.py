@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from mcp_helpers import data, error_text, http_session, sse_session
 
 from agentscope_memory.client import AsyncLongTermClient
 from agentscope_memory.long_term.engine import Scope
-from mcp_helpers import data, error_text, http_session, sse_session
 
 KEY_A = "key-of-tenant-a-0123456789"
 KEY_B = "key-of-tenant-b-0123456789"

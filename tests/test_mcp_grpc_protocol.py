@@ -10,7 +10,6 @@ from typing import Any
 import httpx
 import mcp.types
 import pytest
-
 from mcp_helpers import data, http_session
 
 ACCEPT = {"accept": "application/json, text/event-stream"}

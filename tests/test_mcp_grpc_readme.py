@@ -13,7 +13,6 @@ from pathlib import Path
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-
 from mcp_helpers import data, http_session
 
 REPO = Path(__file__).resolve().parent.parent
@@ -25,7 +24,7 @@ KEY = "readme-key-0123456789abcdef"
 def readme_block(name: str) -> str:
     """The fenced block right after `<!-- name -->` in the README."""
     text = (REPO / "README.md").read_text(encoding="utf-8")
-    match = re.search(rf"<!-- {re.escape(name)} -->\n```\w*\n(.*?)\n```", text, re.S)
+    match = re.search(rf"<!-- {re.escape(name)} -->\n```\w*\n(.*?)\n```", text, re.DOTALL)
     assert match, f"README has no block {name}"
     return match.group(1)
 
@@ -33,7 +32,7 @@ def readme_block(name: str) -> str:
 def test_readme_java_blocks_are_the_example_the_java_tests_run() -> None:
     source = JAVA_EXAMPLE.read_text(encoding="utf-8")
     for name in ("mcp-java-http", "mcp-java-stdio"):
-        region = re.search(rf"// README:{name}-begin\n(.*?)\n\s*// README:{name}-end", source, re.S)
+        region = re.search(rf"// README:{name}-begin\n(.*?)\n\s*// README:{name}-end", source, re.DOTALL)
         assert region, name
         assert textwrap.dedent(region.group(1)) == readme_block(name)
 
@@ -46,12 +45,11 @@ async def test_readme_json_config_works_for_stdio_and_http(server_factory, tmp_p
     args = [str(tmp_path / "data") if a == "./data" else a for a in stdio["args"]]
     params = StdioServerParameters(command=str(BIN / stdio["command"]), args=args,
                                    env={**os.environ, "MEM0_TELEMETRY": "False"})
-    with open(os.devnull, "w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, write) as s:
-                await s.initialize()
-                added = data(await s.call_tool("add_long_term_memory", {"texts": ["Alice 喜欢乌龙茶"]}))
-                assert added["stored"][0]["scope"] == {"user_id": "alice"}
+    with open(os.devnull, "w") as errlog:  # noqa: ASYNC230 - opening /dev/null does not block
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            added = data(await s.call_tool("add_long_term_memory", {"texts": ["Alice 喜欢乌龙茶"]}))
+            assert added["stored"][0]["scope"] == {"user_id": "alice"}
 
     http = config["agentscope-memory-http"]
     server = await server_factory(mcp_port=0, api_keys={KEY: "readme"})

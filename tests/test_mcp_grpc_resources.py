@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from mcp import ClientSession
 from mcp.shared.exceptions import McpError
+from mcp_helpers import data, http_session
 
 from agentscope_memory.client import AsyncMemoryClient
-from mcp_helpers import data, http_session
 
 
 async def _read(s: ClientSession, uri: str) -> dict[str, Any]:

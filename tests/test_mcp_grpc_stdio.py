@@ -6,14 +6,14 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import AsyncIterator
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp_helpers import data, error_text
 
 from agentscope_memory.client import AsyncMemoryClient
-from mcp_helpers import data, error_text
 
 EXE = str(Path(sys.executable).with_name("agentscope-memory"))
 KEY_A = "key-of-tenant-a-0123456789"
@@ -24,11 +24,11 @@ KEY_B = "key-of-tenant-b-0123456789"
 async def stdio_session(*args: str, env: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
     params = StdioServerParameters(command=EXE, args=["mcp", *args],
                                    env={**os.environ, "MEM0_TELEMETRY": "False", **(env or {})})
-    with open(os.devnull, "w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                yield session
+    # The server's stderr (its logs) is not part of the test; stdio_client needs a real file.
+    with open(os.devnull, "w") as errlog:  # noqa: ASYNC230 - opening /dev/null does not block
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
 
 
 async def test_embedded_store_keeps_memories_across_processes(tmp_path) -> None:

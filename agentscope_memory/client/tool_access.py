@@ -7,9 +7,12 @@ API key given decides the tenant, as for any gRPC client.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2 as lt_pb
+from agentscope_memory._proto.agentscope.memory.v1 import (
+    long_term_memory_service_pb2 as lt_pb,
+)
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
 from agentscope_memory.client import _requests
 from agentscope_memory.client.aio import AsyncMemoryClient
@@ -17,7 +20,11 @@ from agentscope_memory.client.long_term import AsyncLongTermClient, _items
 from agentscope_memory.convert.to_proto import msg_to_proto, scope_to_proto
 from agentscope_memory.errors import NotFoundError, UnimplementedError
 from agentscope_memory.long_term.engine import HistoryEntry, LongTermItem, Scope
-from agentscope_memory.memory_tools.access import MessagesPage, WorkingMemoriesPage, WorkingMemoryInfo
+from agentscope_memory.memory_tools.access import (
+    MessagesPage,
+    WorkingMemoriesPage,
+    WorkingMemoryInfo,
+)
 from agentscope_memory.message import Msg, MsgRole
 
 # The server's ListLongTermMemories page_size limit.
@@ -46,7 +53,7 @@ class RemoteAccess:
                                         limit=limit)
         return _items(await self.long_term._call(self.long_term._stub.Retrieve, request))
 
-    async def list(self, scope: Scope, limit: int) -> list[LongTermItem]:
+    async def list_long_term(self, scope: Scope, limit: int) -> list[LongTermItem]:
         return await self.long_term.list(scope, min(limit, MAX_REMOTE_LIST))
 
     async def get(self, memory_id: str) -> LongTermItem:

@@ -7,6 +7,10 @@ running server through the Python clients); the MCP transport in
 
 from agentscope_memory.memory_tools.access import MemoryAccess, ServiceAccess
 from agentscope_memory.memory_tools.connection import Connection
-from agentscope_memory.memory_tools.tools import MemoryTools, ToolDefinition, tool_definitions
+from agentscope_memory.memory_tools.tools import (
+    MemoryTools,
+    ToolDefinition,
+    tool_definitions,
+)
 
 __all__ = ["Connection", "MemoryAccess", "MemoryTools", "ServiceAccess", "ToolDefinition", "tool_definitions"]

@@ -8,11 +8,17 @@ written against `MemoryAccess` only, so both serve the same tools.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 from agentscope_memory.errors import NotFoundError, UnimplementedError
-from agentscope_memory.long_term.engine import HistoryEntry, LongTermEngine, LongTermItem, Scope
+from agentscope_memory.long_term.engine import (
+    HistoryEntry,
+    LongTermEngine,
+    LongTermItem,
+    Scope,
+)
 from agentscope_memory.message import Msg
 from agentscope_memory.service import Service
 
@@ -44,7 +50,7 @@ class MemoryAccess(Protocol):
 
     async def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any]) -> list[LongTermItem]: ...
     async def search(self, scope: Scope, query: str, limit: int) -> list[LongTermItem]: ...
-    async def list(self, scope: Scope, limit: int) -> list[LongTermItem]: ...
+    async def list_long_term(self, scope: Scope, limit: int) -> list[LongTermItem]: ...
     async def get(self, memory_id: str) -> LongTermItem: ...
     async def update(self, memory_id: str, text: str | None, metadata: dict[str, Any] | None) -> LongTermItem: ...
     async def delete(self, memory_id: str) -> None: ...
@@ -75,7 +81,7 @@ class ServiceAccess:
     async def search(self, scope: Scope, query: str, limit: int) -> list[LongTermItem]:
         return await self._engine().search(self.tenant, scope, query, limit)
 
-    async def list(self, scope: Scope, limit: int) -> list[LongTermItem]:
+    async def list_long_term(self, scope: Scope, limit: int) -> list[LongTermItem]:
         return await self._engine().list(self.tenant, scope, limit)
 
     async def get(self, memory_id: str) -> LongTermItem:

@@ -7,8 +7,8 @@ tools' schemas, and a memory outside the fixed scope is reported exactly like a 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Mapping
 
 from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.ids import check_id

@@ -21,7 +21,12 @@ from agentscope_memory.ids import check_id
 from agentscope_memory.long_term.engine import Scope
 from agentscope_memory.memory_tools.access import MemoryAccess
 from agentscope_memory.memory_tools.connection import Connection
-from agentscope_memory.memory_tools.tools import MAX_PAGE_SIZE, item_json, list_page, message_json
+from agentscope_memory.memory_tools.tools import (
+    MAX_PAGE_SIZE,
+    item_json,
+    list_page,
+    message_json,
+)
 
 SCHEME = "agentscope-memory"
 WORKING = "working-memory"

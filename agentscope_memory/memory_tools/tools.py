@@ -15,10 +15,15 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any
 
-from agentscope_memory.errors import InvalidArgumentError, NotFoundError, ResourceExhaustedError
+from agentscope_memory.errors import (
+    InvalidArgumentError,
+    NotFoundError,
+    ResourceExhaustedError,
+)
 from agentscope_memory.ids import check_id
 from agentscope_memory.long_term.engine import HistoryEntry, LongTermItem, Scope
 from agentscope_memory.memory_tools.access import MemoryAccess
@@ -93,8 +98,9 @@ def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return schema
 
 
-def tool_definitions(conn: Connection = Connection()) -> list[ToolDefinition]:
+def tool_definitions(conn: Connection | None = None) -> list[ToolDefinition]:
     """The tools for a connection: fixed scope fields and a fixed working memory are not asked for."""
+    conn = conn or Connection()
     scope = _scope_properties(conn)
     note = _scope_note(conn)
     wm: dict[str, Any] = {}
@@ -398,7 +404,7 @@ def _decode_offset(token: str, scope: Scope) -> int:
 async def list_page(access: MemoryAccess, scope: Scope, page_size: int, page_token: str) -> tuple[list[LongTermItem], str]:
     """One page of a scope's long-term memories, and the token of the next ("" at the end)."""
     offset = _decode_offset(page_token, scope)
-    items = await access.list(scope, offset + page_size + 1)
+    items = await access.list_long_term(scope, offset + page_size + 1)
     page = items[offset:offset + page_size]
     more = len(items) > offset + page_size and offset + page_size < MAX_LIST_OFFSET
     return page, _encode_offset(scope, offset + page_size) if more else ""
@@ -410,9 +416,9 @@ async def list_page(access: MemoryAccess, scope: Scope, page_size: int, page_tok
 class MemoryTools:
     """The tools of one connection over one caller's `MemoryAccess`."""
 
-    def __init__(self, access: MemoryAccess, conn: Connection = Connection()) -> None:
+    def __init__(self, access: MemoryAccess, conn: Connection | None = None) -> None:
         self.access = access
-        self.conn = conn
+        self.conn = conn or Connection()
         self.definitions = {t.name: t for t in tool_definitions(conn)}
         self._handlers: dict[str, Callable[[_Args], Awaitable[dict[str, Any]]]] = {
             ADD: self._add, SEARCH: self._search, LIST: self._list, GET: self._get, UPDATE: self._update,
@@ -534,7 +540,7 @@ class MemoryTools:
                 raise InvalidArgumentError(where, "must be an object with role and text")
             unknown = set(m) - {"role", "text", "name"}
             if unknown:
-                raise InvalidArgumentError(f"{where}.{sorted(unknown)[0]}", "is not a message field; use role, text and name")
+                raise InvalidArgumentError(f"{where}.{min(unknown)}", "is not a message field; use role, text and name")
             role = m.get("role")
             if not isinstance(role, str) or role.lower() not in roles:
                 raise InvalidArgumentError(f"{where}.role", "must be one of user, assistant, system")

@@ -24,6 +24,7 @@ from agentscope_memory.service import Service, build_service
 from agentscope_memory.store import Store
 from agentscope_memory_server.config import Settings
 from agentscope_memory_server.errors import unimplemented
+from agentscope_memory_server.http_server import HttpServer, serve_asgi
 from agentscope_memory_server.long_term_servicer import LongTermServicer
 from agentscope_memory_server.memory_servicer import MemoryServicer
 from agentscope_memory_server.metrics import Metrics, MetricsInterceptor
@@ -57,6 +58,8 @@ class RunningServer:
     health: health.aio.HealthServicer
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     metrics_port: int | None = None
+    # Optional HTTP surfaces (mem0 REST, ...): stopped with the gRPC server, draining alike.
+    http_servers: list[HttpServer] = field(default_factory=list)
     mcp_port: int | None = None
     _stopped: bool = False
 
@@ -76,7 +79,7 @@ class RunningServer:
         await self.health.enter_graceful_shutdown()
         log.info("shutting down", extra={"fields": {"grace_s": grace}})
         # New calls are refused at once; calls in flight get `grace` seconds to finish.
-        await self.server.stop(grace)
+        await asyncio.gather(self.server.stop(grace), *(h.stop(grace) for h in self.http_servers))
         for close in reversed(self.closers):
             await close()
         await self.service.close(grace)
@@ -154,8 +157,12 @@ async def _serve(settings: Settings, service: Service) -> RunningServer:
             metrics.close()
 
         running.closers.append(close_metrics)
-    if settings.mcp_port is not None:
-        await _serve_mcp(settings, service, running)
+    try:
+        if settings.mcp_port is not None:
+            await _serve_mcp(settings, service, running)
+    except BaseException:
+        await running.stop(0)
+        raise
     log.info("listening", extra={"fields": {"address": running.address, "mcp_port": running.mcp_port}})
     return running
 
@@ -163,18 +170,13 @@ async def _serve(settings: Settings, service: Service) -> RunningServer:
 async def _serve_mcp(settings: Settings, service: Service, running: RunningServer) -> None:
     """MCP over HTTP on its own port, over the same service, keys and tenants."""
     from agentscope_memory.memory_tools import Connection
-    from agentscope_memory_server.http_server import serve_asgi
     from agentscope_memory_server.mcp_http import McpHttpApp
     from agentscope_memory_server.tenancy import ApiKeys
 
     app = McpHttpApp(service, ApiKeys(settings.api_keys), Connection.from_params(settings.mcp_bind))
     http = await serve_asgi(app, settings.host, settings.mcp_port or 0, name="mcp", grace=settings.shutdown_grace_s)
+    running.http_servers.append(http)
     running.mcp_port = http.port
-
-    async def stop_mcp() -> None:
-        await http.stop(min(settings.shutdown_grace_s, 5.0))
-
-    running.closers.append(stop_mcp)
     if settings.mcp_port_file is not None:
         settings.mcp_port_file.write_text(str(running.mcp_port))
 

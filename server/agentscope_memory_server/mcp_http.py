@@ -12,7 +12,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 from urllib.parse import parse_qsl
 
 from mcp.server.lowlevel import Server
@@ -23,8 +24,13 @@ from starlette.types import Receive, Scope, Send
 from agentscope_memory.errors import InvalidArgumentError, UnauthenticatedError
 from agentscope_memory.memory_tools import Connection, ServiceAccess
 from agentscope_memory.service import Service
+from agentscope_memory_server.mcp_server import (
+    REQUEST_STATE_KEY,
+    Binding,
+    build_server,
+    session_binding,
+)
 from agentscope_memory_server.tenancy import ApiKeys
-from agentscope_memory_server.mcp_server import REQUEST_STATE_KEY, Binding, build_server, session_binding
 
 log = logging.getLogger("agentscope_memory_server.mcp")
 
@@ -47,10 +53,10 @@ class McpHttpApp:
     """The ASGI app. `lifespan()` must run around serving (it runs the streamable HTTP session
     manager's task group)."""
 
-    def __init__(self, service: Service, keys: ApiKeys, bind: Connection = Connection()) -> None:
+    def __init__(self, service: Service, keys: ApiKeys, bind: Connection | None = None) -> None:
         self.service = service
         self.keys = keys
-        self.bind = bind
+        self.bind = bind or Connection()
         self.server: Server[Any, Any] = build_server()
         self.manager = StreamableHTTPSessionManager(app=self.server)
         self.sse = SseServerTransport(MESSAGES_PATH)
