@@ -3,7 +3,7 @@ process in the same run: the ratio is what MCP's transport (HTTP, JSON-RPC, JSON
 results) costs on top of the service.
 
 Pairs: read a page of 20 working-memory messages (GetMessages / read_working_memory), append one
-message (AddMessages / append_working_memory), and a long-term search over 200 memories
+message (AddMessages / append_working_memory), and a long-term search over 100 memories
 (Retrieve / search_long_term_memory, where the embedder dominates).
 """
 
@@ -32,7 +32,7 @@ from agentscope_memory.convert.to_proto import msg_to_proto
 from agentscope_memory.message import Msg, MsgRole
 from bench.harness import BIN, free_port, measure, process
 
-CALLS = 300
+CALLS = 100
 
 
 def _ok(result: object) -> None:
@@ -58,7 +58,7 @@ async def run(results: list[dict]) -> None:
                     msg_to_proto(Msg.create(MsgRole.USER, f"message {i} 消息")) for i in range(50)]))
                 scope = lt_pb.Scope(user_id="bench")
                 await long_term.Record(lt_pb.RecordRequest(scope=scope, messages=[
-                    msg_to_proto(Msg.create(MsgRole.USER, f"fact number {i}: the user likes item {i}")) for i in range(200)]),
+                    msg_to_proto(Msg.create(MsgRole.USER, f"fact number {i}: the user likes item {i}")) for i in range(100)]),
                     timeout=600)
                 counter = itertools.count()
 
@@ -78,17 +78,17 @@ async def run(results: list[dict]) -> None:
 
                 async def grpc_search() -> None:
                     await long_term.Retrieve(lt_pb.RetrieveRequest(scope=scope, limit=5, message=msg_to_proto(
-                        Msg.create(MsgRole.USER, f"which item number {next(counter) % 200}"))))
+                        Msg.create(MsgRole.USER, f"which item number {next(counter) % 100}"))))
 
                 async def mcp_search() -> None:
                     _ok(await session.call_tool("search_long_term_memory", {
-                        "query": f"which item number {next(counter) % 200}", "user_id": "bench", "top_k": 5}))
+                        "query": f"which item number {next(counter) % 100}", "user_id": "bench", "top_k": 5}))
 
                 await memories.CreateMemory(pb.CreateMemoryRequest(memory_id="append", kind=pb.MEMORY_KIND_IN_MEMORY))
                 for name, over_grpc, over_mcp in (
                     ("read 20 messages", grpc_read, mcp_read),
                     ("append 1 message", grpc_append, mcp_append),
-                    ("LTM search top 5 @ 200", grpc_search, mcp_search),
+                    ("LTM search top 5 @ 100", grpc_search, mcp_search),
                 ):
                     base = await measure(over_grpc, CALLS, 1)
                     mcp = await measure(over_mcp, CALLS, 1)
