@@ -24,6 +24,8 @@ from agentscope_memory.memory_tools.access import (
     MessagesPage,
     WorkingMemoriesPage,
     WorkingMemoryInfo,
+    filter_items,
+    wider,
 )
 from agentscope_memory.message import Msg, MsgRole
 
@@ -48,10 +50,10 @@ class RemoteAccess:
     async def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any]) -> list[LongTermItem]:
         return await self.long_term.record(scope, msgs, metadata or None)
 
-    async def search(self, scope: Scope, query: str, limit: int) -> list[LongTermItem]:
+    async def search(self, scope: Scope, query: str, limit: int, filters: dict[str, Any]) -> list[LongTermItem]:
         request = lt_pb.RetrieveRequest(scope=scope_to_proto(scope), message=msg_to_proto(Msg.create(MsgRole.USER, query)),
-                                        limit=limit)
-        return _items(await self.long_term._call(self.long_term._stub.Retrieve, request))
+                                        limit=wider(limit, filters))
+        return filter_items(_items(await self.long_term._call(self.long_term._stub.Retrieve, request)), limit, filters)
 
     async def list_long_term(self, scope: Scope, limit: int) -> list[LongTermItem]:
         return await self.long_term.list(scope, min(limit, MAX_REMOTE_LIST))

@@ -9,7 +9,7 @@ written against `MemoryAccess` only, so both serve the same tools.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from agentscope_memory.errors import NotFoundError, UnimplementedError
@@ -45,11 +45,27 @@ class WorkingMemoriesPage:
     next_page_token: str
 
 
+# Without filtering in the engine, a filtered search looks at this many times more candidates.
+SEARCH_FILTER_FACTOR = 5
+
+
+def wider(limit: int, filters: dict[str, Any]) -> int:
+    return limit * SEARCH_FILTER_FACTOR if filters else limit
+
+
+def filter_items(items: list[LongTermItem], limit: int, filters: dict[str, Any]) -> list[LongTermItem]:
+    """The first `limit` items whose metadata has every key/value of `filters`."""
+    return [i for i in items if all(i.metadata.get(k) == v for k, v in filters.items())][:limit]
+
+
 class MemoryAccess(Protocol):
     """The service as one tenant sees it."""
 
     async def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any]) -> list[LongTermItem]: ...
-    async def search(self, scope: Scope, query: str, limit: int) -> list[LongTermItem]: ...
+    async def search(self, scope: Scope, query: str, limit: int, filters: dict[str, Any]) -> list[LongTermItem]:
+        """The best `limit` memories of `scope` for `query` whose metadata has every key/value
+        of `filters`, best first."""
+        ...
     async def list_long_term(self, scope: Scope, limit: int) -> list[LongTermItem]: ...
     async def get(self, memory_id: str) -> LongTermItem: ...
     async def update(self, memory_id: str, text: str | None, metadata: dict[str, Any] | None) -> LongTermItem: ...
@@ -78,8 +94,20 @@ class ServiceAccess:
     async def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any]) -> list[LongTermItem]:
         return await self._engine().record(self.tenant, scope, msgs, metadata or None)
 
-    async def search(self, scope: Scope, query: str, limit: int) -> list[LongTermItem]:
-        return await self._engine().search(self.tenant, scope, query, limit)
+    async def search(self, scope: Scope, query: str, limit: int, filters: dict[str, Any]) -> list[LongTermItem]:
+        engine = self._engine()
+        # An engine with a ranked search (the hybrid engine) filters in the index and returns
+        # every score component; others are searched wider and filtered here.
+        # (Looked up by name so this works with either engine protocol until both are merged.)
+        ranked = getattr(engine, "search_ranked", None)
+        rank_defaults = getattr(engine, "rank_defaults", None)
+        if ranked is not None and rank_defaults is not None:
+            options = rank_defaults().with_overrides(top_k=limit)
+            if filters:
+                options = replace(options, where=replace(options.where, metadata=dict(filters)))
+            items, _domain = await ranked(self.tenant, scope, query, options)
+            return list(items)
+        return filter_items(await engine.search(self.tenant, scope, query, wider(limit, filters)), limit, filters)
 
     async def list_long_term(self, scope: Scope, limit: int) -> list[LongTermItem]:
         return await self._engine().list(self.tenant, scope, limit)

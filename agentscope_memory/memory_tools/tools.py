@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -37,7 +38,6 @@ MAX_PAGE_SIZE = 100
 MAX_METADATA_BYTES = 16 * 1024
 # Listing long-term memories pages by offset over the engine's list; beyond this, search.
 MAX_LIST_OFFSET = 10_000
-SEARCH_FILTER_FACTOR = 5
 
 ADD = "add_long_term_memory"
 SEARCH = "search_long_term_memory"
@@ -348,9 +348,15 @@ def item_json(item: LongTermItem) -> dict[str, Any]:
         out["score"] = round(float(item.score), 6)
     # Engines that rank with several signals (semantic, lexical, decay, importance, final)
     # expose them so a user can see why a memory came back.
-    components = getattr(item, "score_components", None) or getattr(item, "scores", None)
+    components = getattr(item, "scores", None)
+    if components is not None and dataclasses.is_dataclass(components) and not isinstance(components, type):
+        components = dataclasses.asdict(components)
     if isinstance(components, dict) and components:
-        out["score_components"] = {k: round(float(v), 6) for k, v in components.items()}
+        out["score_components"] = {k: round(float(v), 6) for k, v in components.items() if isinstance(v, (int, float))}
+    for name in ("memory_type", "domain", "importance"):
+        value = getattr(item, name, None)
+        if value not in (None, ""):
+            out[name] = value
     if item.metadata:
         out["metadata"] = item.metadata
     if item.created_at:
@@ -475,10 +481,7 @@ class MemoryTools:
             if not isinstance(value, (str, int, float, bool)):
                 raise InvalidArgumentError(f"filters.{key}", "must be a string, number or boolean")
         scope = a.scope()
-        limit = min(top_k * SEARCH_FILTER_FACTOR, MAX_TOP_K * SEARCH_FILTER_FACTOR) if filters else top_k
-        items = await self.access.search(scope, query, limit)
-        if filters:
-            items = [i for i in items if all(i.metadata.get(k) == v for k, v in filters.items())]
+        items = await self.access.search(scope, query, top_k, filters)
         return {"results": [item_json(i) for i in items[:top_k]]}
 
     async def _list(self, a: _Args) -> dict[str, Any]:
