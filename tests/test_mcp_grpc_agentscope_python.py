@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from agentscope_python import AGENTSCOPE_1, agentscope_python
+from test_mcp_grpc_readme import readme_block
 
 from agentscope_memory.client import AsyncLongTermClient
 from agentscope_memory.long_term.engine import Scope
-from agentscope_python import AGENTSCOPE_1, agentscope_python
-from test_mcp_grpc_readme import readme_block
 
 pytestmark = pytest.mark.slow
 
