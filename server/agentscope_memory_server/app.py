@@ -69,6 +69,7 @@ class RunningServer:
     # Optional HTTP surfaces (mem0 REST, ...): stopped with the gRPC server, draining alike.
     http_servers: list[HttpServer] = field(default_factory=list)
     mem0_rest_port: int | None = None
+    mcp_port: int | None = None
     _stopped: bool = False
 
     @property
@@ -187,10 +188,13 @@ async def _serve(settings: Settings, service: Service) -> RunningServer:
     try:
         if settings.mem0_rest_port is not None:
             await _serve_mem0_rest(settings, service, running)
+        if settings.mcp_port is not None:
+            await _serve_mcp(settings, service, running)
     except BaseException:
         await running.stop(0)
         raise
-    log.info("listening", extra={"fields": {"address": running.address, "mem0_rest_port": running.mem0_rest_port}})
+    log.info("listening", extra={"fields": {"address": running.address, "mem0_rest_port": running.mem0_rest_port,
+                                           "mcp_port": running.mcp_port}})
     return running
 
 
@@ -206,6 +210,20 @@ async def _serve_mem0_rest(settings: Settings, service: Service, running: Runnin
     running.mem0_rest_port = http.port
     if settings.mem0_rest_port_file is not None:
         settings.mem0_rest_port_file.write_text(str(http.port))
+
+
+async def _serve_mcp(settings: Settings, service: Service, running: RunningServer) -> None:
+    """MCP over HTTP on its own port, over the same service, keys and tenants."""
+    from agentscope_memory.memory_tools import Connection
+    from agentscope_memory_server.mcp_http import McpHttpApp
+    from agentscope_memory_server.tenancy import ApiKeys
+
+    app = McpHttpApp(service, ApiKeys(settings.api_keys), Connection.from_params(settings.mcp_bind))
+    http = await serve_asgi(app, settings.host, settings.mcp_port or 0, name="mcp", grace=settings.shutdown_grace_s)
+    running.http_servers.append(http)
+    running.mcp_port = http.port
+    if settings.mcp_port_file is not None:
+        settings.mcp_port_file.write_text(str(running.mcp_port))
 
 
 async def serve_until_signalled(settings: Settings) -> None:

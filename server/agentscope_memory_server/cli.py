@@ -27,11 +27,28 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--data-dir", type=Path, help="where stores keep their files (default ./data)")
     serve.add_argument("--store", choices=["sqlite", "postgres", "memory"], help="storage backend (default sqlite)")
     serve.add_argument("--postgres-dsn", help="PostgreSQL DSN for --store postgres")
+    serve.add_argument("--mcp-port", type=int, help="also serve MCP over HTTP on this port (/mcp, /sse); off by default")
     serve.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     serve.add_argument("--log-format", choices=["json", "text"])
     session_cli.add_parser(commands)
     memory_cli.add_parser(commands)
     agent_state_cli.add_parser(commands)
+    mcp = commands.add_parser(
+        "mcp", help="serve the memory tools over MCP on stdio (embedded store, or --target a server)",
+        description="MCP over stdio. Without --target the memories live in --data-dir (the same store "
+                    "`serve` uses); with --target they are the running server's, for the tenant of --api-key.")
+    mcp.add_argument("--config", type=Path, help="TOML config file for the embedded store (flags and env win over it)")
+    mcp.add_argument("--data-dir", type=Path, help="embedded store directory (default ./data)")
+    mcp.add_argument("--store", choices=["sqlite", "postgres", "memory"], help="embedded storage backend (default sqlite)")
+    mcp.add_argument("--postgres-dsn", help="PostgreSQL DSN for --store postgres")
+    mcp.add_argument("--tenant", default="default", help="embedded: the tenant whose memories to serve (default: default)")
+    mcp.add_argument("--target", help="forward to a running server at host:port instead of an embedded store")
+    mcp.add_argument("--api-key", default=None, help="with --target: the API key (default: $AGENTSCOPE_MEMORY_API_KEY)")
+    mcp.add_argument("--tls-ca-file", type=Path, help="with --target: PEM root certificates for TLS")
+    for name, what in (("user-id", "user"), ("agent-name", "agent"), ("run-name", "run"),
+                       ("working-memory-id", "working memory")):
+        mcp.add_argument(f"--{name}", help=f"fix the {what} for every call (the model cannot choose another)")
+    mcp.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], default="WARNING")
     return parser
 
 
@@ -48,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
                 mem0_rest_port=args.mem0_rest_port,
                 store=args.store,
                 postgres_dsn=args.postgres_dsn,
+                mcp_port=args.mcp_port,
                 log_level=args.log_level,
                 log_format=args.log_format,
             )
@@ -70,7 +88,29 @@ def main(argv: list[str] | None = None) -> int:
         return memory_cli.run(args)
     if args.command == "agent-state":
         return agent_state_cli.run(args)
+    if args.command == "mcp":
+        return _mcp(args)
     return 2
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    import os
+
+    from agentscope_memory.errors import InvalidArgumentError
+    from agentscope_memory_server import mcp_stdio
+
+    if args.api_key is None:
+        args.api_key = os.environ.get("AGENTSCOPE_MEMORY_API_KEY") or None
+    try:
+        settings = load_settings(
+            args.config, data_dir=args.data_dir, store=args.store, postgres_dsn=args.postgres_dsn,
+            log_level=args.log_level, log_format="text",
+        )
+        configure_logging(settings.log_level, "text")
+        return mcp_stdio.main(args, settings)
+    except (ValidationError, FileNotFoundError, InvalidArgumentError, ValueError) as exc:
+        print(f"agentscope-memory mcp: invalid configuration:\n{exc}", file=sys.stderr)
+        return 2
 
 
 async def _serve(settings: Settings) -> None:

@@ -41,6 +41,13 @@ class Settings(BaseSettings, ServiceSettings):
     mem0_rest_port: int | None = Field(None, ge=0, le=65535, description="mem0 REST port; unset = off; 0 picks one")
     mem0_rest_port_file: Path | None = Field(None, description="write the bound mem0 REST port here once listening")
 
+    # MCP (streamable HTTP at /mcp, SSE at /sse) on its own port, same keys and tenants as
+    # gRPC; unset = off. `mcp_bind` fixes scope fields for every MCP connection
+    # (user_id, agent_name, run_name, working_memory_id), so a model cannot leave them.
+    mcp_port: int | None = Field(None, ge=0, le=65535, description="MCP HTTP port; unset = off; 0 picks one")
+    mcp_port_file: Path | None = Field(None, description="write the bound MCP port here once listening")
+    mcp_bind: dict[str, str] = Field(default_factory=dict)
+
     # Operations.
     metrics_port: int | None = Field(None, ge=0, le=65535, description="Prometheus /metrics port; unset = off")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -56,6 +63,14 @@ class Settings(BaseSettings, ServiceSettings):
             if len(key) < 16:
                 raise ValueError("API keys must be at least 16 characters")
             check_tenant(tenant, "api_keys tenant")
+        return value
+
+    @field_validator("mcp_bind")
+    @classmethod
+    def _mcp_bind_valid(cls, value: dict[str, str]) -> dict[str, str]:
+        from agentscope_memory.memory_tools import Connection
+
+        Connection.from_params(value)
         return value
 
     @model_validator(mode="after")

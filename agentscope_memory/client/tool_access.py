@@ -1,0 +1,98 @@
+"""`RemoteAccess`: the memory tools' `MemoryAccess` over a running server (gRPC clients).
+
+`agentscope-memory mcp --target host:port` serves the MCP tools over stdio with this, so an MCP
+client on a laptop reaches the same memories as the agents that talk gRPC to that server; the
+API key given decides the tenant, as for any gRPC client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from agentscope_memory._proto.agentscope.memory.v1 import (
+    long_term_memory_service_pb2 as lt_pb,
+)
+from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
+from agentscope_memory.client import _requests
+from agentscope_memory.client.aio import AsyncMemoryClient
+from agentscope_memory.client.long_term import AsyncLongTermClient, _items
+from agentscope_memory.convert.to_proto import msg_to_proto, scope_to_proto
+from agentscope_memory.errors import NotFoundError, UnimplementedError
+from agentscope_memory.long_term.engine import HistoryEntry, LongTermItem, Scope
+from agentscope_memory.memory_tools.access import (
+    MessagesPage,
+    WorkingMemoriesPage,
+    WorkingMemoryInfo,
+    filter_items,
+    wider,
+)
+from agentscope_memory.message import Msg, MsgRole
+
+# The server's ListLongTermMemories page_size limit.
+MAX_REMOTE_LIST = 1000
+
+
+class RemoteAccess:
+    """`MemoryAccess` over gRPC. Failures arrive as the library's errors (the clients translate
+    status codes), so the tools report them exactly as in-process ones."""
+
+    def __init__(self, target: str, *, api_key: str | None = None, root_certificates: bytes | None = None,
+                 timeout: float = 30.0) -> None:
+        self.target = target
+        self.memories = AsyncMemoryClient(target, api_key=api_key, root_certificates=root_certificates, timeout=timeout)
+        self.long_term = AsyncLongTermClient(target, api_key=api_key, root_certificates=root_certificates, timeout=timeout)
+
+    async def close(self) -> None:
+        await self.memories.close()
+        await self.long_term.close()
+
+    async def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any]) -> list[LongTermItem]:
+        return await self.long_term.record(scope, msgs, metadata or None)
+
+    async def search(self, scope: Scope, query: str, limit: int, filters: dict[str, Any]) -> list[LongTermItem]:
+        request = lt_pb.RetrieveRequest(scope=scope_to_proto(scope), message=msg_to_proto(Msg.create(MsgRole.USER, query)),
+                                        limit=wider(limit, filters))
+        return filter_items(_items(await self.long_term._call(self.long_term._stub.Retrieve, request)), limit, filters)
+
+    async def list_long_term(self, scope: Scope, limit: int) -> list[LongTermItem]:
+        return await self.long_term.list(scope, min(limit, MAX_REMOTE_LIST))
+
+    async def get(self, memory_id: str) -> LongTermItem:
+        return await self.long_term.get(memory_id)
+
+    async def update(self, memory_id: str, text: str | None, metadata: dict[str, Any] | None) -> LongTermItem:
+        raise UnimplementedError(
+            f"updating a long-term memory is not available through --target {self.target}: the server's gRPC "
+            "contract has no update call yet; use the server's MCP port (mcp_port) or delete and add it again")
+
+    async def delete(self, memory_id: str) -> None:
+        await self.long_term.delete(memory_id)
+
+    async def history(self, memory_id: str) -> list[HistoryEntry]:
+        raise UnimplementedError(
+            f"a long-term memory's history is not available through --target {self.target}: the server's gRPC "
+            "contract has no history call yet; use the server's MCP port (mcp_port)")
+
+    async def read_messages(self, memory_id: str, page_size: int, page_token: str) -> MessagesPage:
+        client = self.memories
+        response = await client._call(client._stub.GetMessages, pb.GetMessagesRequest(
+            memory_id=memory_id, page_size=page_size, page_token=page_token))
+        return MessagesPage(_requests.page_messages(response), response.next_page_token, response.total_size)
+
+    async def append_messages(self, memory_id: str, msgs: Sequence[Msg]) -> int:
+        try:
+            return await self.memories.add_messages(memory_id, msgs)
+        except NotFoundError:
+            await self.memories.create_memory(memory_id, "IN_MEMORY", allow_existing=True)
+            return await self.memories.add_messages(memory_id, msgs)
+
+    async def list_working_memories(self, page_size: int, page_token: str) -> WorkingMemoriesPage:
+        client = self.memories
+        response = await client._call(client._stub.ListMemories, pb.ListMemoriesRequest(
+            page_size=page_size, page_token=page_token))
+        return WorkingMemoriesPage(
+            [WorkingMemoryInfo(m.memory_id, pb.MemoryKind.Name(m.kind).removeprefix("MEMORY_KIND_"), m.message_count)
+             for m in response.memories],
+            response.next_page_token,
+        )

@@ -1,0 +1,146 @@
+"""What the memory tools need from the service, for one caller (one tenant).
+
+`ServiceAccess` calls an in-process `Service` (the server's HTTP MCP endpoint, `agentscope-memory
+mcp` with an embedded store); `agentscope_memory.client.tool_access.RemoteAccess` forwards the
+same calls to a running server over gRPC (`agentscope-memory mcp --target`). The tools are
+written against `MemoryAccess` only, so both serve the same tools.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from agentscope_memory.errors import NotFoundError, UnimplementedError
+from agentscope_memory.long_term.engine import (
+    HistoryEntry,
+    LongTermEngine,
+    LongTermItem,
+    Scope,
+)
+from agentscope_memory.message import Msg
+from agentscope_memory.service import Service
+
+
+@dataclass(frozen=True)
+class MessagesPage:
+    """Messages of a working memory, oldest first, and the token of the next (newer) page."""
+
+    messages: list[Msg]
+    next_page_token: str
+    total_size: int
+
+
+@dataclass(frozen=True)
+class WorkingMemoryInfo:
+    memory_id: str
+    kind: str
+    message_count: int
+
+
+@dataclass(frozen=True)
+class WorkingMemoriesPage:
+    memories: list[WorkingMemoryInfo]
+    next_page_token: str
+
+
+# Without filtering in the engine, a filtered search looks at this many times more candidates.
+SEARCH_FILTER_FACTOR = 5
+
+
+def wider(limit: int, filters: dict[str, Any]) -> int:
+    return limit * SEARCH_FILTER_FACTOR if filters else limit
+
+
+def filter_items(items: list[LongTermItem], limit: int, filters: dict[str, Any]) -> list[LongTermItem]:
+    """The first `limit` items whose metadata has every key/value of `filters`."""
+    return [i for i in items if all(i.metadata.get(k) == v for k, v in filters.items())][:limit]
+
+
+class MemoryAccess(Protocol):
+    """The service as one tenant sees it."""
+
+    async def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any]) -> list[LongTermItem]: ...
+    async def search(self, scope: Scope, query: str, limit: int, filters: dict[str, Any]) -> list[LongTermItem]:
+        """The best `limit` memories of `scope` for `query` whose metadata has every key/value
+        of `filters`, best first."""
+        ...
+    async def list_long_term(self, scope: Scope, limit: int) -> list[LongTermItem]: ...
+    async def get(self, memory_id: str) -> LongTermItem: ...
+    async def update(self, memory_id: str, text: str | None, metadata: dict[str, Any] | None) -> LongTermItem: ...
+    async def delete(self, memory_id: str) -> None: ...
+    async def history(self, memory_id: str) -> list[HistoryEntry]: ...
+    async def read_messages(self, memory_id: str, page_size: int, page_token: str) -> MessagesPage: ...
+    async def append_messages(self, memory_id: str, msgs: Sequence[Msg]) -> int:
+        """Append to the working memory, creating it (IN_MEMORY) when it does not exist yet;
+        returns its message count afterwards."""
+        ...
+    async def list_working_memories(self, page_size: int, page_token: str) -> WorkingMemoriesPage: ...
+
+
+class ServiceAccess:
+    """`MemoryAccess` over an in-process `Service`, acting as `tenant`."""
+
+    def __init__(self, service: Service, tenant: str) -> None:
+        self.service = service
+        self.tenant = tenant
+
+    def _engine(self) -> LongTermEngine:
+        if self.service.long_term is None:
+            raise UnimplementedError("long-term memory is switched off on this server (long_term_enabled=false)")
+        return self.service.long_term
+
+    async def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any]) -> list[LongTermItem]:
+        return await self._engine().record(self.tenant, scope, msgs, metadata or None)
+
+    async def search(self, scope: Scope, query: str, limit: int, filters: dict[str, Any]) -> list[LongTermItem]:
+        engine = self._engine()
+        # An engine with a ranked search (the hybrid engine) filters in the index and returns
+        # every score component; others are searched wider and filtered here.
+        # (Looked up by name so this works with either engine protocol until both are merged.)
+        ranked = getattr(engine, "search_ranked", None)
+        rank_defaults = getattr(engine, "rank_defaults", None)
+        if ranked is not None and rank_defaults is not None:
+            options = rank_defaults().with_overrides(top_k=limit)
+            if filters:
+                options = replace(options, where=replace(options.where, metadata=dict(filters)))
+            items, _domain = await ranked(self.tenant, scope, query, options)
+            return list(items)
+        return filter_items(await engine.search(self.tenant, scope, query, wider(limit, filters)), limit, filters)
+
+    async def list_long_term(self, scope: Scope, limit: int) -> list[LongTermItem]:
+        return await self._engine().list(self.tenant, scope, limit)
+
+    async def get(self, memory_id: str) -> LongTermItem:
+        return await self._engine().get(self.tenant, memory_id)
+
+    async def update(self, memory_id: str, text: str | None, metadata: dict[str, Any] | None) -> LongTermItem:
+        return await self._engine().update(self.tenant, memory_id, text, metadata)
+
+    async def delete(self, memory_id: str) -> None:
+        await self._engine().delete(self.tenant, memory_id)
+
+    async def history(self, memory_id: str) -> list[HistoryEntry]:
+        return await self._engine().history(self.tenant, memory_id)
+
+    async def read_messages(self, memory_id: str, page_size: int, page_token: str) -> MessagesPage:
+        page = await self.service.memories.get_messages_page(self.tenant, memory_id, page_size, page_token)
+        return MessagesPage(page.messages, page.next_page_token, page.total_size)
+
+    async def append_messages(self, memory_id: str, msgs: Sequence[Msg]) -> int:
+        memories = self.service.memories
+        try:
+            result = await memories.add_messages(self.tenant, memory_id, msgs)
+        except NotFoundError:
+            # Another session may create it at the same moment: any existing IN_MEMORY is fine.
+            await memories.create_memory(self.tenant, memory_id, "IN_MEMORY", allow_existing=True)
+            result = await memories.add_messages(self.tenant, memory_id, msgs)
+        return result.message_count
+
+    async def list_working_memories(self, page_size: int, page_token: str) -> WorkingMemoriesPage:
+        page = await self.service.memories.list_memories(self.tenant, page_size, page_token)
+        return WorkingMemoriesPage(
+            [WorkingMemoryInfo(m.record.memory_id, m.record.kind, m.message_count) for m in page.memories],
+            page.next_page_token,
+        )

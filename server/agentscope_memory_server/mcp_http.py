@@ -1,0 +1,123 @@
+"""MCP over HTTP: streamable HTTP at `/mcp` and, for older clients, SSE at `/sse` (messages
+posted to `/messages/`), as one ASGI app served on the optional `mcp_port`.
+
+Every request is authenticated like a gRPC call (same API keys, same tenants; with keys
+configured, a request without a known key gets 401 and nothing runs). The URL's query string
+may fix the connection's scope (`/mcp?user_id=alice&agent_name=assistant`), within what the
+server's `mcp_bind` setting already fixes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import parse_qsl
+
+from mcp.server.lowlevel import Server
+from mcp.server.sse import SseServerTransport
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from starlette.types import Receive, Scope, Send
+
+from agentscope_memory.errors import InvalidArgumentError, UnauthenticatedError
+from agentscope_memory.memory_tools import Connection, ServiceAccess
+from agentscope_memory.service import Service
+from agentscope_memory_server.mcp_server import (
+    REQUEST_STATE_KEY,
+    Binding,
+    build_server,
+    session_binding,
+)
+from agentscope_memory_server.tenancy import ApiKeys
+
+log = logging.getLogger("agentscope_memory_server.mcp")
+
+STREAMABLE_PATH = "/mcp"
+SSE_PATH = "/sse"
+MESSAGES_PATH = "/messages/"
+
+async def _json(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())] + (headers or [])})
+    await send({"type": "http.response.body", "body": data})
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+
+
+class McpHttpApp:
+    """The ASGI app. `lifespan()` must run around serving (it runs the streamable HTTP session
+    manager's task group)."""
+
+    def __init__(self, service: Service, keys: ApiKeys, bind: Connection | None = None) -> None:
+        self.service = service
+        self.keys = keys
+        self.bind = bind or Connection()
+        self.server: Server[Any, Any] = build_server()
+        self.manager = StreamableHTTPSessionManager(app=self.server)
+        self.sse = SseServerTransport(MESSAGES_PATH)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        async with self.manager.run():
+            yield
+
+    def _binding(self, scope: Scope) -> Binding | tuple[int, str]:
+        try:
+            tenant = self.keys.authenticate(_headers(scope))
+        except UnauthenticatedError as exc:
+            return 401, str(exc)
+        try:
+            raw = scope.get("query_string", b"").decode("utf-8")
+            params = dict(parse_qsl(raw, keep_blank_values=False))
+            conn = self.bind.narrowed(Connection.from_params(params, ignore=("session_id",)))
+        except (InvalidArgumentError, UnicodeDecodeError) as exc:
+            return 400, f"invalid MCP URL: {exc}"
+        return Binding(ServiceAccess(self.service, tenant), conn, tenant)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        path = scope["path"]
+        if path.rstrip("/") not in (STREAMABLE_PATH, SSE_PATH, MESSAGES_PATH.rstrip("/")):
+            await _json(send, 404, {"error": f"no MCP endpoint at {path}; use {STREAMABLE_PATH} (streamable HTTP) or {SSE_PATH} (SSE)"})
+            return
+        bound = self._binding(scope)
+        if not isinstance(bound, Binding):
+            status, message = bound
+            extra = [(b"www-authenticate", b'Bearer realm="agentscope-memory"')] if status == 401 else []
+            await _json(send, status, {"error": message}, extra)
+            return
+        scope.setdefault("state", {})[REQUEST_STATE_KEY] = bound
+        if path.rstrip("/") == STREAMABLE_PATH:
+            await self.manager.handle_request(scope, receive, send)
+        elif path.rstrip("/") == SSE_PATH:
+            await self._sse_session(bound, scope, receive, send)
+        else:
+            await self.sse.handle_post_message(scope, receive, send)
+
+    async def _sse_session(self, bound: Binding, scope: Scope, receive: Receive, send: Send) -> None:
+        # The messages of an SSE session arrive as separate POSTs that carry only the session
+        # id, so the session keeps the binding (tenant and scope) of the request that opened it.
+        token = session_binding.set(bound)
+        try:
+            async with self.sse.connect_sse(scope, receive, send) as (read, write):
+                await self.server.run(read, write, self.server.create_initialization_options())
+        finally:
+            session_binding.reset(token)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        message = await receive()
+        assert message["type"] == "lifespan.startup"
+        async with self.lifespan():
+            await send({"type": "lifespan.startup.complete"})
+            message = await receive()
+            assert message["type"] == "lifespan.shutdown"
+        await send({"type": "lifespan.shutdown.complete"})

@@ -1,0 +1,75 @@
+"""`agentscope-memory mcp`: the MCP server over stdio, for clients that start it as a
+subprocess (AgentScope's stdio clients, desktop and IDE assistants).
+
+It serves either an embedded store (the library's service on a data directory, no server
+needed) or, with `--target`, a running server through the gRPC clients. stdout carries the
+protocol only: logs and anything else printed go to stderr.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import sys
+from typing import Any, BinaryIO
+
+import anyio
+
+from agentscope_memory.memory_tools import Connection, MemoryAccess, ServiceAccess
+from agentscope_memory_server.config import Settings
+from agentscope_memory_server.mcp_server import Binding, build_server, session_binding
+
+log = logging.getLogger("agentscope_memory_server.mcp")
+
+
+async def serve_stdio(
+    access: MemoryAccess, conn: Connection, tenant: str, stdin: BinaryIO, stdout: BinaryIO
+) -> None:
+    from mcp.server.stdio import stdio_server
+
+    server = build_server()
+    token = session_binding.set(Binding(access, conn, tenant))
+    try:
+        read_in = anyio.wrap_file(io.TextIOWrapper(stdin, encoding="utf-8", errors="replace"))
+        write_out = anyio.wrap_file(io.TextIOWrapper(stdout, encoding="utf-8", write_through=True))
+        async with stdio_server(read_in, write_out) as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+    finally:
+        session_binding.reset(token)
+
+
+async def run_embedded(settings: Settings, conn: Connection, tenant: str, stdin: BinaryIO, stdout: BinaryIO) -> None:
+    from agentscope_memory.service import build_service
+
+    async with build_service(settings) as service:
+        await serve_stdio(ServiceAccess(service, tenant), conn, tenant, stdin, stdout)
+
+
+async def run_forwarding(target: str, api_key: str | None, root_certificates: bytes | None, conn: Connection,
+                         stdin: BinaryIO, stdout: BinaryIO) -> None:
+    from agentscope_memory.client.tool_access import RemoteAccess
+
+    access = RemoteAccess(target, api_key=api_key, root_certificates=root_certificates)
+    try:
+        await serve_stdio(access, conn, f"remote:{target}", stdin, stdout)
+    finally:
+        await access.close()
+
+
+def protocol_streams() -> tuple[BinaryIO, BinaryIO]:
+    """The process's real stdin/stdout for the protocol; from here on, whatever else prints
+    (a library's stray print) goes to stderr instead of corrupting the stream."""
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr
+    return stdin, stdout
+
+
+def main(args: Any, settings: Settings) -> int:
+    conn = Connection(args.user_id or "", args.agent_name or "", args.run_name or "", args.working_memory_id or "")
+    stdin, stdout = protocol_streams()
+    if args.target:
+        certificates = args.tls_ca_file.read_bytes() if args.tls_ca_file else None
+        anyio.run(run_forwarding, args.target, args.api_key, certificates, conn, stdin, stdout)
+    else:
+        anyio.run(run_embedded, settings, conn, args.tenant, stdin, stdout)
+    return 0

@@ -1,0 +1,86 @@
+"""MCP protocol versions and sessions: `2024-11-05` (what AgentScope-Java's client offers) and the
+newest the SDK supports are both negotiated and served; concurrent sessions stay apart."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import httpx
+import mcp.types
+import pytest
+from mcp_helpers import data, http_session
+
+ACCEPT = {"accept": "application/json, text/event-stream"}
+
+
+def _rpc(response: httpx.Response) -> dict[str, Any]:
+    """The JSON-RPC message of a streamable HTTP response (a JSON body or one SSE event)."""
+    assert response.status_code == 200, response.text
+    if response.headers["content-type"].startswith("application/json"):
+        return response.json()
+    for line in response.text.splitlines():
+        if line.startswith("data:"):
+            return json.loads(line[5:])
+    raise AssertionError(response.text)
+
+
+async def _session(http: httpx.AsyncClient, url: str, version: str) -> tuple[str, dict[str, Any]]:
+    response = await http.post(url, headers=ACCEPT, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+    result = _rpc(response)["result"]
+    session_id = response.headers["mcp-session-id"]
+    await http.post(url, headers={**ACCEPT, "mcp-session-id": session_id},
+                    json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return session_id, result
+
+
+@pytest.mark.parametrize("offered, agreed", [
+    ("2024-11-05", "2024-11-05"),  # AgentScope-Java 1.x's MCP client (MCP Java SDK 0.17)
+    (mcp.types.LATEST_PROTOCOL_VERSION, mcp.types.LATEST_PROTOCOL_VERSION),
+    ("2099-01-01", mcp.types.LATEST_PROTOCOL_VERSION),  # unknown: the server proposes its newest
+])
+async def test_protocol_versions_are_negotiated_and_served(server_factory, offered, agreed) -> None:
+    server = await server_factory(mcp_port=0)
+    url = f"http://127.0.0.1:{server.mcp_port}/mcp"
+    async with httpx.AsyncClient(timeout=60) as http:
+        session_id, result = await _session(http, url, offered)
+        assert result["protocolVersion"] == agreed
+        assert result["serverInfo"]["name"] == "agentscope-memory"
+        assert {"tools", "resources"} <= set(result["capabilities"])
+        if agreed != offered:
+            return
+        headers = {**ACCEPT, "mcp-session-id": session_id, "mcp-protocol-version": agreed}
+        tools = _rpc(await http.post(url, headers=headers, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+        assert len(tools["result"]["tools"]) == 9
+        call = _rpc(await http.post(url, headers=headers, json={"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "append_working_memory",
+            "arguments": {"working_memory_id": f"v-{offered}", "messages": [{"role": "user", "text": "版本"}]}}}))
+        assert call["result"]["isError"] is False
+        assert json.loads(call["result"]["content"][0]["text"])["total_size"] == 1
+
+
+async def test_concurrent_sessions_each_get_their_own_answers(server_factory) -> None:
+    server = await server_factory(mcp_port=0)
+
+    async def one(i: int) -> list[str]:
+        async with http_session(f"http://127.0.0.1:{server.mcp_port}/mcp") as s:
+            for j in range(5):
+                data(await s.call_tool("append_working_memory", {"working_memory_id": f"chat-{i}", "messages": [
+                    {"role": "user", "text": f"会话{i}的第{j}条"}]}))
+            page = data(await s.call_tool("read_working_memory", {"working_memory_id": f"chat-{i}", "page_size": 100}))
+            return [m["text"] for m in page["messages"]]
+
+    results = await asyncio.gather(*(one(i) for i in range(8)))
+    for i, texts in enumerate(results):
+        assert texts == [f"会话{i}的第{j}条" for j in range(5)]
+
+
+async def test_a_failing_call_does_not_end_the_session(server_factory) -> None:
+    server = await server_factory(mcp_port=0)
+    async with http_session(f"http://127.0.0.1:{server.mcp_port}/mcp") as s:
+        for _ in range(3):
+            assert (await s.call_tool("no_such_tool", {})).isError
+            assert (await s.call_tool("read_working_memory", {"working_memory_id": "../etc"})).isError
+        assert len((await s.list_tools()).tools) == 9

@@ -1,0 +1,79 @@
+"""`agentscope-memory mcp` over stdio with the `mcp` SDK's stdio client: an embedded store, and
+forwarding to a running server (`--target`) as the API key's tenant."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp_helpers import data, error_text
+
+from agentscope_memory.client import AsyncMemoryClient
+
+EXE = str(Path(sys.executable).with_name("agentscope-memory"))
+KEY_A = "key-of-tenant-a-0123456789"
+KEY_B = "key-of-tenant-b-0123456789"
+
+
+@contextlib.asynccontextmanager
+async def stdio_session(*args: str, env: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(command=EXE, args=["mcp", *args],
+                                   env={**os.environ, "MEM0_TELEMETRY": "False", **(env or {})})
+    # The server's stderr (its logs) is not part of the test; stdio_client needs a real file.
+    with open(os.devnull, "w") as errlog:  # noqa: ASYNC230 - opening /dev/null does not block
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+
+
+async def test_embedded_store_keeps_memories_across_processes(tmp_path) -> None:
+    data_dir = str(tmp_path / "data")
+    async with stdio_session("--data-dir", data_dir, "--user-id", "xiaoming") as s:
+        tools = {t.name: t for t in (await s.list_tools()).tools}
+        # The user is fixed: the model is not even asked for it.
+        assert "user_id" not in tools["add_long_term_memory"].inputSchema["properties"]
+        added = data(await s.call_tool("add_long_term_memory", {"texts": ["小明每天早上喝乌龙茶"]}))
+        assert added["stored"][0]["scope"] == {"user_id": "xiaoming"}
+        data(await s.call_tool("append_working_memory", {"working_memory_id": "chat-1", "messages": [
+            {"role": "user", "text": "你好"}]}))
+        wrong = error_text(await s.call_tool("search_long_term_memory", {"query": "茶", "user_id": "xiaohong"}))
+        assert "user_id" in wrong and "fixed" in wrong
+    async with stdio_session("--data-dir", data_dir, "--user-id", "xiaoming") as s:
+        found = data(await s.call_tool("search_long_term_memory", {"query": "早上喝什么茶"}))
+        assert found["results"][0]["text"] == "小明每天早上喝乌龙茶"
+        page = data(await s.call_tool("read_working_memory", {"working_memory_id": "chat-1"}))
+        assert [m["text"] for m in page["messages"]] == ["你好"]
+
+
+async def test_target_forwards_to_the_server_as_the_keys_tenant(server_factory) -> None:
+    server = await server_factory(api_keys={KEY_A: "tenant-a", KEY_B: "tenant-b"})
+    async with stdio_session("--target", server.address, env={"AGENTSCOPE_MEMORY_API_KEY": KEY_A}) as s:
+        added = data(await s.call_tool("add_long_term_memory", {"texts": ["Bob 的生日是三月十二日"], "user_id": "bob"}))
+        memory_id = added["stored"][0]["id"]
+        found = data(await s.call_tool("search_long_term_memory", {"query": "生日", "user_id": "bob"}))
+        assert found["results"][0]["id"] == memory_id
+        assert data(await s.call_tool("get_long_term_memory", {"memory_id": memory_id}))["memory"]["text"] == "Bob 的生日是三月十二日"
+        data(await s.call_tool("append_working_memory", {"working_memory_id": "chat-9", "messages": [
+            {"role": "user", "text": "记住我的生日"}, {"role": "assistant", "text": "好的"}]}))
+        page = data(await s.call_tool("read_working_memory", {"working_memory_id": "chat-9", "page_size": 1}))
+        assert page["total_size"] == 2 and page["next_page_token"]
+        unavailable = error_text(await s.call_tool("update_long_term_memory", {"memory_id": memory_id, "text": "x"}))
+        assert unavailable.startswith("Not available:") and "--target" in unavailable
+    # Tenant A's gRPC clients see what the MCP session wrote; tenant B's do not.
+    async with AsyncMemoryClient(server.address, api_key=KEY_A) as a, AsyncMemoryClient(server.address, api_key=KEY_B) as b:
+        assert [m.text_content for m in await a.get_messages("chat-9")] == ["记住我的生日", "好的"]
+        assert [m.memory_id async for m in b.list_memories()] == []
+    async with stdio_session("--target", server.address, "--api-key", KEY_B) as s:
+        other = error_text(await s.call_tool("get_long_term_memory", {"memory_id": memory_id}))
+        assert other.startswith("Not found:")
+        assert error_text(await s.call_tool("read_working_memory", {"working_memory_id": "chat-9"})).startswith("Not found:")
+    async with stdio_session("--target", server.address, "--api-key", "not-a-key-0123456789") as s:
+        refused = error_text(await s.call_tool("search_long_term_memory", {"query": "生日", "user_id": "bob"}))
+        assert refused.startswith("Not authenticated:") and "API key" in refused
+        # The session survives the refusal.
+        assert len((await s.list_tools()).tools) == 9

@@ -1,0 +1,112 @@
+"""MCP over streamable HTTP with the `mcp` SDK's own client: every tool, English and Chinese."""
+
+from __future__ import annotations
+
+from mcp_helpers import data, error_text, http_session
+
+
+async def test_tools_listed_with_schemas_a_model_can_fill(server_factory) -> None:
+    server = await server_factory(mcp_port=0)
+    async with http_session(f"http://127.0.0.1:{server.mcp_port}/mcp") as s:
+        tools = {t.name: t for t in (await s.list_tools()).tools}
+        assert list(tools) == [
+            "add_long_term_memory", "search_long_term_memory", "list_long_term_memories",
+            "get_long_term_memory", "update_long_term_memory", "delete_long_term_memory",
+            "get_long_term_memory_history", "read_working_memory", "append_working_memory",
+        ]
+        for tool in tools.values():
+            assert tool.description and len(tool.description) > 20
+            schema = tool.inputSchema
+            assert schema["type"] == "object" and schema["additionalProperties"] is False
+            for name, prop in schema["properties"].items():
+                assert prop.get("description"), (tool.name, name)
+        add = tools["add_long_term_memory"].inputSchema
+        assert add["required"] == ["texts"]
+        assert set(add["properties"]) == {"texts", "user_id", "agent_name", "run_name", "metadata", "importance"}
+        assert add["properties"]["importance"]["maximum"] == 1
+        search = tools["search_long_term_memory"].inputSchema
+        assert search["properties"]["top_k"]["maximum"] == 50 and search["required"] == ["query"]
+        assert tools["delete_long_term_memory"].annotations.destructiveHint is True
+        assert tools["search_long_term_memory"].annotations.readOnlyHint is True
+
+
+async def test_long_term_tools_round_trip_in_chinese_and_english(server_factory) -> None:
+    server = await server_factory(mcp_port=0)
+    async with http_session(f"http://127.0.0.1:{server.mcp_port}/mcp") as s:
+        added = data(await s.call_tool("add_long_term_memory", {
+            "texts": ["用户对花生过敏"], "user_id": "alice", "metadata": {"topic": "health"}, "importance": 0.9,
+        }))
+        assert added["stored_count"] == 1
+        peanut = added["stored"][0]
+        assert data(await s.call_tool("add_long_term_memory", {
+            "texts": ["Alice prefers window seats on flights"], "user_id": "alice", "metadata": {"topic": "travel"},
+        }))["stored_count"] == 1
+        assert peanut["text"] == "用户对花生过敏" and peanut["scope"] == {"user_id": "alice"}
+
+        found = data(await s.call_tool("search_long_term_memory", {"query": "花生过敏", "user_id": "alice", "top_k": 1}))
+        assert [r["text"] for r in found["results"]] == ["用户对花生过敏"]
+        assert isinstance(found["results"][0]["score"], float)
+        seats = data(await s.call_tool("search_long_term_memory", {"query": "seat on a plane", "user_id": "alice", "top_k": 1}))
+        assert seats["results"][0]["text"] == "Alice prefers window seats on flights"
+        # Filters keep only memories whose metadata matches.
+        for topic, expected in (("health", ["用户对花生过敏"]), ("travel", [])):
+            filtered = data(await s.call_tool("search_long_term_memory", {
+                "query": "花生过敏", "user_id": "alice", "filters": {"topic": topic}}))
+            assert [r["text"] for r in filtered["results"]] == expected
+        # Another user's scope holds nothing.
+        assert data(await s.call_tool("search_long_term_memory", {"query": "花生", "user_id": "bob"}))["results"] == []
+
+        again = data(await s.call_tool("add_long_term_memory", {"texts": ["用户对花生过敏"], "user_id": "alice"}))
+        assert again["stored_count"] == 0 and "not stored again" in again["note"]
+
+        got = data(await s.call_tool("get_long_term_memory", {"memory_id": peanut["id"]}))
+        assert got["memory"]["text"] == "用户对花生过敏"
+        assert got["memory"]["metadata"] == {"topic": "health", "importance": 0.9}
+        updated = data(await s.call_tool("update_long_term_memory", {
+            "memory_id": peanut["id"], "text": "用户对花生和腰果过敏", "importance": 1}))
+        assert updated["memory"]["text"] == "用户对花生和腰果过敏"
+        history = data(await s.call_tool("get_long_term_memory_history", {"memory_id": peanut["id"]}))
+        assert [(h["event"], h["old_text"], h["new_text"]) for h in history["history"]] == [
+            ("ADD", None, "用户对花生过敏"), ("UPDATE", "用户对花生过敏", "用户对花生和腰果过敏")]
+
+        listed = data(await s.call_tool("list_long_term_memories", {"user_id": "alice"}))
+        assert len(listed["memories"]) == 2 and listed["next_page_token"] == ""
+
+        assert data(await s.call_tool("delete_long_term_memory", {"memory_id": peanut["id"]})) == {"deleted": peanut["id"]}
+        gone = error_text(await s.call_tool("get_long_term_memory", {"memory_id": peanut["id"]}))
+        assert gone.startswith("Not found:") and peanut["id"] in gone
+
+
+async def test_working_memory_append_and_read_pages_newest_last(server_factory) -> None:
+    server = await server_factory(mcp_port=0)
+    async with http_session(f"http://127.0.0.1:{server.mcp_port}/mcp") as s:
+        missing = error_text(await s.call_tool("read_working_memory", {"working_memory_id": "chat-1"}))
+        assert missing.startswith("Not found:") and "chat-1" in missing
+        appended = data(await s.call_tool("append_working_memory", {"working_memory_id": "chat-1", "messages": [
+            {"role": "user", "text": f"第{i}条消息"} for i in range(5)]}))
+        assert appended == {"working_memory_id": "chat-1", "appended": 5, "total_size": 5}
+        data(await s.call_tool("append_working_memory", {"working_memory_id": "chat-1", "messages": [
+            {"role": "assistant", "text": "好的", "name": "助手"}]}))
+        texts: list[str] = []
+        token = ""
+        pages = 0
+        while True:
+            args = {"working_memory_id": "chat-1", "page_size": 4}
+            if token:
+                args["page_token"] = token
+            page = data(await s.call_tool("read_working_memory", args))
+            assert page["total_size"] == 6
+            texts += [m["text"] for m in page["messages"]]
+            pages += 1
+            token = page["next_page_token"]
+            if not token:
+                break
+        assert pages == 2
+        assert texts == [f"第{i}条消息" for i in range(5)] + ["好的"]
+        last = page["messages"][-1]
+        assert last["role"] == "assistant" and last["name"] == "助手"
+    # The same messages are there for gRPC clients of the same tenant.
+    from agentscope_memory.client import AsyncMemoryClient
+
+    async with AsyncMemoryClient(server.address) as client:
+        assert [m.text_content for m in await client.get_messages("chat-1")][-1] == "好的"
