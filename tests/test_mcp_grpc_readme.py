@@ -45,7 +45,7 @@ async def test_readme_json_config_works_for_stdio_and_http(server_factory, tmp_p
     args = [str(tmp_path / "data") if a == "./data" else a for a in stdio["args"]]
     params = StdioServerParameters(command=str(BIN / stdio["command"]), args=args,
                                    env={**os.environ, "MEM0_TELEMETRY": "False"})
-    with open(os.devnull, "w") as errlog:  # noqa: ASYNC230 - opening /dev/null does not block
+    with open(os.devnull, "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
             added = data(await s.call_tool("add_long_term_memory", {"texts": ["Alice 喜欢乌龙茶"]}))

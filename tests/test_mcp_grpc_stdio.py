@@ -25,7 +25,7 @@ async def stdio_session(*args: str, env: dict[str, str] | None = None) -> AsyncI
     params = StdioServerParameters(command=EXE, args=["mcp", *args],
                                    env={**os.environ, "MEM0_TELEMETRY": "False", **(env or {})})
     # The server's stderr (its logs) is not part of the test; stdio_client needs a real file.
-    with open(os.devnull, "w") as errlog:  # noqa: ASYNC230 - opening /dev/null does not block
+    with open(os.devnull, "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             yield session

@@ -247,4 +247,4 @@ class Mem0Api:
         entries = await self.engine.history(tenant, memory_id)
         # LongTermEngine's method `list` shadows the builtin in its later annotations, so mypy
         # cannot read `history`'s return type (engine.py; fixed where the protocol lives).
-        return [history_json(e) for e in entries]  # type: ignore[attr-defined]
+        return [history_json(e) for e in entries]

@@ -99,7 +99,7 @@ def build_server() -> Server[Any, Any]:
             raise BindingError("no binding for this request")  # a transport wiring error
         return for_request
 
-    @server.list_tools()  # type: ignore[untyped-decorator, no-untyped-call]  # the SDK's decorators are untyped
+    @server.list_tools()
     async def list_tools() -> list[types.Tool]:
         conn = binding().conn
         from agentscope_memory.memory_tools import tool_definitions
@@ -118,7 +118,7 @@ def build_server() -> Server[Any, Any]:
             for d in tool_definitions(conn)
         ]
 
-    @server.call_tool(validate_input=False)  # type: ignore[untyped-decorator]  # untyped in the SDK
+    @server.call_tool(validate_input=False)
     async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         # Arguments are checked by the tools themselves: their messages name the argument and
         # say what to send, which a model acts on better than a JSON-schema validator's.
@@ -136,7 +136,7 @@ def build_server() -> Server[Any, Any]:
             isError=False,
         )
 
-    @server.list_resources()  # type: ignore[untyped-decorator, no-untyped-call]  # the SDK's decorators are untyped
+    @server.list_resources()
     async def list_resources(request: types.ListResourcesRequest) -> types.ListResourcesResult:
         cursor = request.params.cursor if request.params is not None else None
         bound = _bound_or_mcp_error(binding)
@@ -152,7 +152,7 @@ def build_server() -> Server[Any, Any]:
             nextCursor=next_cursor or None,
         )
 
-    @server.list_resource_templates()  # type: ignore[untyped-decorator, no-untyped-call]  # the SDK's decorators are untyped
+    @server.list_resource_templates()
     async def list_templates() -> list[types.ResourceTemplate]:
         return [
             types.ResourceTemplate(
@@ -169,7 +169,7 @@ def build_server() -> Server[Any, Any]:
             ),
         ]
 
-    @server.read_resource()  # type: ignore[untyped-decorator, no-untyped-call]  # the SDK's decorators are untyped
+    @server.read_resource()
     async def read_resource(uri: AnyUrl) -> list[ReadResourceContents]:
         bound = _bound_or_mcp_error(binding)
         try:
