@@ -245,6 +245,4 @@ class Mem0Api:
 
     async def history(self, tenant: str, memory_id: str) -> list[dict[str, Any]]:
         entries = await self.engine.history(tenant, memory_id)
-        # LongTermEngine's method `list` shadows the builtin in its later annotations, so mypy
-        # cannot read `history`'s return type (engine.py; fixed where the protocol lives).
         return [history_json(e) for e in entries]
