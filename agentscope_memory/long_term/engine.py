@@ -52,6 +52,19 @@ class LongTermItem:
     # ISO 8601 with a UTC offset, as mem0 writes them.
     created_at: str = ""
     updated_at: str = ""
+    # message, fact, reflection or summary.
+    memory_type: str = "message"
+    # One of `domains.DOMAINS`, or "" before the memory is assessed.
+    domain: str = ""
+    importance: float | None = None
+    # llm, heuristic, user, or default (not assessed yet).
+    importance_method: str = ""
+    last_accessed_at: str = ""
+    access_count: int = 0
+    # Where it came from: message ids, memory ids.
+    source: dict[str, Any] = field(default_factory=dict)
+    # Search results of the ranked search: every component of `score` (a `ranking.Scores`).
+    scores: Any = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +77,8 @@ class HistoryEntry:
     new_text: str | None
     created_at: str = ""
     updated_at: str = ""
+    # What else changed (metadata, importance, domain), old and new.
+    detail: dict[str, Any] = field(default_factory=dict)
 
 
 class LongTermEngine(Protocol):

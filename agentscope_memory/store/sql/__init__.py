@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from agentscope_memory.store.sql.dialect import Dialect
 from agentscope_memory.store.sql.jobs import JobStatements
+from agentscope_memory.store.sql.long_term import LongTermStatements
 from agentscope_memory.store.sql.memories import REQUEST_TTL_S, MemoryStatements
 from agentscope_memory.store.sql.meta import MetaStatements
 from agentscope_memory.store.sql.schema import SHARED_SCHEMA
@@ -16,5 +17,5 @@ from agentscope_memory.store.sql.schema import SHARED_SCHEMA
 __all__ = ["Dialect", "REQUEST_TTL_S", "SHARED_SCHEMA", "SqlTx"]
 
 
-class SqlTx(MemoryStatements, MetaStatements, JobStatements):
+class SqlTx(MemoryStatements, MetaStatements, JobStatements, LongTermStatements):
     """A tenant's view inside one SQL transaction (the `Tx` protocol)."""

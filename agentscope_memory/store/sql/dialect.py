@@ -14,7 +14,11 @@ from typing import Any, Callable, Sequence
 from agentscope_memory.store.base import Row
 
 # Every table of the store, by its logical name. A database's table is `prefix + name`.
-TABLES = ("memories", "list_heads", "items", "kv", "requests", "meta", "jobs")
+TABLES = (
+    "memories", "list_heads", "items", "kv", "requests", "meta", "jobs",
+    # long-term memory (`long_term.py`)
+    "ltm", "ltm_scopes", "ltm_history",
+)
 
 
 @dataclass(frozen=True)
