@@ -10,11 +10,14 @@ exactly like a missing one.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.ids import check_id
 from agentscope_memory.message import Msg
+
+if TYPE_CHECKING:
+    from agentscope_memory.long_term.hybrid.ranking import RankOptions
 
 DEFAULT_TOP_K = 5
 _SCOPE_FIELDS = ("agent_name", "user_id", "run_name")
@@ -84,6 +87,11 @@ class HistoryEntry:
 class LongTermEngine(Protocol):
     """Long-term memory for every tenant and scope."""
 
+    @property
+    def rank_defaults(self) -> RankOptions:
+        """The ranking a search uses where the request leaves a field unset."""
+        ...
+
     async def open(self) -> None:
         """Load models and indexes now rather than on the first call."""
         ...
@@ -106,14 +114,28 @@ class LongTermEngine(Protocol):
         """AgentScope `retrieve(msg)`: what the memory holds for the message, as one text."""
         ...
 
+    async def search_ranked(
+        self, tenant: str, scope: Scope, query: str, options: RankOptions | None = None, *, route: bool = False
+    ) -> tuple[list[LongTermItem], str]:
+        """Ranked search whose items carry every score component (`item.scores`); with
+        `route`, the query's domain filters candidates (general_chat recalls nothing).
+        Returns (items best first, the routed domain or "")."""
+        ...
+
     async def list(self, tenant: str, scope: Scope, limit: int = 100) -> list[LongTermItem]: ...
 
     async def get(self, tenant: str, memory_id: str) -> LongTermItem: ...
 
     async def update(
-        self, tenant: str, memory_id: str, text: str | None = None, metadata: dict[str, Any] | None = None
+        self,
+        tenant: str,
+        memory_id: str,
+        text: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        importance: float | None = None,
     ) -> LongTermItem:
-        """Change a memory's text and/or merge metadata into it; the change goes to its history."""
+        """Change a memory's text and/or importance and/or merge metadata into it; the change
+        goes to its history."""
         ...
 
     async def delete(self, tenant: str, memory_id: str) -> None: ...

@@ -145,6 +145,10 @@ class HybridEngine:
         jobs.register(SCORE_JOB, RoundScorer(self).run)
 
     @property
+    def rank_defaults(self) -> RankOptions:
+        return self.settings.defaults
+
+    @property
     def embedding_model(self) -> str:
         embedder = self._embedder
         return getattr(embedder, "model_id", "sentence-transformers/all-MiniLM-L6-v2") if embedder else ""
@@ -206,9 +210,9 @@ class HybridEngine:
             seen.add(digest)
             rows.append(LongTermRow(
                 memory_id=str(uuid.uuid4()), scope_key=key, agent_name=scope.agent_name, user_id=scope.user_id,
-                run_name=scope.run_name, text=r.text, lex_terms=terms, metadata={**(metadata or {}), "role": r.role},
+                run_name=scope.run_name, text=r.text, lex_terms=terms, metadata=dict(metadata or {}),
                 memory_type="message", created=now, updated=now, last_accessed=now, content_hash=digest,
-                source={"message_ids": [r.message_id]} if r.message_id else {},
+                source={"role": r.role, **({"message_ids": [r.message_id]} if r.message_id else {})},
             ))
         return [item_of(row) for row in await self.insert(tenant, scope, rows, score_round=self.settings.scoring)]
 
@@ -371,6 +375,7 @@ class HybridEngine:
 
     async def list(self, tenant: str, scope: Scope, limit: int = 100) -> list[LongTermItem]:
         scope.validate()
+        await self._ready()
 
         def read(tx: Tx) -> list[LongTermRow]:
             return tx.ltm_list(tx.ltm_scope_keys(scope.agent_name, scope.user_id, scope.run_name), limit)

@@ -111,8 +111,9 @@ class Mem0Migration:
             created = _time(payload.get("created_at"))
             updated = _time(payload.get("updated_at")) or created
             metadata = {k: v for k, v in payload.items() if k not in _PAYLOAD_KEYS}
+            source: dict[str, Any] = {"migrated_from": "mem0"}
             if payload.get("role"):
-                metadata["role"] = payload["role"]
+                source["role"] = payload["role"]
             vector = point.vector if isinstance(point.vector, list) else None
             same_model = model == MEM0_MODEL and vector is not None and len(vector) == dims
             by_tenant[str(payload.get("asm_tenant") or DEFAULT_TENANT)].append(LongTermRow(
@@ -120,7 +121,7 @@ class Mem0Migration:
                 user_id=scope.user_id, run_name=scope.run_name, text=text, lex_terms=" ".join(tokenize(text)),
                 metadata=metadata, memory_type="message", created=created, updated=updated, last_accessed=updated,
                 content_hash=str(payload.get("hash") or content_hash(text)),
-                source={"migrated_from": "mem0"},
+                source=source,
                 embedding=np.asarray(vector, dtype=np.float32).tobytes() if same_model else None,
                 embedding_model=model if same_model else "",
             ))

@@ -34,7 +34,7 @@ class RoundScorer:
         if not rows:
             return
         rows.sort(key=lambda r: memory_ids.index(r.memory_id))
-        texts = [f"{r.metadata.get('role', 'user')}: {r.text}" for r in rows]
+        texts = [f"{r.source.get('role', 'user')}: {r.text}" for r in rows]
         assessment = await engine.scorer.assess(texts)
         await engine.apply_assessment(job.tenant, [r.memory_id for r in rows], assessment.importance_score,
                                       assessment.domain, assessment.method)
