@@ -14,6 +14,7 @@ whose they were: their history stays in the old directory only.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sqlite3
@@ -99,8 +100,11 @@ class Mem0Migration:
         return out
 
     async def _move(self, engine: HybridEngine, points: list[Any], history: dict[str, list[tuple[Any, ...]]]) -> int:
+        # Runs inside `engine.open()`: the embedder is loaded, the engine not open yet.
+        embedder = engine._embedder
+        assert embedder is not None
         model = engine.embedding_model
-        dims = (await engine._ready()).dimensions
+        dims = embedder.dimensions
         by_tenant: dict[str, list[LongTermRow]] = defaultdict(list)
         for point in points:
             payload = dict(point.payload or {})
@@ -129,7 +133,8 @@ class Mem0Migration:
         for tenant, rows in by_tenant.items():
             stale = [r for r in rows if r.embedding is None]
             if stale:
-                for row, vec in zip(stale, await engine.embed([r.text for r in stale])):
+                vectors = await asyncio.to_thread(embedder.embed, [r.text for r in stale])
+                for row, vec in zip(stale, vectors):
                     row.embedding, row.embedding_model = np.asarray(vec, dtype=np.float32).tobytes(), model
 
             def write(tx: Tx, rows: list[LongTermRow] = rows) -> int:
