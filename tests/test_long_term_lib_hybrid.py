@@ -328,3 +328,32 @@ async def test_round_scoring_runs_as_a_job_and_stores_facts_once(make_store, emb
     await RoundScorer(engine).run(Job("again", "t", "long_term.score_round", {"memory_ids": [i.id for i in recorded]}, 2))
     assert len(await engine.list("t", scope)) == len(rows)
     await engine.close()
+
+
+async def test_two_replicas_on_one_postgres_see_each_other_and_never_duplicate(postgres_dsn, embedder) -> None:
+    stores = [open_store("postgres", Path("."), postgres_dsn=postgres_dsn) for _ in range(2)]
+    a, b = (_engine(store, embedder, "postgres", scoring=False) for store in stores)
+    try:
+        scope = Scope(agent_name="Assistant", user_id="shared")
+        [item] = await a.record("t", scope, [user("Replica A heard: the meeting moved to Friday")])
+        # Seen by the other replica at once, by search, get and list.
+        assert (await b.retrieve("t", scope, user("when is the meeting"), limit=1))[0] == item.text
+        assert (await b.get("t", item.id)).text == item.text
+        await b.update("t", item.id, importance=0.9)
+        assert (await a.get("t", item.id)).importance == 0.9
+        # Both replicas record the same growing conversation at once: each text is stored once.
+        conversation = [user(f"第{i}条消息: message {i}") for i in range(20)]
+
+        async def replay(engine: HybridEngine) -> None:
+            for end in range(1, 21, 3):
+                await engine.record("t", scope, conversation[:end])
+            await engine.record("t", scope, conversation)
+
+        await asyncio.gather(replay(a), replay(b), replay(a), replay(b))
+        texts = [i.text for i in await b.list("t", scope, limit=1000)]
+        assert sorted(texts) == sorted([item.text] + [m.text_content for m in conversation])
+    finally:
+        for engine in (a, b):
+            await engine.close()
+        for store in stores:
+            await store.close()
