@@ -46,8 +46,8 @@ VERBS = ["likes", "dislikes", "is learning", "often talks about", "is allergic t
 QUERIES = [f"what does the user think about {s}" for s in SUBJECTS[:20]] + [f"用户喜欢{s}吗" for s in SUBJECTS[20:]]
 POOL = 1024
 # (store, memories in the target scope, memories in other scopes and tenants)
-PLAN = [("sqlite", 1_000, 10_000), ("sqlite", 10_000, 100_000), ("sqlite", 100_000, 100_000),
-        ("postgres", 10_000, 100_000)]
+PLAN = [("sqlite", 10_000, 100_000), ("postgres", 10_000, 100_000), ("sqlite", 1_000, 10_000),
+        ("sqlite", 100_000, 100_000)]
 
 
 def fact(i: int) -> str:
@@ -192,8 +192,11 @@ async def run(results: list[dict]) -> None:
                 results.append({"benchmark": f"LTM Retrieve {kind} @ {size}", "skipped": str(exc)})
                 continue
         started = time.perf_counter()
+        before = len(results)
         await _one_size(kind, size, others, embedder, filler, batch_rate, results, dsn)
         print(f"long-term {kind} @ {size}: {time.perf_counter() - started:.0f}s", file=sys.stderr)
+        for r in results[before:]:
+            print(f"  {r}", file=sys.stderr)
     if postgres is not None:
         postgres.stop()
     print("long-term benchmark done", file=sys.stderr)

@@ -112,6 +112,8 @@ class LongTermStatements(SqlTxBase):
 
     def ltm_ensure_schema(self, dimensions: int) -> None:
         if self._pg:
+            # Replicas starting together would race on CREATE ... IF NOT EXISTS.
+            self._conn.execute("SELECT pg_advisory_xact_lock(727373)")
             self._conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             self._conn.execute("CREATE EXTENSION IF NOT EXISTS btree_gin")
             vector_type, lex = f"vector({int(dimensions)})", "lex tsvector,"
