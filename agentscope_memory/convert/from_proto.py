@@ -328,6 +328,13 @@ def long_term_item_from_proto(item: ltm_pb.LongTermMemoryItem) -> LongTermItem:
         score=item.score if item.HasField("score") else None,
         created_at=item.created_at,
         updated_at=item.updated_at,
+        memory_type=item.memory_type or "message",
+        domain=item.domain,
+        importance=item.importance,
+        importance_method=item.importance_method,
+        last_accessed_at=item.last_accessed_at,
+        access_count=item.access_count,
+        source=parse_json_object(item.source_json, "source_json"),
     )
 
 
