@@ -185,15 +185,17 @@ async def test_decay_and_importance_order_equal_matches(make_store, embedder, st
     clock = Clock()
     engine = _engine(make_store(), embedder, store_kind, clock=clock, scoring=False)
     scope = Scope(user_id="d")
+    # An unrelated memory sets the low end of the dense normalisation.
+    await engine.record("t", scope, [user("I enjoy swimming in the lake")])
     [stale] = await engine.record("t", scope, [user("The wifi password is kiwi")])
     clock.now += 24 * 3600 * 30
     [fresh] = await engine.record("t", scope, [user("The wifi password is mango")])
-    items, _ = await engine.search_ranked("t", scope, "wifi password")
+    items, _ = await engine.search_ranked("t", scope, "wifi password", engine.rank_defaults.with_overrides(top_k=2))
     assert [i.id for i in items] == [fresh.id, stale.id]
     assert items[1].scores.decay == pytest.approx(0.99 ** (24 * 30), rel=1e-3)
     await engine.update("t", stale.id, importance=1.0)
     await engine.update("t", fresh.id, importance=0.0)
-    items, _ = await engine.search_ranked("t", scope, "wifi password")
+    items, _ = await engine.search_ranked("t", scope, "wifi password", engine.rank_defaults.with_overrides(top_k=2))
     assert [i.id for i in items] == [stale.id, fresh.id]
     await engine.close()
 
