@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import time
 import uuid
+from typing import TYPE_CHECKING
 
 from agentscope_memory.jobs import Job
 from agentscope_memory.long_term.engine import Scope
 from agentscope_memory.long_term.hybrid.records import content_hash, scope_key
 from agentscope_memory.long_term.text import tokenize
 from agentscope_memory.store.base import LongTermRow
-
-from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from agentscope_memory.long_term.hybrid.engine import HybridEngine
