@@ -173,13 +173,16 @@ async def _one_size(kind: str, size: int, others: int, embedder: MiniLMEmbedder,
             await store.close()
 
 
-async def run(results: list[dict]) -> None:
+async def run(results: list[dict], only: str = "") -> None:
+    """`only`, e.g. "sqlite@10000", runs one entry of PLAN."""
     pin_blas_threads(1)
     embedder = MiniLMEmbedder()
     batch_rate = await _embedder_baseline(embedder, results)
     filler = Filler(embedder)
     postgres = None
     for kind, size, others in PLAN:
+        if only and only != f"{kind}@{size}":
+            continue
         dsn = None
         if kind == "postgres":
             try:
@@ -204,6 +207,6 @@ async def run(results: list[dict]) -> None:
 
 if __name__ == "__main__":
     out: list[dict] = []
-    asyncio.run(run(out))
+    asyncio.run(run(out, sys.argv[1] if len(sys.argv) > 1 else ""))
     for r in out:
         print(r)

@@ -33,6 +33,9 @@ class ScopeIndex:
         self._alive = np.zeros(16, dtype=bool)
         self._lengths = np.zeros(16, dtype=np.float32)
         self._postings: dict[str, tuple[list[int], list[int]]] = {}
+        # The postings as arrays, built on first use after a change (a query reads a term's
+        # postings whole; converting Python lists every time costs more than the scoring).
+        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         # Per row, for filters: memory_type, domain, created, metadata.
         self._types: list[str] = []
         self._domains: list[str] = []
@@ -75,6 +78,7 @@ class ScopeIndex:
                 docs, tfs = self._postings.setdefault(term, ([], []))
                 docs.append(i)
                 tfs.append(tf)
+                self._arrays.pop(term, None)
             self._types.append(row.memory_type)
             self._domains.append(row.domain)
             self._created.append(row.created)
@@ -132,11 +136,14 @@ class ScopeIndex:
             average = self._total_length / self._live if self._live else 1.0
             norm = BM25_K1 * (1 - BM25_B + BM25_B * self._lengths[:n] / max(average, 1e-9))
             for term, count in Counter(terms).items():
-                posting = self._postings.get(term)
-                if posting is None:
-                    continue
-                docs = np.asarray(posting[0], dtype=np.int64)
-                tfs = np.asarray(posting[1], dtype=np.float32)
+                arrays = self._arrays.get(term)
+                if arrays is None:
+                    posting = self._postings.get(term)
+                    if posting is None:
+                        continue
+                    arrays = self._arrays[term] = (np.asarray(posting[0], dtype=np.int64),
+                                                   np.asarray(posting[1], dtype=np.float32))
+                docs, tfs = arrays
                 df = int(self._alive[docs].sum())
                 if df == 0:
                     continue
