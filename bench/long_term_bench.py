@@ -157,7 +157,9 @@ async def _one_size(kind: str, size: int, others: int, embedder: MiniLMEmbedder,
                             "embed_p50_ms": round(embed_p50 * 1000, 3), "ratio_to_embed": round(p95 / embed_p50, 2),
                             "other_scopes_total": others})
 
-            # Record throughput in batches of 32 new messages.
+            # Record throughput in batches of 32 new messages, against the embedder's batch
+            # throughput measured right before (the machine's load changes during a run).
+            batch_rate = await _embedder_baseline(embedder, [])
             counter = 10_000_000
             started = time.perf_counter()
             recorded = 0
