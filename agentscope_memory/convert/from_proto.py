@@ -8,6 +8,7 @@ direction. Reading validates everything a client could get wrong and names the o
 from __future__ import annotations
 
 import json
+import math
 import struct
 from typing import Any
 
@@ -18,6 +19,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2 as s
 from agentscope_memory.convert import enums
 from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.long_term.engine import LongTermItem, Scope
+from agentscope_memory.long_term.hybrid.ranking import RankOptions
 from agentscope_memory.long_term.tools import ToolSchema
 from agentscope_memory.long_term.modes import Mode
 from agentscope_memory.message import (
@@ -38,6 +40,7 @@ from agentscope_memory.message import (
 from agentscope_memory.session.state import StateEntry
 from agentscope_memory.validation.json_text import MAX_STATE_DEPTH, parse_json, parse_json_object
 from agentscope_memory.validation.text import MAX_NAME_BYTES, MAX_PLAN_SUBTASKS, MAX_PLAN_TEXT_BYTES, check_text
+from agentscope_memory.store.base import LongTermFilter
 from agentscope_memory.short_term.auto_context.config import AutoContextConfig, PromptConfig
 from agentscope_memory.short_term.auto_context.engine import PlanNote, PlanSubtask
 from agentscope_memory.short_term.description import MemoryDescription
@@ -252,6 +255,41 @@ def scope_from_proto(scope: ltm_pb.Scope, field: str = "scope") -> Scope:
     return Scope(scope.agent_name, scope.user_id, scope.run_name).validate(field)
 
 
+_RANKINGS = {
+    ltm_pb.LONG_TERM_RANKING_SHIPPED: "shipped",
+    ltm_pb.LONG_TERM_RANKING_SEMANTIC: "semantic",
+    ltm_pb.LONG_TERM_RANKING_DENSE: "dense",
+    ltm_pb.LONG_TERM_RANKING_LEXICAL: "lexical",
+    ltm_pb.LONG_TERM_RANKING_RRF: "rrf",
+}
+
+
+def search_options_from_proto(request: ltm_pb.SearchLongTermMemoriesRequest, defaults: RankOptions) -> RankOptions:
+    """The ranking options of a search request: its fields over the server's defaults, validated
+    (a bad field is INVALID_ARGUMENT naming it)."""
+    if request.ranking and request.ranking not in _RANKINGS:
+        raise InvalidArgumentError("ranking", f"unknown value {request.ranking}")
+    for name in ("top_k", "top_k_semantic"):
+        if getattr(request, name) < 0:
+            raise InvalidArgumentError(name, "must not be negative")
+    for name in ("created_after", "created_before"):
+        value = getattr(request, name)
+        if not math.isfinite(value) or value < 0:
+            raise InvalidArgumentError(name, "must be a time in seconds since the epoch (0 for no bound)")
+    metadata = parse_json_object(request.metadata_filter_json, "metadata_filter_json")
+    where = LongTermFilter(
+        memory_types=tuple(request.memory_types), domains=tuple(request.domains),
+        created_after=request.created_after or None, created_before=request.created_before or None,
+        metadata=metadata,
+    )
+    optional = {name: getattr(request, name) for name in ("alpha", "beta", "gamma", "delta", "decay_rate", "dense_weight")
+                if request.HasField(name)}
+    return defaults.with_overrides(
+        top_k=request.top_k or None, top_k_semantic=request.top_k_semantic or None,
+        ranking=_RANKINGS.get(request.ranking), where=where, **optional,
+    )
+
+
 def mode_from_proto(value: int, field: str = "mode") -> Mode:
     mode = enums.MODE_FROM_PB.get(value)
     if mode is None:
@@ -268,6 +306,13 @@ def long_term_item_from_proto(item: ltm_pb.LongTermMemoryItem) -> LongTermItem:
         score=item.score if item.HasField("score") else None,
         created_at=item.created_at,
         updated_at=item.updated_at,
+        memory_type=item.memory_type or "message",
+        domain=item.domain,
+        importance=item.importance,
+        importance_method=item.importance_method,
+        last_accessed_at=item.last_accessed_at,
+        access_count=item.access_count,
+        source=parse_json_object(item.source_json, "source_json"),
     )
 
 

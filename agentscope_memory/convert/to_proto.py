@@ -18,7 +18,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as 
 from agentscope_memory._proto.agentscope.memory.v1 import message_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2 as state_pb
 from agentscope_memory.convert import enums
-from agentscope_memory.long_term.engine import LongTermItem, Scope
+from agentscope_memory.long_term.engine import HistoryEntry, LongTermItem, Scope
 from agentscope_memory.long_term.tools import ToolSchema
 from agentscope_memory.long_term.modes import Mode
 from agentscope_memory.message import (
@@ -218,9 +218,36 @@ def long_term_item_to_proto(item: LongTermItem) -> ltm_pb.LongTermMemoryItem:
         scope=scope_to_proto(item.scope),
         created_at=item.created_at,
         updated_at=item.updated_at,
+        memory_type=item.memory_type,
+        domain=item.domain,
+        importance=item.importance if item.importance is not None else 0.0,
+        importance_method=item.importance_method,
+        last_accessed_at=item.last_accessed_at,
+        access_count=item.access_count,
+        source_json=to_json_text(item.source) if item.source else "",
     )
     if item.score is not None:
         out.score = item.score
+    return out
+
+
+def long_term_result_to_proto(item: LongTermItem) -> ltm_pb.LongTermSearchResult:
+    """A ranked search result: the memory and every component of its score."""
+    s = item.scores
+    scores = ltm_pb.LongTermScores()
+    if s is not None:
+        scores = ltm_pb.LongTermScores(final=s.final, semantic=s.semantic, dense=s.dense, lexical=s.lexical,
+                                       decay=s.decay, importance=s.importance, frequency=s.frequency)
+    return ltm_pb.LongTermSearchResult(memory=long_term_item_to_proto(item), scores=scores)
+
+
+def long_term_history_to_proto(entry: HistoryEntry) -> ltm_pb.LongTermHistoryEntry:
+    out = ltm_pb.LongTermHistoryEntry(memory_id=entry.memory_id, event=entry.event, created_at=entry.created_at,
+                                      detail_json=to_json_text(entry.detail) if entry.detail else "")
+    if entry.old_text is not None:
+        out.old_text = entry.old_text
+    if entry.new_text is not None:
+        out.new_text = entry.new_text
     return out
 
 

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import builtins  # `list` is also a method name in the engines below
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.validation.ids import check_id
 from agentscope_memory.validation.messages import check_msg
 from agentscope_memory.message import Msg
+
+if TYPE_CHECKING:
+    from agentscope_memory.long_term.hybrid.ranking import RankOptions
 
 DEFAULT_TOP_K = 5
 _SCOPE_FIELDS = ("agent_name", "user_id", "run_name")
@@ -54,6 +57,19 @@ class LongTermItem:
     # ISO 8601 with a UTC offset, as mem0 writes them.
     created_at: str = ""
     updated_at: str = ""
+    # message, fact, reflection or summary.
+    memory_type: str = "message"
+    # One of `domains.DOMAINS`, or "" before the memory is assessed.
+    domain: str = ""
+    importance: float | None = None
+    # llm, heuristic, user, or default (not assessed yet).
+    importance_method: str = ""
+    last_accessed_at: str = ""
+    access_count: int = 0
+    # Where it came from: message ids, memory ids.
+    source: dict[str, Any] = field(default_factory=dict)
+    # Search results of the ranked search: every component of `score` (a `ranking.Scores`).
+    scores: Any = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +82,8 @@ class HistoryEntry:
     new_text: str | None
     created_at: str = ""
     updated_at: str = ""
+    # What else changed (metadata, importance, domain), old and new.
+    detail: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -83,6 +101,11 @@ class LongTermListPage:
 
 class LongTermEngine(Protocol):
     """Long-term memory for every tenant and scope."""
+
+    @property
+    def rank_defaults(self) -> RankOptions:
+        """The ranking a search uses where the request leaves a field unset."""
+        ...
 
     async def open(self) -> None:
         """Load models and indexes now rather than on the first call."""
@@ -106,6 +129,14 @@ class LongTermEngine(Protocol):
         """AgentScope `retrieve(msg)`: what the memory holds for the message, as one text."""
         ...
 
+    async def search_ranked(
+        self, tenant: str, scope: Scope, query: str, options: RankOptions | None = None, *, route: bool = False
+    ) -> tuple[list[LongTermItem], str]:
+        """Ranked search whose items carry every score component (`item.scores`); with
+        `route`, the query's domain filters candidates (general_chat recalls nothing).
+        Returns (items best first, the routed domain or "")."""
+        ...
+
     async def list(self, tenant: str, scope: Scope, limit: int = 100) -> list[LongTermItem]: ...
 
     async def list_page(self, tenant: str, scope: Scope, limit: int, cursor: str = "") -> LongTermListPage:
@@ -116,9 +147,15 @@ class LongTermEngine(Protocol):
     async def get(self, tenant: str, memory_id: str) -> LongTermItem: ...
 
     async def update(
-        self, tenant: str, memory_id: str, text: str | None = None, metadata: dict[str, Any] | None = None
+        self,
+        tenant: str,
+        memory_id: str,
+        text: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        importance: float | None = None,
     ) -> LongTermItem:
-        """Change a memory's text and/or merge metadata into it; the change goes to its history."""
+        """Change a memory's text and/or importance and/or merge metadata into it; the change
+        goes to its history."""
         ...
 
     async def delete(self, tenant: str, memory_id: str) -> None: ...

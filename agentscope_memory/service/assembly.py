@@ -112,11 +112,45 @@ def build_summarizer(settings: ServiceSettings) -> Summarizer:
         settings.llm_timeout_s, settings.llm_max_retries)))
 
 
-def build_long_term(settings: ServiceSettings) -> LongTermEngine:
-    """The long-term engine the settings name (mem0 in-process today)."""
-    from agentscope_memory.long_term.mem0 import Mem0Backend, Mem0Engine
+def _chat_client(settings: ServiceSettings) -> ChatClient | None:
+    if settings.llm_base_url is None:
+        return None
+    return ChatClient(LlmConfig(
+        settings.llm_base_url, settings.llm_model,
+        settings.llm_api_key.get_secret_value() if settings.llm_api_key else None,
+        settings.llm_timeout_s, settings.llm_max_retries))
 
-    return Mem0Engine(Mem0Backend(settings.mem0_config()))
+
+def build_long_term(settings: ServiceSettings, store: Store, jobs: JobRunner) -> LongTermEngine:
+    """The long-term engine: the server's own (`long_term/hybrid/`) in `store`, with the LLM's
+    scorer and router when one is configured, the offline heuristics otherwise."""
+    from agentscope_memory.long_term.hybrid import EngineSettings, HybridEngine, RankOptions, embedder_factory
+    from agentscope_memory.long_term.hybrid.migrate import Mem0Migration
+    from agentscope_memory.long_term.importance import HeuristicScorer, ImportanceScorer, LlmScorer
+    from agentscope_memory.long_term.router import HeuristicRouter, LlmRouter, QueryRouter
+
+    llm = _chat_client(settings)
+    scorer: ImportanceScorer = LlmScorer(llm) if llm else HeuristicScorer()
+    router: QueryRouter = LlmRouter(llm) if llm else HeuristicRouter()
+    defaults = RankOptions(
+        alpha=settings.long_term_alpha, beta=settings.long_term_beta, gamma=settings.long_term_gamma,
+        delta=settings.long_term_delta, decay_rate=settings.long_term_decay_rate,
+        dense_weight=settings.long_term_dense_weight, top_k_semantic=settings.long_term_top_k_semantic,
+        top_k=settings.long_term_top_k,
+    ).validate()
+    engine = HybridEngine(
+        store,
+        embedder_factory(settings),
+        scorer=scorer,
+        router=router,
+        settings=EngineSettings(defaults=defaults, fact_threshold=settings.long_term_fact_threshold,
+                                scoring=settings.long_term_scoring,
+                                route_parity_calls=settings.long_term_route_queries),
+        in_database=settings.store == "postgres",
+        migrations=[Mem0Migration(settings.data_dir / "mem0")],
+    )
+    engine.attach_jobs(jobs)
+    return engine
 
 
 def build_service(settings: ServiceSettings | None = None) -> Service:
@@ -145,6 +179,6 @@ def build_service(settings: ServiceSettings | None = None) -> Service:
         ),
     )
     if settings.long_term_enabled:
-        service.long_term = build_long_term(settings)
+        service.long_term = build_long_term(settings, store, jobs)
         service.turns = Turns(memories, service.long_term, jobs)
     return service

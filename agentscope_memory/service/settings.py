@@ -62,19 +62,31 @@ class ServiceSettings(BaseModel):
     llm_timeout_s: float = Field(60.0, gt=0)
     llm_max_retries: int = Field(2, ge=0)
 
-    # Long-term memory (mem0 in-process). Embedded default: MiniLM with numpy, embedded Qdrant
-    # under <data_dir>/mem0, and fact extraction only when llm_base_url is set.
+    # Long-term memory: the server's own engine (`long_term/hybrid/`) in the configured store.
+    # Embedded default: MiniLM with numpy; importance scoring and routing by offline heuristics,
+    # or by the LLM when llm_base_url is set.
     long_term_enabled: bool = True
-    long_term_preload: bool = Field(True, description="load mem0 and the embedder at start, in the background")
+    long_term_preload: bool = Field(True, description="load the embedder at start, in the background")
     long_term_embedder: Literal["minilm", "openai"] = "minilm"
     long_term_embedder_base_url: str | None = None
     long_term_embedder_model: str = "text-embedding-3-small"
     long_term_embedder_api_key: SecretStr | None = None
     long_term_embedder_dims: int = Field(1536, gt=0)
-    long_term_vector_store: Literal["qdrant", "qdrant_server", "pgvector"] = "qdrant"
-    long_term_qdrant_url: str | None = None
-    long_term_qdrant_api_key: SecretStr | None = None
-    long_term_pgvector_dsn: SecretStr | None = None
+    # Ranking defaults (every search may override them): S_final = alpha*semantic +
+    # beta*decay_rate^(hours since last access) + gamma*importance + delta*frequency.
+    long_term_alpha: float = Field(0.5, ge=0, le=1)
+    long_term_beta: float = Field(0.2, ge=0, le=1)
+    long_term_gamma: float = Field(0.3, ge=0, le=1)
+    long_term_delta: float = Field(0.0, ge=0, le=1, description="weight of the access-frequency term")
+    long_term_decay_rate: float = Field(0.99, gt=0, le=1, description="per hour since last access")
+    long_term_dense_weight: float = Field(0.5, ge=0, le=1, description="dense share of S_semantic")
+    long_term_top_k_semantic: int = Field(50, ge=1, le=1000)
+    long_term_top_k: int = Field(10, ge=1, le=1000)
+    # Background scoring of every recorded round (importance, domain, fact).
+    long_term_scoring: bool = True
+    long_term_fact_threshold: float = Field(0.7, ge=0, le=1)
+    # Route queries by intent on Retrieve / the tools / BeginTurn (off: AgentScope parity).
+    long_term_route_queries: bool = False
 
     @model_validator(mode="after")
     def _postgres_needs_dsn(self) -> "ServiceSettings":
@@ -83,6 +95,7 @@ class ServiceSettings(BaseModel):
         return self
 
     def mem0_config(self) -> Mem0Config:
+        """Where the mem0 engine of earlier versions kept its data (migrated once)."""
         return Mem0Config(
             data_dir=self.data_dir,
             embedder=self.long_term_embedder,
@@ -90,10 +103,6 @@ class ServiceSettings(BaseModel):
             embedder_model=self.long_term_embedder_model,
             embedder_api_key=_secret(self.long_term_embedder_api_key),
             embedder_dims=self.long_term_embedder_dims,
-            vector_store=self.long_term_vector_store,
-            qdrant_url=self.long_term_qdrant_url,
-            qdrant_api_key=_secret(self.long_term_qdrant_api_key),
-            pgvector_dsn=_secret(self.long_term_pgvector_dsn),
             llm_base_url=self.llm_base_url,
             llm_model=self.llm_model,
             llm_api_key=_secret(self.llm_api_key),

@@ -111,6 +111,64 @@ class StateWrite:
     length: int
 
 
+@dataclass
+class LongTermRow:
+    """One long-term memory as stored (`store/sql/long_term.py`). `scope_key` names its exact
+    (agent, user, run) within the tenant; `embedding` is float32 little-endian bytes (or None
+    before it is embedded); `lex_terms` are the lexical leg's terms, space-separated."""
+
+    memory_id: str
+    scope_key: str
+    agent_name: str
+    user_id: str
+    run_name: str
+    text: str
+    lex_terms: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    # message, fact, reflection or summary
+    memory_type: str = "message"
+    domain: str = ""
+    importance: float = 0.5
+    # llm, heuristic or default (not assessed yet)
+    importance_method: str = "default"
+    created: float = 0.0
+    updated: float = 0.0
+    last_accessed: float = 0.0
+    access_count: int = 0
+    content_hash: str = ""
+    deleted: bool = False
+    # Where it came from: {"memory_ids": [...], "message_ids": [...]}
+    source: dict[str, Any] = field(default_factory=dict)
+    embedding_model: str = ""
+    embedding: bytes | None = None
+    version: int = 1
+
+
+@dataclass(frozen=True)
+class LongTermHistoryRow:
+    """One change of a long-term memory, oldest first by `n`."""
+
+    memory_id: str
+    n: int
+    event: str
+    old_text: str | None
+    new_text: str | None
+    detail: dict[str, Any]
+    created: float
+
+
+@dataclass(frozen=True)
+class LongTermFilter:
+    """Which memories of the chosen scopes a candidate query may return (empty = any)."""
+
+    memory_types: tuple[str, ...] = ()
+    domains: tuple[str, ...] = ()
+    created_after: float | None = None
+    created_before: float | None = None
+    # Every key must be present in the memory's metadata with an equal value.
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
 class Tx(Protocol):
     tenant: str
 
@@ -151,6 +209,41 @@ class Tx(Protocol):
         ...
     def meta_setdefault(self, key: str, value: str) -> str:
         """Cross-tenant: the `meta` value of `key`, set to `value` first if it has none."""
+        ...
+
+    # -- long-term memory (see agentscope_memory.long_term.hybrid) ---------------------------
+    # Tenant-scoped, except `ltm_ensure_schema`.
+    def ltm_ensure_schema(self, dimensions: int) -> None:
+        """Cross-tenant: create the long-term tables (the dense column needs the embedder's
+        dimensions on PostgreSQL). Idempotent."""
+        ...
+    def ltm_register_scope(self, scope_key: str, agent_name: str, user_id: str, run_name: str, now: float) -> None: ...
+    def ltm_scope_keys(self, agent_name: str, user_id: str, run_name: str) -> list[str]:
+        """The exact scopes a (possibly broader) scope covers: every non-empty field equal."""
+        ...
+    def ltm_existing_hashes(self, scope_key: str, hashes: Sequence[str]) -> set[str]: ...
+    def ltm_insert(self, rows: Sequence[LongTermRow]) -> list[str]:
+        """Insert rows whose text the scope does not hold yet (live); returns the ids inserted."""
+        ...
+    def ltm_get(self, memory_id: str, *, lock: bool = False) -> LongTermRow | None: ...
+    def ltm_get_many(self, memory_ids: Sequence[str]) -> list[LongTermRow]: ...
+    def ltm_list(self, scope_keys: Sequence[str], limit: int, after: tuple[float, str] | None = None) -> list[LongTermRow]: ...
+    def ltm_scope_rows(self, scope_key: str) -> list[LongTermRow]:
+        """Every live memory of one exact scope, embeddings included (to build an index)."""
+        ...
+    def ltm_update(self, row: LongTermRow) -> None:
+        """Write back text, lex_terms, metadata, memory_type, domain, importance(+method),
+        updated, content_hash, deleted, source, embedding(+model), version."""
+        ...
+    def ltm_touch(self, memory_ids: Sequence[str], now: float) -> None: ...
+    def ltm_history_add(self, memory_id: str, event: str, old_text: str | None, new_text: str | None,
+                        detail: dict[str, Any], now: float) -> None: ...
+    def ltm_history(self, memory_id: str) -> list[LongTermHistoryRow]: ...
+    def ltm_dense(self, scope_keys: Sequence[str], vector: bytes, k: int, where: LongTermFilter) -> list[tuple[str, float]]:
+        """PostgreSQL only (pgvector): the k nearest live memories, (id, cosine similarity)."""
+        ...
+    def ltm_lexical(self, scope_keys: Sequence[str], terms: Sequence[str], k: int, where: LongTermFilter) -> list[tuple[str, float]]:
+        """PostgreSQL only (tsvector): the k best text matches, (id, rank)."""
         ...
 
     # -- job queue (see agentscope_memory.jobs) ----------------------------------------------

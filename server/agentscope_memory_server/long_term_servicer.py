@@ -8,12 +8,19 @@ from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_servi
 from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2_grpc as pb_grpc
 from agentscope_memory.convert.from_proto import (
     mode_from_proto,
+    search_options_from_proto,
     msg_from_proto,
     msgs_from_proto,
     parse_json_object,
     scope_from_proto,
 )
-from agentscope_memory.convert.to_proto import long_term_item_to_proto, msg_to_proto, tool_schema_to_proto
+from agentscope_memory.convert.to_proto import (
+    long_term_history_to_proto,
+    long_term_item_to_proto,
+    long_term_result_to_proto,
+    msg_to_proto,
+    tool_schema_to_proto,
+)
 from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.long_term.engine import LongTermEngine
 from agentscope_memory.long_term.paging import list_page
@@ -107,3 +114,28 @@ class LongTermServicer(pb_grpc.LongTermMemoryServiceServicer):
             tenant_of(context), request.memory_id, scope_from_proto(request.scope), mode_from_proto(request.mode), request.async_record
         )
         return pb.EndTurnResponse(recorded=recorded)
+
+    @grpc_errors
+    async def SearchLongTermMemories(self, request: pb.SearchLongTermMemoriesRequest, context: grpc.aio.ServicerContext) -> pb.SearchLongTermMemoriesResponse:
+        scope = scope_from_proto(request.scope)
+        if not request.query.strip():
+            raise InvalidArgumentError("query", "is required")
+        options = search_options_from_proto(request, self.engine.rank_defaults)
+        items, domain = await self.engine.search_ranked(tenant_of(context), scope, request.query, options, route=request.route_query)
+        return pb.SearchLongTermMemoriesResponse(results=[long_term_result_to_proto(i) for i in items], routed_domain=domain)
+
+    @grpc_errors
+    async def UpdateLongTermMemory(self, request: pb.UpdateLongTermMemoryRequest, context: grpc.aio.ServicerContext) -> pb.UpdateLongTermMemoryResponse:
+        metadata = parse_json_object(request.metadata_json, "metadata_json") if request.metadata_json else None
+        item = await self.engine.update(
+            tenant_of(context), request.id,
+            text=request.text if request.HasField("text") else None,
+            metadata=metadata,
+            importance=request.importance if request.HasField("importance") else None,
+        )
+        return pb.UpdateLongTermMemoryResponse(memory=long_term_item_to_proto(item))
+
+    @grpc_errors
+    async def GetLongTermMemoryHistory(self, request: pb.GetLongTermMemoryHistoryRequest, context: grpc.aio.ServicerContext) -> pb.GetLongTermMemoryHistoryResponse:
+        entries = await self.engine.history(tenant_of(context), request.id)
+        return pb.GetLongTermMemoryHistoryResponse(entries=[long_term_history_to_proto(e) for e in entries])

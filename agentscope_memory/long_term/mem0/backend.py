@@ -36,11 +36,6 @@ class Mem0Config:
     embedder_model: str = "text-embedding-3-small"
     embedder_api_key: str | None = None
     embedder_dims: int = 384
-    # "qdrant" (embedded under data_dir, default), "qdrant_server" or "pgvector".
-    vector_store: Literal["qdrant", "qdrant_server", "pgvector"] = "qdrant"
-    qdrant_url: str | None = None
-    qdrant_api_key: str | None = None
-    pgvector_dsn: str | None = None
     # An OpenAI-compatible chat endpoint enables mem0's fact extraction (infer=True).
     llm_base_url: str | None = None
     llm_model: str = "gpt-4o-mini"
@@ -73,18 +68,9 @@ class _MiniLMForMem0:
 
 def _mem0_config(config: Mem0Config) -> dict[str, Any]:
     dims = 384 if config.embedder == "minilm" else config.embedder_dims
-    if config.vector_store == "qdrant":
-        vector = {"provider": "qdrant", "config": {
-            "collection_name": COLLECTION, "embedding_model_dims": dims,
-            "path": str(config.mem0_dir / "qdrant"), "on_disk": True}}
-    elif config.vector_store == "qdrant_server":
-        vector = {"provider": "qdrant", "config": {
-            "collection_name": COLLECTION, "embedding_model_dims": dims,
-            "url": config.qdrant_url, "api_key": config.qdrant_api_key}}
-    else:
-        vector = {"provider": "pgvector", "config": {
-            "collection_name": COLLECTION, "embedding_model_dims": dims,
-            "connection_string": config.pgvector_dsn, "hnsw": True}}
+    vector = {"provider": "qdrant", "config": {
+        "collection_name": COLLECTION, "embedding_model_dims": dims,
+        "path": str(config.mem0_dir / "qdrant"), "on_disk": True}}
     # mem0 builds an OpenAI client at construction even when it never calls it, and that
     # client refuses to exist without a key; a placeholder satisfies it without any request.
     llm: dict[str, Any] = {"api_key": config.llm_api_key or "unused-no-llm-configured", "model": config.llm_model}

@@ -17,6 +17,8 @@ from agentscope_memory.store.base import Row
 TABLES = (
     "memories", "list_heads", "items", "kv", "requests", "meta", "jobs", "agent_states",
     "agent_state_items",
+    # long-term memory (`long_term.py`)
+    "ltm", "ltm_scopes", "ltm_history",
 )
 
 

@@ -1,0 +1,555 @@
+"""`HybridEngine`: long-term memory in the server's own store, recalled by dense + lexical
+candidates and ranked by the seed formula (`ranking.py`).
+
+Records: each recordable message (AgentScope-Java's rules, `records.py`) becomes a row of
+memory_type `message`, stored once per exact scope (by content hash, enforced by the database),
+embedded in one batch per call, indexed lexically with the two messages before it in the same
+recorded conversation. A background job (durable, `agentscope_memory/jobs`) then scores the
+round (importance, domain and, when the score reaches the threshold, a `fact` memory).
+
+Search: the scopes the request covers (a scope naming fewer ids covers its narrower scopes, as
+mem0's filters did), their dense and lexical candidates (embedded: `ScopeIndex` per exact scope;
+PostgreSQL: pgvector HNSW and tsvector in the database), fused into S_semantic, the semantic top
+k re-ranked by S_final, and the chosen memories touched (last access, access count) after the
+answer is on its way.
+
+Concurrency: reads take no lock; writes to one exact scope take that scope's lock (other scopes
+proceed); PostgreSQL replicas are kept consistent by the database (unique live text per scope,
+row locks on update).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+import uuid
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from agentscope_memory.errors import AlreadyExistsError, InvalidArgumentError, NotFoundError, ResourceExhaustedError
+from agentscope_memory.long_term.domains import GENERAL_CHAT
+from agentscope_memory.long_term.engine import DEFAULT_TOP_K, HistoryEntry, LongTermItem, Scope, retrieve_by_search
+from agentscope_memory.long_term.hybrid.embedders import Embedder
+from agentscope_memory.long_term.hybrid.memory_index import ScopeIndex
+from agentscope_memory.long_term.hybrid.ranking import (
+    MEMORY_TYPES,
+    RankOptions,
+    Scores,
+    final_scores,
+    merge_legs,
+    semantic_scores,
+)
+from agentscope_memory.long_term.hybrid.records import MAX_TEXT_CHARS, content_hash, recordable, scope_key
+from agentscope_memory.long_term.importance import ImportanceScorer
+from agentscope_memory.long_term.router import QueryRouter
+from agentscope_memory.long_term.text import tokenize
+from agentscope_memory.message import Msg
+from agentscope_memory.store.base import NO_TENANT, LongTermFilter, LongTermRow, Store, Tx
+
+log = logging.getLogger("agentscope_memory.long_term")
+
+SCORE_JOB = "long_term.score_round"
+# Reserved metadata key of the old engine; still refused so stored data cannot be confused.
+RESERVED_METADATA = ("asm_tenant",)
+# A recorded message is indexed lexically with this many messages before it.
+CONTEXT_MESSAGES = 2
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    defaults: RankOptions = field(default_factory=RankOptions)
+    # A round's fact is stored when its importance reaches this.
+    fact_threshold: float = 0.7
+    # Score every recorded round in the background (importance, domain, fact).
+    scoring: bool = True
+    # Route queries by intent on the AgentScope-parity calls (Retrieve, the tools, BeginTurn).
+    route_parity_calls: bool = False
+    # BLAS threads for the process's matmuls (None leaves them alone). The embedder's matrices
+    # are small: on a loaded 2-core machine OpenBLAS's default threads made a query embedding's
+    # p50 633 ms and p95 2977 ms; with one thread 76 ms and 93 ms (measured in one run).
+    blas_threads: int | None = 1
+
+
+def pin_blas_threads(threads: int) -> None:
+    """Limit BLAS (OpenBLAS, MKL) to `threads` for the whole process, now and later: the
+    threadpoolctl call sets the libraries' global thread count (kept after the call returns)."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=threads, user_api="blas")
+
+
+def iso(ts: float) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(ts, timezone.utc).isoformat() if ts else ""
+
+
+def item_of(row: LongTermRow, scores: Scores | None = None) -> LongTermItem:
+    return LongTermItem(
+        id=row.memory_id,
+        text=row.text,
+        scope=Scope(row.agent_name, row.user_id, row.run_name),
+        metadata=dict(row.metadata),
+        score=scores.final if scores is not None else None,
+        created_at=iso(row.created),
+        updated_at=iso(row.updated) if row.updated != row.created else "",
+        memory_type=row.memory_type,
+        domain=row.domain,
+        importance=row.importance,
+        importance_method=row.importance_method,
+        last_accessed_at=iso(row.last_accessed),
+        access_count=row.access_count,
+        source=dict(row.source),
+        scores=scores,
+    )
+
+
+def _check_metadata(metadata: dict[str, Any] | None, field_name: str) -> None:
+    for key in RESERVED_METADATA:
+        if metadata and key in metadata:
+            raise InvalidArgumentError(field_name, f"{key!r} is reserved")
+
+
+class HybridEngine:
+    """The `LongTermEngine` of the server's own store."""
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Callable[[], Embedder],
+        *,
+        scorer: ImportanceScorer,
+        router: QueryRouter,
+        settings: EngineSettings | None = None,
+        in_database: bool = False,
+        migrations: Sequence[Callable[[HybridEngine], Any]] = (),
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._store = store
+        self._make_embedder = embedder
+        self._embedder: Embedder | None = None
+        self.scorer = scorer
+        self.router = router
+        self.settings = settings or EngineSettings()
+        # PostgreSQL: candidates come from the database (pgvector, tsvector), not from memory.
+        self._in_database = in_database
+        self._migrations = list(migrations)
+        self._clock = clock
+        self._open_lock = asyncio.Lock()
+        self._opened = False
+        self._indexes: dict[tuple[str, str], ScopeIndex] = {}
+        self._locks: weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock] = weakref.WeakValueDictionary()
+        self._background: set[asyncio.Task[Any]] = set()
+        self._jobs: Any = None
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    def attach_jobs(self, jobs: Any) -> None:
+        """Use `jobs` (a `JobRunner`) for background scoring; registers the handler."""
+        from agentscope_memory.long_term.hybrid.scoring import RoundScorer
+
+        self._jobs = jobs
+        jobs.register(SCORE_JOB, RoundScorer(self).run)
+
+    @property
+    def rank_defaults(self) -> RankOptions:
+        return self.settings.defaults
+
+    @property
+    def embedding_model(self) -> str:
+        embedder = self._embedder
+        return getattr(embedder, "model_id", "sentence-transformers/all-MiniLM-L6-v2") if embedder else ""
+
+    async def open(self) -> None:
+        async with self._open_lock:
+            if self._opened:
+                return
+            if self.settings.blas_threads is not None:
+                pin_blas_threads(self.settings.blas_threads)
+            embedder = await asyncio.to_thread(self._make_embedder)
+            await self._store.run(NO_TENANT, lambda tx: tx.ltm_ensure_schema(embedder.dimensions))
+            self._embedder = embedder
+            for migrate in self._migrations:
+                await migrate(self)
+            self._opened = True
+
+    async def _ready(self) -> Embedder:
+        if not self._opened:
+            await self.open()
+        assert self._embedder is not None
+        return self._embedder
+
+    async def close(self) -> None:
+        tasks = list(self._background)
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        self._indexes.clear()
+
+    def _lock(self, tenant: str, key: str) -> asyncio.Lock:
+        lock = self._locks.get((tenant, key))
+        if lock is None:
+            lock = self._locks[(tenant, key)] = asyncio.Lock()
+        return lock
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        embedder = await self._ready()
+        return await asyncio.to_thread(embedder.embed, list(texts))
+
+    # -- record -------------------------------------------------------------------------------
+
+    async def record(
+        self, tenant: str, scope: Scope, msgs: Sequence[Msg | None], metadata: dict[str, Any] | None = None
+    ) -> list[LongTermItem]:
+        """Store each new recordable message verbatim, once per exact scope."""
+        scope.validate()
+        _check_metadata(metadata, "metadata_json")
+        recorded = recordable(msgs)
+        if not recorded:
+            return []
+        texts = [r.text for r in recorded]
+        lex = [" ".join(tokenize(" ".join(texts[max(0, i - CONTEXT_MESSAGES) : i + 1]))) for i in range(len(texts))]
+        rows = []
+        now = self._clock()
+        key = scope_key(scope)
+        seen: set[str] = set()
+        for r, terms in zip(recorded, lex):
+            digest = content_hash(r.text)
+            if digest in seen:
+                continue
+            seen.add(digest)
+            rows.append(LongTermRow(
+                memory_id=str(uuid.uuid4()), scope_key=key, agent_name=scope.agent_name, user_id=scope.user_id,
+                run_name=scope.run_name, text=r.text, lex_terms=terms, metadata=dict(metadata or {}),
+                memory_type="message", created=now, updated=now, last_accessed=now, content_hash=digest,
+                source={"role": r.role, **({"message_ids": [r.message_id]} if r.message_id else {})},
+            ))
+        return [item_of(row) for row in await self.insert(tenant, scope, rows, score_round=self.settings.scoring)]
+
+    async def insert(self, tenant: str, scope: Scope, rows: list[LongTermRow], *, score_round: bool = False,
+                     history_detail: dict[str, Any] | None = None) -> list[LongTermRow]:
+        """Insert `rows` of one exact scope that it does not hold yet (embedding them in one
+        batch); returns those inserted. With `score_round`, queue the round's scoring job in the
+        same transaction."""
+        embedder = await self._ready()
+        key = scope_key(scope)
+        async with self._lock(tenant, key):
+            hashes = [r.content_hash for r in rows]
+            known = await self._store.run(tenant, lambda tx: tx.ltm_existing_hashes(key, hashes), write=False)
+            fresh = [r for r in rows if r.content_hash not in known]
+            if not fresh:
+                return []
+            vectors = await asyncio.to_thread(embedder.embed, [r.text for r in fresh])
+            for row, vector in zip(fresh, vectors):
+                row.embedding = np.asarray(vector, dtype=np.float32).tobytes()
+                row.embedding_model = self.embedding_model
+
+            def write(tx: Tx) -> list[str]:
+                tx.ltm_register_scope(key, scope.agent_name, scope.user_id, scope.run_name, self._clock())
+                inserted = tx.ltm_insert(fresh)
+                for row in fresh:
+                    if row.memory_id in inserted:
+                        tx.ltm_history_add(row.memory_id, "ADD", None, row.text, history_detail or {}, row.created)
+                if inserted and score_round and self._jobs is not None:
+                    self._jobs.enqueue_in(tx, SCORE_JOB, {"memory_ids": inserted})
+                return inserted
+
+            inserted = set(await self._store.run(tenant, write))
+            stored = [r for r in fresh if r.memory_id in inserted]
+            index = self._indexes.get((tenant, key))
+            if index is not None:
+                index.add(stored)
+        if stored and score_round and self._jobs is not None:
+            self._jobs.wake()
+        return stored
+
+    # -- search -------------------------------------------------------------------------------
+
+    async def search(self, tenant: str, scope: Scope, query: str, limit: int = DEFAULT_TOP_K) -> list[LongTermItem]:
+        """The AgentScope-parity search: the server's default ranking, top `limit`."""
+        options = self.settings.defaults.with_overrides(top_k=limit or DEFAULT_TOP_K)
+        items, _ = await self.search_ranked(tenant, scope, query, options, route=self.settings.route_parity_calls)
+        return items
+
+    async def retrieve(
+        self, tenant: str, scope: Scope, msg: Msg | None, limit: int = DEFAULT_TOP_K
+    ) -> tuple[str, list[LongTermItem]]:
+        return await retrieve_by_search(self, tenant, scope, msg, limit)
+
+    async def search_ranked(
+        self, tenant: str, scope: Scope, query: str, options: RankOptions | None = None, *, route: bool = False
+    ) -> tuple[list[LongTermItem], str]:
+        """Ranked search with every score component. Returns (items best first, the routed
+        domain or "" when routing is off). A query routed to general_chat recalls nothing."""
+        scope.validate()
+        options = (options or self.settings.defaults).validate()
+        if len(query) > MAX_TEXT_CHARS:
+            raise ResourceExhaustedError("query", f"has {len(query)} characters; at most {MAX_TEXT_CHARS}")
+        if not query.strip():
+            return [], ""
+        domain = ""
+        where = options.where
+        if route:
+            domain = await self.router.route(query)
+            if domain == GENERAL_CHAT:
+                return [], domain
+            # Memories not assessed yet have no domain: a routed query still sees them.
+            domains = tuple(d for d in where.domains if d == domain) if where.domains else (domain, "")
+            where = LongTermFilter(where.memory_types, domains, where.created_after, where.created_before, where.metadata)
+        embedder = await self._ready()
+        keys = await self._store.run(
+            tenant, lambda tx: tx.ltm_scope_keys(scope.agent_name, scope.user_id, scope.run_name), write=False, small=True
+        )
+        if not keys:
+            return [], domain
+        need_dense = options.ranking != "lexical"
+        need_lexical = options.ranking != "dense"
+        vector = await asyncio.to_thread(embedder.embed, [query]) if need_dense else None
+        terms = tokenize(query) if need_lexical else []
+        k = options.top_k_semantic
+        q = vector[0] if vector is not None else None
+        if self._in_database:
+            vector_bytes = q.astype(np.float32).tobytes() if q is not None else None
+
+            def candidates(tx: Tx) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+                dense = tx.ltm_dense(keys, vector_bytes, k, where) if vector_bytes is not None else []
+                lexical = tx.ltm_lexical(keys, terms, k, where) if terms else []
+                return dense, lexical
+
+            dense, lexical = await self._store.run(tenant, candidates, write=False)
+        else:
+            dense, lexical = [], []
+            for key in keys:
+                index = await self._index(tenant, key)
+                d, lx = index.search(q, terms, k, where)
+                dense += d
+                lexical += lx
+            if len(keys) > 1:
+                dense = sorted(dense, key=lambda c: -c[1])[:k]
+                lexical = sorted(lexical, key=lambda c: -c[1])[:k]
+        merged = merge_legs(dense, lexical)
+        semantic = semantic_scores(merged, options)
+        chosen = sorted(semantic, key=lambda m: -semantic[m].semantic)[:k]
+        # At most top_k_semantic rows by primary key: short enough to read without a thread hop.
+        rows = {r.memory_id: r for r in await self._store.run(
+            tenant, lambda tx: tx.ltm_get_many(chosen), write=False, small=len(chosen) <= 100)}
+        rows = {m: r for m, r in rows.items() if not r.deleted}
+        scores = {m: semantic[m] for m in chosen if m in rows}
+        now = self._clock()
+        final_scores(scores, {m: (rows[m].importance, rows[m].last_accessed, rows[m].access_count) for m in scores},
+                     options, now)
+        best = sorted(scores, key=lambda m: (-scores[m].final, m))[: options.top_k]
+        if best:
+            self._touch_later(tenant, best, now)
+        return [item_of(rows[m], scores[m]) for m in best], domain
+
+    def _touch_later(self, tenant: str, memory_ids: list[str], now: float) -> None:
+        async def touch() -> None:
+            try:
+                await self._store.run(tenant, lambda tx: tx.ltm_touch(memory_ids, now), small=True)
+            except Exception:  # noqa: BLE001 - a lost touch only ages a memory a little
+                log.warning("touching recalled memories failed", exc_info=True)
+
+        task = asyncio.get_running_loop().create_task(touch())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _index(self, tenant: str, key: str) -> ScopeIndex:
+        index = self._indexes.get((tenant, key))
+        if index is not None:
+            return index
+        embedder = await self._ready()
+        async with self._lock(tenant, key):
+            index = self._indexes.get((tenant, key))
+            if index is None:
+                rows = await self._store.run(tenant, lambda tx: tx.ltm_scope_rows(key), write=False)
+                index = ScopeIndex(embedder.dimensions)
+                index.add(await self._embedded(tenant, rows))
+                self._indexes[(tenant, key)] = index
+        return index
+
+    async def _embedded(self, tenant: str, rows: list[LongTermRow]) -> list[LongTermRow]:
+        """`rows` with embeddings from the current model: rows of another model (or none) are
+        embedded again, in one batch, and written back."""
+        model = self.embedding_model
+        stale = [r for r in rows if r.embedding is None or r.embedding_model != model]
+        if stale:
+            vectors = await self.embed([r.text for r in stale])
+            for row, vector in zip(stale, vectors):
+                row.embedding, row.embedding_model = np.asarray(vector, dtype=np.float32).tobytes(), model
+
+            def write(tx: Tx) -> None:
+                for row in stale:
+                    tx.ltm_update(row)
+
+            await self._store.run(tenant, write)
+        return rows
+
+    # -- single memories --------------------------------------------------------------------
+
+    async def list(self, tenant: str, scope: Scope, limit: int = 100) -> list[LongTermItem]:
+        scope.validate()
+        await self._ready()
+
+        def read(tx: Tx) -> list[LongTermRow]:
+            return tx.ltm_list(tx.ltm_scope_keys(scope.agent_name, scope.user_id, scope.run_name), limit)
+
+        return [item_of(r) for r in await self._store.run(tenant, read, write=False)]
+
+    async def _row(self, tenant: str, memory_id: str) -> LongTermRow:
+        if not memory_id:
+            raise InvalidArgumentError("id", "is required")
+        await self._ready()
+        row = await self._store.run(tenant, lambda tx: tx.ltm_get(memory_id), write=False, small=True)
+        # Another tenant's memory is reported exactly like a missing one.
+        if row is None or row.deleted:
+            raise NotFoundError(f"long-term memory {memory_id!r} does not exist")
+        return row
+
+    async def get(self, tenant: str, memory_id: str) -> LongTermItem:
+        return item_of(await self._row(tenant, memory_id))
+
+    async def update(
+        self,
+        tenant: str,
+        memory_id: str,
+        text: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        importance: float | None = None,
+    ) -> LongTermItem:
+        """Change text, merge metadata, set importance; the change goes to the history."""
+        if text is None and metadata is None and importance is None:
+            raise InvalidArgumentError("text", "is required when neither metadata nor importance is given")
+        if text is not None and not text.strip():
+            raise InvalidArgumentError("text", "must not be empty")
+        if text is not None and len(text) > MAX_TEXT_CHARS:
+            raise ResourceExhaustedError("text", f"has {len(text)} characters; at most {MAX_TEXT_CHARS}")
+        if importance is not None and not (math.isfinite(importance) and 0.0 <= importance <= 1.0):
+            raise InvalidArgumentError("importance", f"must be between 0 and 1, not {importance}")
+        _check_metadata(metadata, "metadata")
+        current = await self._row(tenant, memory_id)
+        key = current.scope_key
+        vector: bytes | None = None
+        if text is not None and text != current.text:
+            vector = np.asarray((await self.embed([text]))[0], dtype=np.float32).tobytes()
+        async with self._lock(tenant, key):
+
+            def write(tx: Tx) -> LongTermRow:
+                row = tx.ltm_get(memory_id, lock=True)
+                if row is None or row.deleted:
+                    raise NotFoundError(f"long-term memory {memory_id!r} does not exist")
+                old_text = row.text
+                detail: dict[str, Any] = {}
+                if text is not None and text != row.text:
+                    digest = content_hash(text)
+                    if tx.ltm_existing_hashes(row.scope_key, [digest]):
+                        raise AlreadyExistsError(f"text: this scope already holds a memory with this text ({memory_id!r} unchanged)")
+                    row.text, row.content_hash = text, digest
+                    row.lex_terms = " ".join(tokenize(text))
+                    row.embedding, row.embedding_model = vector, self.embedding_model
+                if metadata is not None:
+                    detail["metadata"] = {"old": row.metadata, "new": {**row.metadata, **metadata}}
+                    row.metadata = {**row.metadata, **metadata}
+                if importance is not None:
+                    detail["importance"] = {"old": row.importance, "new": importance}
+                    row.importance, row.importance_method = float(importance), "user"
+                row.updated = self._clock()
+                row.version += 1
+                tx.ltm_update(row)
+                tx.ltm_history_add(memory_id, "UPDATE", old_text, row.text, detail, row.updated)
+                return row
+
+            row = await self._store.run(tenant, write)
+            index = self._indexes.get((tenant, key))
+            if index is not None:
+                if vector is not None:
+                    index.add([row])
+                else:
+                    index.set_metadata(row)
+        return item_of(row)
+
+    async def apply_assessment(self, tenant: str, memory_ids: Sequence[str], importance: float, domain: str,
+                               method: str) -> list[LongTermRow]:
+        """Set the scored importance and domain of a round's memories (not ones a user set)."""
+
+        def write(tx: Tx) -> list[LongTermRow]:
+            changed = []
+            for row in tx.ltm_get_many(list(memory_ids)):
+                if row.deleted or row.importance_method == "user":
+                    continue
+                detail = {"importance": {"old": row.importance, "new": importance}, "domain": {"old": row.domain, "new": domain},
+                          "method": method}
+                row.importance, row.domain, row.importance_method = importance, domain, method
+                tx.ltm_update(row)
+                tx.ltm_history_add(row.memory_id, "ASSESS", None, None, detail, self._clock())
+                changed.append(row)
+            return changed
+
+        changed = await self._store.run(tenant, write)
+        for row in changed:
+            index = self._indexes.get((tenant, row.scope_key))
+            if index is not None:
+                index.set_metadata(row)
+        return changed
+
+    async def rows(self, tenant: str, memory_ids: Sequence[str]) -> list[LongTermRow]:
+        return await self._store.run(tenant, lambda tx: tx.ltm_get_many(list(memory_ids)), write=False)
+
+    async def history(self, tenant: str, memory_id: str) -> list[HistoryEntry]:
+        await self._row(tenant, memory_id)
+        rows = await self._store.run(tenant, lambda tx: tx.ltm_history(memory_id), write=False)
+        return [
+            HistoryEntry(memory_id=r.memory_id, event=r.event, old_text=r.old_text, new_text=r.new_text,
+                         created_at=iso(r.created), updated_at=iso(r.created), detail=r.detail)
+            for r in rows
+        ]
+
+    async def delete(self, tenant: str, memory_id: str) -> None:
+        row = await self._row(tenant, memory_id)
+        await self._soft_delete(tenant, row.scope_key, [memory_id])
+
+    async def _soft_delete(self, tenant: str, key: str, memory_ids: Sequence[str]) -> int:
+        async with self._lock(tenant, key):
+
+            def write(tx: Tx) -> int:
+                count = 0
+                now = self._clock()
+                for row in tx.ltm_get_many(list(memory_ids)):
+                    if row.deleted:
+                        continue
+                    row.deleted, row.updated = True, now
+                    row.version += 1
+                    tx.ltm_update(row)
+                    tx.ltm_history_add(row.memory_id, "DELETE", row.text, None, {}, now)
+                    count += 1
+                return count
+
+            count = await self._store.run(tenant, write)
+            index = self._indexes.get((tenant, key))
+            if index is not None:
+                for memory_id in memory_ids:
+                    index.remove(memory_id)
+        return count
+
+    async def delete_scope(self, tenant: str, scope: Scope) -> int:
+        """Forget every memory the scope covers (soft delete, kept in history)."""
+        scope.validate()
+        await self._ready()
+        deleted = 0
+        keys = await self._store.run(
+            tenant, lambda tx: tx.ltm_scope_keys(scope.agent_name, scope.user_id, scope.run_name), write=False
+        )
+        for key in keys:
+            while True:
+                ids = [r.memory_id for r in await self._store.run(tenant, lambda tx: tx.ltm_list([key], 1000), write=False)]
+                if not ids:
+                    break
+                deleted += await self._soft_delete(tenant, key, ids)
+        return deleted
+
+
+__all__ = ["EngineSettings", "HybridEngine", "MEMORY_TYPES", "SCORE_JOB", "item_of"]

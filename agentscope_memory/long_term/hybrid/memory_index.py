@@ -1,0 +1,167 @@
+"""The embedded candidate index: per exact scope, a float32 matrix and a BM25 inverted index.
+
+A scope's index is built from its rows the first time the scope is searched (so opening the
+server costs nothing per stored memory) and kept up to date by the engine's writes. Dense
+candidates are an exact top-k (one matrix-vector product over the scope's rows only); lexical
+candidates are BM25 over the scope's postings only. Nothing here depends on the size of any
+other scope.
+
+Only this process writes an embedded (SQLite) store, so the engine's writes are every write.
+Deleted rows stay in the arrays with `alive` false until the index is rebuilt.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any, Sequence
+
+import numpy as np
+
+from agentscope_memory.store.base import LongTermFilter, LongTermRow
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+
+class ScopeIndex:
+    def __init__(self, dimensions: int) -> None:
+        self._dims = dimensions
+        self.ids: list[str] = []
+        self._pos: dict[str, int] = {}
+        self._matrix = np.zeros((16, dimensions), dtype=np.float32)
+        self._alive = np.zeros(16, dtype=bool)
+        self._lengths = np.zeros(16, dtype=np.float32)
+        self._postings: dict[str, tuple[list[int], list[int]]] = {}
+        # The postings as arrays, built on first use after a change (a query reads a term's
+        # postings whole; converting Python lists every time costs more than the scoring).
+        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        # Per row, for filters: memory_type, domain, created, metadata.
+        self._types: list[str] = []
+        self._domains: list[str] = []
+        self._created: list[float] = []
+        self._metadata: list[dict[str, Any]] = []
+        self._live = 0
+        self._total_length = 0.0
+
+    def __len__(self) -> int:
+        return self._live
+
+    def _grow(self, need: int) -> None:
+        capacity = len(self._alive)
+        if need <= capacity:
+            return
+        new = max(need, capacity * 2)
+        matrix = np.zeros((new, self._dims), dtype=np.float32)
+        matrix[:capacity] = self._matrix
+        self._matrix = matrix
+        self._alive = np.concatenate([self._alive, np.zeros(new - capacity, dtype=bool)])
+        self._lengths = np.concatenate([self._lengths, np.zeros(new - capacity, dtype=np.float32)])
+
+    def add(self, rows: Sequence[LongTermRow]) -> None:
+        for row in rows:
+            if row.memory_id in self._pos:
+                self.remove(row.memory_id)
+            if row.embedding is None:
+                continue
+            i = len(self.ids)
+            self._grow(i + 1)
+            self.ids.append(row.memory_id)
+            self._pos[row.memory_id] = i
+            self._matrix[i] = np.frombuffer(row.embedding, dtype=np.float32)
+            self._alive[i] = True
+            terms = Counter(row.lex_terms.split())
+            length = float(sum(terms.values()))
+            self._lengths[i] = length
+            self._total_length += length
+            for term, tf in terms.items():
+                docs, tfs = self._postings.setdefault(term, ([], []))
+                docs.append(i)
+                tfs.append(tf)
+                self._arrays.pop(term, None)
+            self._types.append(row.memory_type)
+            self._domains.append(row.domain)
+            self._created.append(row.created)
+            self._metadata.append(row.metadata)
+            self._live += 1
+
+    def remove(self, memory_id: str) -> None:
+        i = self._pos.pop(memory_id, None)
+        if i is not None and self._alive[i]:
+            self._alive[i] = False
+            self._total_length -= float(self._lengths[i])
+            self._live -= 1
+
+    def set_metadata(self, row: LongTermRow) -> None:
+        """Update what filters read (type, domain, metadata) without touching the vectors."""
+        i = self._pos.get(row.memory_id)
+        if i is not None:
+            self._types[i], self._domains[i], self._metadata[i] = row.memory_type, row.domain, row.metadata
+
+    def _mask(self, where: LongTermFilter) -> np.ndarray:
+        n = len(self.ids)
+        mask = self._alive[:n].copy()
+        if where.memory_types:
+            mask &= np.fromiter((t in where.memory_types for t in self._types), bool, n)
+        if where.domains:
+            mask &= np.fromiter((d in where.domains for d in self._domains), bool, n)
+        if where.created_after is not None or where.created_before is not None:
+            created = np.asarray(self._created, dtype=np.float64)
+            if where.created_after is not None:
+                mask &= created >= where.created_after
+            if where.created_before is not None:
+                mask &= created < where.created_before
+        if where.metadata:
+            items = where.metadata.items()
+            mask &= np.fromiter((all(m.get(k, _MISSING) == v for k, v in items) for m in self._metadata), bool, n)
+        return mask
+
+    def search(
+        self, vector: np.ndarray | None, terms: Sequence[str], k: int, where: LongTermFilter
+    ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+        """(dense, lexical) candidates, each best first, at most k each."""
+        n = len(self.ids)
+        if n == 0 or self._live == 0:
+            return [], []
+        plain = where == LongTermFilter()
+        mask = self._alive[:n] if plain else self._mask(where)
+        dense: list[tuple[str, float]] = []
+        if vector is not None:
+            sims = self._matrix[:n] @ vector.astype(np.float32)
+            sims = np.where(mask, sims, -np.inf)
+            dense = self._top(sims, k)
+        lexical: list[tuple[str, float]] = []
+        if terms:
+            scores = np.zeros(n, dtype=np.float32)
+            average = self._total_length / self._live if self._live else 1.0
+            norm = BM25_K1 * (1 - BM25_B + BM25_B * self._lengths[:n] / max(average, 1e-9))
+            for term, count in Counter(terms).items():
+                arrays = self._arrays.get(term)
+                if arrays is None:
+                    posting = self._postings.get(term)
+                    if posting is None:
+                        continue
+                    arrays = self._arrays[term] = (np.asarray(posting[0], dtype=np.int64),
+                                                   np.asarray(posting[1], dtype=np.float32))
+                docs, tfs = arrays
+                df = int(self._alive[docs].sum())
+                if df == 0:
+                    continue
+                idf = math.log(1.0 + (self._live - df + 0.5) / (df + 0.5))
+                scores[docs] += count * idf * tfs * (BM25_K1 + 1) / (tfs + norm[docs])
+            scores = np.where(mask & (scores > 0), scores, -np.inf)
+            lexical = self._top(scores, k)
+        return dense, lexical
+
+    def _top(self, scores: np.ndarray, k: int) -> list[tuple[str, float]]:
+        k = min(k, len(scores))
+        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(self.ids[i], float(scores[i])) for i in top if np.isfinite(scores[i])]
+
+
+class _Missing:
+    pass
+
+
+_MISSING = _Missing()

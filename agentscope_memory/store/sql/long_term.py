@@ -1,0 +1,331 @@
+"""Long-term memories: one row each, their scopes, and the history of every change.
+
+The rows carry what ranking and the lifecycle need (memory_type, domain, importance, access
+times and count, soft-delete flag, source) and what retrieval needs: the embedding and the
+lexical terms. On SQLite the embedding is a float32 BLOB and candidate search runs in the
+server's own per-scope index (`long_term/hybrid/memory_index.py`); on PostgreSQL it is a
+pgvector column with an HNSW index and the terms a tsvector, searched in the database so that
+every replica sees every other replica's writes at once.
+
+A text is stored once per live exact scope: a partial unique index on (tenant, scope, content
+hash) over live rows makes concurrent writers (several replicas recording the same
+conversation) insert it exactly once, and lets a deleted text be recorded again.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+import numpy as np
+
+from agentscope_memory.store.base import LongTermFilter, LongTermHistoryRow, LongTermRow
+from agentscope_memory.store.sql.base import SqlTxBase
+from agentscope_memory.store.sql.dialect import placeholders
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS {ltm} (
+    tenant TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    scope_key TEXT NOT NULL,
+    agent_name TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    run_name TEXT NOT NULL,
+    text TEXT NOT NULL,
+    lex_terms TEXT NOT NULL,
+    metadata_json TEXT NOT NULL,
+    memory_type TEXT NOT NULL,
+    domain TEXT NOT NULL,
+    importance DOUBLE PRECISION NOT NULL,
+    importance_method TEXT NOT NULL,
+    created DOUBLE PRECISION NOT NULL,
+    updated DOUBLE PRECISION NOT NULL,
+    last_accessed DOUBLE PRECISION NOT NULL,
+    access_count BIGINT NOT NULL,
+    content_hash TEXT NOT NULL,
+    deleted BIGINT NOT NULL,
+    source_json TEXT NOT NULL,
+    embedding_model TEXT NOT NULL,
+    embedding {vector_type},
+    {lex_column}
+    version BIGINT NOT NULL,
+    PRIMARY KEY (tenant, memory_id)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS {ltm}_live_text ON {ltm} (tenant, scope_key, content_hash) WHERE deleted = 0;
+CREATE INDEX IF NOT EXISTS {ltm}_by_scope ON {ltm} (tenant, scope_key, created);
+CREATE TABLE IF NOT EXISTS {ltm_scopes} (
+    tenant TEXT NOT NULL,
+    scope_key TEXT NOT NULL,
+    agent_name TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    run_name TEXT NOT NULL,
+    created DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (tenant, scope_key)
+);
+CREATE INDEX IF NOT EXISTS {ltm_scopes}_by_user ON {ltm_scopes} (tenant, user_id);
+CREATE INDEX IF NOT EXISTS {ltm_scopes}_by_agent ON {ltm_scopes} (tenant, agent_name);
+CREATE TABLE IF NOT EXISTS {ltm_history} (
+    tenant TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    n BIGINT NOT NULL,
+    event TEXT NOT NULL,
+    old_text TEXT,
+    new_text TEXT,
+    detail_json TEXT NOT NULL,
+    created DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (tenant, memory_id, n)
+);
+"""
+
+# PostgreSQL: pgvector's HNSW index for the dense leg; a GIN index over (scope, terms) for the
+# lexical leg (btree_gin lets the scope be a GIN column, so a query reads only its scope's
+# postings: its cost does not grow with other scopes).
+_POSTGRES_EXTRA = """
+CREATE INDEX IF NOT EXISTS {ltm}_hnsw ON {ltm} USING hnsw (embedding vector_cosine_ops);
+CREATE INDEX IF NOT EXISTS {ltm}_lex ON {ltm} USING gin (scope_key, lex);
+"""
+
+_COLUMNS = (
+    "memory_id, scope_key, agent_name, user_id, run_name, text, lex_terms, metadata_json, memory_type,"
+    " domain, importance, importance_method, created, updated, last_accessed, access_count,"
+    " content_hash, deleted, source_json, embedding_model, embedding, version"
+)
+_COUNT = len(_COLUMNS.split(","))
+
+
+def vector_literal(vector: bytes) -> str:
+    """pgvector's text form of a float32 vector."""
+    return "[" + ",".join(repr(float(x)) for x in np.frombuffer(vector, dtype=np.float32)) + "]"
+
+
+def tsquery_text(terms: Sequence[str]) -> str:
+    """An OR query of `terms`, each quoted (PostgreSQL's parser then splits it as it split the
+    indexed text, so both sides agree)."""
+    quoted = ["'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in dict.fromkeys(terms) if t]
+    return " | ".join(quoted)
+
+
+class LongTermStatements(SqlTxBase):
+    @property
+    def _pg(self) -> bool:
+        return self._dialect.name == "postgres"
+
+    def ltm_ensure_schema(self, dimensions: int) -> None:
+        if self._pg:
+            # Replicas starting together would race on CREATE ... IF NOT EXISTS.
+            self._conn.execute("SELECT pg_advisory_xact_lock(727373)")
+            self._conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            self._conn.execute("CREATE EXTENSION IF NOT EXISTS btree_gin")
+            vector_type, lex = f"vector({int(dimensions)})", "lex tsvector,"
+        else:
+            vector_type, lex = "BLOB", ""
+        ddl = self._dialect.ddl(_SCHEMA.replace("{vector_type}", vector_type).replace("{lex_column}", lex))
+        if self._pg:
+            ddl += self._dialect.ddl(_POSTGRES_EXTRA)
+        for statement in ddl.split(";"):
+            if statement.strip():
+                self._conn.execute(statement)
+
+    def ltm_register_scope(self, scope_key: str, agent_name: str, user_id: str, run_name: str, now: float) -> None:
+        self._execute(
+            "INSERT INTO {ltm_scopes} (tenant, scope_key, agent_name, user_id, run_name, created)"
+            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, scope_key) DO NOTHING",
+            (self.tenant, scope_key, agent_name, user_id, run_name, now),
+        )
+
+    def ltm_scope_keys(self, agent_name: str, user_id: str, run_name: str) -> list[str]:
+        sql = "SELECT scope_key FROM {ltm_scopes} WHERE tenant = ?"
+        params: list[Any] = [self.tenant]
+        for column, value in (("agent_name", agent_name), ("user_id", user_id), ("run_name", run_name)):
+            if value:
+                sql += f" AND {column} = ?"
+                params.append(value)
+        return [r[0] for r in self._all(sql + " ORDER BY scope_key", params)]
+
+    def ltm_existing_hashes(self, scope_key: str, hashes: Sequence[str]) -> set[str]:
+        if not hashes:
+            return set()
+        rows = self._all(
+            "SELECT content_hash FROM {ltm} WHERE tenant = ? AND scope_key = ? AND deleted = 0"
+            f" AND content_hash IN ({placeholders(len(hashes))})",
+            (self.tenant, scope_key, *hashes),
+        )
+        return {r[0] for r in rows}
+
+    def _values(self, row: LongTermRow) -> tuple[Any, ...]:
+        embedding: Any = row.embedding
+        if self._pg and embedding is not None:
+            embedding = vector_literal(embedding)
+        return (
+            row.memory_id, row.scope_key, row.agent_name, row.user_id, row.run_name, row.text,
+            row.lex_terms, json.dumps(row.metadata, ensure_ascii=False), row.memory_type, row.domain,
+            float(row.importance), row.importance_method, row.created, row.updated, row.last_accessed,
+            int(row.access_count), row.content_hash, 1 if row.deleted else 0,
+            json.dumps(row.source, ensure_ascii=False), row.embedding_model, embedding, int(row.version),
+        )
+
+    def ltm_insert(self, rows: Sequence[LongTermRow]) -> list[str]:
+        # tenant, then the row's own values; PostgreSQL casts the embedding (the 21st of them)
+        # and derives the tsvector from the terms.
+        marks = ["?"] * (_COUNT + 1)
+        names = f"tenant, {_COLUMNS}"
+        if self._pg:
+            marks[21] = "?::vector"
+            marks.append("to_tsvector('simple', ?)")
+            names += ", lex"
+        joined = ", ".join(marks)
+        inserted: list[str] = []
+        for row in rows:
+            params: tuple[Any, ...] = (self.tenant, *self._values(row))
+            if self._pg:
+                params += (row.lex_terms,)
+            found = self._one(
+                f"INSERT INTO {{ltm}} ({names}) VALUES ({joined})"
+                " ON CONFLICT (tenant, scope_key, content_hash) WHERE deleted = 0 DO NOTHING"
+                " RETURNING memory_id",
+                params,
+            )
+            if found is not None:
+                inserted.append(found[0])
+        return inserted
+
+    def _rows(self, sql: str, params: Sequence[Any]) -> list[LongTermRow]:
+        embedding = "embedding::text" if self._pg else "embedding"
+        columns = _COLUMNS.replace("embedding,", f"{embedding},")
+        return [self._row(r) for r in self._all(sql.replace("{columns}", columns), params)]
+
+    def _row(self, r: Sequence[Any]) -> LongTermRow:
+        embedding = r[20]
+        if isinstance(embedding, str):
+            embedding = np.asarray(json.loads(embedding), dtype=np.float32).tobytes()
+        elif embedding is not None:
+            embedding = bytes(embedding)
+        return LongTermRow(
+            memory_id=r[0], scope_key=r[1], agent_name=r[2], user_id=r[3], run_name=r[4], text=r[5],
+            lex_terms=r[6], metadata=json.loads(r[7]), memory_type=r[8], domain=r[9],
+            importance=float(r[10]), importance_method=r[11], created=float(r[12]), updated=float(r[13]),
+            last_accessed=float(r[14]), access_count=int(r[15]), content_hash=r[16], deleted=bool(r[17]),
+            source=json.loads(r[18]), embedding_model=r[19], embedding=embedding, version=int(r[21]),
+        )
+
+    def ltm_get(self, memory_id: str, *, lock: bool = False) -> LongTermRow | None:
+        rows = self._rows(
+            "SELECT {columns} FROM {ltm} WHERE tenant = ? AND memory_id = ?" + ("{row_lock}" if lock else ""),
+            (self.tenant, memory_id),
+        )
+        return rows[0] if rows else None
+
+    def ltm_get_many(self, memory_ids: Sequence[str]) -> list[LongTermRow]:
+        if not memory_ids:
+            return []
+        return self._rows(
+            f"SELECT {{columns}} FROM {{ltm}} WHERE tenant = ? AND memory_id IN ({placeholders(len(memory_ids))})",
+            (self.tenant, *memory_ids),
+        )
+
+    def ltm_list(self, scope_keys: Sequence[str], limit: int, after: tuple[float, str] | None = None) -> list[LongTermRow]:
+        if not scope_keys:
+            return []
+        sql = (f"SELECT {{columns}} FROM {{ltm}} WHERE tenant = ? AND scope_key IN ({placeholders(len(scope_keys))})"
+               " AND deleted = 0")
+        params: list[Any] = [self.tenant, *scope_keys]
+        if after is not None:
+            sql += " AND (created > ? OR (created = ? AND memory_id > ?))"
+            params += [after[0], after[0], after[1]]
+        return self._rows(sql + " ORDER BY created, memory_id LIMIT ?", [*params, limit])
+
+    def ltm_scope_rows(self, scope_key: str) -> list[LongTermRow]:
+        return self._rows(
+            "SELECT {columns} FROM {ltm} WHERE tenant = ? AND scope_key = ? AND deleted = 0 ORDER BY created, memory_id",
+            (self.tenant, scope_key),
+        )
+
+    def ltm_update(self, row: LongTermRow) -> None:
+        v = self._values(row)
+        embedding_mark = "?::vector" if self._pg else "?"
+        lex = ", lex = to_tsvector('simple', ?)" if self._pg else ""
+        params: list[Any] = [v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[13], v[16], v[17], v[18], v[19], v[20], v[21]]
+        if self._pg:
+            params.append(row.lex_terms)
+        self._execute(
+            "UPDATE {ltm} SET text = ?, lex_terms = ?, metadata_json = ?, memory_type = ?, domain = ?,"
+            " importance = ?, importance_method = ?, updated = ?, content_hash = ?, deleted = ?, source_json = ?,"
+            f" embedding_model = ?, embedding = {embedding_mark}, version = ?{lex}"
+            " WHERE tenant = ? AND memory_id = ?",
+            (*params, self.tenant, row.memory_id),
+        )
+
+    def ltm_touch(self, memory_ids: Sequence[str], now: float) -> None:
+        if memory_ids:
+            self._execute(
+                "UPDATE {ltm} SET last_accessed = ?, access_count = access_count + 1"
+                f" WHERE tenant = ? AND memory_id IN ({placeholders(len(memory_ids))})",
+                (now, self.tenant, *memory_ids),
+            )
+
+    def ltm_history_add(self, memory_id: str, event: str, old_text: str | None, new_text: str | None,
+                        detail: dict[str, Any], now: float) -> None:
+        row = self._one("SELECT MAX(n) FROM {ltm_history} WHERE tenant = ? AND memory_id = ?", (self.tenant, memory_id))
+        n = (row[0] or 0) + 1 if row else 1
+        self._execute(
+            "INSERT INTO {ltm_history} (tenant, memory_id, n, event, old_text, new_text, detail_json, created)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (self.tenant, memory_id, n, event, old_text, new_text, json.dumps(detail, ensure_ascii=False), now),
+        )
+
+    def ltm_history(self, memory_id: str) -> list[LongTermHistoryRow]:
+        rows = self._all(
+            "SELECT memory_id, n, event, old_text, new_text, detail_json, created FROM {ltm_history}"
+            " WHERE tenant = ? AND memory_id = ? ORDER BY n",
+            (self.tenant, memory_id),
+        )
+        return [LongTermHistoryRow(r[0], int(r[1]), r[2], r[3], r[4], json.loads(r[5]), float(r[6])) for r in rows]
+
+    # -- PostgreSQL candidate search ----------------------------------------------------------
+
+    def _where(self, scope_keys: Sequence[str], where: LongTermFilter) -> tuple[str, list[Any]]:
+        sql = f" WHERE tenant = ? AND scope_key IN ({placeholders(len(scope_keys))}) AND deleted = 0"
+        params: list[Any] = [self.tenant, *scope_keys]
+        if where.memory_types:
+            sql += f" AND memory_type IN ({placeholders(len(where.memory_types))})"
+            params += list(where.memory_types)
+        if where.domains:
+            sql += f" AND domain IN ({placeholders(len(where.domains))})"
+            params += list(where.domains)
+        if where.created_after is not None:
+            sql += " AND created >= ?"
+            params.append(where.created_after)
+        if where.created_before is not None:
+            sql += " AND created < ?"
+            params.append(where.created_before)
+        if where.metadata:
+            sql += " AND CAST(metadata_json AS jsonb) @> CAST(? AS jsonb)"
+            params.append(json.dumps(where.metadata, ensure_ascii=False))
+        return sql, params
+
+    def ltm_dense(self, scope_keys: Sequence[str], vector: bytes, k: int, where: LongTermFilter) -> list[tuple[str, float]]:
+        if not scope_keys:
+            return []
+        # Iterative scans keep reading the HNSW graph until k rows pass the scope filter.
+        self._conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        self._conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, int(k) * 2)}")
+        literal = vector_literal(vector)
+        clause, params = self._where(scope_keys, where)
+        rows = self._all(
+            f"SELECT memory_id, 1 - (embedding <=> ?::vector) FROM {{ltm}}{clause}"
+            " ORDER BY embedding <=> ?::vector LIMIT ?",
+            (literal, *params, literal, k),
+        )
+        return [(r[0], float(r[1])) for r in rows]
+
+    def ltm_lexical(self, scope_keys: Sequence[str], terms: Sequence[str], k: int, where: LongTermFilter) -> list[tuple[str, float]]:
+        query = tsquery_text(terms)
+        if not scope_keys or not query:
+            return []
+        clause, params = self._where(scope_keys, where)
+        rows = self._all(
+            f"SELECT memory_id, ts_rank(lex, q, 1) AS r FROM {{ltm}}, to_tsquery('simple', ?) AS q{clause}"
+            " AND lex @@ q ORDER BY r DESC LIMIT ?",
+            (query, *params, k),
+        )
+        return [(r[0], float(r[1])) for r in rows]

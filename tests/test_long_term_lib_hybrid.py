@@ -1,0 +1,361 @@
+"""HybridEngine over a real store (sqlite, and PostgreSQL + pgvector), the real MiniLM embedder,
+the offline heuristic scorer and router."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentscope_memory.errors import AlreadyExistsError, InvalidArgumentError, NotFoundError, ResourceExhaustedError
+from agentscope_memory.jobs import JobRunner
+from agentscope_memory.long_term import Scope
+from agentscope_memory.long_term.embedder import MiniLMEmbedder
+from agentscope_memory.long_term.hybrid import EngineSettings, HybridEngine, RankOptions
+from agentscope_memory.long_term.importance import HeuristicScorer
+from agentscope_memory.long_term.router import HeuristicRouter
+from agentscope_memory.message import Msg, MsgRole
+from agentscope_memory.store import open_store
+from agentscope_memory.store.base import LongTermFilter
+
+DATA = json.loads((Path(__file__).parent / "data" / "retrieval_set.json").read_text())
+RECALL_FLOOR = 0.85
+
+
+def user(text: str) -> Msg:
+    return Msg.create(MsgRole.USER, text)
+
+
+@pytest.fixture(scope="module")
+def embedder() -> MiniLMEmbedder:
+    return MiniLMEmbedder()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _engine(store: Any, embedder: MiniLMEmbedder, kind: str, clock: Any = time.time, **settings: Any) -> HybridEngine:
+    return HybridEngine(store, lambda: embedder, scorer=HeuristicScorer(), router=HeuristicRouter(),
+                        settings=EngineSettings(**settings), in_database=kind == "postgres", clock=clock)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_kind(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+async def make_store(store_kind, tmp_path, request):
+    stores = []
+    dsn = request.getfixturevalue("postgres_dsn") if store_kind == "postgres" else None
+
+    def make() -> Any:
+        store = open_store(store_kind, tmp_path, postgres_dsn=dsn)
+        stores.append(store)
+        return store
+
+    yield make
+    for store in stores:
+        await store.close()
+
+
+@pytest.fixture
+async def engine(make_store, embedder, store_kind):
+    engine = _engine(make_store(), embedder, store_kind, scoring=False)
+    await engine.open()
+    yield engine
+    await engine.close()
+
+
+async def test_labelled_retrieval_set_recall_at_5(engine) -> None:
+    for u, facts in DATA["facts"].items():
+        await engine.record("t", Scope(user_id=u), [user(text) for text in facts.values()])
+    text_to_id = {text: fid for facts in DATA["facts"].values() for fid, text in facts.items()}
+    hits = 0
+    for q in DATA["queries"]:
+        found = [text_to_id[i.text] for i in await engine.search("t", Scope(user_id=q["user"]), q["query"], limit=5)]
+        assert all(fid[0] == q["user"][0] for fid in found), (q, found)
+        hits += set(q["expect"]) <= set(found)
+    assert hits / len(DATA["queries"]) >= RECALL_FLOOR
+
+
+async def test_record_keeps_each_text_once_and_retrieve_joins_like_java(engine) -> None:
+    scope = Scope(agent_name="Assistant", user_id="u1")
+    first = await engine.record("t", scope, [user("I like tea"), Msg.create(MsgRole.ASSISTANT, "好的，记住了")])
+    assert [i.text for i in first] == ["I like tea", "好的，记住了"]
+    # AgentScope records the whole conversation each turn: only the new message is stored.
+    again = await engine.record("t", scope, [user("I like tea"), Msg.create(MsgRole.ASSISTANT, "好的，记住了"), user("I live in Oslo")])
+    assert [i.text for i in again] == ["I live in Oslo"]
+    assert len(await engine.list("t", scope)) == 3
+    text, items = await engine.retrieve("t", scope, user("which city do I live in"), limit=1)
+    assert text == "I live in Oslo" and items[0].scores is not None
+    text, items = await engine.retrieve("t", scope, user("我喜欢什么"), limit=5)
+    assert text.split("\n")[0] == "好的，记住了" or "好的，记住了" in text.split("\n")
+    assert await engine.retrieve("t", scope, None) == ("", [])
+
+
+async def test_scores_carry_every_component_and_rankings_differ(engine) -> None:
+    scope = Scope(user_id="u")
+    await engine.record("t", scope, [user("My sister Anna lives in Berlin"), user("I play chess on Sundays"),
+                                     user("Zebrafish regenerate their fins")])
+    items, domain = await engine.search_ranked("t", scope, "where does Anna live")
+    assert domain == "" and items[0].text == "My sister Anna lives in Berlin"
+    o = engine.rank_defaults
+    for item in items:
+        s = item.scores
+        assert 0 <= s.semantic <= 1 and 0 <= s.dense <= 1 and 0 <= s.lexical <= 1 and 0 < s.decay <= 1
+        assert s.final == pytest.approx(o.alpha * s.semantic + o.beta * s.decay + o.gamma * s.importance + o.delta * s.frequency)
+        assert s.semantic == pytest.approx(o.dense_weight * s.dense + (1 - o.dense_weight) * s.lexical)
+    lexical, _ = await engine.search_ranked("t", scope, "zebrafish", o.with_overrides(ranking="lexical"))
+    assert [i.text for i in lexical] == ["Zebrafish regenerate their fins"]
+    dense, _ = await engine.search_ranked("t", scope, "board games on weekends", o.with_overrides(ranking="dense"))
+    assert dense[0].text == "I play chess on Sundays" and len(dense) == 3
+    rrf, _ = await engine.search_ranked("t", scope, "Anna Berlin", o.with_overrides(ranking="rrf"))
+    assert rrf[0].text == "My sister Anna lives in Berlin"
+    top1, _ = await engine.search_ranked("t", scope, "Anna", o.with_overrides(top_k=1))
+    assert len(top1) == 1
+
+
+async def test_a_message_is_found_lexically_through_the_two_messages_before_it(engine) -> None:
+    scope = Scope(user_id="ctx")
+    await engine.record("t", scope, [user("Let us talk about my grandmother Xiomara"),
+                                     Msg.create(MsgRole.ASSISTANT, "Of course"), user("She turned ninety last week"),
+                                     user("unrelated one"), user("unrelated two"), user("Tell me a joke")])
+    items, _ = await engine.search_ranked("t", scope, "Xiomara", engine.rank_defaults.with_overrides(ranking="lexical"))
+    found = [i.text for i in items]
+    assert set(found) == {"Let us talk about my grandmother Xiomara", "Of course", "She turned ninety last week"}
+
+
+async def test_filters_by_type_domain_time_and_metadata(make_store, embedder, store_kind) -> None:
+    clock = Clock()
+    engine = _engine(make_store(), embedder, store_kind, clock=clock, scoring=False)
+    scope = Scope(user_id="f")
+    [old] = await engine.record("t", scope, [user("I drink green tea every morning")], {"topic": "drinks", "n": 1})
+    clock.now += 60
+    [new] = await engine.record("t", scope, [user("I switched from tea to coffee")], {"topic": "drinks", "n": 2})
+    o = engine.rank_defaults
+    by_meta, _ = await engine.search_ranked("t", scope, "tea", o.with_overrides(where=LongTermFilter(metadata={"n": 2})))
+    assert [i.text for i in by_meta] == ["I switched from tea to coffee"]
+    both, _ = await engine.search_ranked("t", scope, "tea", o.with_overrides(where=LongTermFilter(metadata={"topic": "drinks"})))
+    assert len(both) == 2
+    before, _ = await engine.search_ranked("t", scope, "tea", o.with_overrides(where=LongTermFilter(created_before=clock.now - 30)))
+    assert [i.id for i in before] == [old.id]
+    after, _ = await engine.search_ranked("t", scope, "tea", o.with_overrides(where=LongTermFilter(created_after=clock.now - 30)))
+    assert [i.id for i in after] == [new.id]
+    facts, _ = await engine.search_ranked("t", scope, "tea", o.with_overrides(where=LongTermFilter(memory_types=("fact",))))
+    assert facts == []
+    none, _ = await engine.search_ranked("t", scope, "tea", o.with_overrides(where=LongTermFilter(domains=("tasks_and_schedules",))))
+    assert none == []
+    await engine.close()
+
+
+async def test_routing_skips_small_talk(engine) -> None:
+    scope = Scope(user_id="r")
+    await engine.record("t", scope, [user("I am allergic to peanuts")])
+    for small_talk in ("thanks!", "你好呀"):
+        items, domain = await engine.search_ranked("t", scope, small_talk, route=True)
+        assert (items, domain) == ([], "general_chat")
+    # Routing is off by default for the AgentScope-parity calls.
+    assert (await engine.retrieve("t", scope, user("thanks!")))[0] == "I am allergic to peanuts"
+    # A routed query still finds memories not assessed yet (no domain).
+    items, domain = await engine.search_ranked("t", scope, "what food am I allergic to", route=True)
+    assert domain != "general_chat" and [i.text for i in items] == ["I am allergic to peanuts"]
+
+
+async def test_recall_touches_what_it_returns(engine) -> None:
+    scope = Scope(user_id="touch")
+    [item] = await engine.record("t", scope, [user("My passport number ends in 42")])
+    assert item.access_count == 0
+    await engine.search("t", scope, "passport")
+    await engine.close()  # waits for the background touch
+    got = await engine.get("t", item.id)
+    assert got.access_count == 1 and got.last_accessed_at >= item.last_accessed_at
+
+
+async def test_decay_and_importance_order_equal_matches(make_store, embedder, store_kind) -> None:
+    clock = Clock()
+    engine = _engine(make_store(), embedder, store_kind, clock=clock, scoring=False)
+    scope = Scope(user_id="d")
+    # An unrelated memory sets the low end of the dense normalisation.
+    await engine.record("t", scope, [user("I enjoy swimming in the lake")])
+    [stale] = await engine.record("t", scope, [user("The wifi password is kiwi")])
+    clock.now += 24 * 3600 * 30
+    [fresh] = await engine.record("t", scope, [user("The wifi password is mango")])
+    items, _ = await engine.search_ranked("t", scope, "wifi password", engine.rank_defaults.with_overrides(top_k=2))
+    assert [i.id for i in items] == [fresh.id, stale.id]
+    assert items[1].scores.decay == pytest.approx(0.99 ** (24 * 30), rel=1e-3)
+    await engine.update("t", stale.id, importance=1.0)
+    await engine.update("t", fresh.id, importance=0.0)
+    items, _ = await engine.search_ranked("t", scope, "wifi password", engine.rank_defaults.with_overrides(top_k=2))
+    assert [i.id for i in items] == [stale.id, fresh.id]
+    await engine.close()
+
+
+async def test_update_and_history(engine) -> None:
+    scope = Scope(agent_name="A", user_id="u")
+    [item, other] = await engine.record("t", scope, [user("I like tea"), user("I like jazz")], {"k": 1})
+    updated = await engine.update("t", item.id, text="I like green tea", metadata={"k": 2, "z": "新"}, importance=0.8)
+    assert (updated.text, updated.metadata, updated.importance, updated.importance_method) == (
+        "I like green tea", {"k": 2, "z": "新"}, 0.8, "user")
+    assert (await engine.search("t", scope, "green tea", limit=1))[0].id == item.id
+    history = await engine.history("t", item.id)
+    assert [(h.event, h.old_text, h.new_text) for h in history] == [
+        ("ADD", None, "I like tea"), ("UPDATE", "I like tea", "I like green tea")]
+    assert history[1].detail["importance"]["new"] == 0.8
+    with pytest.raises(AlreadyExistsError):
+        await engine.update("t", item.id, text="I like jazz")
+    assert (await engine.get("t", item.id)).text == "I like green tea"
+    await engine.delete("t", other.id)
+    assert [h.event for h in await engine.history("t", item.id)] == ["ADD", "UPDATE"]
+    # The deleted text may be recorded again.
+    assert [i.text for i in await engine.record("t", scope, [user("I like jazz")])] == ["I like jazz"]
+
+
+async def test_bad_input(engine) -> None:
+    scope = Scope(user_id="u")
+    [item] = await engine.record("t", scope, [user("x")])
+    cases = [
+        (lambda: engine.record("t", Scope(), [user("x")]), InvalidArgumentError, "scope"),
+        (lambda: engine.record("t", scope, [user("x" * 70_000)]), ResourceExhaustedError, "messages[0]"),
+        (lambda: engine.record("t", scope, [user("x")], {"asm_tenant": "evil"}), InvalidArgumentError, "metadata_json"),
+        (lambda: engine.update("t", item.id), InvalidArgumentError, "text"),
+        (lambda: engine.update("t", item.id, text="  "), InvalidArgumentError, "text"),
+        (lambda: engine.update("t", item.id, importance=1.5), InvalidArgumentError, "importance"),
+        (lambda: engine.update("t", item.id, importance=float("nan")), InvalidArgumentError, "importance"),
+        (lambda: engine.update("t", "", text="y"), InvalidArgumentError, "id"),
+        (lambda: engine.search_ranked("t", scope, "x" * 70_000), ResourceExhaustedError, "query"),
+    ]
+    for field_name, value in [("alpha", -0.1), ("beta", 2.0), ("gamma", float("inf")), ("delta", 1.1),
+                              ("dense_weight", -1.0), ("decay_rate", 0.0), ("top_k", 0), ("top_k_semantic", 1001),
+                              ("ranking", "best")]:
+        cases.append((lambda f=field_name, v=value: engine.search_ranked("t", scope, "x", RankOptions(**{f: v})),
+                      InvalidArgumentError, field_name))
+    cases.append((lambda: engine.search_ranked("t", scope, "x", RankOptions(where=LongTermFilter(memory_types=("note",)))),
+                  InvalidArgumentError, "memory_types"))
+    cases.append((lambda: engine.search_ranked("t", scope, "x", RankOptions(where=LongTermFilter(domains=("weather",)))),
+                  InvalidArgumentError, "domains"))
+    cases.append((lambda: engine.search_ranked("t", scope, "x", RankOptions(where=LongTermFilter(created_after=5, created_before=1))),
+                  InvalidArgumentError, "created_before"))
+    for call, error, field_name in cases:
+        with pytest.raises(error) as err:
+            await call()
+        assert err.value.field == field_name if hasattr(err.value, "field") else field_name in str(err.value)
+    # Nothing changed.
+    assert [(i.text, i.importance) for i in await engine.list("t", scope)] == [("x", 0.5)]
+    assert [h.event for h in await engine.history("t", item.id)] == ["ADD"]
+
+
+async def test_scopes_and_tenants_are_isolated_in_every_call(engine) -> None:
+    await engine.record("t1", Scope(agent_name="A", user_id="u1"), [user("u1 likes jazz")])
+    await engine.record("t1", Scope(agent_name="A", user_id="u2"), [user("u2 likes jazz too")])
+    await engine.record("t1", Scope(agent_name="B", user_id="u1"), [user("agent B heard u1 likes jazz")])
+    [other] = await engine.record("t2", Scope(agent_name="A", user_id="u1"), [user("other tenant: jazz")])
+    items, _ = await engine.search_ranked("t1", Scope(agent_name="A", user_id="u1"), "jazz")
+    assert [i.text for i in items] == ["u1 likes jazz"]
+    items, _ = await engine.search_ranked("t1", Scope(user_id="u1"), "jazz")
+    assert {i.text for i in items} == {"u1 likes jazz", "agent B heard u1 likes jazz"}
+    for call in (lambda: engine.get("t1", other.id), lambda: engine.update("t1", other.id, text="hijack"),
+                 lambda: engine.history("t1", other.id), lambda: engine.delete("t1", other.id)):
+        with pytest.raises(NotFoundError):
+            await call()
+    assert (await engine.get("t2", other.id)).text == "other tenant: jazz"
+    assert await engine.delete_scope("t1", Scope(user_id="u1")) == 2
+    assert [i.text for i in await engine.list("t1", Scope(agent_name="A"))] == ["u2 likes jazz too"]
+    assert len(await engine.list("t2", Scope(user_id="u1"))) == 1
+
+
+async def test_readers_during_writers_lose_and_duplicate_nothing(engine) -> None:
+    scope = Scope(user_id="busy")
+    conversation = [user(f"fact number {i}: I own {i} plants") for i in range(30)]
+
+    async def writer(k: int) -> None:
+        # Every writer records a growing prefix of the same conversation, as AgentScope does.
+        for end in [*range(k, 31, 6), 30]:
+            await engine.record("t", scope, conversation[:end])
+
+    async def reader() -> int:
+        seen = 0
+        for _ in range(10):
+            seen = max(seen, len(await engine.search("t", scope, "how many plants", limit=50)))
+            await asyncio.sleep(0)
+        return seen
+
+    results = await asyncio.gather(*[writer(k) for k in range(1, 5)], *[reader() for _ in range(3)])
+    assert all(isinstance(r, (int, type(None))) for r in results)
+    texts = [i.text for i in await engine.list("t", scope, limit=1000)]
+    assert sorted(texts) == sorted(m.text_content for m in conversation)
+
+
+async def test_a_new_engine_sees_stored_memories(make_store, embedder, store_kind) -> None:
+    store = make_store()
+    first = _engine(store, embedder, store_kind, scoring=False)
+    await first.record("t", Scope(user_id="u"), [user("I play the oboe")])
+    await first.close()
+    second = _engine(store, embedder, store_kind, scoring=False)
+    text, _ = await second.retrieve("t", Scope(user_id="u"), user("which instrument"))
+    assert text == "I play the oboe"
+
+
+async def test_round_scoring_runs_as_a_job_and_stores_facts_once(make_store, embedder, store_kind) -> None:
+    store = make_store()
+    engine = _engine(store, embedder, store_kind)
+    jobs = JobRunner(store)
+    engine.attach_jobs(jobs)
+    scope = Scope(user_id="s")
+    recorded = await engine.record("t", scope, [user("Please remember that my daughter's birthday is on May 3rd"),
+                                                 Msg.create(MsgRole.ASSISTANT, "I will remember that")])
+    assert all(i.importance_method == "default" for i in recorded)
+    assert await jobs.run_due() == 1
+    rows = await engine.list("t", scope)
+    assert all(r.importance_method == "heuristic" and r.domain for r in rows)
+    facts = [r for r in rows if r.memory_type == "fact"]
+    messages = [r for r in rows if r.memory_type == "message"]
+    assert len(messages) == 2
+    if facts:
+        assert messages[0].importance >= engine.settings.fact_threshold
+        assert sorted(facts[0].source["memory_ids"]) == sorted(i.id for i in recorded)
+    # Running the round's job again (a runner died after finishing it) changes nothing.
+    from agentscope_memory.jobs import Job
+    from agentscope_memory.long_term.hybrid.scoring import RoundScorer
+
+    await RoundScorer(engine).run(Job("again", "t", "long_term.score_round", {"memory_ids": [i.id for i in recorded]}, 2))
+    assert len(await engine.list("t", scope)) == len(rows)
+    await engine.close()
+
+
+async def test_two_replicas_on_one_postgres_see_each_other_and_never_duplicate(postgres_dsn, embedder) -> None:
+    stores = [open_store("postgres", Path("."), postgres_dsn=postgres_dsn) for _ in range(2)]
+    a, b = (_engine(store, embedder, "postgres", scoring=False) for store in stores)
+    try:
+        scope = Scope(agent_name="Assistant", user_id="shared")
+        [item] = await a.record("t", scope, [user("Replica A heard: the meeting moved to Friday")])
+        # Seen by the other replica at once, by search, get and list.
+        assert (await b.retrieve("t", scope, user("when is the meeting"), limit=1))[0] == item.text
+        assert (await b.get("t", item.id)).text == item.text
+        await b.update("t", item.id, importance=0.9)
+        assert (await a.get("t", item.id)).importance == 0.9
+        # Both replicas record the same growing conversation at once: each text is stored once.
+        conversation = [user(f"第{i}条消息: message {i}") for i in range(20)]
+
+        async def replay(engine: HybridEngine) -> None:
+            for end in range(1, 21, 3):
+                await engine.record("t", scope, conversation[:end])
+            await engine.record("t", scope, conversation)
+
+        await asyncio.gather(replay(a), replay(b), replay(a), replay(b))
+        texts = [i.text for i in await b.list("t", scope, limit=1000)]
+        assert sorted(texts) == sorted([item.text] + [m.text_content for m in conversation])
+    finally:
+        for engine in (a, b):
+            await engine.close()
+        for store in stores:
+            await store.close()
