@@ -22,6 +22,7 @@ Keep this function's output stable: stored lexical indexes are built from it.
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 
@@ -41,7 +42,7 @@ ENGLISH_STOP_WORDS = frozenset(
     also am im ive id ill youre youve theyre dont doesnt didnt cant wont isnt arent wasnt
     yes yeah ok okay oh um uh hmm well really just still ever never get got us let lets shall may
     might must
-    """.split()
+    """.split()  # noqa: SIM905  (a word list reads better as text)
 )
 
 # Han characters that are grammar rather than topic. They are dropped as single-character terms
@@ -114,11 +115,9 @@ def stem(word: str) -> str:
     # Plurals and third person.
     if word.endswith("ies") and len(word) > 4:
         word = word[:-3] + "y"
-    elif word.endswith("sses"):
-        word = word[:-2]
-    elif word.endswith("es") and word[-3] in "sxz" and len(word) > 4:
-        word = word[:-2]
-    elif word.endswith("es") and word[-4:-2] in ("ch", "sh"):
+    elif word.endswith("sses") or (
+        word.endswith("es") and ((word[-3] in "sxz" and len(word) > 4) or word[-4:-2] in ("ch", "sh"))
+    ):
         word = word[:-2]
     elif word.endswith("s") and word[-2] not in "su'" and not word.endswith("is"):
         word = word[:-1]
@@ -148,7 +147,7 @@ def _cjk_terms(run: str) -> list[str]:
         if _HIRAGANA_CHAR.match(char) or char in _CHINESE_STOP_CHARS or char == "\u30fc":
             continue
         terms.append(char)
-    for first, second in zip(run, run[1:]):
+    for first, second in itertools.pairwise(run):
         pair = first + second
         if pair in _CHINESE_STOP_BIGRAMS or (first in _CHINESE_STOP_CHARS and second in _CHINESE_STOP_CHARS):
             continue
