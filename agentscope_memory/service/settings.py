@@ -53,7 +53,9 @@ class ServiceSettings(BaseModel):
     # under <data_dir>/mem0, and fact extraction only when llm_base_url is set.
     long_term_enabled: bool = True
     long_term_preload: bool = Field(True, description="load mem0 and the embedder at start, in the background")
-    long_term_embedder: Literal["minilm", "openai"] = "minilm"
+    # Embedded: minilm (English), e5-small or use-multilingual (Chinese and English; the
+    # `multilingual` extra, long_term/embedders.py); or any OpenAI-compatible endpoint.
+    long_term_embedder: Literal["minilm", "e5-small", "use-multilingual", "openai"] = "minilm"
     long_term_embedder_base_url: str | None = None
     long_term_embedder_model: str = "text-embedding-3-small"
     long_term_embedder_api_key: SecretStr | None = None
@@ -70,9 +72,12 @@ class ServiceSettings(BaseModel):
         return self
 
     def mem0_config(self) -> Mem0Config:
+        embedder = self.long_term_embedder
+        if embedder not in ("minilm", "openai"):
+            raise ValueError(f"long_term_embedder={embedder} is not available to the mem0 engine")
         return Mem0Config(
             data_dir=self.data_dir,
-            embedder=self.long_term_embedder,
+            embedder="openai" if embedder == "openai" else "minilm",
             embedder_base_url=self.long_term_embedder_base_url,
             embedder_model=self.long_term_embedder_model,
             embedder_api_key=_secret(self.long_term_embedder_api_key),
