@@ -54,7 +54,7 @@ def _blas_limit(threads: int) -> Any:
 class MiniLM:
     """all-MiniLM-L6-v2 (symmetric: queries and texts embed alike)."""
 
-    model_id = "all-MiniLM-L6-v2"
+    model_id = "sentence-transformers/all-MiniLM-L6-v2"  # as the engine records it
 
     def __init__(self, threads: int = 1, model: MiniLMEmbedder | None = None) -> None:
         self._model = model or MiniLMEmbedder()
