@@ -101,6 +101,34 @@ def _linear(dense: np.ndarray, lexical: np.ndarray, weight: float) -> np.ndarray
     return fused
 
 
+def _linear_cosine(dense: np.ndarray, lexical: np.ndarray, weight: float) -> np.ndarray:
+    """The other normalisation: cosine clipped to [0, 1] as is, BM25 over its best candidate,
+    and a memory found by one leg only gets 0 from the other."""
+    n = len(dense)
+    top_dense = np.argsort(-dense)[:DEPTH]
+    top_lexical = np.argsort(-lexical)[:DEPTH]
+    top_lexical = top_lexical[lexical[top_lexical] > 0]
+    in_dense, in_lexical = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    in_dense[top_dense], in_lexical[top_lexical] = True, True
+    best = float(lexical[top_lexical].max()) if len(top_lexical) else 0.0
+    dense_n = np.where(in_dense, np.clip(dense, 0.0, 1.0), 0.0)
+    lexical_n = np.where(in_lexical, lexical / best if best > 0 else 0.0, 0.0)
+    fused = weight * dense_n + (1 - weight) * lexical_n
+    fused[~(in_dense | in_lexical)] = -1.0
+    return fused
+
+
+def _seed(semantic: np.ndarray, importance: np.ndarray, hours: np.ndarray, decay_rate: float = 0.99,
+          alpha: float = 0.5, beta: float = 0.2, gamma: float = 0.3) -> np.ndarray:
+    """The seed formula over the semantic top DEPTH, outside the engine: importance from the
+    offline heuristic scorer of each round, decay from the time since the memory was stored
+    (never touched)."""
+    top = np.argsort(-semantic)[:DEPTH]
+    final = np.full(len(semantic), -9.0)
+    final[top] = alpha * semantic[top] + beta * decay_rate ** hours[top] + gamma * importance[top]
+    return final
+
+
 def recall(rankings: Ranking, queries: Sequence[dict[str, Any]], k: int) -> float:
     values = [len(set(rankings[q["id"]][:k]) & set(q["relevant"])) / len(q["relevant"]) for q in queries]
     return statistics.fmean(values) if values else float("nan")
@@ -181,6 +209,25 @@ def evaluate(embedders: Sequence[str] = EMBEDDERS, log: Callable[[str], None] = 
     log(f"bm25: {time.perf_counter() - started:.1f}s")
     results += _entries("bm25", bm25, queries)
 
+    # What the seed formula adds, per scope: heuristic importance of each memory's round, and hours
+    # from the memory's time to the query's.
+    from datetime import datetime
+
+    from agentscope_memory.long_term.importance import HeuristicScorer
+
+    scorer = HeuristicScorer()
+    importance: dict[str, np.ndarray] = {}
+    hours: dict[str, np.ndarray] = {}
+    for conv, mems in by_conv.items():
+        rounds = [mems[i : i + 2] for i in range(0, len(mems), 2)]
+        weights = np.array([scorer.assess_now([f"{m['role']}: {m['text']}" for m in r]).importance_score
+                            for r in rounds for _ in r])
+        stamps = np.array([datetime.fromisoformat(m["at"]).timestamp() for m in mems])
+        for q in queries:
+            if q["conversation"] == conv:
+                importance[q["id"]] = weights
+                hours[q["id"]] = np.maximum(0.0, datetime.fromisoformat(q["asked_at"]).timestamp() - stamps) / 3600
+
     # Dense legs and fusions, per embedder.
     from agentscope_memory.long_term.embedders import load_embedder
 
@@ -209,6 +256,17 @@ def evaluate(embedders: Sequence[str] = EMBEDDERS, log: Callable[[str], None] = 
         for weight in LINEAR_WEIGHTS:
             fused = {q: _top(_linear(dense[q], lexical[q], weight), ids_of[q], DEPTH) for q in dense}
             results += _entries(f"linear{weight}:{name}+bm25", fused, queries)
+        for weight in (0.6,):
+            fused = {q: _top(_linear_cosine(dense[q], lexical[q], weight), ids_of[q], DEPTH) for q in dense}
+            results += _entries(f"linear-cosine{weight}:{name}+bm25", fused, queries)
+        for weight in (0.6, 0.7):
+            for decay_rate in (0.99, 0.999):
+                seeded = {
+                    q: _top(_seed(_linear(dense[q], lexical[q], weight), importance[q], hours[q], decay_rate),
+                            ids_of[q], DEPTH)
+                    for q in dense
+                }
+                results += _entries(f"seed-sim(linear{weight},decay{decay_rate}):{name}+bm25", seeded, queries)
 
     shipped = shipped_rankings(memories, queries)
     if shipped is None:
