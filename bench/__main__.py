@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 
 # Each module exposes `async def run(results: list[dict]) -> None`.
-MODULES = ["bench.memory_bench", "bench.auto_context_bench", "bench.long_term_bench", "bench.java_turn_bench", "bench.mcp_bench"]
+MODULES = ["bench.memory_bench", "bench.auto_context_bench", "bench.long_term_bench", "bench.recall_bench", "bench.java_turn_bench",
+           "bench.mcp_bench"]
 
 
 async def main(selected: list[str]) -> list[dict]:
@@ -40,6 +41,9 @@ def table(results: list[dict]) -> str:
     for r in results:
         if "skipped" in r:
             lines.append(f"{r['benchmark']:<44}  skipped: {r['skipped']}")
+            continue
+        if "recall_at_5" in r:
+            lines.append(f"{r['benchmark']:<44}  recall@5 {r['recall_at_5']:.3f}  recall@10 {r['recall_at_10']:.3f}")
             continue
         if "seconds" in r:
             lines.append(f"{r['benchmark']:<44} {'':>4} {'':>9} {'':>9} {'':>9}  {r['seconds']} s")

@@ -67,7 +67,9 @@ class ServiceSettings(BaseModel):
     # or by the LLM when llm_base_url is set.
     long_term_enabled: bool = True
     long_term_preload: bool = Field(True, description="load the embedder at start, in the background")
-    long_term_embedder: Literal["minilm", "openai"] = "minilm"
+    # Embedded: minilm (English), e5-small or use-multilingual (Chinese and English; the
+    # `multilingual` extra, long_term/embedders.py); or any OpenAI-compatible endpoint.
+    long_term_embedder: Literal["minilm", "e5-small", "use-multilingual", "openai"] = "minilm"
     long_term_embedder_base_url: str | None = None
     long_term_embedder_model: str = "text-embedding-3-small"
     long_term_embedder_api_key: SecretStr | None = None
@@ -96,9 +98,11 @@ class ServiceSettings(BaseModel):
 
     def mem0_config(self) -> Mem0Config:
         """Where the mem0 engine of earlier versions kept its data (migrated once)."""
+        # Earlier versions embedded with MiniLM or an OpenAI endpoint; vectors of another model
+        # are embedded again by the engine (each row names its embedding model).
         return Mem0Config(
             data_dir=self.data_dir,
-            embedder=self.long_term_embedder,
+            embedder="openai" if self.long_term_embedder == "openai" else "minilm",
             embedder_base_url=self.long_term_embedder_base_url,
             embedder_model=self.long_term_embedder_model,
             embedder_api_key=_secret(self.long_term_embedder_api_key),

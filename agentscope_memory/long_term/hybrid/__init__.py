@@ -28,6 +28,12 @@ def embedder_factory(settings: ServiceSettings) -> Callable[[], Embedder]:
         return lambda: OpenAiEmbedder(base_url, settings.long_term_embedder_model, key,
                                       settings.long_term_embedder_dims, settings.llm_timeout_s)
 
+    name = settings.long_term_embedder
+    if name in ("e5-small", "use-multilingual"):
+        from agentscope_memory.long_term.embedders import load_embedder
+
+        return lambda: load_embedder(name)
+
     def minilm() -> Embedder:
         from agentscope_memory.long_term.embedder import MiniLMEmbedder
 

@@ -308,7 +308,9 @@ class HybridEngine:
             return [], domain
         need_dense = options.ranking != "lexical"
         need_lexical = options.ranking != "dense"
-        vector = await asyncio.to_thread(embedder.embed, [query]) if need_dense else None
+        # Some models embed a query differently from a passage (e5's "query: " prefix).
+        embed_query = getattr(embedder, "embed_query", embedder.embed)
+        vector = await asyncio.to_thread(embed_query, [query]) if need_dense else None
         terms = tokenize(query) if need_lexical else []
         k = options.top_k_semantic
         q = vector[0] if vector is not None else None

