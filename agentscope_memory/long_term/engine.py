@@ -169,8 +169,14 @@ class LongTermEngine(Protocol):
         ...
 
 
+class Searches(Protocol):
+    """What `retrieve_by_search` needs of an engine."""
+
+    async def search(self, tenant: str, scope: Scope, query: str, limit: int = DEFAULT_TOP_K) -> list[LongTermItem]: ...
+
+
 async def retrieve_by_search(
-    engine: LongTermEngine, tenant: str, scope: Scope, msg: Msg | None, limit: int = DEFAULT_TOP_K
+    engine: Searches, tenant: str, scope: Scope, msg: Msg | None, limit: int = DEFAULT_TOP_K
 ) -> tuple[str, list[LongTermItem]]:
     """AgentScope-Java `retrieve(msg)`: the memories found for the message's text, joined with
     newlines; a message without text gives "" (reference/agentscope-java-core.md §6.4)."""

@@ -42,7 +42,7 @@ ENGLISH_STOP_WORDS = frozenset(
     also am im ive id ill youre youve theyre dont doesnt didnt cant wont isnt arent wasnt
     yes yeah ok okay oh um uh hmm well really just still ever never get got us let lets shall may
     might must
-    """.split()  # noqa: SIM905  (a word list reads better as text)
+    """.split()
 )
 
 # Han characters that are grammar rather than topic. They are dropped as single-character terms

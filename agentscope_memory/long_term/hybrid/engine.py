@@ -21,6 +21,7 @@ row locks on update).
 from __future__ import annotations
 
 import asyncio
+import builtins  # `list` is also a method name below
 import logging
 import math
 import time
@@ -33,7 +34,14 @@ import numpy as np
 
 from agentscope_memory.errors import AlreadyExistsError, InvalidArgumentError, NotFoundError, ResourceExhaustedError
 from agentscope_memory.long_term.domains import GENERAL_CHAT
-from agentscope_memory.long_term.engine import DEFAULT_TOP_K, HistoryEntry, LongTermItem, Scope, retrieve_by_search
+from agentscope_memory.long_term.engine import (
+    DEFAULT_TOP_K,
+    HistoryEntry,
+    LongTermItem,
+    LongTermListPage,
+    Scope,
+    retrieve_by_search,
+)
 from agentscope_memory.long_term.hybrid.embedders import Embedder
 from agentscope_memory.long_term.hybrid.memory_index import ScopeIndex
 from agentscope_memory.long_term.hybrid.ranking import (
@@ -217,7 +225,7 @@ class HybridEngine:
         now = self._clock()
         key = scope_key(scope)
         seen: set[str] = set()
-        for r, terms in zip(recorded, lex):
+        for r, terms in zip(recorded, lex, strict=True):
             digest = content_hash(r.text)
             if digest in seen:
                 continue
@@ -244,7 +252,7 @@ class HybridEngine:
             if not fresh:
                 return []
             vectors = await asyncio.to_thread(embedder.embed, [r.text for r in fresh])
-            for row, vector in zip(fresh, vectors):
+            for row, vector in zip(fresh, vectors, strict=True):
                 row.embedding = np.asarray(vector, dtype=np.float32).tobytes()
                 row.embedding_model = self.embedding_model
 
@@ -353,7 +361,7 @@ class HybridEngine:
         async def touch() -> None:
             try:
                 await self._store.run(tenant, lambda tx: tx.ltm_touch(memory_ids, now), small=True)
-            except Exception:  # noqa: BLE001 - a lost touch only ages a memory a little
+            except Exception:
                 log.warning("touching recalled memories failed", exc_info=True)
 
         task = asyncio.get_running_loop().create_task(touch())
@@ -381,7 +389,7 @@ class HybridEngine:
         stale = [r for r in rows if r.embedding is None or r.embedding_model != model]
         if stale:
             vectors = await self.embed([r.text for r in stale])
-            for row, vector in zip(stale, vectors):
+            for row, vector in zip(stale, vectors, strict=True):
                 row.embedding, row.embedding_model = np.asarray(vector, dtype=np.float32).tobytes(), model
 
             def write(tx: Tx) -> None:
@@ -393,14 +401,34 @@ class HybridEngine:
 
     # -- single memories --------------------------------------------------------------------
 
-    async def list(self, tenant: str, scope: Scope, limit: int = 100) -> list[LongTermItem]:
+    async def list(self, tenant: str, scope: Scope, limit: int = 100) -> builtins.list[LongTermItem]:
         scope.validate()
         await self._ready()
 
-        def read(tx: Tx) -> list[LongTermRow]:
+        def read(tx: Tx) -> builtins.list[LongTermRow]:
             return tx.ltm_list(tx.ltm_scope_keys(scope.agent_name, scope.user_id, scope.run_name), limit)
 
         return [item_of(r) for r in await self._store.run(tenant, read, write=False)]
+
+    async def list_page(self, tenant: str, scope: Scope, limit: int, cursor: str = "") -> LongTermListPage:
+        """Oldest first, by (created, id); a cursor names the last item of the page before."""
+        scope.validate()
+        await self._ready()
+        after: tuple[float, str] | None = None
+        if cursor:
+            created, _, memory_id = cursor.partition("|")
+            try:
+                after = (float(created), memory_id)
+            except ValueError:
+                raise InvalidArgumentError("page_token", "invalid or expired") from None
+
+        def read(tx: Tx) -> builtins.list[LongTermRow]:
+            return tx.ltm_list(tx.ltm_scope_keys(scope.agent_name, scope.user_id, scope.run_name), limit + 1, after)
+
+        rows = await self._store.run(tenant, read, write=False)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return LongTermListPage([item_of(r) for r in rows], [f"{r.created!r}|{r.memory_id}" for r in rows], more)
 
     async def _row(self, tenant: str, memory_id: str) -> LongTermRow:
         if not memory_id:
@@ -475,10 +503,10 @@ class HybridEngine:
         return item_of(row)
 
     async def apply_assessment(self, tenant: str, memory_ids: Sequence[str], importance: float, domain: str,
-                               method: str) -> list[LongTermRow]:
+                               method: str) -> builtins.list[LongTermRow]:
         """Set the scored importance and domain of a round's memories (not ones a user set)."""
 
-        def write(tx: Tx) -> list[LongTermRow]:
+        def write(tx: Tx) -> builtins.list[LongTermRow]:
             changed = []
             for row in tx.ltm_get_many(list(memory_ids)):
                 if row.deleted or row.importance_method == "user":
@@ -498,10 +526,10 @@ class HybridEngine:
                 index.set_metadata(row)
         return changed
 
-    async def rows(self, tenant: str, memory_ids: Sequence[str]) -> list[LongTermRow]:
+    async def rows(self, tenant: str, memory_ids: Sequence[str]) -> builtins.list[LongTermRow]:
         return await self._store.run(tenant, lambda tx: tx.ltm_get_many(list(memory_ids)), write=False)
 
-    async def history(self, tenant: str, memory_id: str) -> list[HistoryEntry]:
+    async def history(self, tenant: str, memory_id: str) -> builtins.list[HistoryEntry]:
         await self._row(tenant, memory_id)
         rows = await self._store.run(tenant, lambda tx: tx.ltm_history(memory_id), write=False)
         return [
@@ -546,8 +574,11 @@ class HybridEngine:
             tenant, lambda tx: tx.ltm_scope_keys(scope.agent_name, scope.user_id, scope.run_name), write=False
         )
         for key in keys:
+            def batch(tx: Tx, key: str = key) -> builtins.list[LongTermRow]:
+                return tx.ltm_list([key], 1000)
+
             while True:
-                ids = [r.memory_id for r in await self._store.run(tenant, lambda tx: tx.ltm_list([key], 1000), write=False)]
+                ids = [r.memory_id for r in await self._store.run(tenant, batch, write=False)]
                 if not ids:
                     break
                 deleted += await self._soft_delete(tenant, key, ids)

@@ -134,7 +134,7 @@ class Mem0Migration:
             stale = [r for r in rows if r.embedding is None]
             if stale:
                 vectors = await asyncio.to_thread(embedder.embed, [r.text for r in stale])
-                for row, vec in zip(stale, vectors):
+                for row, vec in zip(stale, vectors, strict=True):
                     row.embedding, row.embedding_model = np.asarray(vec, dtype=np.float32).tobytes(), model
 
             def write(tx: Tx, rows: list[LongTermRow] = rows) -> int:
