@@ -25,14 +25,13 @@ from agentscope_memory.long_term.engine import (
     Scope,
     retrieve_by_search,
 )
+from agentscope_memory.long_term.hybrid import records
+from agentscope_memory.long_term.hybrid.records import MAX_TEXT_CHARS
 from agentscope_memory.long_term.mem0.backend import TENANT_KEY, Mem0Backend
-from agentscope_memory.message import Msg, MsgRole
+from agentscope_memory.message import Msg
 
 log = logging.getLogger("agentscope_memory.long_term")
 
-COMPRESSED_TAG = "<compressed_history>"
-MAX_TEXT_CHARS = 64 * 1024
-_ROLES = {MsgRole.USER: "user", MsgRole.SYSTEM: "user", MsgRole.ASSISTANT: "assistant", MsgRole.TOOL: "assistant"}
 _MEM0_IDS = (("agent_name", "agent_id"), ("user_id", "user_id"), ("run_name", "run_id"))
 
 
@@ -75,23 +74,9 @@ def _item(raw: dict[str, Any]) -> LongTermItem:
 
 
 def recordable(msgs: Sequence[Msg | None]) -> list[dict[str, str]]:
-    """The mem0 messages AgentScope-Java's Mem0LongTermMemory sends for `msgs`."""
-    out: list[dict[str, str]] = []
-    for i, msg in enumerate(msgs):
-        if msg is None:
-            continue
-        text = msg.text_content
-        if not text or COMPRESSED_TAG in text:
-            continue
-        if msg.role is None:
-            # Java fails here with a NullPointerException; we say why.
-            raise InvalidArgumentError(f"messages[{i}].role", "is required to record a message")
-        if len(text) > MAX_TEXT_CHARS:
-            raise ResourceExhaustedError(
-                f"messages[{i}]", f"has {len(text)} characters of text; at most {MAX_TEXT_CHARS} per memory"
-            )
-        out.append({"role": _ROLES[msg.role], "content": text})
-    return out
+    """The mem0 messages AgentScope-Java's Mem0LongTermMemory sends for `msgs` (the same rule
+    as the hybrid engine's)."""
+    return [{"role": r.role, "content": r.text} for r in records.recordable(msgs)]
 
 
 class Mem0Engine:
