@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 
 import httpx
@@ -117,7 +118,7 @@ ERROR_CASES = [
         ("post", "/search", {"json": {"query": "tea", "user_id": "a", "top_k": 0}}, 400, "top_k"),
         ("post", "/search", {"json": {"query": "tea", "user_id": "a", "filters": {"user_id": "b"}}}, 400, "user_id"),
         ("post", "/search", {"json": {"query": "x", "filters": {"user_id": "a", "created_at": {"gte": "2026"}}}}, 400, "operator"),
-        ("post", "/search", {"json": {"query": "x", "user_id": "a/b"}}, 400, "path separator"),
+        ("post", "/search", {"json": {"query": "x", "user_id": "a\x00b"}}, 400, "NUL"),
         ("get", "/memories", {}, 400, "at least one of user_id"),
         ("delete", "/memories", {}, 400, "at least one of user_id"),
         ("put", "/memories/nope", {"json": {}}, 400, "text"),
@@ -147,12 +148,22 @@ async def test_off_by_default(server) -> None:
     assert server.mem0_rest_port is None
 
 
-async def test_infer_true_uses_the_configured_llm(server_factory) -> None:
-    extracted = {"memory": [{"id": "0", "text": "Likes green tea", "attributed_to": "user", "linked_memory_ids": []}]}
-    with ScriptedLLM(default=ScriptedReply.json(extracted)) as llm:
+async def test_infer_true_with_an_llm_extracts_the_fact_in_the_background(server_factory) -> None:
+    # The add answers at once with what was said; the server's LLM then scores the round and
+    # stores an important fact as a memory of its own (memory_type=fact).
+    scored = {"importance_score": 0.9, "extracted_fact": "Likes green tea", "domain": "user_preferences"}
+    with ScriptedLLM(default=ScriptedReply.json(scored)) as llm:
         server = await server_factory(mem0_rest_port=0, llm_base_url=llm.base_url, llm_api_key="sk-test")
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.mem0_rest_port}", timeout=60) as rest:
             body = (await rest.post("/v1/memories/", json=JAVA_ADD)).json()
-        assert [r["memory"] for r in body["results"]] == ["Likes green tea"]
-        assert body["inferred"] is True
-        assert len(llm.requests) == 1
+            assert [r["memory"] for r in body["results"]] == ["I like green tea", "Noted"]
+            assert body["inferred"] is False and "background" in body["message"]
+            texts: list[str] = []
+            for _ in range(300):
+                listed = (await rest.get("/memories", params={"user_id": "alice", "agent_id": "Friday"})).json()
+                texts = [m["memory"] for m in listed["results"]]
+                if "Likes green tea" in texts:
+                    break
+                await asyncio.sleep(0.1)
+            assert "Likes green tea" in texts
+        assert len(llm.requests) >= 1

@@ -8,12 +8,12 @@ with a UTC offset) is decided here, so the same rules hold for every route that 
 from __future__ import annotations
 
 import datetime as _dt
-import inspect
 from collections.abc import Sequence
 from typing import Any
 
 from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.ids import check_id
+from agentscope_memory.long_term.importance import LlmScorer
 from agentscope_memory.long_term.engine import (
     HistoryEntry,
     LongTermEngine,
@@ -38,8 +38,9 @@ _ID_KEYS = ("user_id", "agent_id", "run_id")
 
 VERBATIM_NOTE = "stored verbatim: no LLM is configured on this server, so infer=true could not extract facts"
 NOT_INFERRED_NOTE = "stored verbatim (infer=false)"
-INFERRED_NOTE = "facts extracted by the server's LLM (infer=true)"
-INFER_FORCED_NOTE = "facts extracted by the server's LLM: this engine cannot store verbatim while an LLM is configured (infer=false not honoured)"
+MEM0_EVENTS = ("ADD", "UPDATE", "DELETE")
+BACKGROUND_NOTE = ("stored verbatim; the server's LLM scores the round in the background and stores an "
+                   "important fact as its own memory (metadata memory_type=fact)")
 
 
 def utc_timestamp(value: str) -> str | None:
@@ -65,7 +66,8 @@ def memory_json(item: LongTermItem, event: str | None = None) -> dict[str, Any]:
     if item.score is not None:
         out["score"] = item.score
     out["created_at"] = utc_timestamp(item.created_at)
-    out["updated_at"] = utc_timestamp(item.updated_at)
+    # A memory never changed was last updated when it was created (mem0 fills both).
+    out["updated_at"] = utc_timestamp(item.updated_at or item.created_at)
     for key, value in (("user_id", item.scope.user_id), ("agent_id", item.scope.agent_name), ("run_id", item.scope.run_name)):
         if value:
             out[key] = value
@@ -161,15 +163,6 @@ def to_msgs(messages: Sequence[Mem0Message] | str) -> list[Msg]:
     return msgs
 
 
-def _accepts_infer(engine: LongTermEngine) -> bool:
-    # The LongTermEngine protocol has no `infer` yet: an engine whose `record` takes one gets
-    # the caller's choice; any other engine infers exactly when it has an LLM.
-    try:
-        return "infer" in inspect.signature(engine.record).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 class Mem0Api:
     """mem0's REST operations for one tenant at a time over a `LongTermEngine`."""
 
@@ -178,22 +171,20 @@ class Mem0Api:
 
     @property
     def has_llm(self) -> bool:
-        """Whether the engine extracts facts with an LLM (else it stores verbatim)."""
-        return bool(getattr(self.engine, "infer", False))
+        """Whether the engine scores rounds with an LLM (and so extracts facts in the background)."""
+        return isinstance(getattr(self.engine, "scorer", None), LlmScorer)
 
     async def add(self, tenant: str, request: AddRequest) -> dict[str, Any]:
         scope = _scope(request.model_dump(), "")
         msgs = to_msgs(request.messages)
-        if _accepts_infer(self.engine):
-            items = await self.engine.record(tenant, scope, msgs, request.metadata, infer=request.infer)  # type: ignore[call-arg]
-            inferred = request.infer and self.has_llm
+        # The engine stores what was said; with an LLM, fact extraction runs in the background
+        # (never delaying the answer, surviving a crash), so `inferred` is false here.
+        items = await self.engine.record(tenant, scope, msgs, request.metadata)
+        if not request.infer:
+            note = NOT_INFERRED_NOTE
         else:
-            items = await self.engine.record(tenant, scope, msgs, request.metadata)
-            inferred = self.has_llm
-        if inferred:
-            note = INFERRED_NOTE if request.infer else INFER_FORCED_NOTE
-        else:
-            note = VERBATIM_NOTE if request.infer else NOT_INFERRED_NOTE
+            note = BACKGROUND_NOTE if self.has_llm else VERBATIM_NOTE
+        inferred = False
         # An engine may answer with ids and texts only; what was stored carries the metadata.
         results = [memory_json(i, "ADD") for i in items]
         for result in results:
@@ -245,4 +236,6 @@ class Mem0Api:
 
     async def history(self, tenant: str, memory_id: str) -> list[dict[str, Any]]:
         entries = await self.engine.history(tenant, memory_id)
-        return [history_json(e) for e in entries]
+        # mem0's events only: the engine's own (ASSESS: background importance scoring) stay in
+        # GetLongTermMemoryHistory.
+        return [history_json(e) for e in entries if e.event in MEM0_EVENTS]

@@ -96,18 +96,12 @@ class ServiceAccess:
 
     async def search(self, scope: Scope, query: str, limit: int, filters: dict[str, Any]) -> list[LongTermItem]:
         engine = self._engine()
-        # An engine with a ranked search (the hybrid engine) filters in the index and returns
-        # every score component; others are searched wider and filtered here.
-        # (Looked up by name so this works with either engine protocol until both are merged.)
-        ranked = getattr(engine, "search_ranked", None)
-        rank_defaults = getattr(engine, "rank_defaults", None)
-        if ranked is not None and rank_defaults is not None:
-            options = rank_defaults().with_overrides(top_k=limit)
-            if filters:
-                options = replace(options, where=replace(options.where, metadata=dict(filters)))
-            items, _domain = await ranked(self.tenant, scope, query, options)
-            return list(items)
-        return filter_items(await engine.search(self.tenant, scope, query, wider(limit, filters)), limit, filters)
+        # The engine filters by metadata in its index and returns every score component.
+        options = engine.rank_defaults.with_overrides(top_k=limit)
+        if filters:
+            options = replace(options, where=replace(options.where, metadata=dict(filters)))
+        items, _domain = await engine.search_ranked(self.tenant, scope, query, options)
+        return list(items)
 
     async def list_long_term(self, scope: Scope, limit: int) -> list[LongTermItem]:
         return await self._engine().list(self.tenant, scope, limit)

@@ -57,6 +57,9 @@ from agentscope_memory.long_term.importance import ImportanceScorer
 from agentscope_memory.long_term.router import QueryRouter
 from agentscope_memory.long_term.text import tokenize
 from agentscope_memory.message import Msg
+from agentscope_memory.validation.ids import check_id
+from agentscope_memory.validation.messages import check_json_value
+from agentscope_memory.validation.long_term import check_record, check_record_texts
 from agentscope_memory.store.base import NO_TENANT, LongTermFilter, LongTermRow, Store, Tx
 
 log = logging.getLogger("agentscope_memory.long_term")
@@ -216,6 +219,7 @@ class HybridEngine:
         """Store each new recordable message verbatim, once per exact scope."""
         scope.validate()
         _check_metadata(metadata, "metadata_json")
+        check_record(msgs, metadata)
         recorded = recordable(msgs)
         if not recorded:
             return []
@@ -431,8 +435,7 @@ class HybridEngine:
         return LongTermListPage([item_of(r) for r in rows], [f"{r.created!r}|{r.memory_id}" for r in rows], more)
 
     async def _row(self, tenant: str, memory_id: str) -> LongTermRow:
-        if not memory_id:
-            raise InvalidArgumentError("id", "is required")
+        check_id(memory_id, "id")
         await self._ready()
         row = await self._store.run(tenant, lambda tx: tx.ltm_get(memory_id), write=False, small=True)
         # Another tenant's memory is reported exactly like a missing one.
@@ -461,6 +464,10 @@ class HybridEngine:
         if importance is not None and not (math.isfinite(importance) and 0.0 <= importance <= 1.0):
             raise InvalidArgumentError("importance", f"must be between 0 and 1, not {importance}")
         _check_metadata(metadata, "metadata")
+        if text is not None:
+            check_record_texts(None, [text])
+        if metadata:
+            check_json_value(metadata, "metadata", allow_nul=False)
         current = await self._row(tenant, memory_id)
         key = current.scope_key
         vector: bytes | None = None
