@@ -1,5 +1,5 @@
 """`agentscope-memory mcp` over stdio with the `mcp` SDK's stdio client: an embedded store, and
-forwarding to a running server (`--target`) as the API key's tenant."""
+forwarding to a running server (`--target`, update and history included) as the API key's tenant."""
 
 from __future__ import annotations
 
@@ -62,8 +62,11 @@ async def test_target_forwards_to_the_server_as_the_keys_tenant(server_factory) 
             {"role": "user", "text": "记住我的生日"}, {"role": "assistant", "text": "好的"}]}))
         page = data(await s.call_tool("read_working_memory", {"working_memory_id": "chat-9", "page_size": 1}))
         assert page["total_size"] == 2 and page["next_page_token"]
-        unavailable = error_text(await s.call_tool("update_long_term_memory", {"memory_id": memory_id, "text": "x"}))
-        assert unavailable.startswith("Not available:") and "--target" in unavailable
+        updated = data(await s.call_tool("update_long_term_memory", {"memory_id": memory_id, "text": "Bob 的生日是三月十三日"}))
+        assert updated["memory"]["text"] == "Bob 的生日是三月十三日"
+        history = data(await s.call_tool("get_long_term_memory_history", {"memory_id": memory_id}))
+        assert [(h["event"], h["new_text"]) for h in history["history"] if h["event"] != "ASSESS"] == [
+            ("ADD", "Bob 的生日是三月十二日"), ("UPDATE", "Bob 的生日是三月十三日")]
     # Tenant A's gRPC clients see what the MCP session wrote; tenant B's do not.
     async with AsyncMemoryClient(server.address, api_key=KEY_A) as a, AsyncMemoryClient(server.address, api_key=KEY_B) as b:
         assert [m.text_content for m in await a.get_messages("chat-9")] == ["记住我的生日", "好的"]

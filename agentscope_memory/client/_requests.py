@@ -20,9 +20,10 @@ from agentscope_memory.convert.to_proto import (
 )
 from agentscope_memory.convert.state_chunks import join_pieces, split_entries
 from agentscope_memory.long_term.engine import Scope
+from agentscope_memory.message import to_json_text
 from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES
 from agentscope_memory.long_term.modes import Mode
-from agentscope_memory.message import Msg, to_json_text
+from agentscope_memory.message import Msg
 from agentscope_memory.session.state import StateEntry
 from agentscope_memory.short_term.auto_context.config import AutoContextConfig
 
@@ -86,6 +87,17 @@ def long_term_pages(scope: Scope, limit: int, token: str) -> ltm_pb.ListLongTerm
 
 
 # -- long-term memory -------------------------------------------------------------------------
+
+
+def update_long_term(
+    memory_id: str, text: str | None, importance: float | None, metadata: dict[str, Any] | None
+) -> ltm_pb.UpdateLongTermMemoryRequest:
+    request = ltm_pb.UpdateLongTermMemoryRequest(id=memory_id, metadata_json=to_json_text(metadata) if metadata else "")
+    if text is not None:
+        request.text = text
+    if importance is not None:
+        request.importance = importance
+    return request
 
 
 def record(scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any] | None) -> ltm_pb.RecordRequest:

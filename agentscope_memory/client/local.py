@@ -10,6 +10,8 @@ Local mode has one tenant (`default`), as a server without API keys has.
 
 from __future__ import annotations
 
+import builtins  # `list` is also a method name of the clients
+
 import asyncio
 import functools
 import inspect
@@ -20,7 +22,7 @@ from agentscope_memory.client._common import LOCAL_TENANT
 from agentscope_memory.client.long_term import Turn
 from agentscope_memory.convert.to_proto import kind_to_proto
 from agentscope_memory.errors import UnimplementedError
-from agentscope_memory.long_term.engine import LongTermEngine, LongTermItem, Scope
+from agentscope_memory.long_term.engine import HistoryEntry, LongTermEngine, LongTermItem, Scope
 from agentscope_memory.long_term.modes import Mode, parse_mode
 from agentscope_memory.long_term.tools import record_to_memory, retrieve_from_memory
 from agentscope_memory.long_term.turns import Turns
@@ -178,6 +180,13 @@ class AsyncLocalLongTermClient(_LocalClient):
 
     async def get(self, memory_id: str) -> LongTermItem:
         return await (await self._engine()).get(self.tenant, memory_id)
+
+    async def update(self, memory_id: str, text: str | None = None, *, importance: float | None = None,
+                     metadata: dict[str, Any] | None = None) -> LongTermItem:
+        return await (await self._engine()).update(self.tenant, memory_id, text, metadata, importance)
+
+    async def history(self, memory_id: str) -> builtins.list[HistoryEntry]:
+        return await (await self._engine()).history(self.tenant, memory_id)
 
     async def delete(self, memory_id: str) -> None:
         await (await self._engine()).delete(self.tenant, memory_id)

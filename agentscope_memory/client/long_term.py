@@ -6,6 +6,8 @@ record could store twice when an LLM extracts facts).
 
 from __future__ import annotations
 
+import builtins  # `list` is also a method name of the clients
+
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence, TypeVar
 
@@ -17,9 +19,9 @@ from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_servi
 from agentscope_memory.client import _requests
 from agentscope_memory.client._common import DEFAULT_TARGET, DEFAULT_TIMEOUT_S, async_channel, blocking_channel, metadata
 from agentscope_memory.client._retry import RetryPolicy, call_async, call_blocking
-from agentscope_memory.convert.from_proto import long_term_item_from_proto
+from agentscope_memory.convert.from_proto import long_term_history_from_proto, long_term_item_from_proto
 from agentscope_memory.convert.to_proto import scope_to_proto
-from agentscope_memory.long_term.engine import LongTermItem, Scope
+from agentscope_memory.long_term.engine import HistoryEntry, LongTermItem, Scope
 from agentscope_memory.long_term.modes import Mode
 from agentscope_memory.message import Msg
 
@@ -105,6 +107,17 @@ class AsyncLongTermClient:
         response = await self._call(self._stub.GetLongTermMemory, pb.GetLongTermMemoryRequest(id=memory_id))
         return long_term_item_from_proto(response.memory)
 
+    async def update(self, memory_id: str, text: str | None = None, *, importance: float | None = None,
+                     metadata: dict[str, Any] | None = None) -> LongTermItem:
+        """Change a memory's text, importance or metadata (merged); the change joins its history."""
+        request = _requests.update_long_term(memory_id, text, importance, metadata)
+        return long_term_item_from_proto((await self._call(self._stub.UpdateLongTermMemory, request, retry=False)).memory)
+
+    async def history(self, memory_id: str) -> builtins.list[HistoryEntry]:
+        """Every change of a memory, oldest first (ADD, UPDATE, ASSESS, DELETE)."""
+        response = await self._call(self._stub.GetLongTermMemoryHistory, pb.GetLongTermMemoryHistoryRequest(id=memory_id))
+        return [long_term_history_from_proto(e) for e in response.entries]
+
     async def delete(self, memory_id: str) -> None:
         await self._call(self._stub.DeleteLongTermMemory, pb.DeleteLongTermMemoryRequest(id=memory_id), retry=False)
 
@@ -185,6 +198,17 @@ class LongTermClient:
     def get(self, memory_id: str) -> LongTermItem:
         response = self._call(self._stub.GetLongTermMemory, pb.GetLongTermMemoryRequest(id=memory_id))
         return long_term_item_from_proto(response.memory)
+
+    def update(self, memory_id: str, text: str | None = None, *, importance: float | None = None,
+               metadata: dict[str, Any] | None = None) -> LongTermItem:
+        """Change a memory's text, importance or metadata (merged); the change joins its history."""
+        request = _requests.update_long_term(memory_id, text, importance, metadata)
+        return long_term_item_from_proto(self._call(self._stub.UpdateLongTermMemory, request, retry=False).memory)
+
+    def history(self, memory_id: str) -> builtins.list[HistoryEntry]:
+        """Every change of a memory, oldest first (ADD, UPDATE, ASSESS, DELETE)."""
+        response = self._call(self._stub.GetLongTermMemoryHistory, pb.GetLongTermMemoryHistoryRequest(id=memory_id))
+        return [long_term_history_from_proto(e) for e in response.entries]
 
     def delete(self, memory_id: str) -> None:
         self._call(self._stub.DeleteLongTermMemory, pb.DeleteLongTermMemoryRequest(id=memory_id), retry=False)

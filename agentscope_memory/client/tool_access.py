@@ -18,7 +18,7 @@ from agentscope_memory.client import _requests
 from agentscope_memory.client.aio import AsyncMemoryClient
 from agentscope_memory.client.long_term import AsyncLongTermClient, _items
 from agentscope_memory.convert.to_proto import msg_to_proto, scope_to_proto
-from agentscope_memory.errors import NotFoundError, UnimplementedError
+from agentscope_memory.errors import NotFoundError
 from agentscope_memory.long_term.engine import HistoryEntry, LongTermItem, Scope
 from agentscope_memory.memory_tools.access import (
     MessagesPage,
@@ -62,17 +62,13 @@ class RemoteAccess:
         return await self.long_term.get(memory_id)
 
     async def update(self, memory_id: str, text: str | None, metadata: dict[str, Any] | None) -> LongTermItem:
-        raise UnimplementedError(
-            f"updating a long-term memory is not available through --target {self.target}: the server's gRPC "
-            "contract has no update call yet; use the server's MCP port (mcp_port) or delete and add it again")
+        return await self.long_term.update(memory_id, text, metadata=metadata)
 
     async def delete(self, memory_id: str) -> None:
         await self.long_term.delete(memory_id)
 
     async def history(self, memory_id: str) -> list[HistoryEntry]:
-        raise UnimplementedError(
-            f"a long-term memory's history is not available through --target {self.target}: the server's gRPC "
-            "contract has no history call yet; use the server's MCP port (mcp_port)")
+        return await self.long_term.history(memory_id)
 
     async def read_messages(self, memory_id: str, page_size: int, page_token: str) -> MessagesPage:
         client = self.memories

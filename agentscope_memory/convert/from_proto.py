@@ -18,7 +18,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import message_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2 as state_pb
 from agentscope_memory.convert import enums
 from agentscope_memory.errors import InvalidArgumentError
-from agentscope_memory.long_term.engine import LongTermItem, Scope
+from agentscope_memory.long_term.engine import HistoryEntry, LongTermItem, Scope
 from agentscope_memory.long_term.hybrid.ranking import RankOptions
 from agentscope_memory.long_term.tools import ToolSchema
 from agentscope_memory.long_term.modes import Mode
@@ -318,3 +318,15 @@ def long_term_item_from_proto(item: ltm_pb.LongTermMemoryItem) -> LongTermItem:
 
 def tool_schema_from_proto(tool: ltm_pb.ToolSchema) -> ToolSchema:
     return ToolSchema(tool.name, tool.description, json.loads(tool.parameters_json_schema or "{}"))
+
+
+def long_term_history_from_proto(entry: ltm_pb.LongTermHistoryEntry) -> HistoryEntry:
+    return HistoryEntry(
+        memory_id=entry.memory_id,
+        event=entry.event,
+        old_text=entry.old_text if entry.HasField("old_text") else None,
+        new_text=entry.new_text if entry.HasField("new_text") else None,
+        created_at=entry.created_at,
+        updated_at=entry.created_at,
+        detail=parse_json_object(entry.detail_json, "detail_json") if entry.detail_json else {},
+    )
