@@ -613,14 +613,14 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
             return this;
         }
 
-        /** Attempts in all for a call refused with UNAVAILABLE (default 3). */
+        /** At most this many attempts for a call refused with UNAVAILABLE (default: until the deadline). */
         public Builder maxAttempts(int maxAttempts) {
             connectionBuilder.maxAttempts(maxAttempts);
             connectionOptionsUsed = true;
             return this;
         }
 
-        /** The first retry's wait, doubling afterwards (default 200 ms). */
+        /** The first retry's wait, growing afterwards (default 50 ms). */
         public Builder retryBackoff(Duration backoff) {
             connectionBuilder.retryBackoff(backoff);
             connectionOptionsUsed = true;
