@@ -157,7 +157,8 @@ public final class RemoteConnection implements AutoCloseable {
     /**
      * Runs one RPC, turning a failure into a {@link RemoteMemoryException}. When {@code retryable}
      * (the call is idempotent, or carries a request id that makes a replay harmless), a call
-     * refused with {@code UNAVAILABLE} is tried again, waiting a little longer each time, until
+     * refused with {@code UNAVAILABLE}, or cut off by a lost connection (see
+     * {@link #connectionLost}), is tried again, waiting a little longer each time, until
      * the connection's deadline (counted from this call's start) or {@code maxAttempts} runs out,
      * so a server restart does not fail the agent's turn. The stubs taken inside get the time
      * that is left.
@@ -185,14 +186,14 @@ public final class RemoteConnection implements AutoCloseable {
                 try {
                     T result = rpc.get();
                     if (attempt > 1) {
-                        log.info("{} succeeded at attempt {} after {} ms of UNAVAILABLE", operation, attempt,
+                        log.info("{} succeeded at attempt {} after {} ms without an answer", operation, attempt,
                                 TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
                     }
                     return result;
                 } catch (StatusRuntimeException e) {
                     // Jitter spreads out the clients that lost the same server at the same moment.
                     long pauseMs = ThreadLocalRandom.current().nextLong(backoffMs / 2, backoffMs + 1);
-                    boolean again = e.getStatus().getCode() == Status.Code.UNAVAILABLE && attempt < attempts
+                    boolean again = connectionLost(e.getStatus()) && attempt < attempts
                             && end - System.nanoTime() > TimeUnit.MILLISECONDS.toNanos(pauseMs);
                     if (!again) {
                         throw RemoteMemoryException.of(operation, e);
@@ -218,6 +219,28 @@ public final class RemoteConnection implements AutoCloseable {
                 callEnd.remove();
             }
         }
+    }
+
+    /**
+     * Whether a call failed because the connection to the server went away rather than because
+     * the server answered. gRPC reports most such failures as {@code UNAVAILABLE}, but a
+     * connection that dies while a call is being written (a server killed mid-call) surfaces as
+     * {@code UNKNOWN} caused by Netty's {@code ClosedChannelException} ("channel closed"): the
+     * server never answered that call either, so a safe call may be tried again.
+     */
+    static boolean connectionLost(Status status) {
+        if (status.getCode() == Status.Code.UNAVAILABLE) {
+            return true;
+        }
+        if (status.getCode() != Status.Code.UNKNOWN) {
+            return false;
+        }
+        for (Throwable cause = status.getCause(); cause != null; cause = cause.getCause()) {
+            if (cause instanceof java.nio.channels.ClosedChannelException) {
+                return true;
+            }
+        }
+        return "channel closed".equals(status.getDescription());
     }
 
     /** Closes the channel if this connection created it; a channel passed in is left open. */

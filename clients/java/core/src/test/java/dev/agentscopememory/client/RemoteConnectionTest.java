@@ -8,7 +8,10 @@ import dev.agentscopememory.client.internal.WireEnums;
 import dev.agentscopememory.grpc.v1.CreateMemoryRequest;
 import dev.agentscopememory.grpc.v1.GetMemoryRequest;
 import dev.agentscopememory.grpc.v1.Memory;
+import io.grpc.Status;
+import java.nio.channels.ClosedChannelException;
 import java.util.UUID;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 /** The core alone, without any AgentScope on the classpath, against the real server. */
@@ -41,6 +44,38 @@ class RemoteConnectionTest {
                     () -> connection.call("MemoryService/GetMemory", true, () -> connection.memoryService().getMemory(get)));
             assertEquals("MemoryService/GetMemory", e.getOperation());
             assertTrue(!e.getServerMessage().isEmpty() && e.getMessage().contains(e.getServerMessage()), e.getMessage());
+        }
+    }
+
+    @Test
+    void aSafeCallCutOffByAClosedChannelIsTriedAgainButAnUnknownFailureIsNot() throws Exception {
+        // A server killed while a call is being written surfaces in grpc-java as UNKNOWN caused by
+        // Netty's ClosedChannelException, not as UNAVAILABLE.
+        Status cutOff = Status.UNKNOWN.withDescription("channel closed").withCause(new ClosedChannelException());
+        try (RemoteConnection connection = RemoteConnection.builder().target(TestServer.shared().target()).build()) {
+            AtomicInteger attempts = new AtomicInteger();
+            String result = connection.call("MemoryService/GetMessages", true, () -> {
+                if (attempts.incrementAndGet() == 1) {
+                    throw cutOff.asRuntimeException();
+                }
+                return "read";
+            });
+            assertEquals("read", result);
+            assertEquals(2, attempts.get());
+
+            AtomicInteger unsafe = new AtomicInteger();
+            assertThrows(RemoteMemoryException.class, () -> connection.call("MemoryService/AddMessages", false, () -> {
+                unsafe.incrementAndGet();
+                throw cutOff.asRuntimeException();
+            }));
+            assertEquals(1, unsafe.get());
+
+            AtomicInteger serverError = new AtomicInteger();
+            assertThrows(RemoteMemoryException.class, () -> connection.call("MemoryService/GetMessages", true, () -> {
+                serverError.incrementAndGet();
+                throw Status.UNKNOWN.withDescription("boom").asRuntimeException();
+            }));
+            assertEquals(1, serverError.get());
         }
     }
 }
