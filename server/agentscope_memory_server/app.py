@@ -11,7 +11,6 @@ from typing import Awaitable, Callable
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 
 from agentscope_memory._proto.agentscope.memory.v1 import (
     agent_state_service_pb2,
@@ -35,6 +34,7 @@ from agentscope_memory_server.long_term_servicer import LongTermServicer
 from agentscope_memory_server.memory_servicer import MemoryServicer
 from agentscope_memory_server.metrics import Metrics, MetricsInterceptor
 from agentscope_memory_server.reflection_docs import documented_pool
+from agentscope_memory_server.reflection_v1 import enable_reflection
 from agentscope_memory_server.state_servicer import StateServicer
 from agentscope_memory_server.tenancy import AuthInterceptor
 
@@ -158,9 +158,7 @@ async def _serve(settings: Settings, service: Service) -> RunningServer:
 
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection(
-        SERVICE_NAMES + (health.SERVICE_NAME, reflection.SERVICE_NAME), server, documented_pool()
-    )
+    enable_reflection(SERVICE_NAMES + (health.SERVICE_NAME,), server, documented_pool())
 
     try:
         address = f"{settings.host}:{settings.port}"

@@ -44,6 +44,11 @@ class DocumentedPool:
             self._pool.Add(file)
             self.protos[file.name] = file
 
+    def add(self, file: descriptor_pb2.FileDescriptorProto) -> None:
+        """Adds a file that is not in the descriptor set (e.g. reflection v1)."""
+        self._pool.Add(file)
+        self.protos[file.name] = file
+
     # Health and reflection are not in our descriptor set; they come from the default pool.
     def _find(self, method: str, *args: Any) -> Any:
         try:
