@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 
 from agentscope_memory.errors import DeadlineExceededError, UnavailableError
+from agentscope_memory.tracing import span
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,16 @@ class ChatClient:
         await self._client.aclose()
 
     async def chat(self, messages: list[dict[str, Any]], **options: Any) -> ChatResult:
+        # Attribute names follow OpenTelemetry's generative-AI semantic conventions.
+        with span(f"chat {self.config.model}", {"gen_ai.operation.name": "chat",
+                                                 "gen_ai.request.model": self.config.model}) as current:
+            result = await self._chat(messages, **options)
+            if current is not None:
+                current.set_attribute("gen_ai.usage.input_tokens", result.input_tokens)
+                current.set_attribute("gen_ai.usage.output_tokens", result.output_tokens)
+            return result
+
+    async def _chat(self, messages: list[dict[str, Any]], **options: Any) -> ChatResult:
         url = self.config.base_url.rstrip("/") + "/chat/completions"
         headers = {"content-type": "application/json"}
         if self.config.api_key:

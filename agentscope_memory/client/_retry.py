@@ -23,6 +23,7 @@ from typing import Any, Awaitable, Callable, TypeVar
 import grpc
 
 from agentscope_memory.client._common import translate
+from agentscope_memory.client._tracing import with_trace_context
 
 T = TypeVar("T")
 RETRYABLE = (grpc.StatusCode.UNAVAILABLE,)
@@ -51,6 +52,7 @@ def call_blocking(
     policy: RetryPolicy, method: Callable[..., T], request: Any, *, retry: bool, timeout: float, **kwargs: Any
 ) -> T:
     deadline = time.monotonic() + timeout
+    kwargs = with_trace_context(kwargs)
     attempt = 0
     while True:
         try:
@@ -67,6 +69,7 @@ async def call_async(
     policy: RetryPolicy, method: Callable[..., Awaitable[T]], request: Any, *, retry: bool, timeout: float, **kwargs: Any
 ) -> T:
     deadline = time.monotonic() + timeout
+    kwargs = with_trace_context(kwargs)
     attempt = 0
     while True:
         try:

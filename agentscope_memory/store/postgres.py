@@ -20,6 +20,7 @@ from psycopg_pool import ConnectionPool
 
 from agentscope_memory.store.base import Row
 from agentscope_memory.store.sql import SHARED_SCHEMA, Dialect, SqlTx
+from agentscope_memory.tracing import current_tracer, span
 
 T = TypeVar("T")
 
@@ -129,6 +130,12 @@ class PostgresStore:
     async def run(
         self, tenant: str, fn: Callable[[SqlTx], T], *, write: bool = True, small: bool = False
     ) -> T:
+        if current_tracer.get() is None:
+            return await self._run(tenant, fn, write, small)
+        with span("store.transaction", {"db.system.name": "postgresql", "agentscope_memory.write": write}):
+            return await self._run(tenant, fn, write, small)
+
+    async def _run(self, tenant: str, fn: Callable[[SqlTx], T], write: bool, small: bool) -> T:
         if self._closed:
             raise RuntimeError("store is closed")
         loop = asyncio.get_running_loop()

@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence, TypeVar
 
 from agentscope_memory.store.base import Row
 from agentscope_memory.store.sql import SHARED_SCHEMA, Dialect, SqlTx
+from agentscope_memory.tracing import current_tracer, span
 
 T = TypeVar("T")
 
@@ -171,6 +172,12 @@ class SqliteStore:
     async def run(
         self, tenant: str, fn: Callable[[SqlTx], T], *, write: bool = True, small: bool = False
     ) -> T:
+        if current_tracer.get() is None:
+            return await self._run(tenant, fn, write, small)
+        with span("store.transaction", {"db.system.name": "sqlite", "agentscope_memory.write": write}):
+            return await self._run(tenant, fn, write, small)
+
+    async def _run(self, tenant: str, fn: Callable[[SqlTx], T], write: bool, small: bool) -> T:
         if self._closed:
             raise RuntimeError("store is closed")
         # A small transaction (a few rows) costs less than the hop to a worker thread and back,

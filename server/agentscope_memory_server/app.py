@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 
@@ -24,6 +25,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import (
 )
 from agentscope_memory.service import Service, build_service
 from agentscope_memory.store import Store
+from agentscope_memory.tracing import current_tracer
 from agentscope_memory_server.config import Settings
 from agentscope_memory_server.decoding import DecodeErrorInterceptor
 from agentscope_memory_server.drain import Drain, DrainInterceptor
@@ -35,6 +37,7 @@ from agentscope_memory_server.memory_servicer import MemoryServicer
 from agentscope_memory_server.metrics import Metrics, MetricsInterceptor
 from agentscope_memory_server.reflection_docs import documented_pool
 from agentscope_memory_server.reflection_v1 import enable_reflection
+from agentscope_memory_server.tracing import Tracing, TracingInterceptor
 from agentscope_memory_server.state_servicer import StateServicer
 from agentscope_memory_server.tenancy import AuthInterceptor
 
@@ -105,21 +108,34 @@ class RunningServer:
 
 
 async def start_server(settings: Settings) -> RunningServer:
-    service = build_service(settings)
+    tracing = None
+    if settings.otlp_endpoint is not None:
+        tracing = Tracing(settings.otlp_endpoint, settings.otel_service_name, uuid.uuid4().hex)
+    # The service's background tasks (jobs, scoring) inherit the tracer from this context.
+    token = current_tracer.set(tracing.tracer if tracing is not None else None)
     try:
-        return await _serve(settings, service)
-    except BaseException:
-        await service.close(0)
-        raise
+        service = build_service(settings)
+        try:
+            return await _serve(settings, service, tracing)
+        except BaseException:
+            await service.close(0)
+            if tracing is not None:
+                tracing.shutdown()
+            raise
+    finally:
+        current_tracer.reset(token)
 
 
-async def _serve(settings: Settings, service: Service) -> RunningServer:
+async def _serve(settings: Settings, service: Service, tracing: Tracing | None = None) -> RunningServer:
     options = [
         ("grpc.max_receive_message_length", settings.grpc_max_receive_bytes),
         ("grpc.max_send_message_length", settings.grpc_max_receive_bytes),
         ("grpc.so_reuseport", 0),
     ]
     interceptors: list[grpc.aio.ServerInterceptor] = []
+    if tracing is not None:
+        # First, so the span covers every other interceptor (a refused key is traced too).
+        interceptors.append(TracingInterceptor(tracing))
     metrics = None
     if settings.metrics_port is not None:
         metrics = Metrics()
@@ -176,6 +192,13 @@ async def _serve(settings: Settings, service: Service) -> RunningServer:
     for name in ("",) + SERVICE_NAMES:
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     running = RunningServer(server, port, settings, service, health_servicer, drain)
+    if tracing is not None:
+        traces = tracing
+
+        async def close_tracing() -> None:
+            await asyncio.to_thread(traces.shutdown)
+
+        running.closers.append(close_tracing)
     if metrics is not None:
         running.metrics_port = metrics.serve(settings.host, settings.metrics_port or 0)
 

@@ -50,6 +50,10 @@ class Settings(BaseSettings, ServiceSettings):
 
     # Operations.
     metrics_port: int | None = Field(None, ge=0, le=65535, description="Prometheus /metrics port; unset = off")
+    # OpenTelemetry traces over OTLP/HTTP to `{otlp_endpoint}/v1/traces` (e.g. a collector at
+    # http://127.0.0.1:4318); unset = off. Needs the `tracing` extra.
+    otlp_endpoint: str | None = Field(None, description="OTLP/HTTP base URL for traces; unset = off")
+    otel_service_name: str = Field("agentscope-memory", min_length=1, description="service.name of the spans")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["json", "text"] = "json"
     shutdown_grace_s: float = Field(10.0, ge=0)

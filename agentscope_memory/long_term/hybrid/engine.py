@@ -28,7 +28,7 @@ import time
 import uuid
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 
@@ -61,6 +61,7 @@ from agentscope_memory.validation.ids import check_id
 from agentscope_memory.validation.messages import check_json_value
 from agentscope_memory.validation.long_term import check_record, check_record_texts
 from agentscope_memory.store.base import NO_TENANT, LongTermFilter, LongTermRow, Store, Tx
+from agentscope_memory.tracing import TracedEmbedder
 
 log = logging.getLogger("agentscope_memory.long_term")
 
@@ -182,7 +183,7 @@ class HybridEngine:
                 return
             if self.settings.blas_threads is not None:
                 pin_blas_threads(self.settings.blas_threads)
-            embedder = await asyncio.to_thread(self._make_embedder)
+            embedder = cast(Embedder, TracedEmbedder(await asyncio.to_thread(self._make_embedder)))
             await self._store.run(NO_TENANT, lambda tx: tx.ltm_ensure_schema(embedder.dimensions))
             self._embedder = embedder
             for migrate in self._migrations:

@@ -19,6 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from agentscope_memory.store.base import LongTermFilter, LongTermRow
+from agentscope_memory.tracing import traced
 
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -116,6 +117,7 @@ class ScopeIndex:
             mask &= np.fromiter((all(m.get(k, _MISSING) == v for k, v in items) for m in self._metadata), bool, n)
         return mask
 
+    @traced("vector_search")
     def search(
         self, vector: np.ndarray | None, terms: Sequence[str], k: int, where: LongTermFilter
     ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:

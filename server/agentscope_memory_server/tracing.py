@@ -1,0 +1,135 @@
+"""OpenTelemetry tracing of the server: a span per RPC, exported over OTLP/HTTP (off by default).
+
+The span of a call continues the caller's trace when the call carries W3C `traceparent`
+metadata (the Python and Java clients send it when the application traces). Inside the call,
+the library adds child spans for store transactions, embedding, vector search and LLM calls
+through `agentscope_memory.tracing.current_tracer`, which the interceptor sets for the call.
+The provider is this server's own, not OpenTelemetry's process-wide one, so several servers in
+one process each export to their own endpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+
+from agentscope_memory.tracing import current_tracer
+
+# gRPC codes that make a server span an error, per OpenTelemetry's RPC semantic conventions.
+_SERVER_ERRORS = {
+    grpc.StatusCode.UNKNOWN, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNIMPLEMENTED,
+    grpc.StatusCode.INTERNAL, grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DATA_LOSS,
+}
+
+
+class Tracing:
+    """This server's tracer provider and exporter; `None`-free: build only when tracing is on."""
+
+    def __init__(self, endpoint: str, service_name: str, instance: str) -> None:
+        try:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+            from opentelemetry.sdk.resources import Resource
+            from opentelemetry.sdk.trace import TracerProvider
+            from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        except ImportError as exc:
+            raise ValueError(
+                "otlp_endpoint is set but OpenTelemetry is not installed: pip install 'agentscope-memory[tracing]'"
+            ) from exc
+        resource = Resource.create({"service.name": service_name, "service.instance.id": instance})
+        self.provider = TracerProvider(resource=resource)
+        # A collector that is down must not hold up calls or a shutdown: exports are bounded.
+        exporter = OTLPSpanExporter(endpoint=endpoint.rstrip("/") + "/v1/traces", timeout=5)
+        self.provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=1000))
+        self.tracer = self.provider.get_tracer("agentscope_memory_server")
+
+    def shutdown(self) -> None:
+        """Exports what is pending (for at most 5 s) and stops the exporter."""
+        self.provider.force_flush(timeout_millis=5000)
+        self.provider.shutdown()
+
+
+def _code_of(context: grpc.aio.ServicerContext, failed: bool) -> grpc.StatusCode:
+    code = context.code() if hasattr(context, "code") else None
+    if isinstance(code, grpc.StatusCode):
+        return code
+    return grpc.StatusCode.UNKNOWN if failed else grpc.StatusCode.OK
+
+
+class TracingInterceptor(grpc.aio.ServerInterceptor):
+    """Runs every call inside a SERVER span named after its method, with the tracer current."""
+
+    def __init__(self, tracing: Tracing) -> None:
+        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+        self._tracer = tracing.tracer
+        self._propagator = TraceContextTextMapPropagator()
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(details)
+        if handler is None:
+            return handler
+        carrier = {key: value for key, value in (details.invocation_metadata or ())
+                   if isinstance(value, str)}
+        parent = self._propagator.extract(carrier)
+        method = details.method
+        service, _, name = method.lstrip("/").rpartition("/")
+        attributes = {"rpc.system": "grpc", "rpc.service": service, "rpc.method": name}
+        tracer = self._tracer
+
+        from opentelemetry.trace import SpanKind, Status, StatusCode
+
+        def start() -> Any:
+            return tracer.start_as_current_span(method.lstrip("/"), context=parent, kind=SpanKind.SERVER,
+                                                attributes=attributes, record_exception=False,
+                                                set_status_on_exception=False)
+
+        def finish(span: Any, context: grpc.aio.ServicerContext, failed: bool) -> None:
+            code = _code_of(context, failed)
+            span.set_attribute("rpc.grpc.status_code", code.value[0])
+            if code in _SERVER_ERRORS:
+                span.set_status(Status(StatusCode.ERROR, code.name))
+
+        def unary_response(inner: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+            async def traced(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                # Each call runs in its own task, so what is set here ends with the call.
+                current_tracer.set(tracer)
+                with start() as span:
+                    failed = True
+                    try:
+                        result = await inner(request, context)
+                        failed = False
+                        return result
+                    finally:
+                        finish(span, context, failed)
+
+            return traced
+
+        def stream_response(inner: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIterator[Any]]:
+            async def traced(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+                current_tracer.set(tracer)
+                with start() as span:
+                    failed = True
+                    try:
+                        async for item in inner(request, context):
+                            yield item
+                        failed = False
+                    finally:
+                        finish(span, context, failed)
+
+            return traced
+
+        if handler.unary_unary is not None:
+            return handler._replace(unary_unary=unary_response(handler.unary_unary))
+        if handler.stream_unary is not None:
+            return handler._replace(stream_unary=unary_response(handler.stream_unary))
+        if handler.unary_stream is not None:
+            return handler._replace(unary_stream=stream_response(handler.unary_stream))
+        if handler.stream_stream is not None:
+            return handler._replace(stream_stream=stream_response(handler.stream_stream))
+        return handler

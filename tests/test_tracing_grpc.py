@@ -1,0 +1,109 @@
+"""OpenTelemetry traces: a span per RPC exported over OTLP/HTTP to a real receiver, child spans
+for store transactions, embedding, vector search and LLM calls, and the caller's trace continued
+from the Python client's `traceparent`."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import grpc
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.trace import SpanKind
+
+from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2 as ltm_pb
+from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2_grpc as ltm_grpc
+from agentscope_memory.client import AsyncMemoryClient
+from agentscope_memory.errors import NotFoundError
+from agentscope_memory.message import Msg, MsgRole
+from agentscope_memory.convert.to_proto import msg_to_proto
+from otlp_receiver import OtlpReceiver
+from scripted_llm import ScriptedLLM, ScriptedReply
+
+SERVER = 2  # OTLP's SPAN_KIND_SERVER
+
+
+@pytest.fixture
+def receiver() -> Iterator[OtlpReceiver]:
+    running = OtlpReceiver()
+    running.endpoint = running.start()  # type: ignore[attr-defined]
+    yield running
+    running.stop()
+
+
+async def test_each_rpc_is_a_server_span_in_the_callers_trace_with_store_spans_below(receiver, server_factory) -> None:
+    server = await server_factory(otlp_endpoint=receiver.endpoint, otel_service_name="记忆-memory")
+    app = TracerProvider().get_tracer("agent")
+    with app.start_as_current_span("agent turn", kind=SpanKind.INTERNAL) as turn:
+        async with AsyncMemoryClient(server.address, timeout=10) as client:
+            await client.create_memory("会话-1")
+            await client.add_message("会话-1", Msg.create(MsgRole.USER, "你好, tracing"))
+            assert [m.text_content for m in await client.get_messages("会话-1")] == ["你好, tracing"]
+            with pytest.raises(NotFoundError):
+                await client.get_memory("missing")
+    await server.stop(0)  # flushes the exporter
+
+    trace_id = format(turn.get_span_context().trace_id, "032x")
+    add = receiver.named("agentscope.memory.v1.MemoryService/AddMessages")
+    assert len(add) == 1
+    (add_span,) = add
+    assert add_span.kind == SERVER and add_span.trace_id == trace_id
+    assert add_span.parent_span_id == format(turn.get_span_context().span_id, "016x")
+    assert add_span.service_name == "记忆-memory"
+    assert add_span.attributes["rpc.system"] == "grpc"
+    assert add_span.attributes["rpc.service"] == "agentscope.memory.v1.MemoryService"
+    assert add_span.attributes["rpc.method"] == "AddMessages"
+    assert add_span.attributes["rpc.grpc.status_code"] == 0
+    stores = [s for s in receiver.children(add_span) if s.name == "store.transaction"]
+    assert stores and stores[0].attributes["db.system.name"] == "sqlite"
+    assert any(s.attributes["agentscope_memory.write"] for s in stores)
+
+    (missing,) = receiver.named("agentscope.memory.v1.MemoryService/GetMemory")
+    # NOT_FOUND is the caller's problem, not the server's: the span is not an error.
+    assert missing.attributes["rpc.grpc.status_code"] == grpc.StatusCode.NOT_FOUND.value[0]
+    assert missing.status_code != 2 and missing.trace_id == trace_id
+
+
+async def test_long_term_calls_show_embedding_vector_search_and_llm_spans(receiver, server_factory) -> None:
+    with ScriptedLLM(default=ScriptedReply.json({"domain": "user_preferences"})) as llm:
+        server = await server_factory(otlp_endpoint=receiver.endpoint, llm_base_url=llm.base_url,
+                                      llm_api_key="sk-test", llm_max_retries=0)
+        async with grpc.aio.insecure_channel(server.address) as channel:
+            ltm = ltm_grpc.LongTermMemoryServiceStub(channel)
+            scope = ltm_pb.Scope(agent_name="助手", user_id="alice")
+            said = Msg.create(MsgRole.USER, "我每天早上喝绿茶 and I like chess")
+            await ltm.Record(ltm_pb.RecordRequest(scope=scope, messages=[msg_to_proto(said)]))
+            found = await ltm.SearchLongTermMemories(ltm_pb.SearchLongTermMemoriesRequest(
+                scope=scope, query="她喝什么茶", route_query=True))
+            assert found.routed_domain == "user_preferences"
+        await asyncio.sleep(0)
+        await server.stop(0)
+
+    (search,) = receiver.named("agentscope.memory.v1.LongTermMemoryService/SearchLongTermMemories")
+    below = {s.name: s for s in receiver.children(search)}
+    assert {"embed", "vector_search", "store.transaction"} <= set(below)
+    assert below["embed"].attributes["agentscope_memory.embedder.purpose"] == "query"
+    assert below["embed"].attributes["agentscope_memory.embedder.batch_size"] == 1
+    chat = [s for name, s in below.items() if name.startswith("chat ")]
+    assert chat and chat[0].attributes["gen_ai.operation.name"] == "chat"
+    assert chat[0].attributes["gen_ai.usage.input_tokens"] > 0
+    (record,) = receiver.named("agentscope.memory.v1.LongTermMemoryService/Record")
+    assert any(s.name == "embed" and s.attributes["agentscope_memory.embedder.purpose"] == "passage"
+               for s in receiver.children(record))
+
+
+async def test_no_endpoint_no_tracing(receiver, server_factory) -> None:
+    server = await server_factory()
+    async with AsyncMemoryClient(server.address, timeout=10) as client:
+        await client.create_memory("m")
+    await server.stop(0)
+    assert server.settings.otlp_endpoint is None and receiver.spans == []
+
+
+async def test_tracing_refuses_to_start_without_a_valid_service_name(tmp_path) -> None:
+    from conftest import make_settings
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="otel_service_name"):
+        make_settings(tmp_path, otlp_endpoint="http://127.0.0.1:4318", otel_service_name="")
