@@ -1,5 +1,7 @@
 package dev.agentscopememory.client;
 
+import dev.agentscopememory.client.internal.TraceContext;
+
 import dev.agentscopememory.grpc.v1.LongTermMemoryServiceGrpc;
 import dev.agentscopememory.grpc.v1.MemoryServiceGrpc;
 import dev.agentscopememory.grpc.v1.StateServiceGrpc;
@@ -82,7 +84,8 @@ public final class RemoteConnection implements AutoCloseable {
             base = owned;
         }
         redial = base instanceof ManagedChannel managed ? managed : null;
-        channel = b.apiKey == null ? base : ClientInterceptors.intercept(base, new ApiKeyInterceptor(b.apiKey));
+        Channel traced = TraceContext.interceptor().map(i -> ClientInterceptors.intercept(base, i)).orElse(base);
+        channel = b.apiKey == null ? traced : ClientInterceptors.intercept(traced, new ApiKeyInterceptor(b.apiKey));
         deadline = b.deadline;
         maxAttempts = b.maxAttempts;
         retryBackoff = b.retryBackoff;
