@@ -3,7 +3,7 @@ library types on the outside and through `convert` on the inside."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence, TypeVar
 
 from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2 as ltm_pb
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
@@ -68,6 +68,21 @@ def joined_state(pieces: Sequence[state_pb.StreamSaveStateResponse]) -> tuple[li
     """The state from the pieces of a StreamSaveState stream, and the version it was read at."""
     joined = join_pieces((e for piece in pieces for e in piece.entries), 2**62)
     return [entry_from_proto(e, i) for i, e in enumerate(joined)], pieces[0].version if pieces else 0
+
+
+class _Sized(Protocol):
+    def ByteSize(self) -> int: ...
+
+
+P = TypeVar("P", bound=_Sized)
+
+
+def reported(pieces: Iterable[P], progress: Callable[[int], None] | None) -> Iterator[P]:
+    """The pieces of a state stream, telling `progress` the size of each as it passes."""
+    for piece in pieces:
+        if progress is not None:
+            progress(piece.ByteSize())
+        yield piece
 
 
 def load_stream(

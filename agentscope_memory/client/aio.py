@@ -175,21 +175,31 @@ class AsyncMemoryClient:
     async def clear(self, memory_id: str) -> None:
         await self._call(self._stub.ClearMessages, pb.ClearMessagesRequest(memory_id=memory_id))
 
-    async def save_state(self, memory_id: str) -> tuple[list[StateEntry], int]:
-        """The memory's state in AgentScope session terms, and the version it was read at."""
+    async def save_state(
+        self, memory_id: str, *, progress: Callable[[int], None] | None = None
+    ) -> tuple[list[StateEntry], int]:
+        """The memory's state in AgentScope session terms, and the version it was read at.
+        `progress` is called with the size in bytes of each piece as it arrives."""
         async def read(request: state_pb.StreamSaveStateRequest, **kwargs: Any) -> list[state_pb.StreamSaveStateResponse]:
-            return [piece async for piece in self._state.StreamSaveState(request, **kwargs)]
+            pieces = []
+            async for piece in self._state.StreamSaveState(request, **kwargs):
+                if progress is not None:
+                    progress(piece.ByteSize())
+                pieces.append(piece)
+            return pieces
 
         return _requests.joined_state(await self._call(read, _requests.save_stream(memory_id)))
 
     async def load_state(
-        self, memory_id: str, entries: list[StateEntry], *, expected_version: int | None = None
+        self, memory_id: str, entries: list[StateEntry], *, expected_version: int | None = None,
+        progress: Callable[[int], None] | None = None,
     ) -> int:
         """Replace the memory's contents (AgentScope `loadFrom`); returns the new version.
-        With `expected_version`, a memory changed since then raises `AbortedError`."""
+        With `expected_version`, a memory changed since then raises `AbortedError`.
+        `progress` is called with the size in bytes of each piece as it is sent."""
         requests = _requests.load_stream(memory_id, entries, expected_version)
 
         async def load(pieces: list[state_pb.StreamLoadStateRequest], **kwargs: Any) -> state_pb.StreamLoadStateResponse:
-            return await self._state.StreamLoadState(iter(pieces), **kwargs)
+            return await self._state.StreamLoadState(_requests.reported(pieces, progress), **kwargs)
 
         return (await self._call(load, requests, retry=expected_version is not None)).version

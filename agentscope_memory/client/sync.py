@@ -158,21 +158,26 @@ class MemoryClient:
     def clear(self, memory_id: str) -> None:
         self._call(self._stub.ClearMessages, pb.ClearMessagesRequest(memory_id=memory_id))
 
-    def save_state(self, memory_id: str) -> tuple[list[StateEntry], int]:
-        """The memory's state in AgentScope session terms, and the version it was read at."""
+    def save_state(
+        self, memory_id: str, *, progress: Callable[[int], None] | None = None
+    ) -> tuple[list[StateEntry], int]:
+        """The memory's state in AgentScope session terms, and the version it was read at.
+        `progress` is called with the size in bytes of each piece as it arrives."""
         def read(request: state_pb.StreamSaveStateRequest, **kwargs: Any) -> list[state_pb.StreamSaveStateResponse]:
-            return list(self._state.StreamSaveState(request, **kwargs))
+            return list(_requests.reported(self._state.StreamSaveState(request, **kwargs), progress))
 
         return _requests.joined_state(self._call(read, _requests.save_stream(memory_id)))
 
     def load_state(
-        self, memory_id: str, entries: list[StateEntry], *, expected_version: int | None = None
+        self, memory_id: str, entries: list[StateEntry], *, expected_version: int | None = None,
+        progress: Callable[[int], None] | None = None,
     ) -> int:
         """Replace the memory's contents (AgentScope `loadFrom`); returns the new version.
-        With `expected_version`, a memory changed since then raises `AbortedError`."""
+        With `expected_version`, a memory changed since then raises `AbortedError`.
+        `progress` is called with the size in bytes of each piece as it is sent."""
         requests = _requests.load_stream(memory_id, entries, expected_version)
 
         def load(pieces: list[state_pb.StreamLoadStateRequest], **kwargs: Any) -> state_pb.StreamLoadStateResponse:
-            return self._state.StreamLoadState(iter(pieces), **kwargs)
+            return self._state.StreamLoadState(_requests.reported(pieces, progress), **kwargs)
 
         return (self._call(load, requests, retry=expected_version is not None)).version

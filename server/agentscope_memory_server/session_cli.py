@@ -18,6 +18,7 @@ from agentscope_memory.errors import MemoryServiceError, NotFoundError
 from agentscope_memory.message import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, msg_from_dict
 from agentscope_memory.session import JsonSession
 from agentscope_memory.session.exchange import read_entries, write_entries
+from agentscope_memory_server.progress import byte_progress
 
 DEFAULT_DIR = Path("./data/sessions/default")
 KNOWN_LIST_KEYS = [
@@ -39,6 +40,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         action.add_argument("--memory-id", required=True)
         action.add_argument("--session-id", required=True)
         action.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="JsonSession root directory")
+        action.add_argument("--progress", action="store_true",
+                            help="show a progress bar even when stderr is not a terminal")
         if name == "import":
             action.add_argument(
                 "--create", action="store_true",
@@ -61,8 +64,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    with MemoryClient(args.target, api_key=args.api_key) as client:
-        entries, version = client.save_state(args.memory_id)
+    with MemoryClient(args.target, api_key=args.api_key) as client, \
+            byte_progress(f"export {args.memory_id}", force=args.progress) as progress:
+        entries, version = client.save_state(args.memory_id, progress=progress)
     session = JsonSession(args.dir)
     write_entries(session, args.session_id, entries)
     print(f"wrote {', '.join(e.key for e in entries)} (version {version}) to {session.session_dir(args.session_id)}")
@@ -86,7 +90,8 @@ def _import(args: argparse.Namespace) -> int:
             print(f"created {args.memory_id} ({kind})")
         prefix = "memory_" if kind == "IN_MEMORY" else "autoContextMemory_"
         entries = [e for e in entries if e.key.startswith(prefix)]
-        version = client.load_state(args.memory_id, entries)
+        with byte_progress(f"import {args.memory_id}", force=args.progress) as progress:
+            version = client.load_state(args.memory_id, entries, progress=progress)
     print(f"loaded {', '.join(e.key for e in entries) or 'nothing'} into {args.memory_id} (version {version})")
     return 0
 
