@@ -141,6 +141,8 @@ class Consolidator:
         self._clock = clock
         self.runs = 0
         self.merged = 0
+        # Called after every run that writes as (job name, merges made, seconds): metrics.
+        self.observers: list[Callable[[str, int, float], None]] = []
 
     def attach(self, jobs: Any) -> None:
         """Handle durable consolidation jobs (payload {"scope": [agent, user, run]}), which a
@@ -190,6 +192,9 @@ class Consolidator:
             tenant, lambda tx: tx.ltm_typed_count(key, "fact"), write=False, small=True)
         report.duration_s = time.perf_counter() - started
         self.merged += report.merged
+        if not dry_run:
+            for observe in self.observers:
+                observe("consolidation", report.merged, report.duration_s)
         log.info("consolidated", extra={"fields": {
             "before": report.facts_before, "after": report.facts_after, "merged": report.merged,
             "failed_fidelity": report.failed_fidelity, "dry_run": dry_run, "seconds": round(report.duration_s, 3)}})

@@ -82,6 +82,8 @@ class Reflector:
         # Totals since start, for metrics.
         self.runs = 0
         self.reflected = 0
+        # Called after every check as (job name, memories reflected, seconds): metrics.
+        self.observers: list[Callable[[str, int, float], None]] = []
 
     def attach(self, jobs: Any) -> None:
         """Check in the background (a durable job) whenever a scope gets new facts."""
@@ -128,8 +130,7 @@ class Reflector:
         elif result.importance_sum < settings.importance_threshold:
             result.reason = "importance below threshold"
         if result.reason:
-            result.duration_s = time.perf_counter() - started
-            return result
+            return self._done(result, started)
         facts.sort(key=lambda f: (f.created, f.memory_id))
         texts = [f.text for f in facts]
         method = EXTRACTIVE
@@ -143,7 +144,8 @@ class Reflector:
                 text = ""
         if not text:
             method = EXTRACTIVE
-            text = extractive_merge([f.text for f in sorted(facts, key=lambda f: (-f.importance, f.created))])
+            # Every fact leaves recall: the offline summary keeps each one that is not a repetition.
+            text = extractive_merge([f.text for f in sorted(facts, key=lambda f: (-f.importance, f.created))], 8000, 0.1)
         vector = np.asarray((await engine.embed([text]))[0], dtype=np.float32)
         fact_ids = [f.memory_id for f in facts]
         domains = [f.domain for f in facts if f.domain]
@@ -159,14 +161,20 @@ class Reflector:
         )
         detail = {"job": "reflection", "job_id": job_id, "method": method}
         stored = await engine.replace(tenant, scope, [row], fact_ids, event="REFLECT", detail=detail)
-        result.duration_s = time.perf_counter() - started
         if stored is None:
             result.reason = "the facts changed meanwhile; the next check decides again"
-            return result
+            return self._done(result, started)
         from agentscope_memory.long_term.hybrid.engine import item_of
 
         self.reflected += 1
         result.reflected, result.reflection, result.fact_ids, result.method = True, item_of(stored[0]), fact_ids, method
+        self._done(result, started)
         log.info("reflected", extra={"fields": {"facts": len(fact_ids), "method": method,
                                                 "seconds": round(result.duration_s, 3)}})
+        return result
+
+    def _done(self, result: ReflectionResult, started: float) -> ReflectionResult:
+        result.duration_s = time.perf_counter() - started
+        for observe in self.observers:
+            observe("reflection", 1 if result.reflected else 0, result.duration_s)
         return result

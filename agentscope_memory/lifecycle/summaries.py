@@ -45,25 +45,26 @@ def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text.strip()) if s.strip()]
 
 
-def _novel(sentence: str, seen: set[str]) -> bool:
-    """A sentence adds something when at least a third of its characters' bigrams are new."""
+def _novel(sentence: str, seen: set[str], min_share: float) -> bool:
+    """A sentence adds something when at least `min_share` of its characters' bigrams are new."""
     folded = sentence.casefold()
     grams = {folded[i:i + 2] for i in range(max(1, len(folded) - 1))}
     fresh = grams - seen
-    if len(fresh) * 3 < len(grams):
+    if len(fresh) < min_share * len(grams) or not fresh:
         return False
     seen |= grams
     return True
 
 
-def extractive_merge(texts: Sequence[str], max_chars: int = 4000) -> str:
-    """The originals' sentences in order, each kept only if it adds something not said yet."""
+def extractive_merge(texts: Sequence[str], max_chars: int = 4000, min_share: float = 0.25) -> str:
+    """The originals' sentences in order, each kept only if at least `min_share` of it is not
+    said yet."""
     seen: set[str] = set()
     kept: list[str] = []
     size = 0
     for text in texts:
         for sentence in _sentences(text):
-            if not _novel(sentence, seen):
+            if not _novel(sentence, seen, min_share):
                 continue
             if size + len(sentence) + 1 > max_chars:
                 return " ".join(kept)
@@ -78,7 +79,7 @@ def extractive_summary(texts: Sequence[str], max_chars: int) -> str:
     seen: set[str] = set()
     for text in texts:
         for sentence in _sentences(text):
-            if not _novel(sentence, seen):
+            if not _novel(sentence, seen, 0.25):
                 continue
             candidate = f"{out} {sentence}".strip() if out else sentence
             if len(candidate) > max_chars:
