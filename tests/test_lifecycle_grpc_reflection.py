@@ -18,7 +18,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import lifecycle_service_pb2_
 from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2 as ltm_pb
 from agentscope_memory.client.lifecycle_reflect import AsyncReflectionClient, ReflectionClient
 from agentscope_memory.client.long_term import AsyncLongTermClient
-from agentscope_memory.errors import InvalidArgumentError
+from agentscope_memory.errors import InvalidArgumentError, MemoryServiceError
 from agentscope_memory.long_term import Scope
 from agentscope_memory.message import Msg, MsgRole
 from agentscope_memory.service import ServiceSettings
@@ -232,7 +232,7 @@ def _consistent(db: Path) -> tuple[int, int]:
     merges = [m for m, (deleted, meta, _) in by_id.items() if not deleted and "fidelity_passed" in meta]
     for m in merges:
         assert all(by_id[o][0] for o in by_id[m][2]["memory_ids"])
-    for m, (deleted, meta, _) in by_id.items():
+    for deleted, meta, _ in by_id.values():
         if deleted:
             assert meta["retired_into"][0] in merges
     return len(merges), sum(1 for d, _, _ in by_id.values() if not d)
@@ -253,7 +253,7 @@ async def test_kill_9_mid_consolidation_then_a_rerun_completes(tmp_path) -> None
             assert time.monotonic() < deadline and not call.done(), "no merge was made"
             await asyncio.sleep(0.02)
         server.kill()
-        with pytest.raises(Exception):
+        with pytest.raises(MemoryServiceError):  # the call in flight dies with the server
             await call
         await client.close()
     finally:
