@@ -264,3 +264,13 @@ async def test_compressed_recall_with_the_scripted_llm(engine) -> None:
         _, _, summary = await CompressedSearch(engine, client).search("t", scope, "the user", min_results=1, max_chars=50)
         await client.close()
     assert summary is not None and summary.method == "llm" and len(summary.summary) == 50
+
+
+def test_a_chain_larger_than_the_maximum_is_split_at_a_higher_similarity() -> None:
+    import numpy as np
+
+    # 0-1-2 are near-identical, 3-4 too, and 2~3 are linked only at 0.8: one component at 0.75.
+    angles = [0.0, 0.01, 0.02, 0.02 + np.arccos(0.8), 0.03 + np.arccos(0.8)]
+    v = np.array([[np.cos(a), np.sin(a)] for a in angles], dtype=np.float32)
+    assert clusters(v, 0.75) == [[0, 1, 2, 3, 4]]
+    assert clusters(v, 0.75, max_size=3) == [[0, 1, 2], [3, 4]]

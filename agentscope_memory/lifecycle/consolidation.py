@@ -51,7 +51,8 @@ class ConsolidationSettings:
     similarity: float = 0.75
     min_cluster_size: int = 3
     fidelity_threshold: float = fidelity.DEFAULT_THRESHOLD
-    # Larger clusters are left alone: one note cannot faithfully stand for that many.
+    # Larger components are split at a higher similarity until they fit (one note cannot
+    # faithfully stand for that many); what still does not fit is left alone.
     max_cluster_size: int = 50
     use_embeddings: bool = True
 
@@ -112,9 +113,25 @@ class _UnionFind:
             self.parent[max(ra, rb)] = min(ra, rb)
 
 
-def clusters(vectors: np.ndarray, similarity: float) -> list[list[int]]:
+def clusters(vectors: np.ndarray, similarity: float, max_size: int | None = None) -> list[list[int]]:
     """Connected components of the graph with an edge where cosine >= `similarity`, each
-    sorted, in order of their first member."""
+    sorted, in order of their first member. With `max_size`, a component larger than that (one
+    chain of similar facts linking many topics) is split again at a similarity 0.05 higher, until
+    its parts fit or the similarity reaches 1."""
+    groups = _components(vectors, similarity)
+    if max_size is None:
+        return groups
+    out: list[list[int]] = []
+    for group in groups:
+        if len(group) <= max_size or similarity >= 1.0:
+            out.append(group)
+            continue
+        parts = clusters(vectors[group], min(1.0, similarity + 0.05), max_size)
+        out += [[group[i] for i in part] for part in parts]
+    return sorted(out, key=lambda g: g[0])
+
+
+def _components(vectors: np.ndarray, similarity: float) -> list[list[int]]:
     n = len(vectors)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     unit = (vectors / np.where(norms == 0, 1.0, norms)).astype(np.float32)
@@ -215,7 +232,7 @@ class Consolidator:
                               report: ConsolidationReport, detail: dict[str, Any]) -> None:
         engine = self._engine
         vectors = np.stack([np.frombuffer(f.embedding or b"", dtype=np.float32) for f in facts])
-        groups = clusters(vectors, settings.similarity)
+        groups = clusters(vectors, settings.similarity, settings.max_cluster_size)
         for group in groups:
             if len(group) < 2:
                 continue
