@@ -270,3 +270,21 @@ async def test_kill_9_mid_consolidation_then_a_rerun_completes(tmp_path) -> None
         restarted.close()
     merges, live = _consistent(db)
     assert merges >= merges_at_kill and live == report.facts_after
+
+
+async def test_metrics_count_lifecycle_runs_and_durations(server_factory, tmp_path) -> None:
+    import httpx
+
+    data = tmp_path / "data"
+    scope = Scope("agent", "metrics")
+    await _prefill(data, scope, clusters=5)
+    server = await server_factory(data_dir=data, metrics_port=0)
+    async with AsyncReflectionClient(server.address, timeout=120) as client:
+        report = await client.consolidate(scope, threshold=5)
+        await client.trigger_reflection(scope)
+    async with httpx.AsyncClient() as http:
+        text = (await http.get(f"http://127.0.0.1:{server.metrics_port}/metrics")).text
+    assert 'agentscope_memory_lifecycle_job_runs_total{job="consolidation"} 1.0' in text
+    assert f'agentscope_memory_lifecycle_job_memories_total{{job="consolidation"}} {float(report.merged)}' in text
+    assert 'agentscope_memory_lifecycle_job_runs_total{job="reflection"} 1.0' in text
+    assert 'agentscope_memory_lifecycle_job_seconds_count{job="consolidation"} 1.0' in text

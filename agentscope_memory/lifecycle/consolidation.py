@@ -41,8 +41,13 @@ if TYPE_CHECKING:
 CONSOLIDATE_JOB = "lifecycle.consolidate"
 # Rows of a similarity block compared at once (a block of 1024 x 10,000 float32 is 40 MB).
 BLOCK = 1024
-# Merges listed in a report (a 4 MiB response must hold them).
+# Merges listed in a report, and the characters of their texts and ids: a 4 MiB response must
+# hold them (the counts cover every merge).
 MAX_REPORTED = 200
+MAX_REPORTED_CHARS = 1_000_000
+# A merge longer than this is not a consolidation: the LLM's answer is replaced by the
+# extractive merge.
+MAX_MERGE_CHARS = 4000
 
 
 @dataclass(frozen=True)
@@ -173,10 +178,13 @@ class Consolidator:
     async def _merge_text(self, texts: list[str]) -> tuple[str, str]:
         if self._llm is not None:
             try:
-                return await ask(self._llm, MERGE_PROMPT, texts), LLM
+                text = await ask(self._llm, MERGE_PROMPT, texts)
+                if len(text) <= MAX_MERGE_CHARS:
+                    return text, LLM
+                log.warning("the LLM's merge has %d characters; using the extractive merge", len(text))
             except LLM_ERRORS:
                 log.warning("merge by the LLM failed; using the extractive merge", exc_info=True)
-        return extractive_merge(texts), EXTRACTIVE
+        return extractive_merge(texts, MAX_MERGE_CHARS), EXTRACTIVE
 
     async def consolidate_scope(self, tenant: str, scope: Scope, *, dry_run: bool = False, job_id: str = "",
                                 **overrides: Any) -> ConsolidationReport:
@@ -233,6 +241,7 @@ class Consolidator:
         engine = self._engine
         vectors = np.stack([np.frombuffer(f.embedding or b"", dtype=np.float32) for f in facts])
         groups = clusters(vectors, settings.similarity, settings.max_cluster_size)
+        reported = 0
         for group in groups:
             if len(group) < 2:
                 continue
@@ -253,8 +262,10 @@ class Consolidator:
             check = fidelity.check(text, merged_vector, texts, np.stack([vectors[i] for i in group]),
                                    settings.fidelity_threshold)
             merge = Merge([f.memory_id for f in members], text, method, check)
-            if len(report.merges) < MAX_REPORTED:
+            size = len(text) + sum(len(i) + 8 for i in merge.original_ids) + sum(len(k) for k in check.lost_keywords)
+            if len(report.merges) < MAX_REPORTED and reported + size <= MAX_REPORTED_CHARS:
                 report.merges.append(merge)
+                reported += size
             if not check.passed:
                 report.failed_fidelity += 1
                 log.info("merge failed its fidelity check; originals kept",

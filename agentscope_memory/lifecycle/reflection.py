@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 REFLECT_JOB = "lifecycle.reflect"
 REFLECTION_TYPE = "reflection"
+MAX_REFLECTION_CHARS = 8000
 
 
 @dataclass(frozen=True)
@@ -139,13 +140,15 @@ class Reflector:
             try:
                 text = await ask(self._llm, REFLECTION_PROMPT, texts)
                 method = LLM
+                if len(text) > MAX_REFLECTION_CHARS:  # not a summary: the offline one instead
+                    text = ""
             except LLM_ERRORS:  # the offline summary still reflects
                 log.warning("reflection by the LLM failed; using the extractive summary", exc_info=True)
                 text = ""
         if not text:
             method = EXTRACTIVE
             # Every fact leaves recall: the offline summary keeps each one that is not a repetition.
-            text = extractive_merge([f.text for f in sorted(facts, key=lambda f: (-f.importance, f.created))], 8000, 0.1)
+            text = extractive_merge([f.text for f in sorted(facts, key=lambda f: (-f.importance, f.created))], MAX_REFLECTION_CHARS, 0.1)
         vector = np.asarray((await engine.embed([text]))[0], dtype=np.float32)
         fact_ids = [f.memory_id for f in facts]
         domains = [f.domain for f in facts if f.domain]

@@ -57,10 +57,10 @@ class LifecycleMetrics:
     memories reflected or merged, and run durations, per job."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.runs = Counter("agentscope_memory_lifecycle_runs", "lifecycle job runs", ["job"], registry=registry)
-        self.memories = Counter("agentscope_memory_lifecycle_memories",
+        self.runs = Counter("agentscope_memory_lifecycle_job_runs", "lifecycle job runs", ["job"], registry=registry)
+        self.memories = Counter("agentscope_memory_lifecycle_job_memories",
                                 "memories written by lifecycle jobs (reflections, merges)", ["job"], registry=registry)
-        self.seconds = Histogram("agentscope_memory_lifecycle_seconds", "lifecycle job run time", ["job"],
+        self.seconds = Histogram("agentscope_memory_lifecycle_job_seconds", "lifecycle job run time", ["job"],
                                  buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 1800), registry=registry)
 
     def record(self, job: str, memories: int, seconds: float) -> None:
