@@ -66,6 +66,10 @@ async def test_background_reflection_after_recorded_facts(server_factory, texts)
         assert len(reflection.source["memory_ids"]) == 4
         history = await client.history(reflection.id)
         assert history[0].event == "REFLECT" and history[0].detail["from"] == reflection.source["memory_ids"]
+        # A reflected fact's own history says where it went (it is out of recall, not lost).
+        fact_history = await client.history(reflection.source["memory_ids"][0])
+        assert [h.event for h in fact_history] == ["ADD", "REFLECT"]
+        assert fact_history[-1].detail["into"] == [reflection.id] and fact_history[-1].old_text
 
 
 async def test_trigger_reflection_and_consolidation_through_the_clients(server_factory, tmp_path) -> None:

@@ -587,7 +587,12 @@ class HybridEngine:
         return await self._store.run(tenant, lambda tx: tx.ltm_get_many(list(memory_ids)), write=False)
 
     async def history(self, tenant: str, memory_id: str) -> builtins.list[HistoryEntry]:
-        await self._row(tenant, memory_id)
+        """Every change of a memory, soft-deleted ones included (reflected, merged, deleted:
+        their history says where they went)."""
+        check_id(memory_id, "id")
+        await self._ready()
+        if await self._store.run(tenant, lambda tx: tx.ltm_get(memory_id), write=False, small=True) is None:
+            raise NotFoundError(f"long-term memory {memory_id!r} does not exist")
         rows = await self._store.run(tenant, lambda tx: tx.ltm_history(memory_id), write=False)
         return [
             HistoryEntry(memory_id=r.memory_id, event=r.event, old_text=r.old_text, new_text=r.new_text,
