@@ -242,7 +242,6 @@ def _consistent(db: Path) -> tuple[int, int]:
     return len(merges), sum(1 for d, _, _ in by_id.values() if not d)
 
 
-@pytest.mark.slow
 async def test_kill_9_mid_consolidation_then_a_rerun_completes(tmp_path) -> None:
     data = tmp_path / "data"
     scope = Scope("agent", "kill-9")
