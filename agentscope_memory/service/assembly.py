@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from agentscope_memory.agent_state import AgentStateEngine
 from agentscope_memory.agent_state.legacy import MemoryBackedLegacyMessages
 from agentscope_memory.jobs import JobRunner
+from agentscope_memory.lifecycle.reflect_service import ReflectLifecycle, build_reflect_lifecycle
 from agentscope_memory.llm import ChatClient, LlmConfig
 from agentscope_memory.long_term.engine import LongTermEngine
 from agentscope_memory.long_term.turns import Turns
@@ -54,6 +55,8 @@ class Service:
     # A place for an engine still to come, so that wiring it in touches only this file:
     # shared memory pools (pool/).
     pools: None = None
+    # Reflection, consolidation and compressed recall (lifecycle/); None without long-term memory.
+    reflect_lifecycle: ReflectLifecycle | None = None
     _starting: list[asyncio.Task[None]] = field(default_factory=list)
     _started: bool = False
     _closed: bool = False
@@ -181,4 +184,8 @@ def build_service(settings: ServiceSettings | None = None) -> Service:
     if settings.long_term_enabled:
         service.long_term = build_long_term(settings, store, jobs)
         service.turns = Turns(memories, service.long_term, jobs)
+        from agentscope_memory.long_term.hybrid import HybridEngine
+
+        if isinstance(service.long_term, HybridEngine):
+            service.reflect_lifecycle = build_reflect_lifecycle(service.long_term, _chat_client(settings), jobs, settings)
     return service

@@ -89,6 +89,15 @@ class ServiceSettings(BaseModel):
     long_term_fact_threshold: float = Field(0.7, ge=0, le=1)
     # Route queries by intent on Retrieve / the tools / BeginTurn (off: AgentScope parity).
     long_term_route_queries: bool = False
+    # Lifecycle: reflection, consolidation and compressed recall (agentscope_memory/lifecycle/).
+    lifecycle_reflection_enabled: bool = Field(True, description="check for a reflection after facts are written")
+    lifecycle_reflection_importance_threshold: float = Field(4.0, ge=0)
+    lifecycle_reflection_min_facts: int = Field(2, ge=1, le=50)
+    lifecycle_reflection_cooldown_s: float = Field(3600.0, ge=0)
+    lifecycle_consolidation_threshold: int = Field(150, ge=0, description="consolidate a scope holding more facts")
+    lifecycle_consolidation_similarity: float = Field(0.75, ge=-1, le=1)
+    lifecycle_consolidation_min_cluster_size: int = Field(3, ge=2, le=50)
+    lifecycle_consolidation_fidelity_threshold: float = Field(0.5, ge=0, le=1)
 
     @model_validator(mode="after")
     def _postgres_needs_dsn(self) -> "ServiceSettings":

@@ -245,6 +245,9 @@ class Tx(Protocol):
     def ltm_lexical(self, scope_keys: Sequence[str], terms: Sequence[str], k: int, where: LongTermFilter) -> list[tuple[str, float]]:
         """PostgreSQL only (tsvector): the k best text matches, (id, rank)."""
         ...
+    # Lifecycle reads (reflection, consolidation): live memories of one type in one exact scope.
+    def ltm_typed_rows(self, scope_key: str, memory_type: str, limit: int, newest_first: bool = False) -> list[LongTermRow]: ...
+    def ltm_typed_count(self, scope_key: str, memory_type: str) -> int: ...
 
     # -- job queue (see agentscope_memory.jobs) ----------------------------------------------
     # Tenant-scoped: adding and listing jobs, and settling a claimed job. A claim is identified

@@ -48,6 +48,7 @@ SERVICE_NAMES = (
     long_term_memory_service_pb2.DESCRIPTOR.services_by_name["LongTermMemoryService"].full_name,
     state_service_pb2.DESCRIPTOR.services_by_name["StateService"].full_name,
     agent_state_service_pb2.DESCRIPTOR.services_by_name["AgentStateService"].full_name,
+    "agentscope.memory.v1.LongTermLifecycleService",
 )
 
 
@@ -154,7 +155,9 @@ async def _serve(settings: Settings, service: Service, tracing: Tracing | None =
     if service.long_term is not None and service.turns is not None:
         long_term_memory_service_pb2_grpc.add_LongTermMemoryServiceServicer_to_server(
             LongTermServicer(service.long_term, service.turns, service.memories.tokens,
-                             service.memories.limits.max_page_bytes), server
+                             service.memories.limits.max_page_bytes,
+                             compressed=service.reflect_lifecycle.compressed if service.reflect_lifecycle else None),
+            server
         )
     else:
         long_term_memory_service_pb2_grpc.add_LongTermMemoryServiceServicer_to_server(
@@ -164,6 +167,21 @@ async def _serve(settings: Settings, service: Service, tracing: Tracing | None =
             ),
             server,
         )
+    if service.reflect_lifecycle is not None:
+        from agentscope_memory._proto.agentscope.memory.v1 import lifecycle_service_pb2_grpc
+        from agentscope_memory_server.reflection_servicer import LifecycleMetrics, ReflectionServicer
+
+        lifecycle_service_pb2_grpc.add_LongTermLifecycleServiceServicer_to_server(
+            ReflectionServicer(service.reflect_lifecycle), server)
+        if metrics is not None:
+            LifecycleMetrics(metrics.registry).observe(service.reflect_lifecycle)
+    else:
+        from agentscope_memory._proto.agentscope.memory.v1 import lifecycle_service_pb2_grpc
+
+        lifecycle_service_pb2_grpc.add_LongTermLifecycleServiceServicer_to_server(
+            _placeholder(lifecycle_service_pb2_grpc.LongTermLifecycleServiceServicer,
+                         "lifecycle jobs need the server's own long-term engine (long_term_enabled=true)"),
+            server)
     state_service_pb2_grpc.add_StateServiceServicer_to_server(
         StateServicer(service.memories, service.sessions), server
     )

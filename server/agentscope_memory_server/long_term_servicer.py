@@ -21,7 +21,8 @@ from agentscope_memory.convert.to_proto import (
     msg_to_proto,
     tool_schema_to_proto,
 )
-from agentscope_memory.errors import InvalidArgumentError
+from agentscope_memory.errors import FailedPreconditionError, InvalidArgumentError
+from agentscope_memory.lifecycle.compressed import CompressedSearch
 from agentscope_memory.long_term.engine import LongTermEngine
 from agentscope_memory.long_term.paging import list_page
 from agentscope_memory.paging import PageTokens
@@ -38,8 +39,10 @@ def _tools() -> list[pb.ToolSchema]:
 
 class LongTermServicer(pb_grpc.LongTermMemoryServiceServicer):
     def __init__(self, engine: LongTermEngine, turns: Turns, tokens: PageTokens | None = None,
-                 max_page_bytes: int = DEFAULT_PAGE_BYTES) -> None:
+                 max_page_bytes: int = DEFAULT_PAGE_BYTES, compressed: CompressedSearch | None = None) -> None:
         self.engine = engine
+        # Compressed recall (search option `compress`); None where the engine cannot do it.
+        self.compressed = compressed
         self.turns = turns
         self.tokens = tokens or PageTokens(None)
         self.max_page_bytes = max_page_bytes
@@ -121,6 +124,17 @@ class LongTermServicer(pb_grpc.LongTermMemoryServiceServicer):
         if not request.query.strip():
             raise InvalidArgumentError("query", "is required")
         options = search_options_from_proto(request, self.engine.rank_defaults)
+        if request.compress or request.compress_min_results or request.compress_max_chars:
+            if not request.compress:
+                raise InvalidArgumentError("compress", "must be set when compress_min_results or compress_max_chars is")
+            if self.compressed is None:
+                raise FailedPreconditionError("compress: compressed recall needs the server's own long-term engine")
+            items, domain, summary = await self.compressed.search(
+                tenant_of(context), scope, request.query, options, route=request.route_query,
+                min_results=request.compress_min_results, max_chars=request.compress_max_chars)
+            return pb.SearchLongTermMemoriesResponse(
+                results=[long_term_result_to_proto(i) for i in items], routed_domain=domain,
+                summary=summary.summary if summary else "", summary_method=summary.method if summary else "")
         items, domain = await self.engine.search_ranked(tenant_of(context), scope, request.query, options, route=request.route_query)
         return pb.SearchLongTermMemoriesResponse(results=[long_term_result_to_proto(i) for i in items], routed_domain=domain)
 

@@ -158,6 +158,9 @@ class HybridEngine:
         self._locks: weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock] = weakref.WeakValueDictionary()
         self._background: set[asyncio.Task[Any]] = set()
         self._jobs: Any = None
+        # Job kinds queued (payload {"scope": [agent, user, run]}) in the transaction that
+        # stores new facts of a scope: the lifecycle's background checks (reflection).
+        self.fact_jobs: list[str] = []
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -269,6 +272,9 @@ class HybridEngine:
                         tx.ltm_history_add(row.memory_id, "ADD", None, row.text, history_detail or {}, row.created)
                 if inserted and score_round and self._jobs is not None:
                     self._jobs.enqueue_in(tx, SCORE_JOB, {"memory_ids": inserted})
+                if self._jobs is not None and any(r.memory_type == "fact" and r.memory_id in inserted for r in fresh):
+                    for kind in self.fact_jobs:
+                        self._jobs.enqueue_in(tx, kind, {"scope": [scope.agent_name, scope.user_id, scope.run_name]})
                 return inserted
 
             inserted = set(await self._store.run(tenant, write))
@@ -276,8 +282,52 @@ class HybridEngine:
             index = self._indexes.get((tenant, key))
             if index is not None:
                 index.add(stored)
-        if stored and score_round and self._jobs is not None:
+        if stored and (score_round or self.fact_jobs) and self._jobs is not None:
             self._jobs.wake()
+        return stored
+
+    async def replace(self, tenant: str, scope: Scope, add: builtins.list[LongTermRow], retire: Sequence[str], *,
+                      event: str, detail: dict[str, Any]) -> builtins.list[LongTermRow] | None:
+        """In one transaction: soft-delete the live memories `retire` of `scope` (history event
+        `event`, linked to the new rows) and insert `add` (already embedded). Nothing changes
+        and None is returned when one of `retire` is no longer live or a new text is already
+        held live by the scope (a concurrent writer got there first): a rerun decides again."""
+        key = scope_key(scope)
+        new_ids = [r.memory_id for r in add]
+
+        class _Changed(Exception):
+            pass
+
+        async with self._lock(tenant, key):
+
+            def write(tx: Tx) -> builtins.list[LongTermRow]:
+                now = self._clock()
+                for memory_id in retire:
+                    row = tx.ltm_get(memory_id, lock=True)
+                    if row is None or row.deleted or row.scope_key != key:
+                        raise _Changed()
+                    row.deleted, row.updated = True, now
+                    row.version += 1
+                    row.metadata = {**row.metadata, "retired_into": new_ids}
+                    tx.ltm_update(row)
+                    tx.ltm_history_add(memory_id, event, row.text, None, {**detail, "into": new_ids}, now)
+                tx.ltm_register_scope(key, scope.agent_name, scope.user_id, scope.run_name, now)
+                inserted = tx.ltm_insert(add)
+                if len(inserted) != len(add):
+                    raise _Changed()
+                for row in add:
+                    tx.ltm_history_add(row.memory_id, event, None, row.text, {**detail, "from": list(retire)}, now)
+                return add
+
+            try:
+                stored = await self._store.run(tenant, write)
+            except _Changed:
+                return None
+            index = self._indexes.get((tenant, key))
+            if index is not None:
+                for memory_id in retire:
+                    index.remove(memory_id)
+                index.add(stored)
         return stored
 
     # -- search -------------------------------------------------------------------------------
@@ -538,7 +588,12 @@ class HybridEngine:
         return await self._store.run(tenant, lambda tx: tx.ltm_get_many(list(memory_ids)), write=False)
 
     async def history(self, tenant: str, memory_id: str) -> builtins.list[HistoryEntry]:
-        await self._row(tenant, memory_id)
+        """Every change of a memory, soft-deleted ones included (reflected, merged, deleted:
+        their history says where they went)."""
+        check_id(memory_id, "id")
+        await self._ready()
+        if await self._store.run(tenant, lambda tx: tx.ltm_get(memory_id), write=False, small=True) is None:
+            raise NotFoundError(f"long-term memory {memory_id!r} does not exist")
         rows = await self._store.run(tenant, lambda tx: tx.ltm_history(memory_id), write=False)
         return [
             HistoryEntry(memory_id=r.memory_id, event=r.event, old_text=r.old_text, new_text=r.new_text,

@@ -136,6 +136,14 @@ public final class RemoteConnection implements AutoCloseable {
                 .withDeadlineAfter(attemptNanos(), TimeUnit.NANOSECONDS);
     }
 
+    /**
+     * A blocking stub of any service over this connection (API key included), with this
+     * connection's deadline as {@link #memoryService()}; e.g. {@code stub(LongTermLifecycleServiceGrpc::newBlockingStub)}.
+     */
+    public <S extends io.grpc.stub.AbstractStub<S>> S stub(java.util.function.Function<Channel, S> factory) {
+        return factory.apply(channel).withDeadlineAfter(attemptNanos(), TimeUnit.NANOSECONDS);
+    }
+
     /** A blocking {@code StateService} stub with this connection's deadline, as {@link #memoryService()}. */
     public StateServiceGrpc.StateServiceBlockingStub stateService() {
         return StateServiceGrpc.newBlockingStub(channel)

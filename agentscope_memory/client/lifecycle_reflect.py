@@ -1,0 +1,204 @@
+"""Python clients for reflection, consolidation and compressed recall: asyncio and blocking over
+gRPC (`LongTermLifecycleService`, `SearchLongTermMemories` with `compress`), and local mode over
+an in-process service. Results are library types (`ReflectionResult`, `ConsolidationReport`).
+
+Neither call is retried on UNAVAILABLE: both write (a rerun is safe, but is the caller's choice).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
+
+import grpc
+
+from agentscope_memory._proto.agentscope.memory.v1 import lifecycle_service_pb2_grpc as pb_grpc
+from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2 as ltm_pb
+from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2_grpc as ltm_grpc
+from agentscope_memory.client._common import DEFAULT_TARGET, DEFAULT_TIMEOUT_S, async_channel, blocking_channel, metadata
+from agentscope_memory.client._retry import RetryPolicy, call_async, call_blocking
+from agentscope_memory.client._validate import check_request
+from agentscope_memory.convert.from_proto import long_term_item_from_proto
+from agentscope_memory.convert.lifecycle_reflect import (
+    consolidate_request,
+    consolidation_report_from_proto,
+    reflection_request,
+    reflection_result_from_proto,
+)
+from agentscope_memory.convert.to_proto import scope_to_proto
+from agentscope_memory.errors import UnimplementedError
+from agentscope_memory.lifecycle.consolidation import ConsolidationReport
+from agentscope_memory.lifecycle.reflection import ReflectionResult
+from agentscope_memory.long_term.engine import LongTermItem, Scope
+
+if TYPE_CHECKING:
+    from agentscope_memory.lifecycle.reflect_service import ReflectLifecycle
+    from agentscope_memory.service import Service, ServiceSettings
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class CompressedResults:
+    """A search's results and, when more than the minimum came back, their summary."""
+
+    items: list[LongTermItem]
+    summary: str
+    # `llm` or `extractive`; empty without a summary.
+    summary_method: str
+
+
+def _search_request(scope: Scope, query: str, top_k: int, min_results: int, max_chars: int) -> ltm_pb.SearchLongTermMemoriesRequest:
+    return ltm_pb.SearchLongTermMemoriesRequest(scope=scope_to_proto(scope), query=query, top_k=top_k, compress=True,
+                                               compress_min_results=min_results, compress_max_chars=max_chars)
+
+
+def _compressed(response: ltm_pb.SearchLongTermMemoriesResponse) -> CompressedResults:
+    return CompressedResults([long_term_item_from_proto(r.memory) for r in response.results], response.summary,
+                             response.summary_method)
+
+
+class AsyncReflectionClient:
+    """Reflection, consolidation and compressed recall over gRPC (asyncio)."""
+
+    def __init__(self, target: str = DEFAULT_TARGET, *, channel: grpc.aio.Channel | None = None,
+                 api_key: str | None = None, root_certificates: bytes | None = None,
+                 timeout: float = DEFAULT_TIMEOUT_S, retries: int | None = None) -> None:
+        self._own_channel = channel is None
+        self._channel = channel or async_channel(target, root_certificates)
+        self._stub = pb_grpc.LongTermLifecycleServiceStub(self._channel)
+        self._search = ltm_grpc.LongTermMemoryServiceStub(self._channel)
+        self._metadata = metadata(api_key)
+        self.timeout = timeout
+        self.retry_policy = RetryPolicy(retries)
+
+    @staticmethod
+    def local(service: "Service | ServiceSettings | None" = None) -> AsyncLocalReflectionClient:
+        return AsyncLocalReflectionClient(service)
+
+    async def close(self) -> None:
+        if self._own_channel:
+            await self._channel.close()
+
+    async def __aenter__(self) -> AsyncReflectionClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _call(self, method: Callable[..., Awaitable[T]], request: Any, retry: bool) -> T:
+        check_request(request)
+        return await call_async(self.retry_policy, method, request, retry=retry, timeout=self.timeout, metadata=self._metadata)
+
+    async def trigger_reflection(self, scope: Scope, *, importance_threshold: float | None = None,
+                                 min_facts: int | None = None, cooldown_s: float | None = None) -> ReflectionResult:
+        """Reflect over the exact scope's unreflected facts now, if they call for it."""
+        request = reflection_request(scope, importance_threshold, min_facts, cooldown_s)
+        return reflection_result_from_proto(await self._call(self._stub.TriggerReflection, request, retry=False))
+
+    async def consolidate(self, scope: Scope, *, dry_run: bool = False, **overrides: Any) -> ConsolidationReport:
+        """Consolidate the exact scope's facts now (overrides: threshold, similarity,
+        min_cluster_size, fidelity_threshold)."""
+        request = consolidate_request(scope, dry_run, overrides)
+        return consolidation_report_from_proto(await self._call(self._stub.Consolidate, request, retry=False))
+
+    async def search_compressed(self, scope: Scope, query: str, *, top_k: int = 0, min_results: int = 0,
+                                max_chars: int = 0) -> CompressedResults:
+        """Ranked search that also summarises the results when more than `min_results` (default
+        5) came back, within `max_chars` (default 500)."""
+        request = _search_request(scope, query, top_k, min_results, max_chars)
+        return _compressed(await self._call(self._search.SearchLongTermMemories, request, retry=True))
+
+
+class ReflectionClient:
+    """Reflection, consolidation and compressed recall over gRPC (blocking)."""
+
+    def __init__(self, target: str = DEFAULT_TARGET, *, channel: grpc.Channel | None = None,
+                 api_key: str | None = None, root_certificates: bytes | None = None,
+                 timeout: float = DEFAULT_TIMEOUT_S, retries: int | None = None) -> None:
+        self._own_channel = channel is None
+        self._channel = channel or blocking_channel(target, root_certificates)
+        self._stub = pb_grpc.LongTermLifecycleServiceStub(self._channel)
+        self._search = ltm_grpc.LongTermMemoryServiceStub(self._channel)
+        self._metadata = metadata(api_key)
+        self.timeout = timeout
+        self.retry_policy = RetryPolicy(retries)
+
+    @staticmethod
+    def local(service: "Service | ServiceSettings | None" = None) -> Any:
+        """The same methods over an in-process service (no server, no gRPC)."""
+        from agentscope_memory.client.local import Blocking
+
+        return Blocking(lambda: AsyncLocalReflectionClient(service))
+
+    def close(self) -> None:
+        if self._own_channel:
+            self._channel.close()
+
+    def __enter__(self) -> ReflectionClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, method: Callable[..., T], request: Any, retry: bool) -> T:
+        check_request(request)
+        return call_blocking(self.retry_policy, method, request, retry=retry, timeout=self.timeout, metadata=self._metadata)
+
+    def trigger_reflection(self, scope: Scope, *, importance_threshold: float | None = None,
+                           min_facts: int | None = None, cooldown_s: float | None = None) -> ReflectionResult:
+        request = reflection_request(scope, importance_threshold, min_facts, cooldown_s)
+        return reflection_result_from_proto(self._call(self._stub.TriggerReflection, request, retry=False))
+
+    def consolidate(self, scope: Scope, *, dry_run: bool = False, **overrides: Any) -> ConsolidationReport:
+        request = consolidate_request(scope, dry_run, overrides)
+        return consolidation_report_from_proto(self._call(self._stub.Consolidate, request, retry=False))
+
+    def search_compressed(self, scope: Scope, query: str, *, top_k: int = 0, min_results: int = 0,
+                          max_chars: int = 0) -> CompressedResults:
+        request = _search_request(scope, query, top_k, min_results, max_chars)
+        return _compressed(self._call(self._search.SearchLongTermMemories, request, retry=True))
+
+
+class AsyncLocalReflectionClient:
+    """`AsyncReflectionClient`'s methods over an in-process service (the local tenant)."""
+
+    def __init__(self, service: "Service | ServiceSettings | None" = None) -> None:
+        from agentscope_memory.client.local import _LocalClient
+
+        self._local = _LocalClient(service)
+        self.tenant = self._local.tenant
+
+    async def close(self) -> None:
+        await self._local.close()
+
+    async def __aenter__(self) -> AsyncLocalReflectionClient:
+        await self._lifecycle()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _lifecycle(self) -> ReflectLifecycle:
+        service = await self._local._handle.get()
+        if service.reflect_lifecycle is None:
+            raise UnimplementedError("lifecycle jobs need the server's own long-term engine (long_term_enabled=true)")
+        return service.reflect_lifecycle
+
+    async def trigger_reflection(self, scope: Scope, *, importance_threshold: float | None = None,
+                                 min_facts: int | None = None, cooldown_s: float | None = None) -> ReflectionResult:
+        return await (await self._lifecycle()).reflector.reflect(
+            self.tenant, scope, importance_threshold=importance_threshold, min_facts=min_facts, cooldown_s=cooldown_s)
+
+    async def consolidate(self, scope: Scope, *, dry_run: bool = False, **overrides: Any) -> ConsolidationReport:
+        consolidate_request(scope, dry_run, overrides)  # the same checks as the remote client
+        return await (await self._lifecycle()).consolidator.consolidate_scope(self.tenant, scope, dry_run=dry_run, **overrides)
+
+    async def search_compressed(self, scope: Scope, query: str, *, top_k: int = 0, min_results: int = 0,
+                                max_chars: int = 0) -> CompressedResults:
+        lifecycle = await self._lifecycle()
+        engine = lifecycle.compressed._engine
+        options = engine.rank_defaults.with_overrides(top_k=top_k) if top_k else None
+        items, _, summary = await lifecycle.compressed.search(self.tenant, scope, query, options,
+                                                             min_results=min_results, max_chars=max_chars)
+        return CompressedResults(items, summary.summary if summary else "", summary.method if summary else "")

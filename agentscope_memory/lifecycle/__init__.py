@@ -1,0 +1,1 @@
+"""Memory lifecycle: reflection, forgetting and consolidation jobs over long-term scopes."""

@@ -1,0 +1,54 @@
+"""The fidelity check of a merge: does the merged fact still say what its originals said?
+
+composite = 0.6 · mean cosine similarity between the merged embedding and each original's
++ 0.4 · keyword retention (`keywords.py`); a merge passes at `threshold` (default 0.5) or more.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from agentscope_memory.lifecycle.keywords import keywords, retained
+
+EMBEDDING_WEIGHT = 0.6
+KEYWORD_WEIGHT = 0.4
+DEFAULT_THRESHOLD = 0.5
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    embedding_similarity: float
+    keyword_retention: float
+    composite_score: float
+    passed: bool
+    lost_keywords: list[str] = field(default_factory=list)
+
+    def metadata(self) -> dict[str, Any]:
+        """The fields a merged memory carries in its metadata."""
+        return {
+            "fidelity_embedding_similarity": round(self.embedding_similarity, 6),
+            "fidelity_keyword_retention": round(self.keyword_retention, 6),
+            "fidelity_composite_score": round(self.composite_score, 6),
+            "fidelity_passed": self.passed,
+            "fidelity_lost_keywords": list(self.lost_keywords),
+        }
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    norm = np.linalg.norm(v, axis=-1, keepdims=True)
+    return v / np.where(norm == 0, 1.0, norm)
+
+
+def check(merged_text: str, merged_vector: np.ndarray, original_texts: Sequence[str],
+          original_vectors: np.ndarray, threshold: float = DEFAULT_THRESHOLD) -> Fidelity:
+    sims = _unit(np.asarray(original_vectors, dtype=np.float32)) @ _unit(np.asarray(merged_vector, dtype=np.float32))
+    similarity = float(np.mean(sims)) if len(sims) else 0.0
+    wanted: set[str] = set()
+    for text in original_texts:
+        wanted |= keywords(text)
+    retention, lost = retained(wanted, merged_text)
+    composite = EMBEDDING_WEIGHT * similarity + KEYWORD_WEIGHT * retention
+    return Fidelity(similarity, retention, composite, composite >= threshold, lost)

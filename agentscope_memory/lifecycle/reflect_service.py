@@ -1,0 +1,43 @@
+"""The reflection, consolidation and compressed-recall part of the lifecycle, built from the
+service settings over the server's own long-term engine (what servicers and local clients call)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+from agentscope_memory.lifecycle.compressed import CompressedSearch
+from agentscope_memory.lifecycle.consolidation import ConsolidationSettings, Consolidator
+from agentscope_memory.lifecycle.reflection import ReflectionSettings, Reflector
+
+if TYPE_CHECKING:
+    from agentscope_memory.llm import ChatClient
+    from agentscope_memory.long_term.hybrid.engine import HybridEngine
+
+
+@dataclass
+class ReflectLifecycle:
+    reflector: Reflector
+    consolidator: Consolidator
+    compressed: CompressedSearch
+
+
+def build_reflect_lifecycle(engine: HybridEngine, llm: ChatClient | None, jobs: Any, settings: Any,
+                            clock: Callable[[], float] = time.time) -> ReflectLifecycle:
+    """`settings` is a `ServiceSettings` (its `lifecycle_*` fields)."""
+    reflector = Reflector(engine, llm, ReflectionSettings(
+        importance_threshold=settings.lifecycle_reflection_importance_threshold,
+        min_facts=settings.lifecycle_reflection_min_facts,
+        cooldown_s=settings.lifecycle_reflection_cooldown_s,
+        background=settings.lifecycle_reflection_enabled,
+    ), clock)
+    consolidator = Consolidator(engine, llm, ConsolidationSettings(
+        threshold=settings.lifecycle_consolidation_threshold,
+        similarity=settings.lifecycle_consolidation_similarity,
+        min_cluster_size=settings.lifecycle_consolidation_min_cluster_size,
+        fidelity_threshold=settings.lifecycle_consolidation_fidelity_threshold,
+    ), clock)
+    reflector.attach(jobs)
+    consolidator.attach(jobs)
+    return ReflectLifecycle(reflector, consolidator, CompressedSearch(engine, llm))

@@ -1,0 +1,97 @@
+"""Texts the lifecycle writes: reflections, merged facts, compressed recall summaries.
+
+Each comes from the configured LLM (prompts written for this project) or, offline, from a
+deterministic extractive method; the caller marks which in the memory's metadata.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Sequence
+
+from agentscope_memory.errors import DeadlineExceededError, UnavailableError
+from agentscope_memory.llm import ChatClient
+
+log = logging.getLogger("agentscope_memory.lifecycle")
+
+EXTRACTIVE = "extractive"
+LLM = "llm"
+# What a failed LLM call raises (`llm.py`): the offline method answers instead.
+LLM_ERRORS = (UnavailableError, DeadlineExceededError)
+
+REFLECTION_PROMPT = (
+    "You maintain the long-term memory of an assistant. Below are facts it learned recently about "
+    "one user or task, one per line. Write ONE short paragraph of higher-level insight that states "
+    "what these facts say together (patterns, preferences, plans), keeping every name, place, "
+    "number and identifier they mention. Write in the language of the facts. Answer with the "
+    "paragraph only."
+)
+MERGE_PROMPT = (
+    "These notes from an assistant's long-term memory say nearly the same thing. Rewrite them as "
+    "ONE note that keeps every distinct detail (names, values, dates, identifiers) and drops the "
+    "repetition. Write in the language of the notes. Answer with the note only."
+)
+COMPRESS_PROMPT = (
+    "An assistant recalled the memories below for the question given. Summarise what they say "
+    "that helps answer it in at most {max_chars} characters, keeping names, numbers and "
+    "identifiers. Write in the language of the memories. Answer with the summary only."
+)
+
+_SENTENCE = re.compile(r"(?<=[.!?。！？;；])\s*")
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(text.strip()) if s.strip()]
+
+
+def _novel(sentence: str, seen: set[str], min_share: float) -> bool:
+    """A sentence adds something when at least `min_share` of its characters' bigrams are new."""
+    folded = sentence.casefold()
+    grams = {folded[i:i + 2] for i in range(max(1, len(folded) - 1))}
+    fresh = grams - seen
+    if len(fresh) < min_share * len(grams) or not fresh:
+        return False
+    seen |= grams
+    return True
+
+
+def extractive_merge(texts: Sequence[str], max_chars: int = 4000, min_share: float = 0.25) -> str:
+    """The originals' sentences in order, each kept only if at least `min_share` of it is not
+    said yet."""
+    seen: set[str] = set()
+    kept: list[str] = []
+    size = 0
+    for text in texts:
+        for sentence in _sentences(text):
+            if not _novel(sentence, seen, min_share):
+                continue
+            if size + len(sentence) + 1 > max_chars:
+                return " ".join(kept)
+            kept.append(sentence)
+            size += len(sentence) + 1
+    return " ".join(kept)
+
+
+def extractive_summary(texts: Sequence[str], max_chars: int) -> str:
+    """The texts' novel sentences, best first, cut to at most `max_chars` characters."""
+    out = ""
+    seen: set[str] = set()
+    for text in texts:
+        for sentence in _sentences(text):
+            if not _novel(sentence, seen, 0.25):
+                continue
+            candidate = f"{out} {sentence}".strip() if out else sentence
+            if len(candidate) > max_chars:
+                if not out:
+                    return sentence[: max(0, max_chars - 1)] + "…" if max_chars > 1 else sentence[:max_chars]
+                return out
+            out = candidate
+    return out
+
+
+async def ask(llm: ChatClient, instruction: str, lines: Sequence[str], extra: str = "") -> str:
+    body = (extra + "\n\n" if extra else "") + "\n".join(f"- {line}" for line in lines)
+    result = await llm.chat([{"role": "system", "content": instruction}, {"role": "user", "content": body}],
+                            temperature=0)
+    return result.text.strip()

@@ -1,0 +1,70 @@
+package dev.agentscopememory.client;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.agentscopememory.grpc.v1.ContentBlock;
+import dev.agentscopememory.grpc.v1.ListLongTermMemoriesRequest;
+import dev.agentscopememory.grpc.v1.Msg;
+import dev.agentscopememory.grpc.v1.RecordRequest;
+import dev.agentscopememory.grpc.v1.Role;
+import dev.agentscopememory.grpc.v1.Scope;
+import dev.agentscopememory.grpc.v1.TextBlock;
+import io.grpc.Status;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** {@link RemoteReflection} against the real server: reflection on demand with overrides, a consolidation dry run, bad input. */
+class RemoteReflectionTest {
+
+    private static Msg user(String text) {
+        return Msg.newBuilder().setRole(Role.ROLE_USER)
+                .addContent(ContentBlock.newBuilder().setText(TextBlock.newBuilder().setText(text))).build();
+    }
+
+    private static long facts(RemoteConnection connection, Scope scope) {
+        return connection.longTermMemoryService()
+                .listLongTermMemories(ListLongTermMemoriesRequest.newBuilder().setScope(scope).setPageSize(100).build())
+                .getMemoriesList().stream().filter(m -> m.getMemoryType().equals("fact")).count();
+    }
+
+    @Test
+    void triggerReflectionWithOverridesThenConsolidateDryRun() throws Exception {
+        try (TestServer server = TestServer.start(java.util.Map.of("AGENTSCOPE_MEMORY_LIFECYCLE_REFLECTION_ENABLED", "false"));
+             RemoteConnection connection = RemoteConnection.builder().target(server.target())
+                     .deadline(java.time.Duration.ofSeconds(120)).build()) {
+            Scope scope = RemoteReflection.scope("助手", "java-user", "");
+            for (String text : List.of("Remember that I am allergic to peanuts. Thanks!",
+                    "请记住，我的生日是五月三日。谢谢！")) {
+                connection.longTermMemoryService().record(RecordRequest.newBuilder().setScope(scope).addMessages(user(text)).build());
+            }
+            long deadline = System.nanoTime() + 120_000_000_000L;
+            while (facts(connection, scope) < 2) {
+                assertTrue(System.nanoTime() < deadline, "the facts were not scored");
+                Thread.sleep(100);
+            }
+            RemoteReflection lifecycle = new RemoteReflection(connection);
+            RemoteReflection.Reflection notYet = lifecycle.triggerReflection(scope, null);
+            assertFalse(notYet.reflected());
+            assertEquals("importance below threshold", notYet.reason());
+            RemoteReflection.Reflection done = lifecycle.triggerReflection(scope,
+                    new RemoteReflection.ReflectionOptions().importanceThreshold(1.0).cooldownSeconds(0));
+            assertTrue(done.reflected());
+            assertEquals("extractive", done.method());
+            assertEquals(2, done.factIds().size());
+            assertTrue(done.reflectionText().contains("花生") || done.reflectionText().contains("peanuts"));
+            assertEquals(0, facts(connection, scope));
+
+            RemoteReflection.Consolidation dry = lifecycle.consolidate(scope, true, 0);
+            assertTrue(dry.dryRun());
+            assertEquals(0, dry.factsBefore());
+
+            RemoteMemoryException bad = assertThrows(RemoteMemoryException.class, () -> lifecycle.triggerReflection(scope,
+                    new RemoteReflection.ReflectionOptions().minFacts(0)));
+            assertEquals(Status.Code.INVALID_ARGUMENT, bad.getCode());
+            assertTrue(bad.getMessage().contains("min_facts"), bad.getMessage());
+        }
+    }
+}

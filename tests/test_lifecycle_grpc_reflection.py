@@ -1,0 +1,293 @@
+"""Reflection, consolidation and compressed recall through the real server over gRPC: the
+background reflection after recorded facts (offline, English and Chinese), TriggerReflection
+and Consolidate (dry run) through the asyncio, blocking and local Python clients, the scripted
+LLM, tenant isolation, bad input, metrics, and kill -9 in the middle of a consolidation."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+
+from agentscope_memory._proto.agentscope.memory.v1 import lifecycle_service_pb2 as pb
+from agentscope_memory._proto.agentscope.memory.v1 import lifecycle_service_pb2_grpc as pb_grpc
+from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2 as ltm_pb
+from agentscope_memory.client.lifecycle_reflect import AsyncReflectionClient, ReflectionClient
+from agentscope_memory.client.long_term import AsyncLongTermClient
+from agentscope_memory.errors import InvalidArgumentError, MemoryServiceError
+from agentscope_memory.long_term import Scope
+from agentscope_memory.message import Msg, MsgRole
+from agentscope_memory.service import ServiceSettings
+from conftest import ServerProcess
+from lifecycle_reflect_data import rows as cluster_rows
+from scripted_llm import ScriptedLLM, ScriptedReply
+
+# Two sentences each: the offline scorer keeps the first as the round's fact.
+EN = ["Remember that I am allergic to peanuts. Thanks!", "Please remember my dog is called Biscuit. Thanks!",
+      "Remember that I work at Acme Corp in Lisbon. Thanks!", "Remember that my sister Ana lives in Porto. Thanks!"]
+ZH = ["请记住，我对花生过敏。谢谢！", "记住：我住在上海，在阿里巴巴工作。谢谢！", "请记住，我的生日是五月三日。谢谢！", "记住：我妹妹住在杭州。谢谢！"]
+
+
+async def wait_for(predicate, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not await predicate():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.1)
+
+
+async def record_facts(client: AsyncLongTermClient, scope: Scope, texts: list[str]) -> None:
+    for text in texts:
+        await client.record(scope, [Msg.create(MsgRole.USER, text)])
+
+
+async def facts_of(client: AsyncLongTermClient, scope: Scope) -> list:
+    return [i for i in await client.list(scope) if i.memory_type == "fact"]
+
+
+@pytest.mark.parametrize("texts", [EN, ZH], ids=["en", "zh"])
+async def test_background_reflection_after_recorded_facts(server_factory, texts) -> None:
+    server = await server_factory()
+    scope = Scope("助手", "user-1")
+    async with AsyncLongTermClient(server.address, timeout=60) as client:
+        await record_facts(client, scope, texts)
+
+        async def reflected() -> bool:
+            return any(i.memory_type == "reflection" for i in await client.list(scope))
+
+        await wait_for(reflected)
+        items = await client.list(scope)
+        reflection = next(i for i in items if i.memory_type == "reflection")
+        assert reflection.importance == pytest.approx(0.9) and reflection.metadata["summary_method"] == "extractive"
+        assert not [i for i in items if i.memory_type == "fact"], "the reflected facts leave recall and listing"
+        assert len(reflection.source["memory_ids"]) == 4
+        history = await client.history(reflection.id)
+        assert history[0].event == "REFLECT" and history[0].detail["from"] == reflection.source["memory_ids"]
+        # A reflected fact's own history says where it went (it is out of recall, not lost).
+        fact_history = await client.history(reflection.source["memory_ids"][0])
+        assert [h.event for h in fact_history] == ["ADD", "REFLECT"]
+        assert fact_history[-1].detail["into"] == [reflection.id] and fact_history[-1].old_text
+
+
+async def test_trigger_reflection_and_consolidation_through_the_clients(server_factory, tmp_path) -> None:
+    server = await server_factory(lifecycle_reflection_enabled=False)
+    scope = Scope("agent", "u-clients")
+    async with AsyncLongTermClient(server.address, timeout=60) as memories, \
+            AsyncReflectionClient(server.address, timeout=60) as lifecycle:
+        await record_facts(memories, scope, EN[:2])
+
+        async def two_facts() -> bool:
+            return len(await facts_of(memories, scope)) == 2
+
+        await wait_for(two_facts)
+        not_yet = await lifecycle.trigger_reflection(scope)
+        assert not not_yet.reflected and not_yet.reason == "importance below threshold"
+        assert not_yet.importance_sum == pytest.approx(2.0) and not_yet.pending_facts == 2
+        done = await lifecycle.trigger_reflection(scope, importance_threshold=1.0, cooldown_s=0)
+        assert done.reflected and done.reflection is not None and done.method == "extractive"
+        assert sorted(done.fact_ids) == sorted(done.reflection.source["memory_ids"])
+        assert (await lifecycle.trigger_reflection(scope, importance_threshold=0.0)).reason == "cooldown"
+        again = await lifecycle.trigger_reflection(scope, importance_threshold=0.0, min_facts=1, cooldown_s=0)
+        assert again.reason == "too few facts" and again.pending_facts == 0
+
+        compressed = await lifecycle.search_compressed(scope, "remember peanuts dog", min_results=1, max_chars=40)
+        assert compressed.items and len(compressed.summary) <= 40 and compressed.summary_method == "extractive"
+
+        report = await lifecycle.consolidate(scope, dry_run=True)
+        assert not report.ran and "threshold 150" in report.reason
+
+    def blocking_calls() -> None:  # the server runs on this test's event loop: block in a thread
+        with ReflectionClient(server.address, timeout=60) as blocking:
+            result = blocking.trigger_reflection(Scope("agent", "nobody"))
+            assert not result.reflected and result.pending_facts == 0
+            assert blocking.consolidate(Scope("agent", "nobody"), threshold=0).facts_before == 0
+
+    await asyncio.to_thread(blocking_calls)
+
+    local = AsyncReflectionClient.local(ServiceSettings(data_dir=tmp_path / "local", long_term_preload=False))
+    async with local:
+        assert (await local.trigger_reflection(scope)).pending_facts == 0
+        report = await local.consolidate(scope, dry_run=True, threshold=0)
+        assert not report.ran and report.dry_run and report.reason.startswith("the scope holds 0 facts")
+
+
+async def test_consolidate_rpc_dry_run_then_merge_and_tenant_isolation(server_factory, tmp_path) -> None:
+    keys = {"alice-tenant-key-0001": "tenant-a", "bob-tenant-key-00001": "tenant-b"}
+    data = tmp_path / "data"
+    await _prefill(data, Scope("agent", "用户"), clusters=10, tenant="tenant-a")
+    server = await server_factory(data_dir=data, api_keys=keys)
+    scope = Scope("agent", "用户")
+    async with AsyncReflectionClient(server.address, api_key="alice-tenant-key-0001", timeout=120) as alice, \
+            AsyncReflectionClient(server.address, api_key="bob-tenant-key-00001", timeout=120) as bob:
+        dry = await alice.consolidate(scope, dry_run=True, threshold=10)
+        assert dry.dry_run and dry.ran and dry.merged >= 1 and dry.facts_after == dry.facts_before == 30
+        assert (await bob.consolidate(scope, threshold=0)).facts_before == 0
+        report = await alice.consolidate(scope, threshold=10)
+        assert report.merged == dry.merged and report.facts_after == 30 - report.originals_retired + report.merged
+        merge = next(m for m in report.merges if m.applied)
+        assert merge.fidelity.passed and merge.memory_id
+    async with AsyncLongTermClient(server.address, api_key="alice-tenant-key-0001", timeout=60) as memories:
+        merged = await memories.get(merge.memory_id)
+        assert merged.metadata["fidelity_passed"] is True and "fidelity_lost_keywords" in merged.metadata
+        assert sorted(merged.source["memory_ids"]) == sorted(merge.original_ids)
+        assert (await memories.history(merge.memory_id))[0].event == "CONSOLIDATE"
+
+
+async def test_scripted_llm_reflects_and_compresses(server_factory) -> None:
+    fact = {"importance_score": 0.9, "extracted_fact": "The user is allergic to peanuts.", "domain": "user_preferences"}
+    with ScriptedLLM(default=ScriptedReply.json(fact)) as llm:
+        server = await server_factory(llm_base_url=llm.base_url, llm_max_retries=0, lifecycle_reflection_enabled=False)
+        scope = Scope("agent", "u-llm")
+        async with AsyncLongTermClient(server.address, timeout=60) as memories, \
+                AsyncReflectionClient(server.address, timeout=60) as lifecycle:
+            await memories.record(scope, [Msg.create(MsgRole.USER, EN[0])])
+            fact2 = {**fact, "extracted_fact": "The user's dog is called Biscuit."}
+            llm.push(ScriptedReply.json(fact2))
+            await memories.record(scope, [Msg.create(MsgRole.USER, EN[1])])
+
+            async def two_facts() -> bool:
+                return len(await facts_of(memories, scope)) == 2
+
+            await wait_for(two_facts)
+            llm.push(ScriptedReply.text("A health-aware dog owner: peanut allergy, dog Biscuit."))
+            result = await lifecycle.trigger_reflection(scope, importance_threshold=1.0)
+            assert result.method == "llm" and result.reflection is not None
+            assert result.reflection.text.startswith("A health-aware dog owner")
+            assert "Biscuit" in llm.requests[-1].body["messages"][1]["content"]
+            llm.push(ScriptedReply.text("Peanut allergy; dog Biscuit."))
+            compressed = await lifecycle.search_compressed(scope, "remember peanuts dog", min_results=1)
+            assert compressed.summary == "Peanut allergy; dog Biscuit." and compressed.summary_method == "llm"
+
+
+async def test_bad_input_names_the_field(server_factory) -> None:
+    server = await server_factory()
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        stub = pb_grpc.LongTermLifecycleServiceStub(channel)
+        cases = [
+            (stub.TriggerReflection, pb.TriggerReflectionRequest(), "scope"),
+            (stub.TriggerReflection, pb.TriggerReflectionRequest(scope=ltm_pb.Scope(user_id="u"), min_facts=0), "min_facts"),
+            (stub.TriggerReflection, pb.TriggerReflectionRequest(scope=ltm_pb.Scope(user_id="u"), cooldown_seconds=-1),
+             "cooldown_seconds"),
+            (stub.Consolidate, pb.ConsolidateRequest(scope=ltm_pb.Scope(user_id="u"), threshold=-1), "threshold"),
+            (stub.Consolidate, pb.ConsolidateRequest(scope=ltm_pb.Scope(user_id="u"), similarity=1.5), "similarity"),
+            (stub.Consolidate, pb.ConsolidateRequest(scope=ltm_pb.Scope(user_id="u"), min_cluster_size=1), "min_cluster_size"),
+            (stub.Consolidate, pb.ConsolidateRequest(scope=ltm_pb.Scope()), "scope"),
+        ]
+        for method, request, field in cases:
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await method(request)
+            assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT, field
+            assert field in caught.value.details()
+        search = channel.unary_unary(
+            "/agentscope.memory.v1.LongTermMemoryService/SearchLongTermMemories",
+            request_serializer=ltm_pb.SearchLongTermMemoriesRequest.SerializeToString,
+            response_deserializer=ltm_pb.SearchLongTermMemoriesResponse.FromString)
+        for request, field in [
+            (ltm_pb.SearchLongTermMemoriesRequest(scope=ltm_pb.Scope(user_id="u"), query="q", compress=True,
+                                                  compress_max_chars=-5), "compress_max_chars"),
+            (ltm_pb.SearchLongTermMemoriesRequest(scope=ltm_pb.Scope(user_id="u"), query="q", compress_min_results=3),
+             "compress"),
+        ]:
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await search(request)
+            assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT and field in caught.value.details()
+    async with AsyncReflectionClient(server.address) as client:
+        with pytest.raises(TypeError):
+            await client.consolidate(Scope("a"), bogus=1)
+        with pytest.raises(InvalidArgumentError):
+            await client.consolidate(Scope("a"), similarity=-3.0)
+
+
+async def _prefill(data: Path, scope: Scope, clusters: int, tenant: str = "default") -> None:
+    """Facts written straight into the server's sqlite store before it starts."""
+    from agentscope_memory.long_term.embedder import MiniLMEmbedder
+    from agentscope_memory.long_term.hybrid import EngineSettings, HybridEngine
+    from agentscope_memory.long_term.importance import HeuristicScorer
+    from agentscope_memory.long_term.router import HeuristicRouter
+    from agentscope_memory.store import open_store
+
+    data.mkdir(parents=True, exist_ok=True)
+    store = open_store("sqlite", data)
+    engine = HybridEngine(store, MiniLMEmbedder, scorer=HeuristicScorer(), router=HeuristicRouter(),
+                          settings=EngineSettings(scoring=False))
+    await engine.open()
+    await engine.insert(tenant, scope, cluster_rows(scope, clusters))
+    await engine.close()
+    await store.close()
+
+
+def _events(db: Path, event: str) -> int:
+    with sqlite3.connect(db) as conn:
+        return conn.execute("SELECT COUNT(*) FROM ltm_history WHERE event = ? AND new_text IS NOT NULL",
+                            (event,)).fetchone()[0]
+
+
+def _consistent(db: Path) -> tuple[int, int]:
+    """Every merged fact's originals are deleted and every deleted original names a live merge
+    (or none at all): (live merges, live facts)."""
+    import json
+
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT memory_id, deleted, metadata_json, source_json FROM ltm WHERE memory_type = 'fact'").fetchall()
+    by_id = {r[0]: (bool(r[1]), json.loads(r[2]), json.loads(r[3])) for r in rows}
+    merges = [m for m, (deleted, meta, _) in by_id.items() if not deleted and "fidelity_passed" in meta]
+    for m in merges:
+        assert all(by_id[o][0] for o in by_id[m][2]["memory_ids"])
+    for deleted, meta, _ in by_id.values():
+        if deleted:
+            assert meta["retired_into"][0] in merges
+    return len(merges), sum(1 for d, _, _ in by_id.values() if not d)
+
+
+async def test_kill_9_mid_consolidation_then_a_rerun_completes(tmp_path) -> None:
+    data = tmp_path / "data"
+    scope = Scope("agent", "kill-9")
+    await _prefill(data, scope, clusters=90)
+    db = data / "agentscope-memory.sqlite3"
+    server = ServerProcess(data)
+    try:
+        client = AsyncReflectionClient(server.address, timeout=300)
+        call = asyncio.ensure_future(client.consolidate(scope, threshold=10))
+        deadline = time.monotonic() + 120
+        while _events(db, "CONSOLIDATE") < 3:
+            assert time.monotonic() < deadline and not call.done(), "no merge was made"
+            await asyncio.sleep(0.02)
+        server.kill()
+        with pytest.raises(MemoryServiceError):  # the call in flight dies with the server
+            await call
+        await client.close()
+    finally:
+        server.close()
+    merges_at_kill, _ = _consistent(db)
+    restarted = ServerProcess(data)
+    try:
+        async with AsyncReflectionClient(restarted.address, timeout=300) as client:
+            report = await client.consolidate(scope, threshold=10)
+            assert report.merged > 0 or merges_at_kill > 0
+            final = await client.consolidate(scope, threshold=10, dry_run=True)
+            assert final.merged == 0, "a rerun completes the consolidation"
+    finally:
+        restarted.close()
+    merges, live = _consistent(db)
+    assert merges >= merges_at_kill and live == report.facts_after
+
+
+async def test_metrics_count_lifecycle_runs_and_durations(server_factory, tmp_path) -> None:
+    import httpx
+
+    data = tmp_path / "data"
+    scope = Scope("agent", "metrics")
+    await _prefill(data, scope, clusters=5)
+    server = await server_factory(data_dir=data, metrics_port=0)
+    async with AsyncReflectionClient(server.address, timeout=120) as client:
+        report = await client.consolidate(scope, threshold=5)
+        await client.trigger_reflection(scope)
+    async with httpx.AsyncClient() as http:
+        text = (await http.get(f"http://127.0.0.1:{server.metrics_port}/metrics")).text
+    assert 'agentscope_memory_lifecycle_job_runs_total{job="consolidation"} 1.0' in text
+    assert f'agentscope_memory_lifecycle_job_memories_total{{job="consolidation"}} {float(report.merged)}' in text
+    assert 'agentscope_memory_lifecycle_job_runs_total{job="reflection"} 1.0' in text
+    assert 'agentscope_memory_lifecycle_job_seconds_count{job="consolidation"} 1.0' in text
