@@ -28,6 +28,7 @@ from agentscope_memory.short_term.auto_context.summarizers import ExtractiveSumm
 from agentscope_memory.short_term.in_memory import InMemoryKind
 from agentscope_memory.short_term.manager import MemoryManager
 from agentscope_memory.store import Store, open_store
+from agentscope_memory.scopes.engine import ScopeEngine
 
 log = logging.getLogger("agentscope_memory.service")
 
@@ -54,6 +55,8 @@ class Service:
     # A place for an engine still to come, so that wiring it in touches only this file:
     # shared memory pools (pool/).
     pools: None = None
+    # Parent/child scopes (scopes/): hierarchy, visibility, inherited reads; built by `build_service`.
+    scopes: ScopeEngine | None = None
     _starting: list[asyncio.Task[None]] = field(default_factory=list)
     _started: bool = False
     _closed: bool = False
@@ -181,4 +184,5 @@ def build_service(settings: ServiceSettings | None = None) -> Service:
     if settings.long_term_enabled:
         service.long_term = build_long_term(settings, store, jobs)
         service.turns = Turns(memories, service.long_term, jobs)
+    service.scopes = ScopeEngine(memories, service.long_term)
     return service
