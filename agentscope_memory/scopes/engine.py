@@ -184,7 +184,7 @@ class ScopeEngine:
             children = tx.scope_child_count(MEMORY_SPACE, memory_id)
             if children and not force:
                 raise FailedPreconditionError(
-                    f"force: memory {memory_id!r} has {children} child memories; delete or detach them "
+                    f"force: memory {memory_id!r} has {children} {'child' if children == 1 else 'children'}; delete or detach them "
                     "first, or set force to detach them"
                 )
             detached = tx.scope_detach_children(MEMORY_SPACE, memory_id)

@@ -6,6 +6,7 @@ import dev.agentscopememory.client.MemoryKind;
 import dev.agentscopememory.client.RemoteConnection;
 import dev.agentscopememory.client.PagedRead;
 import dev.agentscopememory.client.RemoteMemoryException;
+import dev.agentscopememory.client.Visibility;
 import dev.agentscopememory.client.internal.WireEnums;
 import dev.agentscopememory.grpc.v1.AddMessagesRequest;
 import dev.agentscopememory.grpc.v1.AddMessagesResponse;
@@ -16,6 +17,10 @@ import dev.agentscopememory.grpc.v1.DeleteMessageRequest;
 import dev.agentscopememory.grpc.v1.GetMemoryRequest;
 import dev.agentscopememory.grpc.v1.GetMessagesRequest;
 import dev.agentscopememory.grpc.v1.GetMessagesResponse;
+import dev.agentscopememory.grpc.v1.InheritedMessage;
+import dev.agentscopememory.grpc.v1.ListInheritedMessagesRequest;
+import dev.agentscopememory.grpc.v1.ListInheritedMessagesResponse;
+import dev.agentscopememory.grpc.v1.SetParentRequest;
 import io.agentscope.core.memory.Memory;
 import io.agentscope.core.message.Msg;
 import io.agentscope.core.util.JsonUtils;
@@ -58,6 +63,9 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     private final int pageSize;
     private final MemoryKind kind;
     private final AutoContextConfig autoContextConfig;
+    /** Parent/child scopes: the parent set on first use (null: none), and how adds are marked. */
+    private final String parentMemoryId;
+    private final Visibility visibility;
     private volatile boolean ensured;
     /** Serialises first-use creation; private so no caller can hold it and stall our calls. */
     private final Object createLock = new Object();
@@ -92,6 +100,8 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         this.pageSize = b.pageSize;
         this.kind = kind;
         this.autoContextConfig = config;
+        this.parentMemoryId = b.parentMemoryId == null ? null : Ids.checkId(b.parentMemoryId, "parent_memory_id");
+        this.visibility = b.visibility;
     }
 
     /** The id of the memory on the server. */
@@ -148,6 +158,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
                 .setMemoryId(memoryId)
                 .addAllMessages(batch)
                 .setRequestId(UUID.randomUUID().toString())
+                .setVisibility(visibility.toProto())
                 .build();
         Snapshot before = snapshot.get();
         AddMessagesResponse response = connection.call("MemoryService/AddMessages", true,
@@ -275,6 +286,29 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
                 () -> connection.memoryService().clearMessages(request));
     }
 
+    /**
+     * The messages this memory inherits, read-only and in the server's order: its ancestors'
+     * SHARED and GLOBAL messages (the root's first), then the tenant's other GLOBAL messages. They
+     * are not part of {@link #getMessages()}, its indexes or its saved state; a sub-agent adds
+     * them to its model input (for example after the system prompt) where it wants them.
+     */
+    public List<Msg> getInheritedMessages() {
+        ensureMemory();
+        List<dev.agentscopememory.grpc.v1.Msg> wire = new ArrayList<>();
+        String token = "";
+        do {
+            ListInheritedMessagesRequest request = ListInheritedMessagesRequest.newBuilder()
+                    .setMemoryId(memoryId).setPageSize(pageSize).setPageToken(token).build();
+            ListInheritedMessagesResponse page = connection.call("ScopeService/ListInheritedMessages", true,
+                    () -> connection.scopeService().listInheritedMessages(request));
+            for (InheritedMessage m : page.getMessagesList()) {
+                wire.add(m.getMessage());
+            }
+            token = page.getNextPageToken();
+        } while (!token.isEmpty());
+        return MsgConverter.fromProto(wire);
+    }
+
     /** How many messages {@link #getMessages()} would return, without transferring them. */
     public long messageCount() {
         ensureMemory();
@@ -305,6 +339,11 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
             CreateMemoryRequest built = request.build();
             connection.call("MemoryService/CreateMemory", true,
                     () -> connection.memoryService().createMemory(built));
+            if (parentMemoryId != null) {
+                SetParentRequest parent = SetParentRequest.newBuilder()
+                        .setMemoryId(memoryId).setParentMemoryId(parentMemoryId).build();
+                connection.call("ScopeService/SetParent", true, () -> connection.scopeService().setParent(parent));
+            }
             ensured = true;
         }
     }
@@ -349,8 +388,25 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         private boolean createIfMissing = true;
         private final Map<String, String> labels = new LinkedHashMap<>();
         private int pageSize;
+        private String parentMemoryId;
+        private Visibility visibility = Visibility.LOCAL;
 
         protected AbstractBuilder() {}
+
+        /**
+         * Make the memory a child of this one when it is first used (the parent must exist): it
+         * then inherits the parent's SHARED and GLOBAL messages ({@link #getInheritedMessages()}).
+         */
+        public B parentMemoryId(String parentMemoryId) {
+            this.parentMemoryId = Objects.requireNonNull(parentMemoryId, "parentMemoryId");
+            return (B) this;
+        }
+
+        /** The visibility of the messages this client adds (default {@link Visibility#LOCAL}). */
+        public B visibility(Visibility visibility) {
+            this.visibility = Objects.requireNonNull(visibility, "visibility");
+            return (B) this;
+        }
 
         /** Share an existing connection (its deadline, API key and retries apply). */
         public B connection(RemoteConnection connection) {
