@@ -3,6 +3,8 @@ call, tenant isolation of every ScopeService RPC, and bad input."""
 
 from __future__ import annotations
 
+import asyncio
+
 import grpc
 import pytest
 
@@ -215,3 +217,20 @@ def _msg():
     from agentscope_memory.convert.to_proto import msg_to_proto
 
     return msg_to_proto(Msg.create(MsgRole.USER, "hi"))
+
+
+async def test_two_replicas_cannot_close_a_cycle_together(server_factory, postgres_dsn) -> None:
+    replicas = [await server_factory(store="postgres", postgres_dsn=postgres_dsn) for _ in range(2)]
+
+    async with AsyncMemoryClient(replicas[0].address) as memories, \
+            AsyncScopeClient(replicas[0].address) as one, AsyncScopeClient(replicas[1].address) as two:
+        for round_ in range(8):
+            a, b = f"甲{round_}", f"乙{round_}"
+            await memories.create_memory(a)
+            await memories.create_memory(b)
+            outcomes = await asyncio.gather(one.set_parent(a, b), two.set_parent(b, a), return_exceptions=True)
+            failures = [o for o in outcomes if isinstance(o, Exception)]
+            assert len(failures) == 1 and isinstance(failures[0], FailedPreconditionError), outcomes
+            lineages = [(await one.lineage(a)).ancestors, (await one.lineage(b)).ancestors]
+            # One link won; no cycle was stored.
+            assert sorted(map(len, lineages)) == [0, 1], lineages

@@ -107,6 +107,9 @@ class ScopeEngine:
         now = self._clock()
 
         def write(tx: Tx) -> list[str]:
+            # The hierarchy lock before any memory's row lock: two calls naming the same two
+            # memories in opposite roles must queue, not deadlock (PostgreSQL).
+            tx.scope_lock(MEMORY_SPACE)
             self._require(tx, memory_id)
             if not parent_memory_id:
                 detach(tx, MEMORY_SPACE, memory_id)
@@ -133,6 +136,7 @@ class ScopeEngine:
         now = self._clock()
 
         def create(tx: Tx) -> tuple[MemoryInfo, list[str]]:
+            tx.scope_lock(MEMORY_SPACE)  # before the parent's row lock, as in `set_parent`
             parent = self._require(tx, parent_memory_id, "parent_memory_id")
             child_kind = kind or parent.kind
             child_config = config if config is not None else self._memories.handler(child_kind).validate_config(
@@ -179,8 +183,8 @@ class ScopeEngine:
         check_id(memory_id, "memory_id")
 
         def delete(tx: Tx) -> int:
+            tx.scope_lock(MEMORY_SPACE)  # before the memory's row lock, as in `set_parent`
             self._require(tx, memory_id)
-            tx.scope_lock(MEMORY_SPACE)
             children = tx.scope_child_count(MEMORY_SPACE, memory_id)
             if children and not force:
                 raise FailedPreconditionError(

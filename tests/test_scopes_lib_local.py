@@ -1,0 +1,60 @@
+"""Parent/child scopes in the clients' local mode (no server) and through the blocking client."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentscope_memory.client import AsyncMemoryClient, MemoryClient
+from agentscope_memory.client.scopes import AsyncScopeClient, ScopeClient
+from agentscope_memory.errors import FailedPreconditionError
+from agentscope_memory.long_term import Scope
+from agentscope_memory.message import Msg, MsgRole
+from agentscope_memory.service import ServiceSettings, build_service
+
+
+async def test_local_mode_inherits_like_the_server(tmp_path: Path) -> None:
+    service = build_service(ServiceSettings(data_dir=tmp_path, long_term_preload=False))
+    async with service, AsyncMemoryClient.local(service) as memories, AsyncScopeClient.local(service) as scopes:
+        await memories.create_memory("父")
+        child = await scopes.create_child("父", "子")
+        assert child.kind == "IN_MEMORY"
+        await scopes.add_messages("父", [Msg.create(MsgRole.USER, "本地")])
+        await scopes.add_messages("父", [Msg.create(MsgRole.USER, "共享")], visibility="shared")
+        inherited = await scopes.get_inherited("子")
+        assert [(m.origin_memory_id, m.message.text_content, m.visibility, m.distance) for m in inherited] == [
+            ("父", "共享", "SHARED", 1)]
+        assert [c async for c in scopes.iter_children("父")] == ["子"]
+        with pytest.raises(FailedPreconditionError):
+            await scopes.set_parent("父", "子")
+        with pytest.raises(FailedPreconditionError, match="force"):
+            await scopes.delete_memory("父")
+        parent, kid = Scope(agent_name="lead", user_id="u"), Scope(agent_name="helper", user_id="u")
+        await scopes.set_long_term_parent(kid, parent)
+        await scopes.record(parent, [Msg.create(MsgRole.USER, "The launch date is 12 May")], visibility="SHARED")
+        found = await scopes.search(kid, "when is the launch?", top_k=3)
+        assert [(m.text, m.inherited, m.scope) for m in found] == [("The launch date is 12 May", True, parent)]
+        await scopes.delete_memory("父", force=True)
+        assert (await scopes.lineage("子")).ancestors == []
+
+
+def test_blocking_clients(threaded_server) -> None:
+    with MemoryClient(threaded_server.address) as memories, ScopeClient(threaded_server.address) as scopes:
+        memories.create_memory("root")
+        scopes.create_child("root", "leaf")
+        scopes.add_messages("root", [Msg.create(MsgRole.USER, "for everyone")], visibility="GLOBAL")
+        memories.create_memory("stranger")
+        assert [m.message.text_content for m in scopes.get_inherited("stranger")] == ["for everyone"]
+        assert [m.distance for m in scopes.get_inherited("leaf")] == [1]
+        assert list(scopes.iter_children("root")) == ["leaf"]
+        assert scopes.lineage("leaf").ancestors == ["root"]
+        assert scopes.set_parent("leaf", None) == []
+        scopes.delete_memory("root")
+
+
+def test_blocking_local_mode(tmp_path: Path) -> None:
+    with ScopeClient.local(ServiceSettings(data_dir=tmp_path, long_term_preload=False)) as scopes:
+        # Local mode shares nothing with another process: create through the scope client's service.
+        with pytest.raises(Exception, match="does not exist"):
+            scopes.lineage("nobody")
