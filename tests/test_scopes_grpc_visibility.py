@@ -7,7 +7,11 @@ import itertools
 
 import pytest
 
+from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2 as ltm_pb
+from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2_grpc as ltm_grpc
 from agentscope_memory.client.scopes import AsyncScopeClient
+from agentscope_memory.convert.to_proto import msg_to_proto, scope_to_proto
+from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.long_term import Scope
 from agentscope_memory.message import Msg, MsgRole
 
@@ -99,6 +103,19 @@ async def test_a_deleted_parent_message_is_no_longer_inherited(server) -> None:
         assert await scopes.get_inherited("worker") == []
 
 
+async def test_a_retry_must_repeat_the_visibility(server) -> None:
+    async with AsyncScopeClient(server.address, timeout=20) as scopes:
+        memories = _memories(scopes)
+        await memories.create_memory("p")
+        await scopes.create_child("p", "c")
+        msg = Msg.create(MsgRole.USER, "重试 retry")
+        assert await scopes.add_messages("p", [msg], visibility="SHARED", request_id="req-1") == 1
+        assert await scopes.add_messages("p", [msg], visibility="SHARED", request_id="req-1") == 1
+        with pytest.raises(InvalidArgumentError, match="request_id"):
+            await scopes.add_messages("p", [msg], visibility="LOCAL", request_id="req-1")
+        assert [m.message.text_content for m in await scopes.get_inherited("c")] == ["重试 retry"]
+
+
 async def test_long_term_visibility_matrix(server) -> None:
     family = {name: Scope(agent_name=f"agent-{name}", user_id="alice") for name in PARENTS}
     async with AsyncScopeClient(server.address, timeout=120) as scopes:
@@ -116,6 +133,15 @@ async def test_long_term_visibility_matrix(server) -> None:
             assert inherited == expected_inherited(reader), reader
             assert own == {f"{reader}的{v}消息 message" for v in VISIBILITIES}, reader
             assert all(item.scope == family[reader] for item in found if not item.inherited)
+        # AgentScope's Retrieve (and its tools) in the grandchild finds what the root shared.
+        stub = ltm_grpc.LongTermMemoryServiceStub(scopes._channel)
+        retrieved = await stub.Retrieve(ltm_pb.RetrieveRequest(
+            scope=scope_to_proto(family["孙"]), message=msg_to_proto(Msg.create(MsgRole.USER, "父的SHARED消息")),
+            limit=20))
+        assert "父的SHARED消息 message" in retrieved.text
+        assert "父的LOCAL消息 message" not in retrieved.text
+        origin = {m.memory: (m.inherited, m.scope.agent_name) for m in retrieved.memories}
+        assert origin["父的SHARED消息 message"] == (True, "agent-父")
         lineage = await scopes.long_term_lineage(family["孙"])
         assert lineage.ancestors == [family["子"], family["父"]]
         assert (await scopes.long_term_lineage(family["父"])).child_count == 2

@@ -215,7 +215,8 @@ class ScopeEngine:
                 )
             tx.scope_mark_last(record.memory_id, list_name, count, visibility)
 
-        return await self._memories.add_messages(tenant, memory_id, msgs, request_id, after_add=mark)
+        return await self._memories.add_messages(tenant, memory_id, msgs, request_id, after_add=mark,
+                                                 fingerprint_extra=f"visibility={visibility}")
 
     async def list_inherited(self, tenant: str, memory_id: str, page_size: int = 0,
                              page_token: str = "") -> InheritedPage:

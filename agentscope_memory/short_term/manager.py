@@ -256,10 +256,11 @@ class MemoryManager:
 
     async def add_messages(
         self, tenant: str, memory_id: str, msgs: Sequence[Msg], request_id: str | None = None,
-        after_add: Callable[[Tx, MemoryRecord, int], None] | None = None,
+        after_add: Callable[[Tx, MemoryRecord, int], None] | None = None, fingerprint_extra: str = "",
     ) -> AddResult:
         """Append `msgs`. `after_add(tx, record, count)` runs in the same transaction after the
-        messages are stored (not on a replay): parent/child scopes mark their visibility."""
+        messages are stored (not on a replay): parent/child scopes mark their visibility, which
+        `fingerprint_extra` adds to what a retried `request_id` must repeat."""
         check_id(memory_id, "memory_id")
         request_id = check_request_id(request_id or "")
         encoded = self._encode_batch(msgs)
@@ -267,6 +268,8 @@ class MemoryManager:
         for item in encoded:
             digest.update(len(item.data).to_bytes(8, "big"))
             digest.update(item.data)
+        if fingerprint_extra:
+            digest.update(fingerprint_extra.encode("utf-8"))
         fingerprint = digest.hexdigest()
         small = sum(len(item.data) for item in encoded) < SMALL_TRANSACTION_BYTES
         await self.tokens.ready()
