@@ -30,6 +30,8 @@ async def test_local_mode_inherits_like_the_server(tmp_path: Path) -> None:
             await scopes.set_parent("父", "子")
         with pytest.raises(FailedPreconditionError, match="force"):
             await scopes.delete_memory("父")
+        with pytest.raises(FailedPreconditionError, match="force"):
+            await memories.delete_memory("父")
         parent, kid = Scope(agent_name="lead", user_id="u"), Scope(agent_name="helper", user_id="u")
         await scopes.set_long_term_parent(kid, parent)
         await scopes.record(parent, [Msg.create(MsgRole.USER, "The launch date is 12 May")], visibility="SHARED")
