@@ -66,6 +66,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     /** Parent/child scopes: the parent set on first use (null: none), and how adds are marked. */
     private final String parentMemoryId;
     private final Visibility visibility;
+    private final boolean includeInherited;
     private volatile boolean ensured;
     /** Serialises first-use creation; private so no caller can hold it and stall our calls. */
     private final Object createLock = new Object();
@@ -102,6 +103,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         this.autoContextConfig = config;
         this.parentMemoryId = b.parentMemoryId == null ? null : Ids.checkId(b.parentMemoryId, "parent_memory_id");
         this.visibility = b.visibility;
+        this.includeInherited = b.includeInherited != null ? b.includeInherited : b.parentMemoryId != null;
     }
 
     /** The id of the memory on the server. */
@@ -186,6 +188,20 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
      */
     @Override
     public List<Msg> getMessages() {
+        List<Msg> own = ownMessages();
+        if (!includeInherited) {
+            return own;
+        }
+        List<Msg> all = getInheritedMessages();
+        all.addAll(own);
+        return all;
+    }
+
+    /**
+     * This memory's own messages, without inherited ones (what {@link #getMessages()} returns
+     * unless {@code includeInherited}); what {@code saveTo} saves.
+     */
+    public List<Msg> ownMessages() {
         ensureMemory();
         for (int attempt = 1; ; attempt++) {
             Snapshot cached = snapshot.get();
@@ -268,9 +284,18 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         if (index < 0) {
             return;
         }
+        if (includeInherited) {
+            // Inherited messages come first in getMessages() and are read-only here.
+            int inherited = getInheritedMessages().size();
+            if (index < inherited) {
+                return;
+            }
+            index -= inherited;
+        }
         ensureMemory();
+        int ownIndex = index;
         DeleteMessageRequest request =
-                DeleteMessageRequest.newBuilder().setMemoryId(memoryId).setIndex(index).build();
+                DeleteMessageRequest.newBuilder().setMemoryId(memoryId).setIndex(ownIndex).build();
         snapshot.set(null);
         // Not retried: deleting "the message at i" twice would delete two messages.
         connection.call("MemoryService/DeleteMessage", false,
@@ -289,8 +314,8 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     /**
      * The messages this memory inherits, read-only and in the server's order: its ancestors'
      * SHARED and GLOBAL messages (the root's first), then the tenant's other GLOBAL messages. They
-     * are not part of {@link #getMessages()}, its indexes or its saved state; a sub-agent adds
-     * them to its model input (for example after the system prompt) where it wants them.
+     * lead {@link #getMessages()} only when the builder's {@code includeInherited} is on (the
+     * default for a memory built with a parent), and are never part of its saved state.
      */
     public List<Msg> getInheritedMessages() {
         ensureMemory();
@@ -362,7 +387,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
      * @return the messages added, empty when no call was pending
      */
     public List<Msg> closePendingToolCalls(String agentName) {
-        List<Msg> added = PendingToolCalls.interruptedResults(getMessages(), agentName);
+        List<Msg> added = PendingToolCalls.interruptedResults(ownMessages(), agentName);
         if (!added.isEmpty()) {
             addMessages(added);
             log.warn("memory {}: answered {} interrupted tool call(s) with an error result", memoryId, added.size());
@@ -390,6 +415,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         private int pageSize;
         private String parentMemoryId;
         private Visibility visibility = Visibility.LOCAL;
+        private Boolean includeInherited;
 
         protected AbstractBuilder() {}
 
@@ -399,6 +425,16 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
          */
         public B parentMemoryId(String parentMemoryId) {
             this.parentMemoryId = Objects.requireNonNull(parentMemoryId, "parentMemoryId");
+            return (B) this;
+        }
+
+        /**
+         * Whether {@link #getMessages()} starts with the inherited messages (read-only: {@code
+         * deleteMessage} indexes past them, {@code saveTo} leaves them out), so an agent's model
+         * sees what its parents shared. Default: on when {@link #parentMemoryId} is given.
+         */
+        public B includeInherited(boolean includeInherited) {
+            this.includeInherited = includeInherited;
             return (B) this;
         }
 

@@ -49,7 +49,8 @@ public class RemoteMemory extends AbstractRemoteMemory {
     /**
      * Creates a child of {@code parentMemoryId} on the server in one call (AgentScope's sub-agent
      * pattern) and returns a memory for it over the same connection. The child inherits the
-     * parent's SHARED and GLOBAL messages; its own messages are added with {@code visibility}.
+     * parent's SHARED and GLOBAL messages, which lead its {@code getMessages()}; its own messages
+     * are added with {@code visibility}.
      *
      * @throws RemoteMemoryException.NotFound when the parent does not exist
      * @throws RemoteMemoryException.AlreadyExists when {@code childMemoryId} is taken
@@ -64,7 +65,8 @@ public class RemoteMemory extends AbstractRemoteMemory {
                 .build();
         // Not retried: a second attempt after a lost reply would find the child already there.
         connection.call("ScopeService/CreateChild", false, () -> connection.scopeService().createChild(request));
-        return builder().connection(connection).memoryId(childMemoryId).visibility(visibility).build();
+        return builder().connection(connection).memoryId(childMemoryId).visibility(visibility)
+                .includeInherited(true).build();
     }
 
     // ---------------------------------------------------------------- StateModule
@@ -72,7 +74,8 @@ public class RemoteMemory extends AbstractRemoteMemory {
     /** Saves the messages under {@code memory_messages}, exactly as {@code InMemoryMemory} does. */
     @Override
     public void saveTo(Session session, SessionKey sessionKey) {
-        session.save(sessionKey, MESSAGES_KEY, getMessages());
+        // Its own messages only: inherited ones belong to (and are saved with) their origin.
+        session.save(sessionKey, MESSAGES_KEY, ownMessages());
     }
 
     /**
