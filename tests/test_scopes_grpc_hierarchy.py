@@ -9,6 +9,7 @@ import grpc
 import pytest
 
 from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2 as ltm_pb
+from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2_grpc as ltm_grpc
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
 from agentscope_memory._proto.agentscope.memory.v1 import scope_service_pb2 as scope_pb
@@ -179,6 +180,7 @@ async def test_bad_input_names_the_field(server) -> None:
     async with grpc.aio.insecure_channel(server.address) as channel:
         scopes = scope_grpc.ScopeServiceStub(channel)
         memories = pb_grpc.MemoryServiceStub(channel)
+        long_term = ltm_grpc.LongTermMemoryServiceStub(channel)
         await memories.CreateMemory(pb.CreateMemoryRequest(memory_id="m", kind=pb.MEMORY_KIND_IN_MEMORY))
         cases = [
             (scopes.SetParent(scope_pb.SetParentRequest(memory_id="", parent_memory_id="m")), "memory_id"),
@@ -201,6 +203,10 @@ async def test_bad_input_names_the_field(server) -> None:
             (scopes.GetLongTermLineage(scope_pb.GetLongTermLineageRequest(scope=ltm_pb.Scope(user_id=" "))), "scope"),
             (memories.AddMessages(pb.AddMessagesRequest(
                 memory_id="m", messages=[_msg()], visibility=7)), "visibility"),
+            (long_term.Record(ltm_pb.RecordRequest(
+                scope=ltm_pb.Scope(agent_name="a"), messages=[_msg()], visibility=9)), "visibility"),
+            (long_term.Record(ltm_pb.RecordRequest(
+                scope=ltm_pb.Scope(), messages=[_msg()], visibility=2)), "scope"),
         ]
         for call, field in cases:
             with pytest.raises(grpc.aio.AioRpcError) as err:

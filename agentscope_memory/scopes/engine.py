@@ -285,9 +285,16 @@ class ScopeEngine:
 
         if not isinstance(engine, HybridEngine):
             raise UnimplementedError("visibility: this server's long-term engine keeps LOCAL memories only")
+        from agentscope_memory.long_term.hybrid.records import recordable
+        from agentscope_memory.validation.long_term import check_record
+
+        # Validate before registering the key, so that a refused call stores nothing at all.
         scope.validate()
-        key = visible_key(scope, visibility)
-        await self._store.run(tenant, lambda tx: tx.scope_ltm_register(key, exact_key(scope), visibility), small=True)
+        check_record(msgs, metadata)
+        if recordable(msgs):
+            key = visible_key(scope, visibility)
+            await self._store.run(tenant, lambda tx: tx.scope_ltm_register(key, exact_key(scope), visibility),
+                                  small=True)
         return await engine.record(tenant, scope, msgs, metadata, visibility=visibility)
 
 
