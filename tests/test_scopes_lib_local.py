@@ -1,4 +1,4 @@
-"""Parent/child scopes in the clients' local mode (no server) and through the blocking client."""
+"""Parent/child scopes in the clients' local mode (no server): asyncio and blocking."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agentscope_memory.client import AsyncMemoryClient, MemoryClient
+from agentscope_memory.client import AsyncMemoryClient
 from agentscope_memory.client.scopes import AsyncScopeClient, ScopeClient
 from agentscope_memory.errors import FailedPreconditionError
 from agentscope_memory.long_term import Scope
@@ -39,20 +39,6 @@ async def test_local_mode_inherits_like_the_server(tmp_path: Path) -> None:
         assert [(m.text, m.inherited, m.scope) for m in found] == [("The launch date is 12 May", True, parent)]
         await scopes.delete_memory("父", force=True)
         assert (await scopes.lineage("子")).ancestors == []
-
-
-def test_blocking_clients(threaded_server) -> None:
-    with MemoryClient(threaded_server.address) as memories, ScopeClient(threaded_server.address) as scopes:
-        memories.create_memory("root")
-        scopes.create_child("root", "leaf")
-        scopes.add_messages("root", [Msg.create(MsgRole.USER, "for everyone")], visibility="GLOBAL")
-        memories.create_memory("stranger")
-        assert [m.message.text_content for m in scopes.get_inherited("stranger")] == ["for everyone"]
-        assert [m.distance for m in scopes.get_inherited("leaf")] == [1]
-        assert list(scopes.iter_children("root")) == ["leaf"]
-        assert scopes.lineage("leaf").ancestors == ["root"]
-        assert scopes.set_parent("leaf", None) == []
-        scopes.delete_memory("root")
 
 
 def test_blocking_local_mode(tmp_path: Path) -> None:
