@@ -8,7 +8,7 @@ import pytest
 
 from agentscope_memory.client import AsyncMemoryClient
 from agentscope_memory.client.scopes import AsyncScopeClient, ScopeClient
-from agentscope_memory.errors import FailedPreconditionError
+from agentscope_memory.errors import FailedPreconditionError, NotFoundError
 from agentscope_memory.long_term import Scope
 from agentscope_memory.message import Msg, MsgRole
 from agentscope_memory.service import ServiceSettings, build_service
@@ -42,7 +42,11 @@ async def test_local_mode_inherits_like_the_server(tmp_path: Path) -> None:
 
 
 def test_blocking_local_mode(tmp_path: Path) -> None:
+    child, parent = Scope(agent_name="子", user_id="u"), Scope(agent_name="父", user_id="u")
     with ScopeClient.local(ServiceSettings(data_dir=tmp_path, long_term_preload=False)) as scopes:
-        # Local mode shares nothing with another process: create through the scope client's service.
-        with pytest.raises(Exception, match="does not exist"):
+        assert scopes.set_long_term_parent(child, parent) == [parent]
+        assert scopes.long_term_lineage(parent).child_count == 1
+        with pytest.raises(FailedPreconditionError, match="cycle"):
+            scopes.set_long_term_parent(parent, child)
+        with pytest.raises(NotFoundError):
             scopes.lineage("nobody")
