@@ -50,3 +50,30 @@ def test_blocking_local_mode(tmp_path: Path) -> None:
             scopes.set_long_term_parent(parent, child)
         with pytest.raises(NotFoundError):
             scopes.lineage("nobody")
+
+
+async def test_child_hooks_run_in_the_creating_transaction(tmp_path: Path) -> None:
+    service = build_service(ServiceSettings(data_dir=tmp_path, long_term_preload=False))
+    async with service, AsyncMemoryClient.local(service) as memories, AsyncScopeClient.local(service) as scopes:
+        assert service.scopes is not None
+        await memories.create_memory("parent")
+        await memories.add_messages("parent", [Msg.create(MsgRole.USER, "x")])
+        seen = []
+
+        def copy_setting(tx, parent, child) -> None:
+            # What an engine with per-memory settings does: read the parent's, write the child's.
+            tx.kv_put(child.memory_id, "pools", tx.kv_get(parent.memory_id, "pools") or "[]")
+            seen.append((parent.memory_id, child.memory_id))
+
+        def refuse(tx, parent, child) -> None:
+            if child.memory_id == "refused":
+                raise FailedPreconditionError("pools: the parent's pool is gone")
+
+        service.scopes.child_hooks += [copy_setting, refuse]
+        await scopes.create_child("parent", "child")
+        assert seen == [("parent", "child")]
+        with pytest.raises(FailedPreconditionError, match="pools"):
+            await scopes.create_child("parent", "refused")
+        with pytest.raises(NotFoundError):
+            await memories.get_memory("refused")
+        assert [c async for c in scopes.iter_children("parent")] == ["child"]

@@ -88,6 +88,11 @@ class ScopeEngine:
         self._tokens = memories.tokens
         self._long_term = long_term
         self._clock = clock
+        # What else a child takes from its parent, run inside `create_child`'s transaction after
+        # the child is stored: `hook(tx, parent, child)`. An engine that keeps per-memory
+        # settings outside the memory's configuration (shared pools, say) adds one here; an
+        # error in a hook undoes the creation.
+        self.child_hooks: list[Callable[[Tx, MemoryRecord, MemoryRecord], None]] = []
 
     @staticmethod
     def _require(tx: Tx, memory_id: str, field: str = "memory_id") -> MemoryRecord:
@@ -147,6 +152,8 @@ class ScopeEngine:
             record = MemoryRecord(memory_id, child_kind, child_config, labels, now, now, 1)
             tx.insert_memory(record)
             chain = attach(tx, MEMORY_SPACE, memory_id, parent_memory_id, now, "parent_memory_id", "memory")
+            for hook in self.child_hooks:
+                hook(tx, parent, record)
             return MemoryInfo(record, 0), chain
 
         return await self._store.run(tenant, create, small=True)
