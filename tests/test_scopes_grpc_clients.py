@@ -18,6 +18,8 @@ def test_blocking_clients(threaded_server) -> None:
         memories.create_memory("stranger")
         assert [m.message.text_content for m in scopes.get_inherited("stranger")] == ["for everyone"]
         assert [m.distance for m in scopes.get_inherited("leaf")] == [1]
+        scopes.add_messages("leaf", [Msg.create(MsgRole.USER, "leaf's own")])
+        assert [m.text_content for m in scopes.get_context("leaf")] == ["for everyone", "leaf's own"]
         assert list(scopes.iter_children("root")) == ["leaf"]
         assert scopes.lineage("leaf").ancestors == ["root"]
         assert scopes.set_parent("leaf", None) == []

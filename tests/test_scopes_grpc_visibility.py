@@ -97,6 +97,8 @@ async def test_a_deleted_parent_message_is_no_longer_inherited(server) -> None:
         await scopes.create_child("planner", "worker")
         await scopes.add_messages("planner", [Msg.create(MsgRole.USER, t) for t in ("一", "二")], visibility="SHARED")
         assert [m.message.text_content for m in await scopes.get_inherited("worker")] == ["一", "二"]
+        await scopes.add_messages("worker", [Msg.create(MsgRole.USER, "三")])
+        assert [m.text_content for m in await scopes.get_context("worker")] == ["一", "二", "三"]
         await memories.delete_message("planner", 0)
         assert [m.message.text_content for m in await scopes.get_inherited("worker")] == ["二"]
         await memories.clear("planner")

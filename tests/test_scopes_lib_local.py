@@ -26,6 +26,8 @@ async def test_local_mode_inherits_like_the_server(tmp_path: Path) -> None:
         assert [(m.origin_memory_id, m.message.text_content, m.visibility, m.distance) for m in inherited] == [
             ("父", "共享", "SHARED", 1)]
         assert [c async for c in scopes.iter_children("父")] == ["子"]
+        await scopes.add_messages("子", [Msg.create(MsgRole.USER, "子的")])
+        assert [m.text_content for m in await scopes.get_context("子")] == ["共享", "子的"]
         with pytest.raises(FailedPreconditionError):
             await scopes.set_parent("父", "子")
         with pytest.raises(FailedPreconditionError, match="force"):

@@ -102,6 +102,10 @@ class AsyncScopeClient:
         self._metadata = metadata(api_key)
         self.timeout = timeout
         self.retry_policy = RetryPolicy(retries)
+        from agentscope_memory.client.aio import AsyncMemoryClient
+
+        # For consistent paged reads of a memory's own messages (its channel, not owned).
+        self._messages = AsyncMemoryClient(channel=self._channel, api_key=api_key, timeout=timeout, retries=retries)
 
     @staticmethod
     def local(service: "Service | ServiceSettings | None" = None) -> AsyncLocalScopeClient:
@@ -165,6 +169,11 @@ class AsyncScopeClient:
     async def get_inherited(self, memory_id: str) -> list[InheritedMessage]:
         return [m async for m in self.iter_inherited(memory_id)]
 
+    async def get_context(self, memory_id: str) -> list[Msg]:
+        """What a child agent's model should see: the inherited messages, then its own."""
+        inherited = [m.message for m in await self.get_inherited(memory_id)]
+        return inherited + await self._messages.get_messages(memory_id)
+
     async def add_messages(self, memory_id: str, msgs: Sequence[Msg], *, visibility: str = LOCAL,
                            request_id: str | None = None) -> int:
         """Append messages with a visibility (LOCAL, SHARED, GLOBAL); returns the count after."""
@@ -213,6 +222,9 @@ class ScopeClient:
         self._metadata = metadata(api_key)
         self.timeout = timeout
         self.retry_policy = RetryPolicy(retries)
+        from agentscope_memory.client.sync import MemoryClient
+
+        self._messages = MemoryClient(channel=self._channel, api_key=api_key, timeout=timeout, retries=retries)
 
     @staticmethod
     def local(service: "Service | ServiceSettings | None" = None) -> Any:
@@ -272,6 +284,10 @@ class ScopeClient:
 
     def get_inherited(self, memory_id: str) -> list[InheritedMessage]:
         return list(self.iter_inherited(memory_id))
+
+    def get_context(self, memory_id: str) -> list[Msg]:
+        """What a child agent's model should see: the inherited messages, then its own."""
+        return [m.message for m in self.get_inherited(memory_id)] + self._messages.get_messages(memory_id)
 
     def add_messages(self, memory_id: str, msgs: Sequence[Msg], *, visibility: str = LOCAL,
                      request_id: str | None = None) -> int:
@@ -363,6 +379,12 @@ class AsyncLocalScopeClient:
 
     async def get_inherited(self, memory_id: str) -> list[InheritedMessage]:
         return [m async for m in self.iter_inherited(memory_id)]
+
+    async def get_context(self, memory_id: str) -> list[Msg]:
+        """What a child agent's model should see: the inherited messages, then its own."""
+        service = await self._handle.get()
+        inherited = [m.message for m in await self.get_inherited(memory_id)]
+        return inherited + await service.memories.get_messages(self.tenant, memory_id)
 
     async def add_messages(self, memory_id: str, msgs: Sequence[Msg], *, visibility: str = LOCAL,
                            request_id: str | None = None) -> int:
