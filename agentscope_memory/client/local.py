@@ -100,7 +100,11 @@ class AsyncLocalMemoryClient(_LocalClient):
                 return
 
     async def delete_memory(self, memory_id: str) -> None:
-        await (await self._handle.get()).memories.delete_memory(self.tenant, memory_id)
+        service = await self._handle.get()
+        if service.scopes is not None:  # a parent with children is refused, as over gRPC
+            await service.scopes.delete_memory(self.tenant, memory_id)
+        else:
+            await service.memories.delete_memory(self.tenant, memory_id)
 
     async def add_messages(self, memory_id: str, msgs: Sequence[Msg], *, request_id: str | None = None) -> int:
         result = await (await self._handle.get()).memories.add_messages(self.tenant, memory_id, list(msgs), request_id)

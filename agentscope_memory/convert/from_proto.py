@@ -313,6 +313,9 @@ def long_term_item_from_proto(item: ltm_pb.LongTermMemoryItem) -> LongTermItem:
         last_accessed_at=item.last_accessed_at,
         access_count=item.access_count,
         source=parse_json_object(item.source_json, "source_json"),
+        # Parent/child scopes (visibility.proto: 2 SHARED, 3 GLOBAL, else LOCAL).
+        visibility={2: "SHARED", 3: "GLOBAL"}.get(item.visibility, "LOCAL"),
+        inherited=item.inherited,
     )
 
 

@@ -225,6 +225,9 @@ def long_term_item_to_proto(item: LongTermItem) -> ltm_pb.LongTermMemoryItem:
         last_accessed_at=item.last_accessed_at,
         access_count=item.access_count,
         source_json=to_json_text(item.source) if item.source else "",
+        # Parent/child scopes: LOCAL = 1, SHARED = 2, GLOBAL = 3 (visibility.proto).
+        visibility={"LOCAL": 1, "SHARED": 2, "GLOBAL": 3}.get(item.visibility, 1),  # type: ignore[arg-type]
+        inherited=item.inherited,
     )
     if item.score is not None:
         out.score = item.score

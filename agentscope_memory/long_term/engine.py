@@ -70,6 +70,10 @@ class LongTermItem:
     source: dict[str, Any] = field(default_factory=dict)
     # Search results of the ranked search: every component of `score` (a `ranking.Scores`).
     scores: Any = None
+    # Parent/child scopes (agentscope_memory/scopes): LOCAL, SHARED or GLOBAL, and on search
+    # results whether the searched scope inherited it (`scope` is then its origin).
+    visibility: str = "LOCAL"
+    inherited: bool = False
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from agentscope_memory.short_term.auto_context.summarizers import ExtractiveSumm
 from agentscope_memory.short_term.in_memory import InMemoryKind
 from agentscope_memory.short_term.manager import MemoryManager
 from agentscope_memory.store import Store, open_store
+from agentscope_memory.scopes.engine import ScopeEngine
 
 log = logging.getLogger("agentscope_memory.service")
 
@@ -57,6 +58,8 @@ class Service:
     pools: None = None
     # Reflection, consolidation and compressed recall (lifecycle/); None without long-term memory.
     reflect_lifecycle: ReflectLifecycle | None = None
+    # Parent/child scopes (scopes/): hierarchy, visibility, inherited reads; built by `build_service`.
+    scopes: ScopeEngine | None = None
     _starting: list[asyncio.Task[None]] = field(default_factory=list)
     _started: bool = False
     _closed: bool = False
@@ -188,4 +191,5 @@ def build_service(settings: ServiceSettings | None = None) -> Service:
 
         if isinstance(service.long_term, HybridEngine):
             service.reflect_lifecycle = build_reflect_lifecycle(service.long_term, _chat_client(settings), jobs, settings)
+    service.scopes = ScopeEngine(memories, service.long_term)
     return service

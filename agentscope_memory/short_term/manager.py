@@ -255,8 +255,12 @@ class MemoryManager:
         return encoded
 
     async def add_messages(
-        self, tenant: str, memory_id: str, msgs: Sequence[Msg], request_id: str | None = None
+        self, tenant: str, memory_id: str, msgs: Sequence[Msg], request_id: str | None = None,
+        after_add: Callable[[Tx, MemoryRecord, int], None] | None = None, fingerprint_extra: str = "",
     ) -> AddResult:
+        """Append `msgs`. `after_add(tx, record, count)` runs in the same transaction after the
+        messages are stored (not on a replay): parent/child scopes mark their visibility, which
+        `fingerprint_extra` adds to what a retried `request_id` must repeat."""
         check_id(memory_id, "memory_id")
         request_id = check_request_id(request_id or "")
         encoded = self._encode_batch(msgs)
@@ -264,6 +268,8 @@ class MemoryManager:
         for item in encoded:
             digest.update(len(item.data).to_bytes(8, "big"))
             digest.update(item.data)
+        if fingerprint_extra:
+            digest.update(fingerprint_extra.encode("utf-8"))
         fingerprint = digest.hexdigest()
         small = sum(len(item.data) for item in encoded) < SMALL_TRANSACTION_BYTES
         await self.tokens.ready()
@@ -281,6 +287,8 @@ class MemoryManager:
                     return AddResult(first["message_count"], first["version"], replayed=True)
             handler = self.handler(record.kind)
             handler.add(tx, record, encoded)
+            if after_add is not None:
+                after_add(tx, record, len(encoded))
             version = tx.touch_memory(memory_id)
             result = AddResult(handler.count(tx, record), version, replayed=False,
                                etag=self.message_etag(tenant, replace(record, version=version)),

@@ -20,6 +20,8 @@ from agentscope_memory._proto.agentscope.memory.v1 import (
     long_term_memory_service_pb2_grpc,
     memory_service_pb2,
     memory_service_pb2_grpc,
+    scope_service_pb2,
+    scope_service_pb2_grpc,
     state_service_pb2,
     state_service_pb2_grpc,
 )
@@ -34,6 +36,7 @@ from agentscope_memory_server.errors import unimplemented
 from agentscope_memory_server.http_server import HttpServer, serve_asgi
 from agentscope_memory_server.long_term_servicer import LongTermServicer
 from agentscope_memory_server.memory_servicer import MemoryServicer
+from agentscope_memory_server.scope_servicer import ScopeServicer
 from agentscope_memory_server.metrics import Metrics, MetricsInterceptor
 from agentscope_memory_server.reflection_docs import documented_pool
 from agentscope_memory_server.reflection_v1 import enable_reflection
@@ -49,6 +52,7 @@ SERVICE_NAMES = (
     state_service_pb2.DESCRIPTOR.services_by_name["StateService"].full_name,
     agent_state_service_pb2.DESCRIPTOR.services_by_name["AgentStateService"].full_name,
     "agentscope.memory.v1.LongTermLifecycleService",
+    scope_service_pb2.DESCRIPTOR.services_by_name["ScopeService"].full_name,
 )
 
 
@@ -150,15 +154,16 @@ async def _serve(settings: Settings, service: Service, tracing: Tracing | None =
     interceptors.append(DecodeErrorInterceptor())
     server = grpc.aio.server(options=options, interceptors=interceptors)
     memory_service_pb2_grpc.add_MemoryServiceServicer_to_server(
-        MemoryServicer(service.memories, service.auto_context), server
+        MemoryServicer(service.memories, service.auto_context, service.scopes), server
     )
+    if service.scopes is not None:
+        scope_service_pb2_grpc.add_ScopeServiceServicer_to_server(ScopeServicer(service.scopes), server)
     if service.long_term is not None and service.turns is not None:
-        long_term_memory_service_pb2_grpc.add_LongTermMemoryServiceServicer_to_server(
-            LongTermServicer(service.long_term, service.turns, service.memories.tokens,
-                             service.memories.limits.max_page_bytes,
-                             compressed=service.reflect_lifecycle.compressed if service.reflect_lifecycle else None),
-            server
-        )
+        long_term_servicer = LongTermServicer(
+            service.long_term, service.turns, service.memories.tokens, service.memories.limits.max_page_bytes,
+            compressed=service.reflect_lifecycle.compressed if service.reflect_lifecycle else None)
+        long_term_servicer.scopes = service.scopes
+        long_term_memory_service_pb2_grpc.add_LongTermMemoryServiceServicer_to_server(long_term_servicer, server)
     else:
         long_term_memory_service_pb2_grpc.add_LongTermMemoryServiceServicer_to_server(
             _placeholder(

@@ -21,8 +21,10 @@ from agentscope_memory.convert.to_proto import (
     msg_to_proto,
     tool_schema_to_proto,
 )
+from agentscope_memory.convert.scopes import visibility_from_proto
 from agentscope_memory.errors import FailedPreconditionError, InvalidArgumentError
 from agentscope_memory.lifecycle.compressed import CompressedSearch
+from agentscope_memory.scopes.engine import ScopeEngine
 from agentscope_memory.long_term.engine import LongTermEngine
 from agentscope_memory.long_term.paging import list_page
 from agentscope_memory.paging import PageTokens
@@ -46,12 +48,18 @@ class LongTermServicer(pb_grpc.LongTermMemoryServiceServicer):
         self.turns = turns
         self.tokens = tokens or PageTokens(None)
         self.max_page_bytes = max_page_bytes
+        # Parent/child scopes: records with a visibility (set by the app).
+        self.scopes: ScopeEngine | None = None
 
     @grpc_errors
     async def Record(self, request: pb.RecordRequest, context: grpc.aio.ServicerContext) -> pb.RecordResponse:
         metadata = parse_json_object(request.metadata_json, "metadata_json")
         msgs = msgs_from_proto(request.messages)
-        items = await self.engine.record(tenant_of(context), scope_from_proto(request.scope), msgs, metadata)
+        if request.visibility and self.scopes is not None:
+            items = await self.scopes.record_long_term(tenant_of(context), scope_from_proto(request.scope), msgs,
+                                                       metadata, visibility_from_proto(request.visibility))
+        else:
+            items = await self.engine.record(tenant_of(context), scope_from_proto(request.scope), msgs, metadata)
         return pb.RecordResponse(memories=[long_term_item_to_proto(i) for i in items])
 
     @grpc_errors

@@ -8,6 +8,8 @@ from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as 
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
 from agentscope_memory.convert.from_proto import auto_context_config_from_proto, kind_from_proto, msgs_from_proto
 from agentscope_memory.convert.to_proto import memory_to_proto
+from agentscope_memory.convert.scopes import visibility_from_proto
+from agentscope_memory.scopes.engine import ScopeEngine
 from agentscope_memory.short_term.auto_context.service import AutoContextService
 from agentscope_memory.short_term.description import describe
 from agentscope_memory.short_term.manager import MemoryInfo, MemoryManager
@@ -22,9 +24,12 @@ def _memory(info: MemoryInfo) -> pb.Memory:
 
 
 class MemoryServicer(AutoContextRpcs, pb_grpc.MemoryServiceServicer):
-    def __init__(self, manager: MemoryManager, auto_context: AutoContextService) -> None:
+    def __init__(self, manager: MemoryManager, auto_context: AutoContextService,
+                 scopes: ScopeEngine | None = None) -> None:
         self.manager = manager
         self.auto_context = auto_context
+        # Parent/child scopes: deleting a parent, and messages added SHARED or GLOBAL.
+        self.scopes = scopes
 
     @grpc_errors
     async def CreateMemory(self, request: pb.CreateMemoryRequest, context: grpc.aio.ServicerContext) -> pb.CreateMemoryResponse:
@@ -60,15 +65,24 @@ class MemoryServicer(AutoContextRpcs, pb_grpc.MemoryServiceServicer):
 
     @grpc_errors
     async def DeleteMemory(self, request: pb.DeleteMemoryRequest, context: grpc.aio.ServicerContext) -> pb.DeleteMemoryResponse:
-        await self.manager.delete_memory(tenant_of(context), request.memory_id)
+        if self.scopes is not None:
+            await self.scopes.delete_memory(tenant_of(context), request.memory_id, request.force)
+        else:
+            await self.manager.delete_memory(tenant_of(context), request.memory_id)
         return pb.DeleteMemoryResponse()
 
     @grpc_errors
     async def AddMessages(self, request: pb.AddMessagesRequest, context: grpc.aio.ServicerContext) -> pb.AddMessagesResponse:
         msgs = msgs_from_proto(request.messages)
-        result = await self.manager.add_messages(
-            tenant_of(context), request.memory_id, msgs, request.request_id or None
-        )
+        if request.visibility and self.scopes is not None:
+            result = await self.scopes.add_messages(
+                tenant_of(context), request.memory_id, msgs, request.request_id or None,
+                visibility_from_proto(request.visibility),
+            )
+        else:
+            result = await self.manager.add_messages(
+                tenant_of(context), request.memory_id, msgs, request.request_id or None
+            )
         return pb.AddMessagesResponse(
             message_count=result.message_count, replayed=result.replayed, version=result.version,
             etag=result.etag, previous_etag=result.previous_etag,

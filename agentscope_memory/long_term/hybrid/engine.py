@@ -56,6 +56,7 @@ from agentscope_memory.long_term.hybrid.records import MAX_TEXT_CHARS, content_h
 from agentscope_memory.long_term.importance import ImportanceScorer
 from agentscope_memory.long_term.router import QueryRouter
 from agentscope_memory.long_term.text import tokenize
+from agentscope_memory.scopes.long_term import LongTermScopes, visibility_of_key, visible_key
 from agentscope_memory.message import Msg
 from agentscope_memory.validation.ids import check_id
 from agentscope_memory.validation.messages import check_json_value
@@ -118,6 +119,7 @@ def item_of(row: LongTermRow, scores: Scores | None = None) -> LongTermItem:
         access_count=row.access_count,
         source=dict(row.source),
         scores=scores,
+        visibility=visibility_of_key(row.scope_key),
     )
 
 
@@ -161,6 +163,8 @@ class HybridEngine:
         # Job kinds queued (payload {"scope": [agent, user, run]}) in the transaction that
         # stores new facts of a scope: the lifecycle's background checks (reflection).
         self.fact_jobs: list[str] = []
+        # Parent/child scopes: adds inherited keys to searches and marks inherited results.
+        self.scopes: LongTermScopes | None = LongTermScopes()
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -218,9 +222,11 @@ class HybridEngine:
     # -- record -------------------------------------------------------------------------------
 
     async def record(
-        self, tenant: str, scope: Scope, msgs: Sequence[Msg | None], metadata: dict[str, Any] | None = None
+        self, tenant: str, scope: Scope, msgs: Sequence[Msg | None], metadata: dict[str, Any] | None = None,
+        visibility: str = "LOCAL",
     ) -> list[LongTermItem]:
-        """Store each new recordable message verbatim, once per exact scope."""
+        """Store each new recordable message verbatim, once per exact scope (and visibility:
+        see `scopes/long_term.py`)."""
         scope.validate()
         _check_metadata(metadata, "metadata_json")
         check_record(msgs, metadata)
@@ -231,7 +237,7 @@ class HybridEngine:
         lex = [" ".join(tokenize(" ".join(texts[max(0, i - CONTEXT_MESSAGES) : i + 1]))) for i in range(len(texts))]
         rows = []
         now = self._clock()
-        key = scope_key(scope)
+        key = visible_key(scope, visibility)
         seen: set[str] = set()
         for r, terms in zip(recorded, lex, strict=True):
             digest = content_hash(r.text)
@@ -244,15 +250,16 @@ class HybridEngine:
                 memory_type="message", created=now, updated=now, last_accessed=now, content_hash=digest,
                 source={"role": r.role, **({"message_ids": [r.message_id]} if r.message_id else {})},
             ))
-        return [item_of(row) for row in await self.insert(tenant, scope, rows, score_round=self.settings.scoring)]
+        return [item_of(row) for row in await self.insert(tenant, scope, rows, score_round=self.settings.scoring,
+                                                           key=key)]
 
     async def insert(self, tenant: str, scope: Scope, rows: list[LongTermRow], *, score_round: bool = False,
-                     history_detail: dict[str, Any] | None = None) -> list[LongTermRow]:
+                     history_detail: dict[str, Any] | None = None, key: str | None = None) -> list[LongTermRow]:
         """Insert `rows` of one exact scope that it does not hold yet (embedding them in one
         batch); returns those inserted. With `score_round`, queue the round's scoring job in the
-        same transaction."""
+        same transaction. `key` is the rows' scope key when not the scope's own (a visibility)."""
         embedder = await self._ready()
-        key = scope_key(scope)
+        key = key or scope_key(scope)
         async with self._lock(tenant, key):
             hashes = [r.content_hash for r in rows]
             known = await self._store.run(tenant, lambda tx: tx.ltm_existing_hashes(key, hashes), write=False)
@@ -364,9 +371,7 @@ class HybridEngine:
             domains = tuple(d for d in where.domains if d == domain) if where.domains else (domain, "")
             where = LongTermFilter(where.memory_types, domains, where.created_after, where.created_before, where.metadata)
         embedder = await self._ready()
-        keys = await self._store.run(
-            tenant, lambda tx: tx.ltm_scope_keys(scope.agent_name, scope.user_id, scope.run_name), write=False, small=True
-        )
+        keys = await self._store.run(tenant, lambda tx: self._search_keys(tx, scope), write=False, small=True)
         if not keys:
             return [], domain
         need_dense = options.ranking != "lexical"
@@ -410,7 +415,14 @@ class HybridEngine:
         best = sorted(scores, key=lambda m: (-scores[m].final, m))[: options.top_k]
         if best:
             self._touch_later(tenant, best, now)
-        return [item_of(rows[m], scores[m]) for m in best], domain
+        items = [item_of(rows[m], scores[m]) for m in best]
+        if self.scopes is not None:
+            self.scopes.tag(scope, items)
+        return items, domain
+
+    def _search_keys(self, tx: Tx, scope: Scope) -> builtins.list[str]:
+        keys = tx.ltm_scope_keys(scope.agent_name, scope.user_id, scope.run_name)
+        return self.scopes.search_keys(tx, scope, keys) if self.scopes is not None else keys
 
     def _touch_later(self, tenant: str, memory_ids: list[str], now: float) -> None:
         async def touch() -> None:

@@ -15,9 +15,11 @@ from agentscope_memory.store.sql.long_term import LongTermStatements
 from agentscope_memory.store.sql.memories import REQUEST_TTL_S, MemoryStatements
 from agentscope_memory.store.sql.meta import MetaStatements
 from agentscope_memory.store.sql.schema import SHARED_SCHEMA
+from agentscope_memory.store.sql.scopes import ScopeStatements
 
 __all__ = ["Dialect", "REQUEST_TTL_S", "SHARED_SCHEMA", "SqlTx"]
 
 
-class SqlTx(LifecycleReflectStatements, MemoryStatements, MetaStatements, JobStatements, AgentStateStatements, LongTermStatements):
+class SqlTx(LifecycleReflectStatements, MemoryStatements, MetaStatements, JobStatements, AgentStateStatements,
+            LongTermStatements, ScopeStatements):
     """A tenant's view inside one SQL transaction (the `Tx` protocol)."""

@@ -19,6 +19,8 @@ TABLES = (
     "agent_state_items",
     # long-term memory (`long_term.py`)
     "ltm", "ltm_scopes", "ltm_history",
+    # parent/child scopes (`scopes.py`)
+    "scope_links", "scope_locks", "scope_marks", "scope_ltm_keys",
 )
 
 

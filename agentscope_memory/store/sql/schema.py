@@ -62,3 +62,8 @@ CREATE TABLE IF NOT EXISTS {agent_state_items} (
     PRIMARY KEY (tenant, user_id, session_id, key, idx)
 );
 """ % SCHEMA_VERSION
+
+# Parent/child scopes (store/sql/scopes.py).
+from agentscope_memory.store.sql.scopes import SCOPES_SCHEMA  # noqa: E402
+
+SHARED_SCHEMA += SCOPES_SCHEMA

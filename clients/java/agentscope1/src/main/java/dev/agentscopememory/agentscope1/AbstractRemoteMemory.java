@@ -6,6 +6,7 @@ import dev.agentscopememory.client.MemoryKind;
 import dev.agentscopememory.client.RemoteConnection;
 import dev.agentscopememory.client.PagedRead;
 import dev.agentscopememory.client.RemoteMemoryException;
+import dev.agentscopememory.client.Visibility;
 import dev.agentscopememory.client.internal.WireEnums;
 import dev.agentscopememory.grpc.v1.AddMessagesRequest;
 import dev.agentscopememory.grpc.v1.AddMessagesResponse;
@@ -16,6 +17,10 @@ import dev.agentscopememory.grpc.v1.DeleteMessageRequest;
 import dev.agentscopememory.grpc.v1.GetMemoryRequest;
 import dev.agentscopememory.grpc.v1.GetMessagesRequest;
 import dev.agentscopememory.grpc.v1.GetMessagesResponse;
+import dev.agentscopememory.grpc.v1.InheritedMessage;
+import dev.agentscopememory.grpc.v1.ListInheritedMessagesRequest;
+import dev.agentscopememory.grpc.v1.ListInheritedMessagesResponse;
+import dev.agentscopememory.grpc.v1.SetParentRequest;
 import io.agentscope.core.memory.Memory;
 import io.agentscope.core.message.Msg;
 import io.agentscope.core.util.JsonUtils;
@@ -58,6 +63,10 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     private final int pageSize;
     private final MemoryKind kind;
     private final AutoContextConfig autoContextConfig;
+    /** Parent/child scopes: the parent set on first use (null: none), and how adds are marked. */
+    private final String parentMemoryId;
+    private final Visibility visibility;
+    private final boolean includeInherited;
     private volatile boolean ensured;
     /** Serialises first-use creation; private so no caller can hold it and stall our calls. */
     private final Object createLock = new Object();
@@ -92,6 +101,9 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         this.pageSize = b.pageSize;
         this.kind = kind;
         this.autoContextConfig = config;
+        this.parentMemoryId = b.parentMemoryId == null ? null : Ids.checkId(b.parentMemoryId, "parent_memory_id");
+        this.visibility = b.visibility;
+        this.includeInherited = b.includeInherited != null ? b.includeInherited : b.parentMemoryId != null;
     }
 
     /** The id of the memory on the server. */
@@ -148,6 +160,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
                 .setMemoryId(memoryId)
                 .addAllMessages(batch)
                 .setRequestId(UUID.randomUUID().toString())
+                .setVisibility(visibility.toProto())
                 .build();
         Snapshot before = snapshot.get();
         AddMessagesResponse response = connection.call("MemoryService/AddMessages", true,
@@ -175,6 +188,20 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
      */
     @Override
     public List<Msg> getMessages() {
+        List<Msg> own = ownMessages();
+        if (!includeInherited) {
+            return own;
+        }
+        List<Msg> all = getInheritedMessages();
+        all.addAll(own);
+        return all;
+    }
+
+    /**
+     * This memory's own messages, without inherited ones (what {@link #getMessages()} returns
+     * unless {@code includeInherited}); what {@code saveTo} saves.
+     */
+    public List<Msg> ownMessages() {
         ensureMemory();
         for (int attempt = 1; ; attempt++) {
             Snapshot cached = snapshot.get();
@@ -257,9 +284,18 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         if (index < 0) {
             return;
         }
+        if (includeInherited) {
+            // Inherited messages come first in getMessages() and are read-only here.
+            int inherited = getInheritedMessages().size();
+            if (index < inherited) {
+                return;
+            }
+            index -= inherited;
+        }
         ensureMemory();
+        int ownIndex = index;
         DeleteMessageRequest request =
-                DeleteMessageRequest.newBuilder().setMemoryId(memoryId).setIndex(index).build();
+                DeleteMessageRequest.newBuilder().setMemoryId(memoryId).setIndex(ownIndex).build();
         snapshot.set(null);
         // Not retried: deleting "the message at i" twice would delete two messages.
         connection.call("MemoryService/DeleteMessage", false,
@@ -273,6 +309,29 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         snapshot.set(null);
         connection.call("MemoryService/ClearMessages", true,
                 () -> connection.memoryService().clearMessages(request));
+    }
+
+    /**
+     * The messages this memory inherits, read-only and in the server's order: its ancestors'
+     * SHARED and GLOBAL messages (the root's first), then the tenant's other GLOBAL messages. They
+     * lead {@link #getMessages()} only when the builder's {@code includeInherited} is on (the
+     * default for a memory built with a parent), and are never part of its saved state.
+     */
+    public List<Msg> getInheritedMessages() {
+        ensureMemory();
+        List<dev.agentscopememory.grpc.v1.Msg> wire = new ArrayList<>();
+        String token = "";
+        do {
+            ListInheritedMessagesRequest request = ListInheritedMessagesRequest.newBuilder()
+                    .setMemoryId(memoryId).setPageSize(pageSize).setPageToken(token).build();
+            ListInheritedMessagesResponse page = connection.call("ScopeService/ListInheritedMessages", true,
+                    () -> connection.scopeService().listInheritedMessages(request));
+            for (InheritedMessage m : page.getMessagesList()) {
+                wire.add(m.getMessage());
+            }
+            token = page.getNextPageToken();
+        } while (!token.isEmpty());
+        return MsgConverter.fromProto(wire);
     }
 
     /** How many messages {@link #getMessages()} would return, without transferring them. */
@@ -305,6 +364,11 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
             CreateMemoryRequest built = request.build();
             connection.call("MemoryService/CreateMemory", true,
                     () -> connection.memoryService().createMemory(built));
+            if (parentMemoryId != null) {
+                SetParentRequest parent = SetParentRequest.newBuilder()
+                        .setMemoryId(memoryId).setParentMemoryId(parentMemoryId).build();
+                connection.call("ScopeService/SetParent", true, () -> connection.scopeService().setParent(parent));
+            }
             ensured = true;
         }
     }
@@ -323,7 +387,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
      * @return the messages added, empty when no call was pending
      */
     public List<Msg> closePendingToolCalls(String agentName) {
-        List<Msg> added = PendingToolCalls.interruptedResults(getMessages(), agentName);
+        List<Msg> added = PendingToolCalls.interruptedResults(ownMessages(), agentName);
         if (!added.isEmpty()) {
             addMessages(added);
             log.warn("memory {}: answered {} interrupted tool call(s) with an error result", memoryId, added.size());
@@ -349,8 +413,36 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         private boolean createIfMissing = true;
         private final Map<String, String> labels = new LinkedHashMap<>();
         private int pageSize;
+        private String parentMemoryId;
+        private Visibility visibility = Visibility.LOCAL;
+        private Boolean includeInherited;
 
         protected AbstractBuilder() {}
+
+        /**
+         * Make the memory a child of this one when it is first used (the parent must exist): it
+         * then inherits the parent's SHARED and GLOBAL messages ({@link #getInheritedMessages()}).
+         */
+        public B parentMemoryId(String parentMemoryId) {
+            this.parentMemoryId = Objects.requireNonNull(parentMemoryId, "parentMemoryId");
+            return (B) this;
+        }
+
+        /**
+         * Whether {@link #getMessages()} starts with the inherited messages (read-only: {@code
+         * deleteMessage} indexes past them, {@code saveTo} leaves them out), so an agent's model
+         * sees what its parents shared. Default: on when {@link #parentMemoryId} is given.
+         */
+        public B includeInherited(boolean includeInherited) {
+            this.includeInherited = includeInherited;
+            return (B) this;
+        }
+
+        /** The visibility of the messages this client adds (default {@link Visibility#LOCAL}). */
+        public B visibility(Visibility visibility) {
+            this.visibility = Objects.requireNonNull(visibility, "visibility");
+            return (B) this;
+        }
 
         /** Share an existing connection (its deadline, API key and retries apply). */
         public B connection(RemoteConnection connection) {

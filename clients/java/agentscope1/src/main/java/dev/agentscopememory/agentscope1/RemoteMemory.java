@@ -1,6 +1,7 @@
 package dev.agentscopememory.agentscope1;
 
 import dev.agentscopememory.client.MemoryKind;
+import dev.agentscopememory.client.RemoteConnection;
 import dev.agentscopememory.client.RemoteMemoryException;
 import dev.agentscopememory.client.RemoteState;
 import dev.agentscopememory.grpc.v1.JsonList;
@@ -45,12 +46,36 @@ public class RemoteMemory extends AbstractRemoteMemory {
         return new Builder();
     }
 
+    /**
+     * Creates a child of {@code parentMemoryId} on the server in one call (AgentScope's sub-agent
+     * pattern) and returns a memory for it over the same connection. The child inherits the
+     * parent's SHARED and GLOBAL messages, which lead its {@code getMessages()}; its own messages
+     * are added with {@code visibility}.
+     *
+     * @throws RemoteMemoryException.NotFound when the parent does not exist
+     * @throws RemoteMemoryException.AlreadyExists when {@code childMemoryId} is taken
+     */
+    public static RemoteMemory createChild(RemoteConnection connection, String parentMemoryId, String childMemoryId,
+            dev.agentscopememory.client.Visibility visibility) {
+        dev.agentscopememory.grpc.v1.CreateChildRequest request = dev.agentscopememory.grpc.v1.CreateChildRequest
+                .newBuilder()
+                .setParentMemoryId(dev.agentscopememory.client.Ids.checkId(parentMemoryId, "parent_memory_id"))
+                .setMemoryId(dev.agentscopememory.client.Ids.checkId(childMemoryId, "memory_id"))
+                .setKind(dev.agentscopememory.grpc.v1.MemoryKind.MEMORY_KIND_IN_MEMORY)
+                .build();
+        // Not retried: a second attempt after a lost reply would find the child already there.
+        connection.call("ScopeService/CreateChild", false, () -> connection.scopeService().createChild(request));
+        return builder().connection(connection).memoryId(childMemoryId).visibility(visibility)
+                .includeInherited(true).build();
+    }
+
     // ---------------------------------------------------------------- StateModule
 
     /** Saves the messages under {@code memory_messages}, exactly as {@code InMemoryMemory} does. */
     @Override
     public void saveTo(Session session, SessionKey sessionKey) {
-        session.save(sessionKey, MESSAGES_KEY, getMessages());
+        // Its own messages only: inherited ones belong to (and are saved with) their origin.
+        session.save(sessionKey, MESSAGES_KEY, ownMessages());
     }
 
     /**

@@ -159,6 +159,12 @@ public final class RemoteConnection implements AutoCloseable {
                 .withDeadlineAfter(deadline.toNanos(), TimeUnit.NANOSECONDS);
     }
 
+    /** A blocking {@code ScopeService} stub (parent/child scopes) with this connection's deadline, as {@link #memoryService()}. */
+    public dev.agentscopememory.grpc.v1.ScopeServiceGrpc.ScopeServiceBlockingStub scopeService() {
+        return dev.agentscopememory.grpc.v1.ScopeServiceGrpc.newBlockingStub(channel)
+                .withDeadlineAfter(attemptNanos(), TimeUnit.NANOSECONDS);
+    }
+
     /** A blocking {@code AgentStateService} stub with this connection's deadline, as {@link #memoryService()}. */
     public dev.agentscopememory.grpc.v1.AgentStateServiceGrpc.AgentStateServiceBlockingStub agentStateService() {
         return dev.agentscopememory.grpc.v1.AgentStateServiceGrpc.newBlockingStub(channel)

@@ -1,0 +1,120 @@
+package dev.agentscopememory.agentscope1;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import dev.agentscopememory.client.RemoteConnection;
+import dev.agentscopememory.client.RemoteMemoryException;
+import dev.agentscopememory.client.TestServer;
+import dev.agentscopememory.client.Visibility;
+import io.agentscope.core.message.Msg;
+import io.agentscope.core.message.MsgRole;
+import io.agentscope.core.ReActAgent;
+import io.agentscope.core.message.ContentBlock;
+import io.agentscope.core.message.TextBlock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** Parent/child scopes through the 1.x {@link RemoteMemory}: builder options and createChild. */
+class ScopesTest {
+
+    private static TestServer server;
+    private static RemoteConnection connection;
+
+    @BeforeAll
+    static void start() throws Exception {
+        server = TestServer.shared();
+        connection = RemoteConnection.builder().target(server.target()).deadline(Duration.ofSeconds(20)).build();
+    }
+
+    @AfterAll
+    static void stop() {
+        connection.close();
+    }
+
+    static Msg user(String text) {
+        return Msg.builder().role(MsgRole.USER).name("user").textContent(text).build();
+    }
+
+    static List<String> texts(List<Msg> messages) {
+        List<String> out = new ArrayList<>();
+        for (Msg m : messages) {
+            out.add(m.getTextContent());
+        }
+        return out;
+    }
+
+    @Test
+    void childrenInheritSharedAndGlobalMessagesButNotLocalOnes() {
+        String id = "规划者-" + UUID.randomUUID();
+        RemoteMemory planner = RemoteMemory.builder().connection(connection).memoryId(id).build();
+        planner.addMessage(user("草稿: 只给自己看"));
+        RemoteMemory plannerShared = RemoteMemory.builder().connection(connection).memoryId(id)
+                .visibility(Visibility.SHARED).build();
+        plannerShared.addMessage(user("目标: 比较三家供应商"));
+
+        RemoteMemory researcher = RemoteMemory.createChild(connection, id, id + "/研究员", Visibility.LOCAL);
+        researcher.addMessage(user("researcher's own note"));
+        assertEquals(List.of("目标: 比较三家供应商"), texts(researcher.getInheritedMessages()));
+        // The child's model sees the inherited message first; its own come after, and only its
+        // own can be deleted or are saved.
+        assertEquals(List.of("目标: 比较三家供应商", "researcher's own note"), texts(researcher.getMessages()));
+        assertEquals(List.of("researcher's own note"), texts(researcher.ownMessages()));
+        researcher.deleteMessage(0);
+        assertEquals(2, researcher.getMessages().size());
+        io.agentscope.core.session.InMemorySession session = new io.agentscope.core.session.InMemorySession();
+        io.agentscope.core.state.SessionKey key = io.agentscope.core.state.SimpleSessionKey.of("s-" + UUID.randomUUID());
+        researcher.saveTo(session, key);
+        assertEquals(List.of("researcher's own note"),
+                texts(session.getList(key, RemoteMemory.MESSAGES_KEY, Msg.class)));
+        researcher.deleteMessage(1);
+        assertEquals(List.of("目标: 比较三家供应商"), texts(researcher.getMessages()));
+        researcher.addMessage(user("researcher's own note"));
+        RemoteMemory plainView = RemoteMemory.builder().connection(connection).memoryId(id + "/研究员").build();
+        assertEquals(List.of("researcher's own note"), texts(plainView.getMessages()));
+        assertEquals(List.of("草稿: 只给自己看", "目标: 比较三家供应商"), texts(planner.getMessages()));
+        assertEquals(List.of(), planner.getInheritedMessages());
+
+        // A grandchild declared with the builder is attached on first use.
+        RemoteMemory writer = RemoteMemory.builder().connection(connection).memoryId(id + "/作者")
+                .parentMemoryId(id + "/研究员").build();
+        assertEquals(List.of("目标: 比较三家供应商"), texts(writer.getInheritedMessages()));
+
+        assertThrows(RemoteMemoryException.AlreadyExists.class,
+                () -> RemoteMemory.createChild(connection, id, id + "/研究员", Visibility.LOCAL));
+        assertThrows(RemoteMemoryException.NotFound.class,
+                () -> RemoteMemory.createChild(connection, "没有-" + UUID.randomUUID(), "孤儿", Visibility.LOCAL));
+        RemoteMemory orphan = RemoteMemory.builder().connection(connection).memoryId("orphan-" + UUID.randomUUID())
+                .parentMemoryId("missing-" + UUID.randomUUID()).build();
+        assertThrows(RemoteMemoryException.NotFound.class, orphan::getMessages);
+    }
+
+    @Test
+    void aSubAgentsModelSeesWhatItsParentShared() {
+        String id = "lead-" + UUID.randomUUID();
+        RemoteMemory lead = RemoteMemory.builder().connection(connection).memoryId(id)
+                .visibility(Visibility.SHARED).build();
+        lead.addMessage(user("The customer is Acme; budget 5000 EUR."));
+        RemoteMemory privateNotes = RemoteMemory.builder().connection(connection).memoryId(id).build();
+        privateNotes.addMessage(user("lead's private scratch"));
+
+        List<List<ContentBlock>> script = List.of(List.of(TextBlock.builder().text("Acme, 5000 EUR").build()));
+        ScriptedModel model = new ScriptedModel(script);
+        RemoteMemory memory = RemoteMemory.createChild(connection, id, id + "/helper", Visibility.LOCAL);
+        ReActAgent helper = ReActAgent.builder().name("Helper").sysPrompt("You help.").model(model)
+                .memory(memory).maxIters(2).build();
+        helper.call(user("Who is the customer?")).block(Duration.ofSeconds(60));
+
+        List<String> seen = texts(model.calls().get(0));
+        assertEquals(true, seen.contains("The customer is Acme; budget 5000 EUR."), seen.toString());
+        assertEquals(false, seen.contains("lead's private scratch"), seen.toString());
+        // The helper's own history holds its turn only; the lead's memory is unchanged.
+        assertEquals(List.of("Who is the customer?", "Acme, 5000 EUR"), texts(memory.ownMessages()));
+        assertEquals(List.of("The customer is Acme; budget 5000 EUR.", "lead's private scratch"), texts(lead.getMessages()));
+    }
+}
