@@ -50,6 +50,16 @@ def test_api_keys_are_masked_and_every_tenant_is_shown(monkeypatch: pytest.Monke
     assert printed["api_keys"] == ["********: acme", "********: globex"]
 
 
+def test_inspector_admin_keys_are_masked_and_must_be_api_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTSCOPE_MEMORY_API_KEYS", '{"key-a-0123456789abcdef": "acme"}')
+    monkeypatch.setenv("AGENTSCOPE_MEMORY_INSPECTOR_ADMIN_KEYS", '["key-a-0123456789abcdef"]')
+    printed = load_settings().printable()
+    assert "key-a" not in str(printed) and printed["inspector_admin_keys"] == ["********: acme"]
+    monkeypatch.setenv("AGENTSCOPE_MEMORY_INSPECTOR_ADMIN_KEYS", '["not-an-api-key-0123456"]')
+    with pytest.raises(ValidationError, match="inspector_admin_keys"):
+        load_settings()
+
+
 def test_cli_reports_bad_configuration(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["serve", "--port", "99999", "--data-dir", str(tmp_path)]) == 2
     assert "port" in capsys.readouterr().err

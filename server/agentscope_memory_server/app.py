@@ -78,6 +78,7 @@ class RunningServer:
     http_servers: list[HttpServer] = field(default_factory=list)
     mem0_rest_port: int | None = None
     mcp_port: int | None = None
+    inspector_port: int | None = None
     _stopped: bool = False
 
     @property
@@ -234,11 +235,13 @@ async def _serve(settings: Settings, service: Service, tracing: Tracing | None =
             await _serve_mem0_rest(settings, service, running)
         if settings.mcp_port is not None:
             await _serve_mcp(settings, service, running)
+        if settings.inspector_port is not None:
+            await _serve_inspector(settings, service, running, metrics)
     except BaseException:
         await running.stop(0)
         raise
     log.info("listening", extra={"fields": {"address": running.address, "mem0_rest_port": running.mem0_rest_port,
-                                           "mcp_port": running.mcp_port}})
+                                           "mcp_port": running.mcp_port, "inspector_port": running.inspector_port}})
     return running
 
 
@@ -268,6 +271,28 @@ async def _serve_mcp(settings: Settings, service: Service, running: RunningServe
     running.mcp_port = http.port
     if settings.mcp_port_file is not None:
         settings.mcp_port_file.write_text(str(running.mcp_port))
+
+
+async def _serve_inspector(settings: Settings, service: Service, running: RunningServer,
+                           metrics: Metrics | None) -> None:
+    """The web inspector on its own port, over the same service, keys and tenants."""
+    from prometheus_client import generate_latest
+
+    from agentscope_memory_server.inspector import create_app
+    from agentscope_memory_server.tenancy import ApiKeys
+
+    def metrics_text() -> str:
+        assert metrics is not None
+        return generate_latest(metrics.registry).decode()
+
+    app = create_app(service, ApiKeys(settings.api_keys), frozenset(settings.inspector_admin_keys),
+                     metrics_text if metrics is not None else None)
+    http = await serve_asgi(app, settings.host, settings.inspector_port or 0, name="inspector",
+                            grace=settings.shutdown_grace_s)
+    running.http_servers.append(http)
+    running.inspector_port = http.port
+    if settings.inspector_port_file is not None:
+        settings.inspector_port_file.write_text(str(http.port))
 
 
 async def serve_until_signalled(settings: Settings) -> None:

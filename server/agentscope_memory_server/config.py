@@ -48,6 +48,13 @@ class Settings(BaseSettings, ServiceSettings):
     mcp_port_file: Path | None = Field(None, description="write the bound MCP port here once listening")
     mcp_bind: dict[str, str] = Field(default_factory=dict)
 
+    # The web inspector (server-rendered pages) on its own port; unset = off. Same keys and
+    # tenants as gRPC (a browser logs in with its key); read-only unless the key presented is
+    # one of `inspector_admin_keys`, which may also delete memories.
+    inspector_port: int | None = Field(None, ge=0, le=65535, description="web inspector port; unset = off; 0 picks one")
+    inspector_port_file: Path | None = Field(None, description="write the bound inspector port here once listening")
+    inspector_admin_keys: list[str] = Field(default_factory=list, description="API keys that may change things in the inspector")
+
     # Operations.
     metrics_port: int | None = Field(None, ge=0, le=65535, description="Prometheus /metrics port; unset = off")
     # OpenTelemetry traces over OTLP/HTTP to `{otlp_endpoint}/v1/traces` (e.g. a collector at
@@ -57,6 +64,13 @@ class Settings(BaseSettings, ServiceSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["json", "text"] = "json"
     shutdown_grace_s: float = Field(10.0, ge=0)
+
+    @model_validator(mode="after")
+    def _admin_keys_are_api_keys(self) -> Settings:
+        unknown = [k for k in self.inspector_admin_keys if k not in self.api_keys]
+        if unknown:
+            raise ValueError("inspector_admin_keys: every admin key must also be one of api_keys")
+        return self
 
     @field_validator("api_keys")
     @classmethod
@@ -116,6 +130,7 @@ class Settings(BaseSettings, ServiceSettings):
                 out[name] = "********"
         # every tenant that has a key, each key masked (one masked dict key would show one tenant)
         out["api_keys"] = [f"********: {tenant}" for tenant in self.api_keys.values()]
+        out["inspector_admin_keys"] = [f"********: {self.api_keys.get(k, '?')}" for k in self.inspector_admin_keys]
         return out
 
 

@@ -1,0 +1,260 @@
+"""The inspector's routes. Each page reads through the library's service, as a gRPC call would."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from agentscope_memory.errors import MemoryServiceError, NotFoundError, UnauthenticatedError
+from agentscope_memory.long_term.engine import Scope
+from agentscope_memory.message import (
+    AudioBlock,
+    Base64Source,
+    ImageBlock,
+    Msg,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    URLSource,
+    VideoBlock,
+)
+from agentscope_memory.service import Service
+from agentscope_memory.store.codec import decode_msg
+from agentscope_memory_server.tenancy import ApiKeys, presented_key
+
+HERE = Path(__file__).parent
+COOKIE = "agentscope_memory_key"
+PAGE_SIZE = 50
+
+
+def _block_view(block: Any) -> dict[str, Any]:
+    """What a template needs to draw one content block readably."""
+    if isinstance(block, TextBlock):
+        return {"kind": "text", "text": block.text}
+    if isinstance(block, ThinkingBlock):
+        return {"kind": "thinking", "text": block.thinking}
+    if isinstance(block, ToolUseBlock):
+        return {"kind": "tool_use", "name": block.name, "id": block.id,
+                "input": json.dumps(block.input, ensure_ascii=False, indent=2)}
+    if isinstance(block, ToolResultBlock):
+        return {"kind": "tool_result", "name": block.name, "id": block.id,
+                "output": [_block_view(b) for b in block.output]}
+    if isinstance(block, (ImageBlock, AudioBlock, VideoBlock)):
+        source = block.source
+        url: str | None = None
+        if isinstance(source, URLSource):
+            url = source.url
+        elif isinstance(source, Base64Source):
+            url = f"data:{source.media_type};base64,{source.data}"
+        kind = type(block).__name__.removesuffix("Block").lower()
+        # Only http(s) and inline data are shown; anything else (file:, javascript:) as text.
+        safe = isinstance(url, str) and url.split(":", 1)[0].lower() in ("http", "https", "data")
+        return {"kind": kind, "url": url if safe else None, "label": url if not safe else ""}
+    return {"kind": "other", "text": type(block).__name__}
+
+
+def _msg_view(msg: Msg, index: int) -> dict[str, Any]:
+    return {"index": index, "id": msg.id, "role": msg.role.value if msg.role else "", "name": msg.name or "",
+            "timestamp": msg.timestamp or "", "blocks": [_block_view(b) for b in msg.content],
+            "metadata": json.dumps(msg.metadata, ensure_ascii=False) if msg.metadata else ""}
+
+
+class Inspector:
+    def __init__(self, service: Service, keys: ApiKeys, admin_keys: frozenset[str],
+                 metrics: Callable[[], str] | None) -> None:
+        self.service = service
+        self.keys = keys
+        self.admin_keys = admin_keys
+        self.metrics = metrics
+        # Forms that change something carry a token only pages served to this key can hold.
+        self._csrf_secret = os.urandom(32)
+        self.templates = Environment(loader=FileSystemLoader(HERE / "templates"),
+                                     autoescape=select_autoescape(["html"]))
+        self.templates.filters["datetime"] = lambda t: (
+            time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t)) if t else "-")
+
+    # -- who is asking ------------------------------------------------------------------------
+
+    def _key(self, request: Request) -> str | None:
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        cookie = request.cookies.get(COOKIE)
+        if cookie and "x-api-key" not in headers and "authorization" not in headers:
+            headers["x-api-key"] = cookie
+        return presented_key(headers.items())
+
+    def tenant(self, request: Request) -> str:
+        key = self._key(request)
+        return self.keys.authenticate({"x-api-key": key} if key else {})
+
+    def is_admin(self, request: Request) -> bool:
+        key = self._key(request)
+        return key is not None and any(hmac.compare_digest(key.encode(), k.encode()) for k in self.admin_keys)
+
+    def csrf(self, request: Request) -> str:
+        key = self._key(request) or ""
+        return hmac.new(self._csrf_secret, key.encode(), hashlib.sha256).hexdigest()
+
+    def render(self, request: Request, template: str, status: int = 200, **values: Any) -> HTMLResponse:
+        page = self.templates.get_template(template).render(
+            tenant=values.pop("tenant", ""), admin=self.is_admin(request), auth=self.keys.enabled, **values)
+        return HTMLResponse(page, status_code=status, headers={
+            "content-security-policy": "default-src 'self'; img-src 'self' data: http: https:; style-src 'self'",
+            "x-content-type-options": "nosniff", "referrer-policy": "no-referrer"})
+
+    # -- pages ---------------------------------------------------------------------------------
+
+    async def memories(self, request: Request) -> Response:
+        tenant = self.tenant(request)
+        page = await self.service.memories.list_memories(tenant, PAGE_SIZE, request.query_params.get("page", ""))
+        rows = [{"id": m.record.memory_id, "kind": m.record.kind, "messages": m.message_count,
+                 "version": m.record.version, "updated": m.record.update_time} for m in page.memories]
+        return self.render(request, "memories.html", tenant=tenant, memories=rows, next_page=page.next_page_token)
+
+    async def memory(self, request: Request) -> Response:
+        tenant = self.tenant(request)
+        memory_id = request.path_params["memory_id"]
+        info = await self.service.memories.get_memory(tenant, memory_id)
+        token = request.query_params.get("page", "")
+        start = int(request.query_params.get("start", "0") or 0)
+        page = await self.service.memories.get_messages_page(tenant, memory_id, PAGE_SIZE, token)
+        messages = [_msg_view(decode_msg(s), start + i) for i, s in enumerate(page.stored)]
+        events: list[dict[str, Any]] = []
+        offloads: list[dict[str, Any]] = []
+        if info.record.kind == "AUTO_CONTEXT":
+            for seq, event in await self.service.auto_context.all_events(tenant, memory_id):
+                events.append({"seq": seq, **event.to_dict()})
+            offloads = await self._offloads(tenant, memory_id)
+        return self.render(request, "memory.html", tenant=tenant, memory=info.record, count=info.message_count,
+                           messages=messages, next_page=page.next_page_token, next_start=start + len(messages),
+                           events=events, offloads=offloads, csrf=self.csrf(request))
+
+    async def _offloads(self, tenant: str, memory_id: str) -> list[dict[str, Any]]:
+        _, entries = await self.service.memories.save_state(tenant, memory_id)
+        for entry in entries:
+            if entry.key == "autoContextMemory_offloadContext" and isinstance(entry.value, Mapping):
+                return [{"uuid": uuid, "messages": len(msgs) if isinstance(msgs, list) else 0}
+                        for uuid, msgs in sorted(entry.value.items())]
+        return []
+
+    async def delete_memory(self, request: Request) -> Response:
+        tenant = self.tenant(request)
+        memory_id = request.path_params["memory_id"]
+        form = await request.form()
+        if not self.is_admin(request) or not hmac.compare_digest(str(form.get("csrf", "")), self.csrf(request)):
+            return PlainTextResponse("deleting needs an admin key (inspector_admin_keys)", status_code=403)
+        await self.service.memories.delete_memory(tenant, memory_id)
+        return RedirectResponse("/", status_code=303)
+
+    async def long_term(self, request: Request) -> Response:
+        tenant = self.tenant(request)
+        q = request.query_params
+        scope = Scope(agent_name=q.get("agent_name", ""), user_id=q.get("user_id", ""), run_name=q.get("run_name", ""))
+        query = q.get("query", "")
+        results: list[dict[str, Any]] = []
+        error = ""
+        if self.service.long_term is None:
+            error = "long-term memory is switched off on this server"
+        elif query:
+            try:
+                items, _ = await self.service.long_term.search_ranked(tenant, scope, query)
+            except MemoryServiceError as exc:
+                error = str(exc)
+            else:
+                for item in items:
+                    s = item.scores
+                    results.append({"id": item.id, "text": item.text, "type": item.memory_type, "domain": item.domain,
+                                    "importance": item.importance, "access_count": item.access_count,
+                                    "scores": None if s is None else {
+                                        "final": s.final, "semantic": s.semantic, "dense": s.dense,
+                                        "lexical": s.lexical, "decay": s.decay, "importance": s.importance}})
+        return self.render(request, "long_term.html", tenant=tenant, scope=scope, query=query, results=results,
+                           error=error)
+
+    async def history(self, request: Request) -> Response:
+        tenant = self.tenant(request)
+        if self.service.long_term is None:
+            raise NotFoundError("long-term memory is switched off on this server")
+        memory_id = request.path_params["memory_id"]
+        entries = await self.service.long_term.history(tenant, memory_id)
+        return self.render(request, "history.html", tenant=tenant, memory_id=memory_id, entries=[
+            {"event": e.event, "old": e.old_text, "new": e.new_text, "at": e.created_at,
+             "detail": json.dumps(e.detail, ensure_ascii=False) if e.detail else ""} for e in entries])
+
+    async def health(self, request: Request) -> Response:
+        tenant = self.tenant(request)
+        text = self.metrics() if self.metrics is not None else ""
+        lines = [line for line in text.splitlines() if line and not line.startswith("#")
+                 and line.startswith(("agentscope_memory_rpc_calls_total", "rpc_server_call_duration_seconds_count"))]
+        return self.render(request, "health.html", tenant=tenant, store=type(self.service.store).__name__,
+                           long_term=self.service.long_term is not None, metrics=lines,
+                           metrics_on=self.metrics is not None)
+
+    async def login(self, request: Request) -> Response:
+        if request.method == "GET":
+            return self.render(request, "login.html", error="")
+        form = await request.form()
+        key = str(form.get("key", ""))
+        if self.keys.tenant_for(key) is None:
+            return self.render(request, "login.html", status=401, error="unknown API key")
+        response = RedirectResponse("/", status_code=303)
+        response.set_cookie(COOKIE, key, httponly=True, samesite="strict")
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        response = RedirectResponse("/login", status_code=303)
+        response.delete_cookie(COOKIE)
+        return response
+
+
+def _guarded(inspector: Inspector, page: Callable[[Request], Any]) -> Callable[[Request], Any]:
+    """A page whose library errors become an error page with their status, and whose missing
+    key sends a browser to the login form."""
+
+    async def handle(request: Request) -> Response:
+        try:
+            return await page(request)
+        except UnauthenticatedError:
+            return RedirectResponse("/login", status_code=303)
+        except MemoryServiceError as exc:
+            status = {"NotFoundError": 404, "InvalidArgumentError": 400, "PermissionDeniedError": 403}.get(
+                type(exc).__name__, 409)
+            return inspector.render(request, "error.html", status=status, message=str(exc))
+
+    return handle
+
+
+def create_app(service: Service, keys: ApiKeys, admin_keys: frozenset[str] = frozenset(),
+               metrics: Callable[[], str] | None = None) -> Starlette:
+    inspector = Inspector(service, keys, admin_keys, metrics)
+
+    def page(fn: Callable[[Request], Any]) -> Callable[[Request], Any]:
+        return _guarded(inspector, fn)
+
+    return Starlette(routes=[
+        Route("/", page(inspector.memories)),
+        Route("/memories/{memory_id:path}/delete", page(inspector.delete_memory), methods=["POST"]),
+        Route("/memories/{memory_id:path}", page(inspector.memory)),
+        Route("/long-term", page(inspector.long_term)),
+        Route("/long-term/{memory_id}/history", page(inspector.history)),
+        Route("/health", page(inspector.health)),
+        Route("/login", inspector.login, methods=["GET", "POST"]),
+        Route("/logout", inspector.logout, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+    ])
+
+
+__all__ = ["create_app"]

@@ -1,0 +1,174 @@
+"""The web inspector in a real headless Chromium (Debian's, driven by Selenium through its
+chromedriver): what an operator sees, per tenant, read-only unless an admin key is used."""
+
+from __future__ import annotations
+
+import base64
+import shutil
+import struct
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentscope_memory.client import LongTermClient, MemoryClient
+from agentscope_memory.long_term.engine import Scope
+from agentscope_memory.message import (
+    Base64Source,
+    ImageBlock,
+    Msg,
+    MsgRole,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from conftest import ServerThread, make_settings
+
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+pytestmark = pytest.mark.needs(CHROMIUM is not None and CHROMEDRIVER is not None,
+                               "Debian's chromium and chromium-driver are not installed")
+
+ADMIN, READER, OTHER = "admin-key-0123456789", "reader-key-012345678", "other-key-0123456789"
+
+
+def png(width: int = 8, height: int = 8) -> bytes:
+    """A small red PNG, built by hand (no imaging library needed)."""
+    raw = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(height))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+
+
+@pytest.fixture
+def browser() -> Iterator[object]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service as DriverService
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM or ""
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--window-size=1280,900"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=DriverService(executable_path=CHROMEDRIVER or ""), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _fill(server: ServerThread, key: str | None) -> None:
+    with MemoryClient(server.address, api_key=key) as client:
+        client.create_memory("会话-1")
+        client.add_messages("会话-1", [
+            Msg.create(MsgRole.USER, "巴黎的天气怎么样? <script>window.pwned = 1</script>"),
+            Msg.create(MsgRole.ASSISTANT, content=[ToolUseBlock(id="call_1", name="get_weather", input={"city": "Paris"})],
+                       name="Assistant"),
+            Msg.create(MsgRole.TOOL, content=[ToolResultBlock(id="call_1", name="get_weather",
+                                                              output=[TextBlock(text="sunny, 21°C")])], name="Assistant"),
+            Msg.create(MsgRole.USER, content=[ImageBlock(source=Base64Source(
+                media_type="image/png", data=base64.b64encode(png()).decode()))]),
+        ])
+    with LongTermClient(server.address, api_key=key) as ltm:
+        scope = Scope(agent_name="Assistant", user_id="alice")
+        ltm.record(scope, [Msg.create(MsgRole.USER, "我每天早上喝绿茶")])
+        ltm.record(scope, [Msg.create(MsgRole.USER, "My sister Anna lives in Berlin")])
+
+
+def test_memories_messages_long_term_scores_and_health(tmp_path: Path, browser) -> None:
+    from selenium.webdriver.common.by import By
+
+    server = ServerThread(make_settings(tmp_path / "data", inspector_port=0, metrics_port=0))
+    try:
+        _fill(server, None)
+        base = f"http://127.0.0.1:{server.running.inspector_port}"
+        browser.get(base + "/")
+        rows = browser.find_elements(By.CSS_SELECTOR, "#memories tbody tr")
+        assert [r.find_element(By.TAG_NAME, "a").text for r in rows] == ["会话-1"]
+        assert "read-only" in browser.find_element(By.TAG_NAME, "header").text
+
+        rows[0].find_element(By.TAG_NAME, "a").click()
+        assert browser.find_element(By.ID, "memory-id").text == "会话-1"
+        messages = browser.find_elements(By.CSS_SELECTOR, "#messages > li")
+        assert len(messages) == 4
+        # Text is text: the script in a message is shown, never run.
+        assert "<script>window.pwned = 1</script>" in messages[0].text
+        assert browser.execute_script("return window.pwned === undefined")
+        assert "→ get_weather" in messages[1].text and '"city": "Paris"' in messages[1].text
+        assert "← get_weather" in messages[2].text and "sunny, 21°C" in messages[2].text
+        thumb = messages[3].find_element(By.CSS_SELECTOR, "img.thumb")
+        assert browser.execute_script("return arguments[0].complete && arguments[0].naturalWidth", thumb) == 8
+        assert browser.find_elements(By.ID, "delete") == []
+        shot = tmp_path / "memory.png"
+        browser.save_screenshot(str(shot))
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+        browser.get(base + "/long-term?agent_name=Assistant&user_id=alice&query=她喝什么茶")
+        first = browser.find_element(By.CSS_SELECTOR, "#results tbody tr")
+        cells = [c.text for c in first.find_elements(By.TAG_NAME, "td")]
+        assert cells[0] == "我每天早上喝绿茶"
+        final, semantic, dense, lexical, decay, importance = (float(c) for c in cells[2:8])
+        assert 0 < final <= 1 and 0 <= semantic <= 1 and 0 < decay <= 1
+        first.find_element(By.LINK_TEXT, "history").click()
+        assert "ADD" in browser.find_element(By.ID, "history").text
+
+        browser.get(base + "/health")
+        assert browser.find_element(By.ID, "status").text == "SERVING"
+        assert "AddMessages" in browser.find_element(By.ID, "metrics").text
+
+        browser.get(base + "/memories/missing")
+        assert "missing" in browser.find_element(By.ID, "error").text
+    finally:
+        server.stop()
+
+
+def test_keys_decide_the_tenant_and_only_an_admin_key_deletes(tmp_path: Path, browser) -> None:
+    from selenium.webdriver.common.by import By
+
+    keys = {ADMIN: "tenant-a", READER: "tenant-a", OTHER: "tenant-b"}
+    server = ServerThread(make_settings(tmp_path / "data", api_keys=keys, inspector_port=0,
+                                        inspector_admin_keys=[ADMIN]))
+    try:
+        _fill(server, READER)
+        base = f"http://127.0.0.1:{server.running.inspector_port}"
+
+        def login(key: str) -> None:
+            browser.delete_all_cookies()
+            browser.get(base + "/")
+            assert browser.current_url.endswith("/login")
+            browser.find_element(By.ID, "key").send_keys(key)
+            browser.find_element(By.ID, "login").click()
+
+        login("wrong-key-0123456789")
+        assert browser.find_element(By.ID, "error").text == "unknown API key"
+
+        login(OTHER)
+        assert browser.find_element(By.ID, "tenant").text == "tenant-b"
+        assert browser.find_elements(By.CSS_SELECTOR, "#memories tbody tr") == []
+        browser.get(base + "/memories/会话-1")
+        assert "会话-1" in browser.find_element(By.ID, "error").text  # another tenant's: not found
+
+        login(READER)
+        browser.get(base + "/memories/会话-1")
+        assert browser.find_elements(By.ID, "delete") == []
+        # A forged form (no admin key, no token) is refused and deletes nothing.
+        forge = """
+            const r = await fetch('/memories/' + encodeURIComponent('会话-1') + '/delete',
+                                  {method: 'POST', body: new URLSearchParams({csrf: 'x'})});
+            return r.status;"""
+        assert browser.execute_script(forge) == 403
+
+        login(ADMIN)
+        browser.get(base + "/memories/会话-1")
+        # Even an admin's cookie does not delete without the page's token (a cross-site form).
+        assert browser.execute_script(forge) == 403
+        browser.find_element(By.ID, "delete").click()
+        assert browser.find_elements(By.CSS_SELECTOR, "#memories tbody tr") == []
+        with MemoryClient(server.address, api_key=READER) as client:
+            assert [m.memory_id for m in client.list_memories()] == []
+    finally:
+        server.stop()
