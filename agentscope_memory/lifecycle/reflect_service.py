@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from agentscope_memory.lifecycle.compressed import CompressedSearch
 from agentscope_memory.lifecycle.consolidation import ConsolidationSettings, Consolidator
+from agentscope_memory.lifecycle.forgetting import FORGET_JOB, Forgetter, ForgettingSettings
 from agentscope_memory.lifecycle.reflection import ReflectionSettings, Reflector
+from agentscope_memory.lifecycle.scheduler import LifecycleScheduler
 
 if TYPE_CHECKING:
     from agentscope_memory.llm import ChatClient
@@ -18,9 +20,14 @@ if TYPE_CHECKING:
 
 @dataclass
 class ReflectLifecycle:
+    """The lifecycle jobs over the server's own long-term engine (the name is historical: it
+    holds forgetting and the scheduler too)."""
+
     reflector: Reflector
     consolidator: Consolidator
     compressed: CompressedSearch
+    forgetter: Forgetter
+    scheduler: LifecycleScheduler
 
 
 def build_reflect_lifecycle(engine: HybridEngine, llm: ChatClient | None, jobs: Any, settings: Any,
@@ -38,6 +45,16 @@ def build_reflect_lifecycle(engine: HybridEngine, llm: ChatClient | None, jobs: 
         min_cluster_size=settings.lifecycle_consolidation_min_cluster_size,
         fidelity_threshold=settings.lifecycle_consolidation_fidelity_threshold,
     ), clock)
+    forgetter = Forgetter(engine, ForgettingSettings(
+        base_retention=settings.lifecycle_forgetting_base_retention,
+        strengthening_factor=settings.lifecycle_forgetting_strengthening_factor,
+        threshold=settings.lifecycle_forgetting_threshold,
+        excluded_types=tuple(settings.lifecycle_forgetting_excluded_types),
+        purge_after_s=settings.lifecycle_purge_after_s,
+    ), clock)
     reflector.attach(jobs)
     consolidator.attach(jobs)
-    return ReflectLifecycle(reflector, consolidator, CompressedSearch(engine, llm))
+    forgetter.attach(jobs)
+    scheduler = LifecycleScheduler(engine._store, jobs, clock)
+    scheduler.register("forgetting", FORGET_JOB, settings.lifecycle_forgetting_interval_s)
+    return ReflectLifecycle(reflector, consolidator, CompressedSearch(engine, llm), forgetter, scheduler)

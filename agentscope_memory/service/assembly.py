@@ -71,6 +71,8 @@ class Service:
             return
         self._started = True
         await self.jobs.start()
+        if self.reflect_lifecycle is not None:
+            await self.reflect_lifecycle.scheduler.start()
         if self.turns is not None:
             self._starting.append(asyncio.create_task(self._start_long_term()))
 
@@ -95,6 +97,8 @@ class Service:
         for task in self._starting:
             task.cancel()
         await asyncio.gather(*self._starting, return_exceptions=True)
+        if self.reflect_lifecycle is not None:
+            await self.reflect_lifecycle.scheduler.stop()
         await self.jobs.stop(grace)
         if self.long_term is not None:
             await self.long_term.close()

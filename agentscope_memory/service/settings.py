@@ -98,6 +98,15 @@ class ServiceSettings(BaseModel):
     lifecycle_consolidation_similarity: float = Field(0.75, ge=-1, le=1)
     lifecycle_consolidation_min_cluster_size: int = Field(3, ge=2, le=50)
     lifecycle_consolidation_fidelity_threshold: float = Field(0.5, ge=0, le=1)
+    # Forgetting (Ebbinghaus): retention = base^(hours since last recall / (24 * factor^recalls))
+    # * (0.5 + 0.5 * importance); below the threshold a memory is soft-deleted. Scheduled every
+    # `lifecycle_forgetting_interval_s` (unset: only on request, the default).
+    lifecycle_forgetting_interval_s: float | None = Field(None, gt=0, description="run forgetting this often; unset = off")
+    lifecycle_forgetting_base_retention: float = Field(0.9, gt=0, lt=1)
+    lifecycle_forgetting_strengthening_factor: float = Field(1.5, ge=1)
+    lifecycle_forgetting_threshold: float = Field(0.1, ge=0, le=1)
+    lifecycle_forgetting_excluded_types: list[str] = Field(default_factory=lambda: ["reflection"])
+    lifecycle_purge_after_s: float = Field(30 * 86400.0, ge=0, description="purge soft-deleted memories after; 0 = never")
 
     @model_validator(mode="after")
     def _postgres_needs_dsn(self) -> "ServiceSettings":

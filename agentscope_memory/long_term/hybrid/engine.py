@@ -32,7 +32,13 @@ from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 
-from agentscope_memory.errors import AlreadyExistsError, InvalidArgumentError, NotFoundError, ResourceExhaustedError
+from agentscope_memory.errors import (
+    AlreadyExistsError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    NotFoundError,
+    ResourceExhaustedError,
+)
 from agentscope_memory.long_term.domains import GENERAL_CHAT
 from agentscope_memory.long_term.engine import (
     DEFAULT_TOP_K,
@@ -604,9 +610,10 @@ class HybridEngine:
         their history says where they went)."""
         check_id(memory_id, "id")
         await self._ready()
-        if await self._store.run(tenant, lambda tx: tx.ltm_get(memory_id), write=False, small=True) is None:
-            raise NotFoundError(f"long-term memory {memory_id!r} does not exist")
+        # A purged memory's history outlives it (the audit trail of what was forgotten).
         rows = await self._store.run(tenant, lambda tx: tx.ltm_history(memory_id), write=False)
+        if not rows and await self._store.run(tenant, lambda tx: tx.ltm_get(memory_id), write=False, small=True) is None:
+            raise NotFoundError(f"long-term memory {memory_id!r} does not exist")
         return [
             HistoryEntry(memory_id=r.memory_id, event=r.event, old_text=r.old_text, new_text=r.new_text,
                          created_at=iso(r.created), updated_at=iso(r.created), detail=r.detail)
@@ -639,6 +646,86 @@ class HybridEngine:
                 for memory_id in memory_ids:
                     index.remove(memory_id)
         return count
+
+    async def retire_where(self, tenant: str, key: str, memory_ids: Sequence[str], event: str,
+                           decide: Callable[[LongTermRow, float], dict[str, Any] | None]) -> builtins.list[LongTermRow]:
+        """Soft-deletes those of `memory_ids` (live, of exact scope `key`) for which `decide(row,
+        now)`, asked again under the scope's lock on the current row, returns a history detail
+        (None keeps the memory: it changed since the caller looked). Returns the rows retired."""
+        async with self._lock(tenant, key):
+
+            def write(tx: Tx) -> builtins.list[LongTermRow]:
+                now = self._clock()
+                retired = []
+                for row in tx.ltm_get_many(list(memory_ids)):
+                    if row.deleted or row.scope_key != key:
+                        continue
+                    detail = decide(row, now)
+                    if detail is None:
+                        continue
+                    row.deleted, row.updated = True, now
+                    row.version += 1
+                    tx.ltm_update(row)
+                    tx.ltm_history_add(row.memory_id, event, row.text, None, detail, now)
+                    retired.append(row)
+                return retired
+
+            retired = await self._store.run(tenant, write)
+            index = self._indexes.get((tenant, key))
+            if index is not None:
+                for row in retired:
+                    index.remove(row.memory_id)
+        return retired
+
+    async def restore(self, tenant: str, memory_id: str, detail: dict[str, Any]) -> LongTermItem:
+        """Brings a soft-deleted memory back into recall and listing (history event RESTORE);
+        restoring counts as an access, so it is not forgotten again at once."""
+        check_id(memory_id, "id")
+        await self._ready()
+        found = await self._store.run(tenant, lambda tx: tx.ltm_get(memory_id), write=False, small=True)
+        if found is None:
+            raise NotFoundError(f"long-term memory {memory_id!r} does not exist (or was purged)")
+        key = found.scope_key
+        async with self._lock(tenant, key):
+
+            def write(tx: Tx) -> LongTermRow:
+                row = tx.ltm_get(memory_id, lock=True)
+                if row is None:
+                    raise NotFoundError(f"long-term memory {memory_id!r} does not exist (or was purged)")
+                if not row.deleted:
+                    raise FailedPreconditionError(f"id: long-term memory {memory_id!r} is not deleted")
+                if tx.ltm_existing_hashes(key, [row.content_hash]):
+                    raise FailedPreconditionError(
+                        f"id: the scope holds a live memory with the same text as {memory_id!r}; delete it first")
+                now = self._clock()
+                row.deleted, row.updated, row.last_accessed = False, now, now
+                row.version += 1
+                row.metadata = {k: v for k, v in row.metadata.items() if k != "retired_into"}
+                tx.ltm_update(row)
+                tx.ltm_touch([memory_id], now)
+                row.access_count += 1
+                tx.ltm_history_add(memory_id, "RESTORE", None, row.text, detail, now)
+                return row
+
+            row = await self._store.run(tenant, write)
+            index = self._indexes.get((tenant, key))
+            if index is not None:
+                index.add([row])
+        return item_of(row)
+
+    async def purge(self, tenant: str, memory_ids: Sequence[str], detail: dict[str, Any]) -> builtins.list[str]:
+        """Deletes for good those of `memory_ids` that are soft-deleted (history event PURGE,
+        which stays); live ones are left alone. Returns the ids purged."""
+        await self._ready()
+
+        def write(tx: Tx) -> builtins.list[str]:
+            gone = tx.ltm_purge(list(memory_ids))
+            now = self._clock()
+            for memory_id in gone:
+                tx.ltm_history_add(memory_id, "PURGE", None, None, detail, now)
+            return gone
+
+        return await self._store.run(tenant, write)
 
     async def delete_scope(self, tenant: str, scope: Scope) -> int:
         """Forget every memory the scope covers (soft delete, kept in history)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from agentscope_memory.store.sql.agent_state import AgentStateStatements
 from agentscope_memory.store.sql.dialect import Dialect
 from agentscope_memory.store.sql.jobs import JobStatements
+from agentscope_memory.store.sql.lifecycle_forget import LifecycleForgetStatements
 from agentscope_memory.store.sql.lifecycle_reflect import LifecycleReflectStatements
 from agentscope_memory.store.sql.long_term import LongTermStatements
 from agentscope_memory.store.sql.memories import REQUEST_TTL_S, MemoryStatements
@@ -20,6 +21,6 @@ from agentscope_memory.store.sql.scopes import ScopeStatements
 __all__ = ["Dialect", "REQUEST_TTL_S", "SHARED_SCHEMA", "SqlTx"]
 
 
-class SqlTx(LifecycleReflectStatements, MemoryStatements, MetaStatements, JobStatements, AgentStateStatements,
+class SqlTx(LifecycleForgetStatements, LifecycleReflectStatements, MemoryStatements, MetaStatements, JobStatements, AgentStateStatements,
             LongTermStatements, ScopeStatements):
     """A tenant's view inside one SQL transaction (the `Tx` protocol)."""

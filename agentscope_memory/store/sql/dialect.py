@@ -21,6 +21,8 @@ TABLES = (
     "ltm", "ltm_scopes", "ltm_history",
     # parent/child scopes (`scopes.py`)
     "scope_links", "scope_locks", "scope_marks", "scope_ltm_keys",
+    # lifecycle scheduler: one row per scheduled run, so replicas run each once
+    "lifecycle_runs",
 )
 
 

@@ -67,3 +67,6 @@ CREATE TABLE IF NOT EXISTS {agent_state_items} (
 from agentscope_memory.store.sql.scopes import SCOPES_SCHEMA  # noqa: E402
 
 SHARED_SCHEMA += SCOPES_SCHEMA
+from agentscope_memory.store.sql.lifecycle_forget import LIFECYCLE_SCHEMA  # noqa: E402
+
+SHARED_SCHEMA += LIFECYCLE_SCHEMA

@@ -3,6 +3,7 @@ package dev.agentscopememory.agentscope1;
 import dev.agentscopememory.agentscope1.internal.MsgConverter;
 import dev.agentscopememory.client.Ids;
 import dev.agentscopememory.client.MemoryKind;
+import dev.agentscopememory.client.ConnectionOptions;
 import dev.agentscopememory.client.RemoteConnection;
 import dev.agentscopememory.client.PagedRead;
 import dev.agentscopememory.client.RemoteMemoryException;
@@ -24,8 +25,6 @@ import dev.agentscopememory.grpc.v1.SetParentRequest;
 import io.agentscope.core.memory.Memory;
 import io.agentscope.core.message.Msg;
 import io.agentscope.core.util.JsonUtils;
-import io.grpc.Channel;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -85,17 +84,8 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     AbstractRemoteMemory(AbstractBuilder<?> b, MemoryKind kind, AutoContextConfig config) {
         // The server's id rules and message, before any connection is opened.
         this.memoryId = Ids.checkId(b.memoryId, "memory_id");
-        if (b.connection != null) {
-            if (b.connectionOptionsUsed) {
-                throw new IllegalArgumentException(
-                        "give either connection(...) or channel/target options, not both");
-            }
-            this.connection = b.connection;
-            this.ownsConnection = false;
-        } else {
-            this.connection = b.connectionBuilder.build();
-            this.ownsConnection = true;
-        }
+        this.connection = b.connectionOrOpen();
+        this.ownsConnection = !b.sharesConnection();
         this.createIfMissing = b.createIfMissing;
         this.labels = Map.copyOf(b.labels);
         this.pageSize = b.pageSize;
@@ -405,10 +395,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
 
     /** Options shared by the remote memories' builders. */
     @SuppressWarnings("unchecked")
-    public abstract static class AbstractBuilder<B extends AbstractBuilder<B>> {
-        private RemoteConnection connection;
-        private final RemoteConnection.Builder connectionBuilder = RemoteConnection.builder();
-        private boolean connectionOptionsUsed;
+    public abstract static class AbstractBuilder<B extends AbstractBuilder<B>> extends ConnectionOptions<B> {
         private String memoryId;
         private boolean createIfMissing = true;
         private final Map<String, String> labels = new LinkedHashMap<>();
@@ -441,68 +428,6 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         /** The visibility of the messages this client adds (default {@link Visibility#LOCAL}). */
         public B visibility(Visibility visibility) {
             this.visibility = Objects.requireNonNull(visibility, "visibility");
-            return (B) this;
-        }
-
-        /** Share an existing connection (its deadline, API key and retries apply). */
-        public B connection(RemoteConnection connection) {
-            this.connection = Objects.requireNonNull(connection, "connection");
-            return (B) this;
-        }
-
-        /** Talk over this channel (the caller keeps ownership). */
-        public B channel(Channel channel) {
-            connectionBuilder.channel(channel);
-            connectionOptionsUsed = true;
-            return (B) this;
-        }
-
-        /** Connect to this gRPC target, e.g. {@code 127.0.0.1:50051}; closed by {@code close()}. */
-        public B target(String target) {
-            connectionBuilder.target(target);
-            connectionOptionsUsed = true;
-            return (B) this;
-        }
-
-        /** Plaintext (default) or TLS for a channel created from a target. */
-        public B plaintext(boolean plaintext) {
-            connectionBuilder.plaintext(plaintext);
-            connectionOptionsUsed = true;
-            return (B) this;
-        }
-
-        /** Use TLS, trusting the certificates in this PEM file (e.g. the server's own). */
-        public B trustedCertificates(java.nio.file.Path pemFile) {
-            connectionBuilder.trustedCertificates(pemFile);
-            connectionOptionsUsed = true;
-            return (B) this;
-        }
-
-        /** The deadline of each call (default 30 s). */
-        public B deadline(Duration deadline) {
-            connectionBuilder.deadline(deadline);
-            connectionOptionsUsed = true;
-            return (B) this;
-        }
-
-        /** The API key sent with every call. */
-        public B apiKey(String apiKey) {
-            connectionBuilder.apiKey(apiKey);
-            connectionOptionsUsed = true;
-            return (B) this;
-        }
-
-        /** At most this many attempts for a safe call refused with UNAVAILABLE (default: until the deadline). */
-        public B maxAttempts(int maxAttempts) {
-            connectionBuilder.maxAttempts(maxAttempts);
-            connectionOptionsUsed = true;
-            return (B) this;
-        }
-
-        /** The first retry's wait, doubling afterwards up to 500 ms (default 50 ms). */
-        public B retryBackoff(Duration backoff) {
-            connectionBuilder.retryBackoff(backoff);
-            connectionOptionsUsed = true;
             return (B) this;
         }
 

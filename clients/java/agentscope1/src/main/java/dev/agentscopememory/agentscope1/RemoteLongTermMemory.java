@@ -2,6 +2,7 @@ package dev.agentscopememory.agentscope1;
 
 import dev.agentscopememory.agentscope1.internal.MsgConverter;
 import dev.agentscopememory.client.Ids;
+import dev.agentscopememory.client.ConnectionOptions;
 import dev.agentscopememory.client.RemoteConnection;
 import dev.agentscopememory.client.RemoteMemoryException;
 import dev.agentscopememory.grpc.v1.DeleteScopeRequest;
@@ -11,8 +12,6 @@ import dev.agentscopememory.grpc.v1.Scope;
 import io.agentscope.core.memory.LongTermMemory;
 import io.agentscope.core.message.Msg;
 import io.agentscope.core.util.JsonUtils;
-import io.grpc.Channel;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -55,17 +54,8 @@ public final class RemoteLongTermMemory implements LongTermMemory, AutoCloseable
         if (b.runName != null && !b.runName.isEmpty()) {
             Ids.checkId(b.runName, "scope.run_name");
         }
-        if (b.connection != null) {
-            if (b.connectionOptionsUsed) {
-                throw new IllegalArgumentException(
-                        "give either connection(...) or channel/target options, not both");
-            }
-            connection = b.connection;
-            ownsConnection = false;
-        } else {
-            connection = b.connectionBuilder.build();
-            ownsConnection = true;
-        }
+        connection = b.connectionOrOpen();
+        ownsConnection = !b.sharesConnection();
         Scope.Builder s = Scope.newBuilder();
         if (b.agentName != null) {
             s.setAgentName(b.agentName);
@@ -151,10 +141,7 @@ public final class RemoteLongTermMemory implements LongTermMemory, AutoCloseable
     }
 
     /** Builder of {@link RemoteLongTermMemory}; at least one of the three scope ids is required. */
-    public static final class Builder {
-        private RemoteConnection connection;
-        private final RemoteConnection.Builder connectionBuilder = RemoteConnection.builder();
-        private boolean connectionOptionsUsed;
+    public static final class Builder extends ConnectionOptions<Builder> {
         private String agentName;
         private String userId;
         private String runName;
@@ -162,54 +149,6 @@ public final class RemoteLongTermMemory implements LongTermMemory, AutoCloseable
         private int limit;
 
         private Builder() {}
-
-        /** Share an existing connection. */
-        public Builder connection(RemoteConnection connection) {
-            this.connection = Objects.requireNonNull(connection, "connection");
-            return this;
-        }
-
-        /** Talk over this channel (the caller keeps ownership). */
-        public Builder channel(Channel channel) {
-            connectionBuilder.channel(channel);
-            connectionOptionsUsed = true;
-            return this;
-        }
-
-        /** Connect to this gRPC target, e.g. {@code 127.0.0.1:50051}. */
-        public Builder target(String target) {
-            connectionBuilder.target(target);
-            connectionOptionsUsed = true;
-            return this;
-        }
-
-        /** Use TLS, trusting the certificates in this PEM file (e.g. the server's own). */
-        public Builder trustedCertificates(java.nio.file.Path pemFile) {
-            connectionBuilder.trustedCertificates(pemFile);
-            connectionOptionsUsed = true;
-            return this;
-        }
-
-        /** The deadline of each call (default 30 s; recording runs the embedder, and maybe an LLM). */
-        public Builder deadline(Duration deadline) {
-            connectionBuilder.deadline(deadline);
-            connectionOptionsUsed = true;
-            return this;
-        }
-
-        /** The API key sent with every call. */
-        public Builder apiKey(String apiKey) {
-            connectionBuilder.apiKey(apiKey);
-            connectionOptionsUsed = true;
-            return this;
-        }
-
-        /** At most this many attempts for a retrieve refused with UNAVAILABLE (default: until the deadline). */
-        public Builder maxAttempts(int maxAttempts) {
-            connectionBuilder.maxAttempts(maxAttempts);
-            connectionOptionsUsed = true;
-            return this;
-        }
 
         /** The agent's name (mem0 {@code agent_id}), as in {@code Mem0LongTermMemory}. */
         public Builder agentName(String agentName) {

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.agentscopememory.client.ConnectionOptions;
 import dev.agentscopememory.client.RemoteConnection;
 import dev.agentscopememory.client.RemoteMemoryException;
 import dev.agentscopememory.grpc.v1.AppendListRequest;
@@ -25,14 +26,12 @@ import dev.agentscopememory.grpc.v1.WriteCondition;
 import io.agentscope.core.state.AgentStateStore;
 import io.agentscope.core.state.State;
 import io.agentscope.core.util.JsonUtils;
-import io.grpc.Channel;
 import io.grpc.Metadata;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -135,16 +134,8 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
     private final Map<Slot, ListSeen> lists = new ConcurrentHashMap<>();
 
     protected RemoteAgentStateStore(Builder b) {
-        if (b.connection != null) {
-            if (b.connectionOptionsUsed) {
-                throw new IllegalArgumentException("give either connection(...) or channel/target options, not both");
-            }
-            this.connection = b.connection;
-            this.ownsConnection = false;
-        } else {
-            this.connection = b.connectionBuilder.build();
-            this.ownsConnection = true;
-        }
+        this.connection = b.connectionOrOpen();
+        this.ownsConnection = !b.sharesConnection();
         this.conflictPolicy = b.conflictPolicy;
         this.maxMergeAttempts = b.maxMergeAttempts;
         this.pageSize = b.pageSize;
@@ -555,77 +546,12 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
     // ---------------------------------------------------------------- builder
 
     /** Options of a {@link RemoteAgentStateStore}; a channel, a target or a connection is required. */
-    public static final class Builder {
-        private final RemoteConnection.Builder connectionBuilder = RemoteConnection.builder();
-        private boolean connectionOptionsUsed;
-        private RemoteConnection connection;
+    public static final class Builder extends ConnectionOptions<Builder> {
         private ConflictPolicy conflictPolicy = ConflictPolicy.MERGE_APPENDED;
         private int maxMergeAttempts = 5;
         private int pageSize;
 
         private Builder() {}
-
-        /** Share an existing connection (the caller keeps ownership). */
-        public Builder connection(RemoteConnection connection) {
-            this.connection = connection;
-            return this;
-        }
-
-        /** Talk over this channel (the caller keeps ownership). */
-        public Builder channel(Channel channel) {
-            connectionBuilder.channel(channel);
-            connectionOptionsUsed = true;
-            return this;
-        }
-
-        /** Connect to this gRPC target, e.g. {@code 127.0.0.1:50051}; closed by {@code close()}. */
-        public Builder target(String target) {
-            connectionBuilder.target(target);
-            connectionOptionsUsed = true;
-            return this;
-        }
-
-        /** Plaintext (default) or TLS for a channel created from a target. */
-        public Builder plaintext(boolean plaintext) {
-            connectionBuilder.plaintext(plaintext);
-            connectionOptionsUsed = true;
-            return this;
-        }
-
-        /** Use TLS, trusting the certificates in this PEM file (e.g. the server's own). */
-        public Builder trustedCertificates(java.nio.file.Path pemFile) {
-            connectionBuilder.trustedCertificates(pemFile);
-            connectionOptionsUsed = true;
-            return this;
-        }
-
-        /** The deadline of each call (default 30 s). */
-        public Builder deadline(Duration deadline) {
-            connectionBuilder.deadline(deadline);
-            connectionOptionsUsed = true;
-            return this;
-        }
-
-        /** The API key sent with every call (it selects the tenant). */
-        public Builder apiKey(String apiKey) {
-            connectionBuilder.apiKey(apiKey);
-            connectionOptionsUsed = true;
-            return this;
-        }
-
-        /** At most this many attempts for a call refused with UNAVAILABLE (default: until the deadline). */
-        public Builder maxAttempts(int maxAttempts) {
-            connectionBuilder.maxAttempts(maxAttempts);
-            connectionOptionsUsed = true;
-            return this;
-        }
-
-        /** The first retry's wait, growing afterwards (default 50 ms). */
-        public Builder retryBackoff(Duration backoff) {
-            connectionBuilder.retryBackoff(backoff);
-            connectionOptionsUsed = true;
-            return this;
-        }
 
         /** How {@code save} resolves a concurrent modification (default MERGE_APPENDED). */
         public Builder conflictPolicy(ConflictPolicy policy) {
