@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
 
 import grpc
 
+from agentscope_memory._proto.agentscope.memory.v1 import lifecycle_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import lifecycle_service_pb2_grpc as pb_grpc
 from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2 as ltm_pb
 from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2_grpc as ltm_grpc
@@ -20,6 +21,8 @@ from agentscope_memory.client._retry import RetryPolicy, call_async, call_blocki
 from agentscope_memory.client._validate import check_request
 from agentscope_memory.convert.from_proto import long_term_item_from_proto
 from agentscope_memory.convert.lifecycle_reflect import (
+    forget_report_from_proto,
+    forget_request,
     consolidate_request,
     consolidation_report_from_proto,
     reflection_request,
@@ -28,8 +31,10 @@ from agentscope_memory.convert.lifecycle_reflect import (
 from agentscope_memory.convert.to_proto import scope_to_proto
 from agentscope_memory.errors import UnimplementedError
 from agentscope_memory.lifecycle.consolidation import ConsolidationReport
+from agentscope_memory.lifecycle.forgetting import ForgetReport
 from agentscope_memory.lifecycle.reflection import ReflectionResult
 from agentscope_memory.long_term.engine import LongTermItem, Scope
+from agentscope_memory.validation.ids import check_id
 
 if TYPE_CHECKING:
     from agentscope_memory.lifecycle.reflect_service import ReflectLifecycle
@@ -109,6 +114,23 @@ class AsyncReflectionClient:
         request = _search_request(scope, query, top_k, min_results, max_chars)
         return _compressed(await self._call(self._search.SearchLongTermMemories, request, retry=True))
 
+    async def forget(self, scope: Scope, *, dry_run: bool = False, max_results: int = 0, **overrides: Any) -> ForgetReport:
+        """Forget what has faded in the exact scope now (overrides: base_retention,
+        strengthening_factor, threshold, excluded_types; [] forgets every type). The report
+        lists at most `max_results` (default 100) memories, lowest retention first."""
+        request = forget_request(scope, dry_run, overrides, max_results)
+        return forget_report_from_proto(await self._call(self._stub.Forget, request, retry=dry_run))
+
+    async def restore(self, memory_id: str) -> LongTermItem:
+        """Bring a soft-deleted memory back into recall."""
+        response = await self._call(self._stub.RestoreLongTermMemory, pb.RestoreLongTermMemoryRequest(id=memory_id), retry=False)
+        return long_term_item_from_proto(response.memory)
+
+    async def purge(self, memory_ids: list[str]) -> list[str]:
+        """Delete these soft-deleted memories for good; returns the ids purged."""
+        request = pb.PurgeLongTermMemoriesRequest(ids=memory_ids)
+        return list((await self._call(self._stub.PurgeLongTermMemories, request, retry=True)).purged_ids)
+
 
 class ReflectionClient:
     """Reflection, consolidation and compressed recall over gRPC (blocking)."""
@@ -159,6 +181,18 @@ class ReflectionClient:
         request = _search_request(scope, query, top_k, min_results, max_chars)
         return _compressed(self._call(self._search.SearchLongTermMemories, request, retry=True))
 
+    def forget(self, scope: Scope, *, dry_run: bool = False, max_results: int = 0, **overrides: Any) -> ForgetReport:
+        request = forget_request(scope, dry_run, overrides, max_results)
+        return forget_report_from_proto(self._call(self._stub.Forget, request, retry=dry_run))
+
+    def restore(self, memory_id: str) -> LongTermItem:
+        response = self._call(self._stub.RestoreLongTermMemory, pb.RestoreLongTermMemoryRequest(id=memory_id), retry=False)
+        return long_term_item_from_proto(response.memory)
+
+    def purge(self, memory_ids: list[str]) -> list[str]:
+        request = pb.PurgeLongTermMemoriesRequest(ids=memory_ids)
+        return list(self._call(self._stub.PurgeLongTermMemories, request, retry=True).purged_ids)
+
 
 class AsyncLocalReflectionClient:
     """`AsyncReflectionClient`'s methods over an in-process service (the local tenant)."""
@@ -202,3 +236,17 @@ class AsyncLocalReflectionClient:
         items, _, summary = await lifecycle.compressed.search(self.tenant, scope, query, options,
                                                              min_results=min_results, max_chars=max_chars)
         return CompressedResults(items, summary.summary if summary else "", summary.method if summary else "")
+
+    async def forget(self, scope: Scope, *, dry_run: bool = False, max_results: int = 0, **overrides: Any) -> ForgetReport:
+        forget_request(scope, dry_run, overrides, max_results)  # the same checks as the remote client
+        report = await (await self._lifecycle()).forgetter.forget(self.tenant, scope, dry_run=dry_run, **overrides)
+        report.forgotten = report.forgotten[: max_results or 100]
+        return report
+
+    async def restore(self, memory_id: str) -> LongTermItem:
+        return await (await self._lifecycle()).forgetter.restore(self.tenant, memory_id)
+
+    async def purge(self, memory_ids: list[str]) -> list[str]:
+        for i, memory_id in enumerate(memory_ids):
+            check_id(memory_id, f"ids[{i}]")
+        return await (await self._lifecycle()).forgetter.purge(self.tenant, list(memory_ids))

@@ -5,8 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from agentscope_memory._proto.agentscope.memory.v1 import lifecycle_service_pb2 as pb
+from agentscope_memory.convert.from_proto import long_term_item_from_proto
 from agentscope_memory.convert.to_proto import long_term_item_to_proto, scope_to_proto
+from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.lifecycle.consolidation import ConsolidationReport, Merge
+from agentscope_memory.lifecycle.forgetting import ForgetReport, Forgotten
 from agentscope_memory.lifecycle.fidelity import Fidelity
 from agentscope_memory.lifecycle.reflection import ReflectionResult
 from agentscope_memory.long_term.engine import Scope
@@ -111,3 +114,46 @@ def consolidate_request(scope: Scope, dry_run: bool, overrides: dict[str, Any]) 
     if unknown:
         raise TypeError(f"unknown consolidation settings: {', '.join(sorted(unknown))}")
     return pb.ConsolidateRequest(scope=scope_to_proto(scope), dry_run=dry_run, **overrides)
+
+
+def forget_overrides_from_proto(request: pb.ForgetRequest) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in ("base_retention", "strengthening_factor", "threshold"):
+        if request.HasField(name):
+            out[name] = getattr(request, name)
+    if request.forget_every_type:
+        if request.excluded_types:
+            raise InvalidArgumentError("excluded_types", "leave it empty with forget_every_type")
+        out["excluded_types"] = []
+    elif request.excluded_types:
+        out["excluded_types"] = list(request.excluded_types)
+    return out
+
+
+def forget_report_to_proto(report: ForgetReport, max_results: int) -> pb.ForgetResponse:
+    if not 0 <= max_results <= 1000:
+        raise InvalidArgumentError("max_results", f"must be between 0 and 1000, not {max_results}")
+    shown = report.forgotten[: max_results or 100]
+    return pb.ForgetResponse(
+        dry_run=report.dry_run, scanned=report.scanned, total_forgotten=report.total,
+        forgotten=[pb.ForgottenMemory(memory=long_term_item_to_proto(f.item), retention=f.retention) for f in shown],
+        duration_seconds=report.duration_s)
+
+
+def forget_report_from_proto(response: pb.ForgetResponse) -> ForgetReport:
+    return ForgetReport(scanned=response.scanned, dry_run=response.dry_run, duration_s=response.duration_seconds,
+                        total=response.total_forgotten,
+                        forgotten=[Forgotten(long_term_item_from_proto(f.memory), f.retention) for f in response.forgotten])
+
+
+def forget_request(scope: Scope, dry_run: bool, overrides: dict[str, Any], max_results: int = 0) -> pb.ForgetRequest:
+    request = pb.ForgetRequest(scope=scope_to_proto(scope), dry_run=dry_run, max_results=max_results)
+    for name in ("base_retention", "strengthening_factor", "threshold"):
+        if overrides.get(name) is not None:
+            setattr(request, name, overrides[name])
+    if "excluded_types" in overrides and overrides["excluded_types"] is not None:
+        if list(overrides["excluded_types"]):
+            request.excluded_types.extend(overrides["excluded_types"])
+        else:
+            request.forget_every_type = True
+    return request

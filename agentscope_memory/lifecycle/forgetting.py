@@ -93,6 +93,8 @@ class ForgetReport:
     forgotten: list[Forgotten] = field(default_factory=list)
     dry_run: bool = False
     duration_s: float = 0.0
+    # How many were forgotten in all (`forgotten` may list fewer: a report is capped).
+    total: int = 0
 
 
 class Forgetter:
@@ -176,6 +178,7 @@ class Forgetter:
             retired = await self._engine.retire_where(tenant, key, list(faded), "FORGET", decide)
             report.forgotten += [Forgotten(item_of(r), retention(r, self.now(), settings)) for r in retired]
         report.forgotten.sort(key=lambda f: f.retention)
+        report.total = len(report.forgotten)
         report.duration_s = time.perf_counter() - started
         if not dry_run:
             for observe in self.observers:

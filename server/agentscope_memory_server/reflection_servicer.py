@@ -12,10 +12,14 @@ from agentscope_memory.convert.from_proto import scope_from_proto
 from agentscope_memory.convert.lifecycle_reflect import (
     consolidation_overrides_from_proto,
     consolidation_report_to_proto,
+    forget_overrides_from_proto,
+    forget_report_to_proto,
     reflection_overrides_from_proto,
     reflection_result_to_proto,
 )
+from agentscope_memory.convert.to_proto import long_term_item_to_proto
 from agentscope_memory.errors import InvalidArgumentError
+from agentscope_memory.validation.ids import check_id
 from agentscope_memory.lifecycle.reflect_service import ReflectLifecycle
 from agentscope_memory_server.errors import grpc_errors
 from agentscope_memory_server.tenancy import tenant_of
@@ -45,8 +49,39 @@ class ReflectionRpcs:
         return consolidation_report_to_proto(report)
 
 
-class ReflectionServicer(ReflectionRpcs, pb_grpc.LongTermLifecycleServiceServicer):
-    """The service with the reflection part only (until the lifecycle servicer composes it)."""
+class ForgettingRpcs:
+    """Forget, RestoreLongTermMemory and PurgeLongTermMemories over `self.reflect_lifecycle`."""
+
+    reflect_lifecycle: ReflectLifecycle
+
+    @grpc_errors
+    async def Forget(self, request: pb.ForgetRequest, context: grpc.aio.ServicerContext) -> pb.ForgetResponse:
+        if not request.HasField("scope"):
+            raise InvalidArgumentError("scope", "is required")
+        if not 0 <= request.max_results <= 1000:
+            raise InvalidArgumentError("max_results", f"must be between 0 and 1000, not {request.max_results}")
+        report = await self.reflect_lifecycle.forgetter.forget(
+            tenant_of(context), scope_from_proto(request.scope), dry_run=request.dry_run,
+            **forget_overrides_from_proto(request))
+        return forget_report_to_proto(report, request.max_results)
+
+    @grpc_errors
+    async def RestoreLongTermMemory(self, request: pb.RestoreLongTermMemoryRequest,
+                                    context: grpc.aio.ServicerContext) -> pb.RestoreLongTermMemoryResponse:
+        item = await self.reflect_lifecycle.forgetter.restore(tenant_of(context), request.id)
+        return pb.RestoreLongTermMemoryResponse(memory=long_term_item_to_proto(item))
+
+    @grpc_errors
+    async def PurgeLongTermMemories(self, request: pb.PurgeLongTermMemoriesRequest,
+                                    context: grpc.aio.ServicerContext) -> pb.PurgeLongTermMemoriesResponse:
+        for i, memory_id in enumerate(request.ids):
+            check_id(memory_id, f"ids[{i}]")
+        purged = await self.reflect_lifecycle.forgetter.purge(tenant_of(context), list(request.ids))
+        return pb.PurgeLongTermMemoriesResponse(purged_ids=purged)
+
+
+class ReflectionServicer(ReflectionRpcs, ForgettingRpcs, pb_grpc.LongTermLifecycleServiceServicer):
+    """`LongTermLifecycleService`: reflection, consolidation, forgetting, restore and purge."""
 
     def __init__(self, reflect_lifecycle: ReflectLifecycle) -> None:
         self.reflect_lifecycle = reflect_lifecycle
@@ -59,7 +94,7 @@ class LifecycleMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.runs = Counter("agentscope_memory_lifecycle_job_runs", "lifecycle job runs", ["job"], registry=registry)
         self.memories = Counter("agentscope_memory_lifecycle_job_memories",
-                                "memories written by lifecycle jobs (reflections, merges)", ["job"], registry=registry)
+                                "memories changed by lifecycle jobs (reflections and merges written, memories forgotten)", ["job"], registry=registry)
         self.seconds = Histogram("agentscope_memory_lifecycle_job_seconds", "lifecycle job run time", ["job"],
                                  buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 1800), registry=registry)
 
@@ -71,3 +106,4 @@ class LifecycleMetrics:
     def observe(self, reflect_lifecycle: ReflectLifecycle) -> None:
         reflect_lifecycle.reflector.observers.append(self.record)
         reflect_lifecycle.consolidator.observers.append(self.record)
+        reflect_lifecycle.forgetter.observers.append(self.record)

@@ -16,8 +16,8 @@ import io.grpc.Status;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-/** {@link RemoteReflection} against the real server: reflection on demand with overrides, a consolidation dry run, bad input. */
-class RemoteReflectionTest {
+/** {@link RemoteLifecycle} against the real server: reflection on demand with overrides, a consolidation dry run, bad input. */
+class RemoteLifecycleTest {
 
     private static Msg user(String text) {
         return Msg.newBuilder().setRole(Role.ROLE_USER)
@@ -35,7 +35,7 @@ class RemoteReflectionTest {
         try (TestServer server = TestServer.start(java.util.Map.of("AGENTSCOPE_MEMORY_LIFECYCLE_REFLECTION_ENABLED", "false"));
              RemoteConnection connection = RemoteConnection.builder().target(server.target())
                      .deadline(java.time.Duration.ofSeconds(120)).build()) {
-            Scope scope = RemoteReflection.scope("助手", "java-user", "");
+            Scope scope = RemoteLifecycle.scope("助手", "java-user", "");
             for (String text : List.of("Remember that I am allergic to peanuts. Thanks!",
                     "请记住，我的生日是五月三日。谢谢！")) {
                 connection.longTermMemoryService().record(RecordRequest.newBuilder().setScope(scope).addMessages(user(text)).build());
@@ -45,26 +45,56 @@ class RemoteReflectionTest {
                 assertTrue(System.nanoTime() < deadline, "the facts were not scored");
                 Thread.sleep(100);
             }
-            RemoteReflection lifecycle = new RemoteReflection(connection);
-            RemoteReflection.Reflection notYet = lifecycle.triggerReflection(scope, null);
+            RemoteLifecycle lifecycle = new RemoteLifecycle(connection);
+            RemoteLifecycle.Reflection notYet = lifecycle.triggerReflection(scope, null);
             assertFalse(notYet.reflected());
             assertEquals("importance below threshold", notYet.reason());
-            RemoteReflection.Reflection done = lifecycle.triggerReflection(scope,
-                    new RemoteReflection.ReflectionOptions().importanceThreshold(1.0).cooldownSeconds(0));
+            RemoteLifecycle.Reflection done = lifecycle.triggerReflection(scope,
+                    new RemoteLifecycle.ReflectionOptions().importanceThreshold(1.0).cooldownSeconds(0));
             assertTrue(done.reflected());
             assertEquals("extractive", done.method());
             assertEquals(2, done.factIds().size());
             assertTrue(done.reflectionText().contains("花生") || done.reflectionText().contains("peanuts"));
             assertEquals(0, facts(connection, scope));
 
-            RemoteReflection.Consolidation dry = lifecycle.consolidate(scope, true, 0);
+            RemoteLifecycle.Consolidation dry = lifecycle.consolidate(scope, true, 0);
             assertTrue(dry.dryRun());
             assertEquals(0, dry.factsBefore());
 
             RemoteMemoryException bad = assertThrows(RemoteMemoryException.class, () -> lifecycle.triggerReflection(scope,
-                    new RemoteReflection.ReflectionOptions().minFacts(0)));
+                    new RemoteLifecycle.ReflectionOptions().minFacts(0)));
             assertEquals(Status.Code.INVALID_ARGUMENT, bad.getCode());
             assertTrue(bad.getMessage().contains("min_facts"), bad.getMessage());
+        }
+    }
+
+    @Test
+    void forgetDryRunThenForgetRestoreAndPurge() throws Exception {
+        try (TestServer server = TestServer.start();
+             RemoteConnection connection = RemoteConnection.builder().target(server.target())
+                     .deadline(java.time.Duration.ofSeconds(60)).build()) {
+            Scope scope = RemoteLifecycle.scope("助手", "java-forget", "");
+            for (String text : List.of("The user parks on level 3.", "用户把车停在三层。")) {
+                connection.longTermMemoryService().record(RecordRequest.newBuilder().setScope(scope).addMessages(user(text)).build());
+            }
+            RemoteLifecycle lifecycle = new RemoteLifecycle(connection);
+            // Fresh memories keep at least half their retention: only a high threshold takes them.
+            assertEquals(0, lifecycle.forget(scope, false, null).forgottenCount());
+            RemoteLifecycle.Forgetting dry = lifecycle.forget(scope, true, 0.99);
+            assertTrue(dry.dryRun());
+            assertEquals(2, dry.forgottenCount());
+            assertTrue(dry.forgotten().stream().allMatch(f -> f.retention() >= 0.5 && f.retention() < 0.99));
+            assertEquals(2, connection.longTermMemoryService().listLongTermMemories(ListLongTermMemoriesRequest
+                    .newBuilder().setScope(scope).build()).getMemoriesCount());
+
+            RemoteLifecycle.Forgetting done = lifecycle.forget(scope, false, 0.99);
+            assertEquals(2, done.forgottenCount());
+            String chinese = done.forgotten().stream().filter(f -> f.text().contains("三层")).findFirst().orElseThrow().id();
+            assertEquals("用户把车停在三层。", lifecycle.restore(chinese));
+            String english = done.forgotten().stream().filter(f -> f.text().contains("level 3")).findFirst().orElseThrow().id();
+            assertEquals(List.of(english), lifecycle.purge(List.of(english, chinese)));
+            RemoteMemoryException gone = assertThrows(RemoteMemoryException.class, () -> lifecycle.restore(english));
+            assertEquals(Status.Code.NOT_FOUND, gone.getCode());
         }
     }
 }

@@ -2,7 +2,11 @@ package dev.agentscopememory.client;
 
 import dev.agentscopememory.grpc.v1.ConsolidateRequest;
 import dev.agentscopememory.grpc.v1.ConsolidateResponse;
+import dev.agentscopememory.grpc.v1.ForgetRequest;
+import dev.agentscopememory.grpc.v1.ForgetResponse;
 import dev.agentscopememory.grpc.v1.LongTermLifecycleServiceGrpc;
+import dev.agentscopememory.grpc.v1.PurgeLongTermMemoriesRequest;
+import dev.agentscopememory.grpc.v1.RestoreLongTermMemoryRequest;
 import dev.agentscopememory.grpc.v1.Scope;
 import dev.agentscopememory.grpc.v1.TriggerReflectionRequest;
 import dev.agentscopememory.grpc.v1.TriggerReflectionResponse;
@@ -10,21 +14,28 @@ import java.util.List;
 import java.util.Objects;
 
 /**
- * Reflection and consolidation of one exact long-term scope, on demand, through {@code
- * LongTermLifecycleService}: {@link #triggerReflection} writes one {@code reflection} memory
- * summarising the scope's unreflected facts when they call for it (thresholds overridable);
- * {@link #consolidate} merges clusters of similar facts, keeping a merge only if its fidelity
- * check passes, or with {@code dryRun} reports what it would do. Neither call is retried: both
- * write, and the caller decides whether to run them again (a rerun is safe).
+ * The lifecycle of one exact long-term scope, on demand, through {@code LongTermLifecycleService}:
+ * {@link #triggerReflection} writes one {@code reflection} memory summarising the scope's
+ * unreflected facts when they call for it (thresholds overridable); {@link #consolidate} merges
+ * clusters of similar facts, keeping a merge only if its fidelity check passes; {@link #forget}
+ * soft-deletes what has faded on Ebbinghaus' curve; {@link #restore} brings a soft-deleted memory
+ * back and {@link #purge} deletes soft-deleted ones for good. Dry runs report without writing.
+ * Calls that write are not retried: the caller decides whether to run them again (a rerun is
+ * safe).
+ *
+ * <pre>{@code
+ * RemoteLifecycle lifecycle = new RemoteLifecycle(connection);
+ * RemoteLifecycle.Forgetting wouldGo = lifecycle.forget(RemoteLifecycle.scope("助手", "alice", ""), true, null);
+ * }</pre>
  */
-public final class RemoteReflection {
+public final class RemoteLifecycle {
 
     private final RemoteConnection connection;
 
     /**
      * @param connection the server
      */
-    public RemoteReflection(RemoteConnection connection) {
+    public RemoteLifecycle(RemoteConnection connection) {
         this.connection = Objects.requireNonNull(connection, "connection");
     }
 
@@ -146,5 +157,74 @@ public final class RemoteReflection {
                 () -> connection.stub(LongTermLifecycleServiceGrpc::newBlockingStub).consolidate(request.build()));
         return new Consolidation(r.getFactsBefore(), r.getFactsAfter(), r.getMerged(), r.getOriginalsRetired(),
                 r.getFailedFidelity(), r.getDryRun(), r.getRan(), r.getReason());
+    }
+
+    /**
+     * A memory forgotten (or that would be, in a dry run).
+     *
+     * @param id its id
+     * @param text its text
+     * @param retention its retention when it was decided, in [0, 1]
+     */
+    public record ForgottenMemory(String id, String text, double retention) {}
+
+    /**
+     * What a forgetting run did (or would do, in a dry run).
+     *
+     * @param dryRun whether nothing was changed
+     * @param scanned live memories looked at
+     * @param forgottenCount memories forgotten (or that would be)
+     * @param forgotten the first of them (at most 100), lowest retention first
+     */
+    public record Forgetting(boolean dryRun, int scanned, int forgottenCount, List<ForgottenMemory> forgotten) {}
+
+    /**
+     * Forgets what has faded in the scope: memories whose retention is below the threshold are
+     * soft-deleted (hidden from recall, restorable until purged). A dry run is retried when the
+     * server is away; a real run is not.
+     *
+     * @param scope the exact scope
+     * @param dryRun report without changing anything
+     * @param threshold the retention below which a memory is forgotten, or {@code null} for the server's (0.1)
+     * @return what the run did
+     */
+    public Forgetting forget(Scope scope, boolean dryRun, Double threshold) {
+        ForgetRequest.Builder request = ForgetRequest.newBuilder().setScope(scope).setDryRun(dryRun);
+        if (threshold != null) {
+            request.setThreshold(threshold);
+        }
+        ForgetResponse r = connection.call("LongTermLifecycleService/Forget", dryRun,
+                () -> connection.stub(LongTermLifecycleServiceGrpc::newBlockingStub).forget(request.build()));
+        List<ForgottenMemory> forgotten = r.getForgottenList().stream()
+                .map(f -> new ForgottenMemory(f.getMemory().getId(), f.getMemory().getMemory(), f.getRetention()))
+                .toList();
+        return new Forgetting(r.getDryRun(), r.getScanned(), r.getTotalForgotten(), forgotten);
+    }
+
+    /**
+     * Brings a soft-deleted memory (forgotten, deleted, reflected or merged) back into recall.
+     *
+     * @param memoryId the memory's id
+     * @return its text, live again
+     * @throws RemoteMemoryException.NotFound when it does not exist (or was purged)
+     */
+    public String restore(String memoryId) {
+        RestoreLongTermMemoryRequest request = RestoreLongTermMemoryRequest.newBuilder().setId(memoryId).build();
+        return connection.call("LongTermLifecycleService/RestoreLongTermMemory", false,
+                () -> connection.stub(LongTermLifecycleServiceGrpc::newBlockingStub).restoreLongTermMemory(request))
+                .getMemory().getMemory();
+    }
+
+    /**
+     * Deletes soft-deleted memories for good (live ones named are left alone); their history stays.
+     *
+     * @param memoryIds 1 to 1000 ids
+     * @return the ids purged
+     */
+    public List<String> purge(List<String> memoryIds) {
+        PurgeLongTermMemoriesRequest request = PurgeLongTermMemoriesRequest.newBuilder().addAllIds(memoryIds).build();
+        return List.copyOf(connection.call("LongTermLifecycleService/PurgeLongTermMemories", true,
+                () -> connection.stub(LongTermLifecycleServiceGrpc::newBlockingStub).purgeLongTermMemories(request))
+                .getPurgedIdsList());
     }
 }
