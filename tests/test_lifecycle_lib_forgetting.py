@@ -227,3 +227,25 @@ async def test_two_replicas_schedule_each_run_once_and_the_job_forgets(open_engi
         for e in (first, second):
             await e.close()
             await e._store.close()
+
+
+async def test_scheduled_consolidation_queues_only_scopes_over_the_threshold(engine, clock) -> None:
+    from agentscope_memory.jobs import JobRunner
+    from agentscope_memory.lifecycle.consolidation import CONSOLIDATE_JOB, ConsolidationSettings, Consolidator
+    from agentscope_memory.lifecycle.reflect_service import CONSOLIDATE_TENANT_JOB, queue_consolidations
+
+    busy, quiet = Scope(agent_name="助手", user_id="busy"), Scope(agent_name="助手", user_id="quiet")
+    await engine.insert("t", busy, [row(busy, text, 0.8, accessed=clock.now) for text in (
+        "The user likes green tea.", "The user really likes green tea.", "The user likes drinking green tea.",
+        "用户喜欢喝绿茶。")])
+    await engine.insert("t", quiet, [row(quiet, "The user likes chess.", 0.8, accessed=clock.now)])
+    runner = JobRunner(engine._store, clock=clock)
+    consolidator = Consolidator(engine, None, ConsolidationSettings(threshold=3), clock)
+    consolidator.attach(runner)
+    assert await queue_consolidations(engine, runner, consolidator, Job("j", "t", CONSOLIDATE_TENANT_JOB, {}, 1)) == 1
+    (queued,) = await engine._store.run("t", lambda tx: tx.job_list(None, CONSOLIDATE_JOB), write=False)
+    assert queued.payload == {"scope": ["助手", "busy", ""]}
+    await consolidator._run_job(Job(queued.job_id, "t", CONSOLIDATE_JOB, queued.payload, 1))
+    left = [i.text for i in await engine.list("t", busy, 10)]
+    assert len(left) < 4 and any("green tea" in text for text in left)
+    assert [i.text for i in await engine.list("t", quiet, 10)] == ["The user likes chess."]

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from agentscope_memory.lifecycle.compressed import CompressedSearch
-from agentscope_memory.lifecycle.consolidation import ConsolidationSettings, Consolidator
+from agentscope_memory.jobs import Job
+from agentscope_memory.lifecycle.consolidation import CONSOLIDATE_JOB, ConsolidationSettings, Consolidator
 from agentscope_memory.lifecycle.forgetting import FORGET_JOB, Forgetter, ForgettingSettings
 from agentscope_memory.lifecycle.reflection import ReflectionSettings, Reflector
 from agentscope_memory.lifecycle.scheduler import LifecycleScheduler
@@ -16,6 +17,36 @@ from agentscope_memory.lifecycle.scheduler import LifecycleScheduler
 if TYPE_CHECKING:
     from agentscope_memory.llm import ChatClient
     from agentscope_memory.long_term.hybrid.engine import HybridEngine
+
+
+CONSOLIDATE_TENANT_JOB = "lifecycle.consolidate_tenant"
+
+
+async def queue_consolidations(engine: HybridEngine, jobs: Any, consolidator: Consolidator, job: Job) -> int:
+    """A scheduled run over one tenant: queue a consolidation job (durable, retried on its own)
+    for every exact scope holding more facts than the threshold. Returns how many."""
+    store = engine._store
+    threshold = consolidator.settings.threshold
+    queued, after = 0, ""
+    while True:
+        scopes = await store.run(job.tenant, _scopes_after(after), write=False)
+        if not scopes:
+            return queued
+        for key, agent, user, run in scopes:
+            def maybe(tx: Any, key: str = key, scope: tuple[str, str, str] = (agent, user, run)) -> bool:
+                if tx.ltm_typed_count(key, "fact") <= threshold:
+                    return False
+                jobs.enqueue_in(tx, CONSOLIDATE_JOB, {"scope": list(scope)})
+                return True
+
+            queued += int(await store.run(job.tenant, maybe))
+        after = scopes[-1][0]
+        if queued:
+            jobs.wake()
+
+
+def _scopes_after(after: str) -> Callable[[Any], list[tuple[str, str, str, str]]]:
+    return lambda tx: tx.ltm_tenant_scopes(after, 100)
 
 
 @dataclass
@@ -57,4 +88,6 @@ def build_reflect_lifecycle(engine: HybridEngine, llm: ChatClient | None, jobs: 
     forgetter.attach(jobs)
     scheduler = LifecycleScheduler(engine._store, jobs, clock)
     scheduler.register("forgetting", FORGET_JOB, settings.lifecycle_forgetting_interval_s)
+    jobs.register(CONSOLIDATE_TENANT_JOB, lambda job: queue_consolidations(engine, jobs, consolidator, job))
+    scheduler.register("consolidation", CONSOLIDATE_TENANT_JOB, settings.lifecycle_consolidation_interval_s)
     return ReflectLifecycle(reflector, consolidator, CompressedSearch(engine, llm), forgetter, scheduler)

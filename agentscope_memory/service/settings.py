@@ -98,6 +98,8 @@ class ServiceSettings(BaseModel):
     lifecycle_consolidation_similarity: float = Field(0.75, ge=-1, le=1)
     lifecycle_consolidation_min_cluster_size: int = Field(3, ge=2, le=50)
     lifecycle_consolidation_fidelity_threshold: float = Field(0.5, ge=0, le=1)
+    lifecycle_consolidation_interval_s: float | None = Field(
+        None, gt=0, description="look for scopes to consolidate this often; unset = only on request")
     # Forgetting (Ebbinghaus): retention = base^(hours since last recall / (24 * factor^recalls))
     # * (0.5 + 0.5 * importance); below the threshold a memory is soft-deleted. Scheduled every
     # `lifecycle_forgetting_interval_s` (unset: only on request, the default).

@@ -36,6 +36,12 @@ class LifecycleForgetStatements(LongTermStatements):
                          (self.tenant, after, int(limit)))
         return [str(r[0]) for r in rows]
 
+    def ltm_tenant_scopes(self, after: str, limit: int) -> list[tuple[str, str, str, str]]:
+        """This tenant's exact scopes as (key, agent, user, run), in key order, after `after`."""
+        rows = self._all("SELECT scope_key, agent_name, user_id, run_name FROM {ltm_scopes} WHERE tenant = ?"
+                         " AND scope_key > ? ORDER BY scope_key LIMIT ?", (self.tenant, after, int(limit)))
+        return [(str(r[0]), str(r[1]), str(r[2]), str(r[3])) for r in rows]
+
     def ltm_tenants(self) -> list[str]:
         """Every tenant that has long-term memories (a NO_TENANT transaction: the scheduler's)."""
         return [str(r[0]) for r in self._all("SELECT DISTINCT tenant FROM {ltm_scopes} ORDER BY tenant")]
