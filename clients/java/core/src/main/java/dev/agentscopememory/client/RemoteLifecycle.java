@@ -4,6 +4,7 @@ import dev.agentscopememory.grpc.v1.ConsolidateRequest;
 import dev.agentscopememory.grpc.v1.ConsolidateResponse;
 import dev.agentscopememory.grpc.v1.ForgetRequest;
 import dev.agentscopememory.grpc.v1.ForgetResponse;
+import dev.agentscopememory.grpc.v1.GetLongTermMemoryHistoryRequest;
 import dev.agentscopememory.grpc.v1.LongTermLifecycleServiceGrpc;
 import dev.agentscopememory.grpc.v1.PurgeLongTermMemoriesRequest;
 import dev.agentscopememory.grpc.v1.RestoreLongTermMemoryRequest;
@@ -226,5 +227,31 @@ public final class RemoteLifecycle {
         return List.copyOf(connection.call("LongTermLifecycleService/PurgeLongTermMemories", true,
                 () -> connection.stub(LongTermLifecycleServiceGrpc::newBlockingStub).purgeLongTermMemories(request))
                 .getPurgedIdsList());
+    }
+
+    /**
+     * One change of a long-term memory.
+     *
+     * @param event ADD, UPDATE, ASSESS, DELETE, REFLECT, CONSOLIDATE, CONSOLIDATE_TRIM, FORGET, RESTORE or PURGE
+     * @param oldText the text before, or {@code null}
+     * @param newText the text after, or {@code null}
+     * @param detailJson what else changed, and the job that changed it, as a JSON object
+     * @param createdAt when (ISO 8601)
+     */
+    public record HistoryEntry(String event, String oldText, String newText, String detailJson, String createdAt) {}
+
+    /**
+     * Every change of a memory, oldest first: lifecycle jobs included, and a purged memory's too.
+     *
+     * @param memoryId the memory's id
+     * @return its history
+     */
+    public List<HistoryEntry> history(String memoryId) {
+        GetLongTermMemoryHistoryRequest request = GetLongTermMemoryHistoryRequest.newBuilder().setId(memoryId).build();
+        return connection.call("LongTermMemoryService/GetLongTermMemoryHistory", true,
+                () -> connection.longTermMemoryService().getLongTermMemoryHistory(request)).getEntriesList().stream()
+                .map(e -> new HistoryEntry(e.getEvent(), e.hasOldText() ? e.getOldText() : null,
+                        e.hasNewText() ? e.getNewText() : null, e.getDetailJson(), e.getCreatedAt()))
+                .toList();
     }
 }

@@ -95,6 +95,11 @@ class RemoteLifecycleTest {
             assertEquals(List.of(english), lifecycle.purge(List.of(english, chinese)));
             RemoteMemoryException gone = assertThrows(RemoteMemoryException.class, () -> lifecycle.restore(english));
             assertEquals(Status.Code.NOT_FOUND, gone.getCode());
+            List<String> events = lifecycle.history(english).stream().map(RemoteLifecycle.HistoryEntry::event).toList();
+            // (the background scorer may have added an ASSESS in between)
+            assertEquals("ADD", events.get(0));
+            assertEquals(List.of("FORGET", "PURGE"), events.subList(events.size() - 2, events.size()));
+            assertTrue(lifecycle.history(english).get(events.size() - 2).detailJson().contains("retention"));
         }
     }
 }
