@@ -173,3 +173,16 @@ async def test_parity_never_skips_a_check(service, monkeypatch) -> None:
     for _ in range(2):
         assert not (await svc.compress_if_needed("t", "m")).compressed
     assert runs == [3, 3]
+
+
+async def test_a_long_current_round_is_still_compressed_once_not_on_every_check() -> None:
+    # One request answered by many small tool calls: the round alone passes the message trigger.
+    c, summarizer = compressor(profile="improved", msg_threshold=20, last_keep=50, min_compression_token_threshold=5000)
+    st = state([U("Migrate every config file. 请迁移所有配置文件。")])
+    for i in range(40):
+        for msg in (TU("edit", f"e{i}"), TR("edit", f"e{i}", "ok")):
+            st.working.append(msg)
+            await c.compress_if_needed(st)
+    # Compressed when half of msg_threshold was new, then only after as much new material again.
+    assert 0 < len(summarizer.calls) <= 80 // 10
+    assert len(st.working) < 20

@@ -15,7 +15,8 @@ every check once over the threshold):
   applies to the run, not to each round); an earlier summary is never summarised again;
 - a tool result the model has not read yet (no assistant message after it) is never compressed;
 - strategy 6 only runs when the current round holds at least `min_compression_token_threshold`
-  tokens of read, not yet summarised messages, so it cannot re-summarise its own summary.
+  tokens, or half of `msg_threshold` messages, that are read and not yet summarised, so it does
+  not re-summarise its own summary on every check.
 """
 
 from __future__ import annotations
@@ -627,8 +628,11 @@ class Compressor:
                 return False
             a, b = run
             fresh = [m for m in cur[a:b + 1] if not is_compressed(m)]
-            if self.estimate(fresh) < self.config.min_compression_token_threshold:
-                return False  # too little new material: a call would mostly re-summarise a summary
+            if (self.estimate(fresh) < self.config.min_compression_token_threshold
+                    and len(fresh) < max(1, self.config.msg_threshold // 2)):
+                # Too little new material (in tokens and in messages): a call would mostly
+                # re-summarise the previous summary.
+                return False
         if b < a:
             return False
         src = cur[a:b + 1]
