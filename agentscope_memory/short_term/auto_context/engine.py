@@ -9,6 +9,14 @@ The improved profile fixes three upstream bugs:
   its call inside it, and the current-round compression never swallows results whose call it
   leaves behind;
 - Q3: an offload stub (a message already carrying `_compress_meta`) is never offloaded again.
+It also makes far fewer summariser calls (Java's strategy 6 re-summarises the current round on
+every check once over the threshold):
+- roll-up: strategy 4 summarises a contiguous run of earlier rounds in one call (the threshold
+  applies to the run, not to each round); an earlier summary is never summarised again;
+- a tool result the model has not read yet (no assistant message after it) is never compressed;
+- strategy 6 only runs when the current round holds at least `min_compression_token_threshold`
+  tokens, or half of `msg_threshold` messages, that are read and not yet summarised, so it does
+  not re-summarise its own summary on every check.
 """
 
 from __future__ import annotations
@@ -487,6 +495,8 @@ class Compressor:
                 if i - u != 1:
                     pairs.append((u, i))
                 u = -1
+        if self.improved:
+            return await self._s4_roll_up(state, cur, pairs)
         changed = False
         for user, answer in reversed(pairs):
             src = cur[user:answer + 1]
@@ -501,6 +511,32 @@ class Compressor:
             changed = True
         return changed
 
+    async def _s4_roll_up(self, state: ContextState, cur: list[Msg], pairs: list[tuple[int, int]]) -> bool:
+        """Improved strategy 4: each contiguous run of uncompressed rounds becomes one summary
+        (one call), placed after the run's first user message. A round already summarised has
+        its user message right before its summary, so it is never part of a run: earlier
+        summaries stay as they are and are rolled up beside, not into, the new one."""
+        runs: list[list[tuple[int, int]]] = []
+        for pair in pairs:
+            if runs and runs[-1][-1][1] + 1 == pair[0]:
+                runs[-1].append(pair)
+            else:
+                runs.append([pair])
+        changed = False
+        for run in reversed(runs):
+            first, last = run[0][0], run[-1][1]
+            src = cur[first:last + 1]
+            if self.estimate(src) < self.config.min_compression_token_threshold:
+                continue
+            uid, summary = await self._offload_and_summarize(
+                state, src, prompts.round_summary_prompt(self.config.custom_prompt), filter_plan_calls(src))
+            replacement = self._summary_msg(uid, summary, "\n")
+            self._record(state, PREVIOUS_ROUND_CONVERSATION_SUMMARY, cur, first + 1, last, replacement.id,
+                         self._usage_meta(summary.usage))
+            cur[first + 1:last + 1] = [replacement]
+            changed = True
+        return changed
+
     # -- strategy 5 -------------------------------------------------------------------------
 
     async def _s5_large_current(self, state: ContextState, cur: list[Msg]) -> bool:
@@ -508,10 +544,11 @@ class Compressor:
         if lu < 0 or lu == len(cur) - 1:
             return False
         limit = self.config.large_payload_threshold
+        unread = _first_unread(cur) if self.improved else len(cur)
         changed = False
         for i in range(len(cur) - 1, lu, -1):
             msg = cur[i]
-            if is_compressed(msg):
+            if is_compressed(msg) or i >= unread:
                 continue
             text = msg.text_content
             large = utf16_len(text) > limit if text else char_count(msg) > limit
@@ -585,10 +622,17 @@ class Compressor:
             b -= 1
         if self.improved:
             # Never swallow results whose call stays behind, nor a call whose results stay.
-            run = self._paired(cur, a, b)
+            b = min(b, _first_unread(cur) - 1)  # never compress what the model has not read
+            run = self._paired(cur, a, b) if a <= b else None
             if run is None:
                 return False
             a, b = run
+            fresh = [m for m in cur[a:b + 1] if not is_compressed(m)]
+            if (self.estimate(fresh) < self.config.min_compression_token_threshold
+                    and len(fresh) < max(1, self.config.msg_threshold // 2)):
+                # Too little new material (in tokens and in messages): a call would mostly
+                # re-summarise the previous summary.
+                return False
         if b < a:
             return False
         src = cur[a:b + 1]
@@ -606,6 +650,15 @@ class Compressor:
         self._record(state, CURRENT_ROUND_MESSAGE_COMPRESS, cur, a, b, replacement.id, self._usage_meta(summary.usage))
         cur[a:b + 1] = [replacement]
         return True
+
+
+def _first_unread(msgs: list[Msg]) -> int:
+    """The index of the first tool result after the last assistant message (the model has not
+    reasoned over it yet), or len(msgs) when every result has been read."""
+    i = len(msgs)
+    while i > 0 and is_tool_result(msgs[i - 1]) and msgs[i - 1].role is not MsgRole.ASSISTANT:
+        i -= 1
+    return i
 
 
 def _companion_results(msg: Msg, first: ToolResultBlock, text: str) -> list[ContentBlock]:

@@ -77,6 +77,9 @@ def reload_texts(uuid: str) -> tuple[str, str]:
     )
 
 
+MAX_UNCHANGED = 10_000
+
+
 class AutoContextService:
     def __init__(self, manager: MemoryManager, summarizer: Summarizer, identity: Identity | None = None) -> None:
         self._manager = manager
@@ -88,6 +91,11 @@ class AutoContextService:
         self._locks: dict[tuple[str, str], tuple[asyncio.Lock, list[int]]] = {}
         self._changed: dict[tuple[str, str], tuple[asyncio.Condition, list[int]]] = {}
         self._counters: dict[str, TokenCounter] = {}
+        # Improved profile: per memory, the digest of the last triggered check that changed
+        # nothing. Its outcome is a function of the working messages, the config and the plan
+        # only, so the same digest means the same "nothing to do" (skipped, no summariser call).
+        # Kept in memory only: after a restart the first check simply runs again.
+        self._unchanged: dict[tuple[str, str], bytes] = {}
 
     @property
     def store(self):
@@ -161,12 +169,22 @@ class AutoContextService:
             shown = int(totals.get("reported", tokens)) if config.token_counter == CL100K else tokens
             return CompressOutcome(False, [], shown, shown, count)
 
-        def snapshot(tx: Tx) -> tuple[list[int], list[Msg], PlanNote | None]:
-            self._record(tx, memory_id)
+        def snapshot(tx: Tx) -> tuple[list[int], list[Msg], PlanNote | None, bytes]:
+            rec = self._record(tx, memory_id)
             rows = tx.read(memory_id, WORKING)
-            return [r.seq for r in rows], [decode_msg(r.data) for r in rows], get_plan(tx, memory_id)
+            plan = get_plan(tx, memory_id)
+            digest = hashlib.blake2b(rec.config_json.encode() + repr(plan).encode(), digest_size=16)
+            for r in rows:
+                digest.update(len(r.data).to_bytes(8, "big"))
+                digest.update(r.data.encode() if isinstance(r.data, str) else r.data)
+            return [r.seq for r in rows], [decode_msg(r.data) for r in rows], plan, digest.digest()
 
-        seqs, working, plan = await self.store.run(tenant, snapshot, write=False)
+        seqs, working, plan, digest = await self.store.run(tenant, snapshot, write=False)
+        key = (tenant, memory_id)
+        if config.profile == IMPROVED and self._unchanged.get(key) == digest:
+            shown = int(totals.get("reported", tokens)) if config.token_counter == CL100K else tokens
+            return CompressOutcome(False, [], shown, shown, count)
+        self._unchanged.pop(key, None)
         state = ContextState(list(working), plan=plan)
         counter = self._counter(config)
         failure: BaseException | None = None
@@ -199,6 +217,11 @@ class AutoContextService:
             return read_events(tx, memory_id)[-len(state.events):] if state.events else []
 
         events = await self.store.run(tenant, commit)
+        if config.profile == IMPROVED and not compressed and not changed_working and not state.events \
+                and not state.offload:
+            if len(self._unchanged) >= MAX_UNCHANGED:
+                self._unchanged.clear()  # a bound, not a cache policy: a dropped entry costs one check
+            self._unchanged[key] = digest
         if events:
             await self._notify(tenant, memory_id)
         if failure is not None:

@@ -6,12 +6,17 @@ package dev.agentscopememory.client;
  */
 public enum AutoContextProfile {
 
-    /** Exactly AgentScope-Java 1.0.12, its known bugs included: the default. */
+    /**
+     * Exactly AgentScope-Java 1.0.12, its known bugs included: the default, so that a memory
+     * ported from AgentScope behaves as it did unless {@link #IMPROVED} is asked for.
+     */
     PARITY,
 
     /**
-     * The server's fixes: offload only after the summariser call succeeded, never split a tool
-     * call from its result, never offload an offload stub again.
+     * Recommended. The server's fixes: offload only after the summariser call succeeded, never
+     * split a tool call from its result, never offload an offload stub again; and far fewer
+     * summariser calls (earlier rounds rolled up in one call, unread tool results never
+     * compressed, checks that cannot change anything skipped).
      */
     IMPROVED
 }
