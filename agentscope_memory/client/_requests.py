@@ -142,3 +142,21 @@ def turn(response: ltm_pb.BeginTurnResponse) -> tuple[list[Msg], dict[str, dict[
     """What BeginTurn stored, and the tools to offer the model (name -> JSON schema)."""
     tools = [tool_schema_from_proto(t) for t in response.tools]
     return [msg_from_proto(m, "input") for m in response.input], {t.name: t.parameters for t in tools}
+
+
+SEARCH_WEIGHTS = ("alpha", "beta", "gamma", "delta", "decay_rate", "dense_weight")
+
+
+def search(scope: Scope, query: str, top_k: int, weights: dict[str, float | None],
+           memory_types: Sequence[str], domains: Sequence[str], route_query: bool) -> ltm_pb.SearchLongTermMemoriesRequest:
+    """A ranked search: unset weights take the server's defaults."""
+    unknown = set(weights) - set(SEARCH_WEIGHTS)
+    if unknown:
+        raise TypeError(f"unknown search options: {', '.join(sorted(unknown))}")
+    request = ltm_pb.SearchLongTermMemoriesRequest(scope=scope_to_proto(scope), query=query, top_k=top_k,
+                                                   memory_types=list(memory_types), domains=list(domains),
+                                                   route_query=route_query)
+    for name, value in weights.items():
+        if value is not None:
+            setattr(request, name, value)
+    return request

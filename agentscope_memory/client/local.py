@@ -16,9 +16,11 @@ import asyncio
 import functools
 import inspect
 import threading
+from dataclasses import replace
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Sequence, TypeVar
 
 from agentscope_memory.client._common import LOCAL_TENANT
+from agentscope_memory.client._validate import check_request
 from agentscope_memory.client.long_term import Turn
 from agentscope_memory.convert.to_proto import kind_to_proto
 from agentscope_memory.errors import UnimplementedError
@@ -184,6 +186,19 @@ class AsyncLocalLongTermClient(_LocalClient):
 
     async def get(self, memory_id: str) -> LongTermItem:
         return await (await self._engine()).get(self.tenant, memory_id)
+
+    async def search(self, scope: Scope, query: str, *, top_k: int = 0, memory_types: Sequence[str] = (),
+                     domains: Sequence[str] = (), route_query: bool = False, **weights: float | None) -> builtins.list[LongTermItem]:
+        from agentscope_memory.client._requests import search as search_request
+
+        check_request(search_request(scope, query, top_k, weights, memory_types, domains, route_query))
+        engine = await self._engine()
+        defaults = engine.rank_defaults
+        where = replace(defaults.where, memory_types=tuple(memory_types) or defaults.where.memory_types,
+                        domains=tuple(domains) or defaults.where.domains)
+        options = defaults.with_overrides(top_k=top_k or None, where=where, **weights)
+        items, _ = await engine.search_ranked(self.tenant, scope.validate(), query, options, route=route_query)
+        return items
 
     async def update(self, memory_id: str, text: str | None = None, *, importance: float | None = None,
                      metadata: dict[str, Any] | None = None) -> LongTermItem:

@@ -19,7 +19,11 @@ from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_servi
 from agentscope_memory.client import _requests
 from agentscope_memory.client._common import DEFAULT_TARGET, DEFAULT_TIMEOUT_S, async_channel, blocking_channel, metadata
 from agentscope_memory.client._retry import RetryPolicy, call_async, call_blocking
-from agentscope_memory.convert.from_proto import long_term_history_from_proto, long_term_item_from_proto
+from agentscope_memory.convert.from_proto import (
+    long_term_history_from_proto,
+    long_term_item_from_proto,
+    long_term_result_from_proto,
+)
 from agentscope_memory.convert.to_proto import scope_to_proto
 from agentscope_memory.long_term.engine import HistoryEntry, LongTermItem, Scope
 from agentscope_memory.long_term.modes import Mode
@@ -106,6 +110,15 @@ class AsyncLongTermClient:
     async def get(self, memory_id: str) -> LongTermItem:
         response = await self._call(self._stub.GetLongTermMemory, pb.GetLongTermMemoryRequest(id=memory_id))
         return long_term_item_from_proto(response.memory)
+
+    async def search(self, scope: Scope, query: str, *, top_k: int = 0, memory_types: Sequence[str] = (),
+                     domains: Sequence[str] = (), route_query: bool = False, **weights: float | None) -> builtins.list[LongTermItem]:
+        """Ranked search, best first; each item's `scores` holds every component of its score
+        (final, semantic, dense, lexical, decay, importance, frequency). Weights (alpha, beta,
+        gamma, delta, decay_rate, dense_weight) left out take the server's defaults."""
+        request = _requests.search(scope, query, top_k, weights, memory_types, domains, route_query)
+        response = await self._call(self._stub.SearchLongTermMemories, request)
+        return [long_term_result_from_proto(r) for r in response.results]
 
     async def update(self, memory_id: str, text: str | None = None, *, importance: float | None = None,
                      metadata: dict[str, Any] | None = None) -> LongTermItem:
@@ -198,6 +211,11 @@ class LongTermClient:
     def get(self, memory_id: str) -> LongTermItem:
         response = self._call(self._stub.GetLongTermMemory, pb.GetLongTermMemoryRequest(id=memory_id))
         return long_term_item_from_proto(response.memory)
+
+    def search(self, scope: Scope, query: str, *, top_k: int = 0, memory_types: Sequence[str] = (),
+               domains: Sequence[str] = (), route_query: bool = False, **weights: float | None) -> builtins.list[LongTermItem]:
+        request = _requests.search(scope, query, top_k, weights, memory_types, domains, route_query)
+        return [long_term_result_from_proto(r) for r in self._call(self._stub.SearchLongTermMemories, request).results]
 
     def update(self, memory_id: str, text: str | None = None, *, importance: float | None = None,
                metadata: dict[str, Any] | None = None) -> LongTermItem:

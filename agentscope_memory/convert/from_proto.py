@@ -333,3 +333,14 @@ def long_term_history_from_proto(entry: ltm_pb.LongTermHistoryEntry) -> HistoryE
         updated_at=entry.created_at,
         detail=parse_json_object(entry.detail_json, "detail_json") if entry.detail_json else {},
     )
+
+
+def long_term_result_from_proto(result: ltm_pb.LongTermSearchResult) -> LongTermItem:
+    """A ranked search result: the memory with every component of its score in `scores`."""
+    from agentscope_memory.long_term.hybrid.ranking import Scores
+
+    item = long_term_item_from_proto(result.memory)
+    s = result.scores
+    item.scores = Scores(semantic=s.semantic, dense=s.dense, lexical=s.lexical, decay=s.decay,
+                         importance=s.importance, frequency=s.frequency, final=s.final)
+    return item

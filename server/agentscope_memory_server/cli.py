@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from agentscope_memory_server import agent_state_cli, memories_cli, memory_cli, session_cli
+from agentscope_memory_server import agent_state_cli, long_term_cli, memories_cli, memory_cli, session_cli
 from agentscope_memory_server.config import Settings, load_settings
 from agentscope_memory_server.logs import configure_logging
 
@@ -34,6 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     session_cli.add_parser(commands)
     memory_cli.add_parser(commands)
     memories_cli.add_parser(commands)
+    long_term_cli.add_parser(commands)
     agent_state_cli.add_parser(commands)
     mcp = commands.add_parser(
         "mcp", help="serve the memory tools over MCP on stdio (embedded store, or --target a server)",
@@ -91,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         return memory_cli.run(args)
     if args.command == "memories":
         return memories_cli.run(args)
+    if args.command == "long-term":
+        return long_term_cli.run(args)
     if args.command == "agent-state":
         return agent_state_cli.run(args)
     if args.command == "mcp":
