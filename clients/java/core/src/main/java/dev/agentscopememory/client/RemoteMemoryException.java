@@ -43,6 +43,11 @@ public class RemoteMemoryException extends RuntimeException {
     public static RemoteMemoryException of(String operation, StatusRuntimeException e) {
         Status status = e.getStatus();
         String message = status.getDescription();
+        if (status.getCode() != Status.Code.UNAVAILABLE && RemoteConnection.connectionLost(status)) {
+            // A server killed mid-call: grpc-java says UNKNOWN ("channel closed"), but the server
+            // never answered, exactly as when it cannot be reached.
+            return new Unavailable(operation, "connection to the server lost: " + message, e);
+        }
         return switch (status.getCode()) {
             case UNAVAILABLE -> new Unavailable(operation, message, e);
             case DEADLINE_EXCEEDED -> new DeadlineExceeded(operation, message, e);

@@ -64,11 +64,14 @@ class RemoteConnectionTest {
             assertEquals(2, attempts.get());
 
             AtomicInteger unsafe = new AtomicInteger();
-            assertThrows(RemoteMemoryException.class, () -> connection.call("MemoryService/AddMessages", false, () -> {
-                unsafe.incrementAndGet();
-                throw cutOff.asRuntimeException();
-            }));
+            // Not retried when unsafe, and reported as the server being unavailable.
+            RemoteMemoryException lost = assertThrows(RemoteMemoryException.Unavailable.class,
+                    () -> connection.call("MemoryService/AddMessages", false, () -> {
+                        unsafe.incrementAndGet();
+                        throw cutOff.asRuntimeException();
+                    }));
             assertEquals(1, unsafe.get());
+            assertTrue(lost.getMessage().contains("channel closed"), lost.getMessage());
 
             AtomicInteger serverError = new AtomicInteger();
             assertThrows(RemoteMemoryException.class, () -> connection.call("MemoryService/GetMessages", true, () -> {
