@@ -91,7 +91,8 @@ def test_memories_messages_long_term_scores_and_health(tmp_path: Path, browser) 
         assert [r.find_element(By.TAG_NAME, "a").text for r in rows] == ["会话-1"]
         assert "read-only" in browser.find_element(By.TAG_NAME, "header").text
 
-        rows[0].find_element(By.TAG_NAME, "a").click()
+        # Follow the link (get() waits for the page to load; a click would not).
+        browser.get(rows[0].find_element(By.TAG_NAME, "a").get_attribute("href"))
         assert browser.find_element(By.ID, "memory-id").text == "会话-1"
         messages = browser.find_elements(By.CSS_SELECTOR, "#messages > li")
         assert len(messages) == 4
@@ -113,7 +114,7 @@ def test_memories_messages_long_term_scores_and_health(tmp_path: Path, browser) 
         assert cells[0] == "我每天早上喝绿茶"
         final, semantic, dense, lexical, decay, importance = (float(c) for c in cells[2:8])
         assert 0 < final <= 1 and 0 <= semantic <= 1 and 0 < decay <= 1
-        first.find_element(By.LINK_TEXT, "history").click()
+        browser.get(first.find_element(By.LINK_TEXT, "history").get_attribute("href"))
         assert "ADD" in browser.find_element(By.ID, "history").text
 
         browser.get(base + "/health")
@@ -128,6 +129,7 @@ def test_memories_messages_long_term_scores_and_health(tmp_path: Path, browser) 
 
 def test_keys_decide_the_tenant_and_only_an_admin_key_deletes(tmp_path: Path, browser) -> None:
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     keys = {ADMIN: "tenant-a", READER: "tenant-a", OTHER: "tenant-b"}
     server = ServerThread(make_settings(tmp_path / "data", api_keys=keys, inspector_port=0,
@@ -142,6 +144,10 @@ def test_keys_decide_the_tenant_and_only_an_admin_key_deletes(tmp_path: Path, br
             assert browser.current_url.endswith("/login")
             browser.find_element(By.ID, "key").send_keys(key)
             browser.find_element(By.ID, "login").click()
+            # The click returns before the login's answer (and its cookie) arrives: wait for the
+            # next page, the memories after a good key or the error after a bad one.
+            WebDriverWait(browser, 30).until(
+                lambda b: b.find_elements(By.ID, "tenant") or b.find_elements(By.ID, "error"))
 
         login("wrong-key-0123456789")
         assert browser.find_element(By.ID, "error").text == "unknown API key"
@@ -167,6 +173,8 @@ def test_keys_decide_the_tenant_and_only_an_admin_key_deletes(tmp_path: Path, br
         # Even an admin's cookie does not delete without the page's token (a cross-site form).
         assert browser.execute_script(forge) == 403
         browser.find_element(By.ID, "delete").click()
+        WebDriverWait(browser, 30).until(lambda b: b.find_elements(By.TAG_NAME, "h1")
+                                         and b.find_element(By.TAG_NAME, "h1").text == "Memories")
         assert browser.find_elements(By.CSS_SELECTOR, "#memories tbody tr") == []
         with MemoryClient(server.address, api_key=READER) as client:
             assert [m.memory_id for m in client.list_memories()] == []
