@@ -83,7 +83,7 @@ class ServiceSettings(BaseModel):
     long_term_gamma: float = Field(0.3, ge=0, le=1)
     long_term_delta: float = Field(0.0, ge=0, le=1, description="weight of the access-frequency term")
     long_term_decay_rate: float = Field(0.99, gt=0, le=1, description="per hour since last access")
-    long_term_dense_weight: float = Field(0.5, ge=0, le=1, description="dense share of S_semantic")
+    long_term_dense_weight: float = Field(0.7, ge=0, le=1, description="dense share of S_semantic")
     long_term_top_k_semantic: int = Field(50, ge=1, le=1000)
     long_term_top_k: int = Field(10, ge=1, le=1000)
     # Background scoring of every recorded round (importance, domain, fact).

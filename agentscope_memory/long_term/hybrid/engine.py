@@ -337,7 +337,7 @@ class HybridEngine:
         chosen = sorted(semantic, key=lambda m: -semantic[m].semantic)[:k]
         # At most top_k_semantic rows by primary key: short enough to read without a thread hop.
         rows = {r.memory_id: r for r in await self._store.run(
-            tenant, lambda tx: tx.ltm_get_many(chosen), write=False, small=len(chosen) <= 100)}
+            tenant, lambda tx: tx.ltm_get_many_unembedded(chosen), write=False, small=len(chosen) <= 100)}
         rows = {m: r for m, r in rows.items() if not r.deleted}
         scores = {m: semantic[m] for m in chosen if m in rows}
         now = self._clock()
