@@ -34,6 +34,9 @@ EMBEDDERS = ("minilm", "e5-small", "use-multilingual")
 LINEAR_WEIGHTS = (0.3, 0.5, 0.7)  # weight of the dense leg
 RRF_K = 60
 DEPTH = 50  # candidates each leg contributes to a fusion, as an engine would fetch
+# The half of the set the shipped defaults (dense_weight) were tuned on: every other conversation
+# in sorted order, 3 English and 3 Chinese. The other half is held out ("-heldout" entries).
+TUNING_CONVERSATIONS = ("en-alex", "en-casey", "en-emery", "zh-chen_jing", "zh-liu_yang", "zh-zhang_wei")
 
 Ranking = dict[str, list[str]]  # query id -> memory ids, best first
 
@@ -186,6 +189,29 @@ def shipped_rankings(memories: Sequence[dict[str, Any]], queries: Sequence[dict[
         raise
 
 
+def shipped_on_pgvector(memories: Sequence[dict[str, Any]], queries: Sequence[dict[str, Any]],
+                        log: Callable[[str], None]) -> Ranking | str:
+    """The shipped ranking with candidates from PostgreSQL (pgvector HNSW + tsvector), on a
+    PostgreSQL started here (tests/postgres_server.py); the reason as a string when it cannot start."""
+    from bench import recall_shipped
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    try:
+        from postgres_server import PostgresServer
+
+        server = PostgresServer()
+    except (FileNotFoundError, OSError, ImportError) as exc:
+        return str(exc)
+    try:
+        started = time.perf_counter()
+        ranking = recall_shipped.rank(memories, queries, store_kind="postgres",
+                                      postgres_dsn=server.create_database("recall_bench"))
+        log(f"shipped on pgvector: {time.perf_counter() - started:.1f}s")
+        return ranking
+    finally:
+        server.stop()
+
+
 def evaluate(embedders: Sequence[str] = EMBEDDERS, log: Callable[[str], None] = print) -> list[dict[str, Any]]:
     data = json.loads(DATA.read_text())
     memories: list[dict[str, Any]] = data["memories"]
@@ -273,6 +299,14 @@ def evaluate(embedders: Sequence[str] = EMBEDDERS, log: Callable[[str], None] = 
         results.append({"benchmark": "LTM recall shipped", "skipped": "the engine (long_term/hybrid) is not on this branch"})
     else:
         results += _entries("shipped", shipped, queries)
+        held_out = [q for q in queries if q["conversation"] not in TUNING_CONVERSATIONS]
+        results += _entries("shipped-heldout", shipped, held_out)
+        results += _entries("bm25-heldout", bm25, held_out)
+        shipped_pg = shipped_on_pgvector(memories, queries, log)
+        if isinstance(shipped_pg, str):
+            results.append({"benchmark": "LTM recall shipped-pgvector", "skipped": shipped_pg})
+        else:
+            results += _entries("shipped-pgvector", shipped_pg, queries)
 
     # The offline router on the same queries: small talk must route to general_chat, questions must not.
     from agentscope_memory.long_term.router import HeuristicRouter

@@ -96,5 +96,7 @@ def rank(memories: Sequence[dict[str, Any]], queries: Sequence[dict[str, Any]], 
     if embedder is None:
         from agentscope_memory.long_term.embedders import load_embedder
 
-        embedder = load_embedder("minilm")
+        from agentscope_memory.service import ServiceSettings
+
+        embedder = load_embedder(ServiceSettings().long_term_embedder)  # type: ignore[arg-type]
     return asyncio.run(_rank(memories, queries, embedder, store_kind, top_k, postgres_dsn))

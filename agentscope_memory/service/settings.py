@@ -69,7 +69,9 @@ class ServiceSettings(BaseModel):
     long_term_preload: bool = Field(True, description="load the embedder at start, in the background")
     # Embedded: minilm (English), e5-small or use-multilingual (Chinese and English; the
     # `multilingual` extra, long_term/embedders.py); or any OpenAI-compatible endpoint.
-    long_term_embedder: Literal["minilm", "e5-small", "use-multilingual", "openai"] = "minilm"
+    # e5-small by default: on the labelled recall set the shipped ranking reaches recall@5 .88 in
+    # Chinese with it against .55 with MiniLM (English .79 against .83); see README "Long-term memory".
+    long_term_embedder: Literal["minilm", "e5-small", "use-multilingual", "openai"] = "e5-small"
     long_term_embedder_base_url: str | None = None
     long_term_embedder_model: str = "text-embedding-3-small"
     long_term_embedder_api_key: SecretStr | None = None
@@ -81,7 +83,7 @@ class ServiceSettings(BaseModel):
     long_term_gamma: float = Field(0.3, ge=0, le=1)
     long_term_delta: float = Field(0.0, ge=0, le=1, description="weight of the access-frequency term")
     long_term_decay_rate: float = Field(0.99, gt=0, le=1, description="per hour since last access")
-    long_term_dense_weight: float = Field(0.5, ge=0, le=1, description="dense share of S_semantic")
+    long_term_dense_weight: float = Field(0.7, ge=0, le=1, description="dense share of S_semantic")
     long_term_top_k_semantic: int = Field(50, ge=1, le=1000)
     long_term_top_k: int = Field(10, ge=1, le=1000)
     # Background scoring of every recorded round (importance, domain, fact).

@@ -384,35 +384,22 @@ class HybridEngine:
         need_lexical = options.ranking != "dense"
         # Some models embed a query differently from a passage (e5's "query: " prefix).
         embed_query = getattr(embedder, "embed_query", embedder.embed)
-        vector = await asyncio.to_thread(embed_query, [query]) if need_dense else None
         terms = tokenize(query) if need_lexical else []
         k = options.top_k_semantic
-        q = vector[0] if vector is not None else None
-        if self._in_database:
-            vector_bytes = q.astype(np.float32).tobytes() if q is not None else None
-
-            def candidates(tx: Tx) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
-                dense = tx.ltm_dense(keys, vector_bytes, k, where) if vector_bytes is not None else []
-                lexical = tx.ltm_lexical(keys, terms, k, where) if terms else []
-                return dense, lexical
-
-            dense, lexical = await self._store.run(tenant, candidates, write=False)
-        else:
-            dense, lexical = [], []
-            for key in keys:
-                index = await self._index(tenant, key)
-                d, lx = index.search(q, terms, k, where)
-                dense += d
-                lexical += lx
-            if len(keys) > 1:
-                dense = sorted(dense, key=lambda c: -c[1])[:k]
-                lexical = sorted(lexical, key=lambda c: -c[1])[:k]
+        # The query embedding (a worker thread) is most of a search's time: the lexical leg
+        # needs no vector, so it runs meanwhile, and only the dense leg waits for the vector.
+        embedding = asyncio.ensure_future(asyncio.to_thread(embed_query, [query])) if need_dense else None
+        try:
+            dense, lexical = await self._candidates(tenant, keys, embedding, terms, k, where)
+        finally:
+            if embedding is not None and not embedding.done():
+                embedding.cancel()
         merged = merge_legs(dense, lexical)
         semantic = semantic_scores(merged, options)
         chosen = sorted(semantic, key=lambda m: -semantic[m].semantic)[:k]
         # At most top_k_semantic rows by primary key: short enough to read without a thread hop.
         rows = {r.memory_id: r for r in await self._store.run(
-            tenant, lambda tx: tx.ltm_get_many(chosen), write=False, small=len(chosen) <= 100)}
+            tenant, lambda tx: tx.ltm_get_many_unembedded(chosen), write=False, small=len(chosen) <= 100)}
         rows = {m: r for m, r in rows.items() if not r.deleted}
         scores = {m: semantic[m] for m in chosen if m in rows}
         now = self._clock()
@@ -429,6 +416,39 @@ class HybridEngine:
     def _search_keys(self, tx: Tx, scope: Scope) -> builtins.list[str]:
         keys = tx.ltm_scope_keys(scope.agent_name, scope.user_id, scope.run_name)
         return self.scopes.search_keys(tx, scope, keys) if self.scopes is not None else keys
+
+    async def _candidates(
+        self, tenant: str, keys: Sequence[str], embedding: asyncio.Future[np.ndarray] | None, terms: Sequence[str],
+        k: int, where: LongTermFilter,
+    ) -> tuple[builtins.list[tuple[str, float]], builtins.list[tuple[str, float]]]:
+        """The (dense, lexical) candidates of `keys`, best first, at most k each; the lexical
+        leg is computed before waiting for the query vector `embedding`."""
+        dense: builtins.list[tuple[str, float]] = []
+        lexical: builtins.list[tuple[str, float]] = []
+        if self._in_database:
+            # Two read transactions: the lexical query runs in the database while the query is embedded.
+            lexical_task = (asyncio.ensure_future(self._store.run(
+                tenant, lambda tx: tx.ltm_lexical(keys, terms, k, where), write=False)) if terms else None)
+            try:
+                if embedding is not None:
+                    vector_bytes = (await embedding)[0].astype(np.float32).tobytes()
+                    dense = await self._store.run(tenant, lambda tx: tx.ltm_dense(keys, vector_bytes, k, where),
+                                                  write=False)
+            finally:
+                if lexical_task is not None:
+                    lexical = await lexical_task
+            return dense, lexical
+        indexes = [await self._index(tenant, key) for key in keys]
+        for index in indexes:
+            lexical += index.lexical(terms, k, where)
+        if embedding is not None:
+            q = (await embedding)[0]
+            for index in indexes:
+                dense += index.dense(q, k, where)
+        if len(keys) > 1:
+            dense = sorted(dense, key=lambda c: -c[1])[:k]
+            lexical = sorted(lexical, key=lambda c: -c[1])[:k]
+        return dense, lexical
 
     def _touch_later(self, tenant: str, memory_ids: list[str], now: float) -> None:
         async def touch() -> None:

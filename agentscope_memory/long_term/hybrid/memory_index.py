@@ -122,38 +122,51 @@ class ScopeIndex:
         self, vector: np.ndarray | None, terms: Sequence[str], k: int, where: LongTermFilter
     ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
         """(dense, lexical) candidates, each best first, at most k each."""
+        return self.dense(vector, k, where) if vector is not None else [], self.lexical(terms, k, where)
+
+    def _filter(self, where: LongTermFilter) -> np.ndarray:
+        n = len(self.ids)
+        return self._alive[:n] if where == LongTermFilter() else self._mask(where)
+
+    def dense(self, vector: np.ndarray, k: int, where: LongTermFilter) -> list[tuple[str, float]]:
+        """Exact top-k by cosine (unit vectors: a dot product), best first."""
         n = len(self.ids)
         if n == 0 or self._live == 0:
-            return [], []
-        plain = where == LongTermFilter()
-        mask = self._alive[:n] if plain else self._mask(where)
-        dense: list[tuple[str, float]] = []
-        if vector is not None:
-            sims = self._matrix[:n] @ vector.astype(np.float32)
-            sims = np.where(mask, sims, -np.inf)
-            dense = self._top(sims, k)
-        lexical: list[tuple[str, float]] = []
-        if terms:
-            scores = np.zeros(n, dtype=np.float32)
-            average = self._total_length / self._live if self._live else 1.0
-            norm = BM25_K1 * (1 - BM25_B + BM25_B * self._lengths[:n] / max(average, 1e-9))
-            for term, count in Counter(terms).items():
-                arrays = self._arrays.get(term)
-                if arrays is None:
-                    posting = self._postings.get(term)
-                    if posting is None:
-                        continue
-                    arrays = self._arrays[term] = (np.asarray(posting[0], dtype=np.int64),
-                                                   np.asarray(posting[1], dtype=np.float32))
-                docs, tfs = arrays
-                df = int(self._alive[docs].sum())
-                if df == 0:
+            return []
+        sims = self._matrix[:n] @ vector.astype(np.float32)
+        sims[~self._filter(where)] = -np.inf
+        return self._top(sims, k)
+
+    def lexical(self, terms: Sequence[str], k: int, where: LongTermFilter) -> list[tuple[str, float]]:
+        """BM25 top-k over the scope's postings, best first. Needs no query vector, so the
+        engine runs it while the query is being embedded."""
+        n = len(self.ids)
+        if n == 0 or self._live == 0 or not terms:
+            return []
+        scores = np.zeros(n, dtype=np.float32)
+        touched = False
+        average = self._total_length / self._live if self._live else 1.0
+        for term, count in Counter(terms).items():
+            arrays = self._arrays.get(term)
+            if arrays is None:
+                posting = self._postings.get(term)
+                if posting is None:
                     continue
-                idf = math.log(1.0 + (self._live - df + 0.5) / (df + 0.5))
-                scores[docs] += count * idf * tfs * (BM25_K1 + 1) / (tfs + norm[docs])
-            scores = np.where(mask & (scores > 0), scores, -np.inf)
-            lexical = self._top(scores, k)
-        return dense, lexical
+                arrays = self._arrays[term] = (np.asarray(posting[0], dtype=np.int64),
+                                               np.asarray(posting[1], dtype=np.float32))
+            docs, tfs = arrays
+            df = int(self._alive[docs].sum())
+            if df == 0:
+                continue
+            idf = math.log(1.0 + (self._live - df + 0.5) / (df + 0.5))
+            # The length norm only at this term's documents (not over the whole scope).
+            norm = BM25_K1 * (1 - BM25_B + BM25_B * self._lengths[docs] / max(average, 1e-9))
+            scores[docs] += count * idf * tfs * (BM25_K1 + 1) / (tfs + norm)
+            touched = True
+        if not touched:
+            return []
+        scores[~(self._filter(where) & (scores > 0))] = -np.inf
+        return self._top(scores, k)
 
     def _top(self, scores: np.ndarray, k: int) -> list[tuple[str, float]]:
         k = min(k, len(scores))
