@@ -209,6 +209,16 @@ class Consolidator:
         facts: list[LongTermRow] = await engine._store.run(
             tenant, lambda tx: tx.ltm_typed_rows(key, "fact", count + 1000), write=False)
         detail = {"job": "consolidation", "job_id": job_id}
+        if settings.use_embeddings:
+            # Similarities and the fidelity check compare vectors of one model: facts embedded by
+            # another (an older default) are embedded again first; a dry run keeps them in memory.
+            model = engine.embedding_model
+            stale = [f for f in facts if f.embedding is None or f.embedding_model != model]
+            if stale and dry_run:
+                for fact, vector in zip(stale, await engine.embed([f.text for f in stale]), strict=True):
+                    fact.embedding, fact.embedding_model = np.asarray(vector, dtype=np.float32).tobytes(), model
+            elif stale:
+                facts = await engine._embedded(tenant, facts)
         if not settings.use_embeddings or any(f.embedding is None for f in facts):
             await self._trim(tenant, scope, facts, settings, report, detail)
         else:

@@ -117,7 +117,6 @@ class ScopeIndex:
             mask &= np.fromiter((all(m.get(k, _MISSING) == v for k, v in items) for m in self._metadata), bool, n)
         return mask
 
-    @traced("vector_search")
     def search(
         self, vector: np.ndarray | None, terms: Sequence[str], k: int, where: LongTermFilter
     ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
@@ -128,6 +127,7 @@ class ScopeIndex:
         n = len(self.ids)
         return self._alive[:n] if where == LongTermFilter() else self._mask(where)
 
+    @traced("vector_search")
     def dense(self, vector: np.ndarray, k: int, where: LongTermFilter) -> list[tuple[str, float]]:
         """Exact top-k by cosine (unit vectors: a dot product), best first."""
         n = len(self.ids)
