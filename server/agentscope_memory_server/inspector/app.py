@@ -55,14 +55,17 @@ def _block_view(block: Any) -> dict[str, Any]:
                 "output": [_block_view(b) for b in block.output]}
     if isinstance(block, (ImageBlock, AudioBlock, VideoBlock)):
         source = block.source
+        kind = type(block).__name__.removesuffix("Block").lower()
         url: str | None = None
+        safe = False
+        # Only http(s) URLs and inline data of the block's own media kind (an image's must be
+        # image/*) are linked; anything else (file:, javascript:, data:text/html) is shown as text.
         if isinstance(source, URLSource):
             url = source.url
+            safe = url.split(":", 1)[0].lower() in ("http", "https")
         elif isinstance(source, Base64Source):
             url = f"data:{source.media_type};base64,{source.data}"
-        kind = type(block).__name__.removesuffix("Block").lower()
-        # Only http(s) and inline data are shown; anything else (file:, javascript:) as text.
-        safe = isinstance(url, str) and url.split(":", 1)[0].lower() in ("http", "https", "data")
+            safe = source.media_type.lower().startswith(kind + "/") and ";" not in source.media_type
         return {"kind": kind, "url": url if safe else None, "label": url if not safe else ""}
     return {"kind": "other", "text": type(block).__name__}
 
