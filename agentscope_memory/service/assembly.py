@@ -155,7 +155,8 @@ def build_long_term(settings: ServiceSettings, store: Store, jobs: JobRunner) ->
         router=router,
         settings=EngineSettings(defaults=defaults, fact_threshold=settings.long_term_fact_threshold,
                                 scoring=settings.long_term_scoring,
-                                route_parity_calls=settings.long_term_route_queries),
+                                route_parity_calls=settings.long_term_route_queries,
+                                index_max_vectors=settings.long_term_index_max_vectors),
         in_database=settings.store == "postgres",
         migrations=[Mem0Migration(settings.data_dir / "mem0")],
     )

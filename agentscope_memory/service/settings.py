@@ -86,6 +86,10 @@ class ServiceSettings(BaseModel):
     long_term_dense_weight: float = Field(0.7, ge=0, le=1, description="dense share of S_semantic")
     long_term_top_k_semantic: int = Field(50, ge=1, le=1000)
     long_term_top_k: int = Field(10, ge=1, le=1000)
+    long_term_index_max_vectors: int = Field(
+        2_000_000, ge=0,
+        description="memories the in-memory scope indexes may hold in all (least recently searched scopes are"
+                    " dropped beyond it; a larger scope is searched in PostgreSQL, or indexed per search on sqlite)")
     # Background scoring of every recorded round (importance, domain, fact).
     long_term_scoring: bool = True
     long_term_fact_threshold: float = Field(0.7, ge=0, le=1)

@@ -49,6 +49,7 @@ from agentscope_memory.long_term.engine import (
     retrieve_by_search,
 )
 from agentscope_memory.long_term.hybrid.embedders import Embedder
+from agentscope_memory.long_term.hybrid.index_cache import IndexCache
 from agentscope_memory.long_term.hybrid.memory_index import ScopeIndex
 from agentscope_memory.long_term.hybrid.ranking import (
     MEMORY_TYPES,
@@ -92,6 +93,9 @@ class EngineSettings:
     # are small: on a loaded 2-core machine OpenBLAS's default threads made a query embedding's
     # p50 633 ms and p95 2977 ms; with one thread 76 ms and 93 ms (measured in one run).
     blas_threads: int | None = 1
+    # Rows the in-memory scope indexes of this process may hold in all (a 384-dimension row
+    # costs about 1.6 KB): beyond it the least recently searched scopes are dropped.
+    index_max_vectors: int = 2_000_000
 
 
 def pin_blas_threads(threads: int) -> None:
@@ -156,13 +160,14 @@ class HybridEngine:
         self.scorer = scorer
         self.router = router
         self.settings = settings or EngineSettings()
-        # PostgreSQL: candidates come from the database (pgvector, tsvector), not from memory.
+        # PostgreSQL: scope indexes follow other replicas' writes by generation, and a scope
+        # over the index budget is searched in the database (pgvector, tsvector).
         self._in_database = in_database
         self._migrations = list(migrations)
         self._clock = clock
         self._open_lock = asyncio.Lock()
         self._opened = False
-        self._indexes: dict[tuple[str, str], ScopeIndex] = {}
+        self._cache = IndexCache(self.settings.index_max_vectors)
         self._locks: weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock] = weakref.WeakValueDictionary()
         self._background: set[asyncio.Task[Any]] = set()
         self._jobs: Any = None
@@ -213,7 +218,7 @@ class HybridEngine:
         tasks = list(self._background)
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
-        self._indexes.clear()
+        self._cache.clear()
 
     def _lock(self, tenant: str, key: str) -> asyncio.Lock:
         lock = self._locks.get((tenant, key))
@@ -292,7 +297,7 @@ class HybridEngine:
 
             inserted = set(await self._store.run(tenant, write))
             stored = [r for r in fresh if r.memory_id in inserted]
-            index = self._indexes.get((tenant, key))
+            index = self._cache.get((tenant, key))
             if index is not None:
                 index.add(stored)
         if stored and (score_round or self.fact_jobs) and self._jobs is not None:
@@ -336,7 +341,7 @@ class HybridEngine:
                 stored = await self._store.run(tenant, write)
             except _Changed:
                 return None
-            index = self._indexes.get((tenant, key))
+            index = self._cache.get((tenant, key))
             if index is not None:
                 for memory_id in retire:
                     index.remove(memory_id)
@@ -377,7 +382,8 @@ class HybridEngine:
             domains = tuple(d for d in where.domains if d == domain) if where.domains else (domain, "")
             where = LongTermFilter(where.memory_types, domains, where.created_after, where.created_before, where.metadata)
         embedder = await self._ready()
-        keys = await self._store.run(tenant, lambda tx: self._search_keys(tx, scope), write=False, small=True)
+        keys, generations = await self._store.run(tenant, lambda tx: self._search_keys(tx, scope), write=False,
+                                                  small=True)
         if not keys:
             return [], domain
         need_dense = options.ranking != "lexical"
@@ -390,7 +396,7 @@ class HybridEngine:
         # needs no vector, so it runs meanwhile, and only the dense leg waits for the vector.
         embedding = asyncio.ensure_future(asyncio.to_thread(embed_query, [query])) if need_dense else None
         try:
-            dense, lexical = await self._candidates(tenant, keys, embedding, terms, k, where)
+            dense, lexical = await self._candidates(tenant, keys, generations, embedding, terms, k, where)
         finally:
             if embedding is not None and not embedding.done():
                 embedding.cancel()
@@ -413,19 +419,23 @@ class HybridEngine:
             self.scopes.tag(scope, items)
         return items, domain
 
-    def _search_keys(self, tx: Tx, scope: Scope) -> builtins.list[str]:
+    def _search_keys(self, tx: Tx, scope: Scope) -> tuple[builtins.list[str], dict[str, int]]:
+        """The scope keys a search of `scope` reads and, on PostgreSQL, their generations."""
         keys = tx.ltm_scope_keys(scope.agent_name, scope.user_id, scope.run_name)
-        return self.scopes.search_keys(tx, scope, keys) if self.scopes is not None else keys
+        if self.scopes is not None:
+            keys = self.scopes.search_keys(tx, scope, keys)
+        return keys, tx.ltm_scope_generations(keys) if self._in_database else {}
 
     async def _candidates(
-        self, tenant: str, keys: Sequence[str], embedding: asyncio.Future[np.ndarray] | None, terms: Sequence[str],
-        k: int, where: LongTermFilter,
+        self, tenant: str, keys: Sequence[str], generations: dict[str, int],
+        embedding: asyncio.Future[np.ndarray] | None, terms: Sequence[str], k: int, where: LongTermFilter,
     ) -> tuple[builtins.list[tuple[str, float]], builtins.list[tuple[str, float]]]:
         """The (dense, lexical) candidates of `keys`, best first, at most k each; the lexical
         leg is computed before waiting for the query vector `embedding`."""
         dense: builtins.list[tuple[str, float]] = []
         lexical: builtins.list[tuple[str, float]] = []
-        if self._in_database:
+        indexes = [await self._index(tenant, key, generations.get(key)) for key in keys]
+        if any(index is None for index in indexes):
             # Two read transactions: the lexical query runs in the database while the query is embedded.
             lexical_task = (asyncio.ensure_future(self._store.run(
                 tenant, lambda tx: tx.ltm_lexical(keys, terms, k, where), write=False)) if terms else None)
@@ -438,12 +448,12 @@ class HybridEngine:
                 if lexical_task is not None:
                     lexical = await lexical_task
             return dense, lexical
-        indexes = [await self._index(tenant, key) for key in keys]
-        for index in indexes:
+        held = [index for index in indexes if index is not None]
+        for index in held:
             lexical += index.lexical(terms, k, where)
         if embedding is not None:
             q = (await embedding)[0]
-            for index in indexes:
+            for index in held:
                 dense += index.dense(q, k, where)
         if len(keys) > 1:
             dense = sorted(dense, key=lambda c: -c[1])[:k]
@@ -461,18 +471,46 @@ class HybridEngine:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _index(self, tenant: str, key: str) -> ScopeIndex:
-        index = self._indexes.get((tenant, key))
-        if index is not None:
+    async def _index(self, tenant: str, key: str, generation: int | None = None) -> ScopeIndex | None:
+        """The index of one exact scope, current to `generation` (PostgreSQL; None on SQLite,
+        where this process's writes are every write). None: the scope is over the index budget
+        and searched in the database (PostgreSQL)."""
+        index = self._cache.use((tenant, key))
+        if index is not None and (generation is None or index.generation >= generation):
             return index
         embedder = await self._ready()
         async with self._lock(tenant, key):
-            index = self._indexes.get((tenant, key))
+            index = self._cache.get((tenant, key))
             if index is None:
-                rows = await self._store.run(tenant, lambda tx: tx.ltm_scope_rows(key), write=False)
-                index = ScopeIndex(embedder.dimensions)
-                index.add(await self._embedded(tenant, rows))
-                self._indexes[(tenant, key)] = index
+                return await self._load(tenant, key, embedder.dimensions)
+            if generation is not None and index.generation < generation:
+                after = index.generation
+                rows, newest = await self._store.run(tenant, lambda tx: tx.ltm_scope_changes(key, after), write=False)
+                live = await self._embedded(tenant, [r for r in rows if not r.deleted])
+                index.apply([*live, *(r for r in rows if r.deleted)], newest)
+        return index
+
+    async def _load(self, tenant: str, key: str, dimensions: int) -> ScopeIndex | None:
+        in_database = self._in_database
+        budget = self._cache
+
+        def read(tx: Tx) -> tuple[builtins.list[LongTermRow] | None, int]:
+            if not in_database:
+                return tx.ltm_scope_rows(key), 0
+            # One snapshot: the rows are exactly those of the generation read with them.
+            if not budget.fits(tx.ltm_scope_live_count(key)):
+                return None, 0
+            return tx.ltm_scope_rows(key), tx.ltm_scope_generations([key]).get(key, 0)
+
+        rows, generation = await self._store.run(tenant, read, write=False)
+        if rows is None:
+            return None
+        index = ScopeIndex(dimensions)
+        index.add(await self._embedded(tenant, rows))
+        index.generation = generation
+        # A scope over the whole budget is indexed for this search only (SQLite).
+        if budget.fits(index.slots):
+            budget.put((tenant, key), index)
         return index
 
     async def _embedded(self, tenant: str, rows: list[LongTermRow]) -> list[LongTermRow]:
@@ -590,7 +628,7 @@ class HybridEngine:
                 return row
 
             row = await self._store.run(tenant, write)
-            index = self._indexes.get((tenant, key))
+            index = self._cache.get((tenant, key))
             if index is not None:
                 if vector is not None:
                     index.add([row])
@@ -617,7 +655,7 @@ class HybridEngine:
 
         changed = await self._store.run(tenant, write)
         for row in changed:
-            index = self._indexes.get((tenant, row.scope_key))
+            index = self._cache.get((tenant, row.scope_key))
             if index is not None:
                 index.set_metadata(row)
         return changed
@@ -661,7 +699,7 @@ class HybridEngine:
                 return count
 
             count = await self._store.run(tenant, write)
-            index = self._indexes.get((tenant, key))
+            index = self._cache.get((tenant, key))
             if index is not None:
                 for memory_id in memory_ids:
                     index.remove(memory_id)
@@ -691,7 +729,7 @@ class HybridEngine:
                 return retired
 
             retired = await self._store.run(tenant, write)
-            index = self._indexes.get((tenant, key))
+            index = self._cache.get((tenant, key))
             if index is not None:
                 for row in retired:
                     index.remove(row.memory_id)
@@ -728,7 +766,7 @@ class HybridEngine:
                 return row
 
             row = await self._store.run(tenant, write)
-            index = self._indexes.get((tenant, key))
+            index = self._cache.get((tenant, key))
             if index is not None:
                 index.add([row])
         return item_of(row)

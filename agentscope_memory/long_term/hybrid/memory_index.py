@@ -7,11 +7,14 @@ candidates are BM25 over the scope's postings only. Nothing here depends on the 
 other scope.
 
 Only this process writes an embedded (SQLite) store, so the engine's writes are every write.
-Deleted rows stay in the arrays with `alive` false until the index is rebuilt.
+On PostgreSQL other replicas write too: the engine applies the rows changed since the index's
+`generation` (`apply`). Deleted rows stay in the arrays with `alive` false until they outnumber
+the live ones; then the arrays are compacted.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from typing import Any, Sequence
@@ -44,9 +47,19 @@ class ScopeIndex:
         self._metadata: list[dict[str, Any]] = []
         self._live = 0
         self._total_length = 0.0
+        # What search reads of each live row: a changed row seen again (another replica's
+        # write, or this process's own write read back) is applied only when this differs.
+        self._signatures: dict[str, tuple[Any, ...]] = {}
+        # PostgreSQL: the scope generation this index reflects.
+        self.generation = 0
 
     def __len__(self) -> int:
         return self._live
+
+    @property
+    def slots(self) -> int:
+        """Rows held, deleted ones included (what the index costs in memory)."""
+        return len(self.ids)
 
     def _grow(self, need: int) -> None:
         capacity = len(self._alive)
@@ -63,8 +76,9 @@ class ScopeIndex:
         for row in rows:
             if row.memory_id in self._pos:
                 self.remove(row.memory_id)
-            if row.embedding is None:
+            if row.embedding is None or row.deleted:
                 continue
+            self._signatures[row.memory_id] = _signature(row)
             i = len(self.ids)
             self._grow(i + 1)
             self.ids.append(row.memory_id)
@@ -88,16 +102,71 @@ class ScopeIndex:
 
     def remove(self, memory_id: str) -> None:
         i = self._pos.pop(memory_id, None)
+        self._signatures.pop(memory_id, None)
         if i is not None and self._alive[i]:
             self._alive[i] = False
             self._total_length -= float(self._lengths[i])
             self._live -= 1
+        if len(self.ids) - self._live > max(256, self._live):
+            self._compact()
 
     def set_metadata(self, row: LongTermRow) -> None:
         """Update what filters read (type, domain, metadata) without touching the vectors."""
         i = self._pos.get(row.memory_id)
         if i is not None:
             self._types[i], self._domains[i], self._metadata[i] = row.memory_type, row.domain, row.metadata
+            self._signatures[row.memory_id] = _signature(row)
+
+    def apply(self, rows: Sequence[LongTermRow], generation: int) -> int:
+        """Bring the index to `generation` given the rows changed since its own (deleted ones
+        included). Returns how many rows changed what search reads."""
+        changed = 0
+        for row in rows:
+            known = self._signatures.get(row.memory_id)
+            if row.deleted or row.embedding is None:
+                if row.memory_id in self._pos:
+                    self.remove(row.memory_id)
+                    changed += 1
+                continue
+            signature = _signature(row)
+            if known == signature:
+                continue
+            if known is not None and known[:2] == signature[:2]:
+                self.set_metadata(row)  # same text and vector model: only filters changed
+            else:
+                self.add([row])
+            changed += 1
+        self.generation = max(self.generation, generation)
+        return changed
+
+    def _compact(self) -> None:
+        """Drop the deleted rows from the arrays and postings."""
+        n = len(self.ids)
+        keep = np.flatnonzero(self._alive[:n])
+        new_pos = np.full(n, -1, dtype=np.int64)
+        new_pos[keep] = np.arange(len(keep))
+        capacity = max(16, len(keep))
+        matrix = np.zeros((capacity, self._dims), dtype=np.float32)
+        matrix[: len(keep)] = self._matrix[keep]
+        self._matrix = matrix
+        self._alive = np.zeros(capacity, dtype=bool)
+        self._alive[: len(keep)] = True
+        lengths = np.zeros(capacity, dtype=np.float32)
+        lengths[: len(keep)] = self._lengths[keep]
+        self._lengths = lengths
+        self.ids = [self.ids[i] for i in keep]
+        self._pos = {memory_id: i for i, memory_id in enumerate(self.ids)}
+        self._types = [self._types[i] for i in keep]
+        self._domains = [self._domains[i] for i in keep]
+        self._created = [self._created[i] for i in keep]
+        self._metadata = [self._metadata[i] for i in keep]
+        postings: dict[str, tuple[list[int], list[int]]] = {}
+        for term, (docs, tfs) in self._postings.items():
+            kept = [(int(new_pos[d]), tf) for d, tf in zip(docs, tfs, strict=True) if new_pos[d] >= 0]
+            if kept:
+                postings[term] = ([d for d, _ in kept], [tf for _, tf in kept])
+        self._postings = postings
+        self._arrays = {}
 
     def _mask(self, where: LongTermFilter) -> np.ndarray:
         n = len(self.ids)
@@ -173,6 +242,11 @@ class ScopeIndex:
         top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(self.ids[i], float(scores[i])) for i in top if np.isfinite(scores[i])]
+
+
+def _signature(row: LongTermRow) -> tuple[Any, ...]:
+    return (row.content_hash, row.embedding_model, row.lex_terms, row.memory_type, row.domain, row.created,
+            json.dumps(row.metadata, sort_keys=True, ensure_ascii=False))
 
 
 class _Missing:

@@ -4,8 +4,13 @@ The rows carry what ranking and the lifecycle need (memory_type, domain, importa
 times and count, soft-delete flag, source) and what retrieval needs: the embedding and the
 lexical terms. On SQLite the embedding is a float32 BLOB and candidate search runs in the
 server's own per-scope index (`long_term/hybrid/memory_index.py`); on PostgreSQL it is a
-pgvector column with an HNSW index and the terms a tsvector, searched in the database so that
-every replica sees every other replica's writes at once.
+pgvector column with an HNSW index and the terms a tsvector. A replica keeps the scopes it
+searches in the same per-scope index as on SQLite and keeps each coherent with the other
+replicas' writes through the scope's `generation`: a trigger stamps every row change that
+search reads (text, terms, vector, filters, soft delete) with the scope's next generation, taken
+under the scope row's lock, so generations commit in order and a search reads only the rows
+changed since its index's generation. Scopes too large for a replica's index budget are searched
+in the database (pgvector HNSW, tsvector).
 
 A text is stored once per live exact scope: a partial unique index on (tenant, scope, content
 hash) over live rows makes concurrent writers (several replicas recording the same
@@ -83,7 +88,26 @@ CREATE TABLE IF NOT EXISTS {ltm_history} (
 _POSTGRES_EXTRA = """
 CREATE INDEX IF NOT EXISTS {ltm}_hnsw ON {ltm} USING hnsw (embedding vector_cosine_ops);
 CREATE INDEX IF NOT EXISTS {ltm}_lex ON {ltm} USING gin (scope_key, lex);
+ALTER TABLE {ltm} ADD COLUMN IF NOT EXISTS generation BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE {ltm_scopes} ADD COLUMN IF NOT EXISTS generation BIGINT NOT NULL DEFAULT 0;
+CREATE INDEX IF NOT EXISTS {ltm}_by_generation ON {ltm} (tenant, scope_key, generation);
 """
+
+# One statement each (a function body holds semicolons). Access bookkeeping (last_accessed,
+# access_count) and importance are read fresh by every search, so they do not stamp a row.
+_POSTGRES_GENERATION = (
+    """CREATE OR REPLACE FUNCTION {ltm}_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE {ltm_scopes} SET generation = generation + 1
+        WHERE tenant = NEW.tenant AND scope_key = NEW.scope_key
+        RETURNING generation INTO NEW.generation;
+    NEW.generation := COALESCE(NEW.generation, 0);
+    RETURN NEW;
+END $$""",
+    """CREATE OR REPLACE TRIGGER {ltm}_stamp BEFORE INSERT OR UPDATE OF
+    scope_key, text, lex_terms, metadata_json, memory_type, domain, created, deleted, embedding_model, embedding
+    ON {ltm} FOR EACH ROW EXECUTE FUNCTION {ltm}_stamp()""",
+)
 
 _COLUMNS = (
     "memory_id, scope_key, agent_name, user_id, run_name, text, lex_terms, metadata_json, memory_type,"
@@ -125,6 +149,9 @@ class LongTermStatements(SqlTxBase):
         for statement in ddl.split(";"):
             if statement.strip():
                 self._conn.execute(statement)
+        if self._pg:
+            for statement in _POSTGRES_GENERATION:
+                self._conn.execute(self._dialect.ddl(statement))
 
     def ltm_register_scope(self, scope_key: str, agent_name: str, user_id: str, run_name: str, now: float) -> None:
         self._execute(
@@ -250,6 +277,33 @@ class LongTermStatements(SqlTxBase):
             "SELECT {columns} FROM {ltm} WHERE tenant = ? AND scope_key = ? AND deleted = 0 ORDER BY created, memory_id",
             (self.tenant, scope_key),
         )
+
+    def ltm_scope_generations(self, scope_keys: Sequence[str]) -> dict[str, int]:
+        """PostgreSQL: each scope's generation (the last row change search reads)."""
+        if not scope_keys:
+            return {}
+        rows = self._all(
+            f"SELECT scope_key, generation FROM {{ltm_scopes}} WHERE tenant = ? AND scope_key IN ({placeholders(len(scope_keys))})",
+            (self.tenant, *scope_keys),
+        )
+        return {r[0]: int(r[1]) for r in rows}
+
+    def ltm_scope_live_count(self, scope_key: str) -> int:
+        row = self._one("SELECT COUNT(*) FROM {ltm} WHERE tenant = ? AND scope_key = ? AND deleted = 0",
+                        (self.tenant, scope_key))
+        return int(row[0]) if row else 0
+
+    def ltm_scope_changes(self, scope_key: str, after: int) -> tuple[list[LongTermRow], int]:
+        """PostgreSQL: the rows of one exact scope changed after generation `after`, soft-deleted
+        ones included, and the highest generation among them (`after` when none)."""
+        embedding = "embedding::text" if self._pg else "embedding"
+        columns = _COLUMNS.replace("embedding,", f"{embedding},")
+        rows = self._all(
+            f"SELECT {columns}, generation FROM {{ltm}} WHERE tenant = ? AND scope_key = ? AND generation > ?"
+            " ORDER BY generation",
+            (self.tenant, scope_key, after),
+        )
+        return [self._row(r) for r in rows], max([after, *(int(r[-1]) for r in rows)])
 
     def ltm_update(self, row: LongTermRow) -> None:
         v = self._values(row)
