@@ -49,7 +49,7 @@ QUERIES = [f"what does the user think about {s}" for s in SUBJECTS[:20]] + [f"ç”
 POOL = 1024
 # (store, memories in the target scope, memories in other scopes and tenants)
 PLAN = [("sqlite", 10_000, 100_000), ("postgres", 10_000, 100_000), ("sqlite", 1_000, 10_000),
-        ("sqlite", 100_000, 100_000)]
+        ("sqlite", 100_000, 100_000), ("postgres", 100_000, 100_000)]
 
 
 def plan() -> list[tuple[str, int, int]]:

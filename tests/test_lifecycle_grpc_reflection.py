@@ -139,7 +139,8 @@ async def test_consolidate_rpc_dry_run_then_merge_and_tenant_isolation(server_fa
 async def test_scripted_llm_reflects_and_compresses(server_factory) -> None:
     fact = {"importance_score": 0.9, "extracted_fact": "The user is allergic to peanuts.", "domain": "user_preferences"}
     with ScriptedLLM(default=ScriptedReply.json(fact)) as llm:
-        server = await server_factory(llm_base_url=llm.base_url, llm_max_retries=0, lifecycle_reflection_enabled=False)
+        server = await server_factory(llm_base_url=llm.base_url, llm_max_retries=0, lifecycle_reflection_enabled=False,
+                                      long_term_fact_extraction="scorer")  # one scripted reply per round
         scope = Scope("agent", "u-llm")
         async with AsyncLongTermClient(server.address, timeout=60) as memories, \
                 AsyncReflectionClient(server.address, timeout=60) as lifecycle:

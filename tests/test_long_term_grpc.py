@@ -274,7 +274,9 @@ async def test_the_configured_llm_scores_each_round_and_extracts_its_fact(server
     verdict = {"importance_score": 0.9, "extracted_fact": "The user prefers window seats", "domain": "user_preferences"}
     stub = ScriptedLLM(default=ScriptedReply.json(verdict))
     try:
-        server = await server_factory(llm_base_url=stub.base_url, llm_api_key="sk-test", llm_model="scripted")
+        # The scorer's fact (mem0's extraction, the default, is tested in test_long_term_lib_mem0_extraction).
+        server = await server_factory(llm_base_url=stub.base_url, llm_api_key="sk-test", llm_model="scripted",
+                                      long_term_fact_extraction="scorer")
         async with grpc.aio.insecure_channel(server.address) as channel:
             ltm = pb_grpc.LongTermMemoryServiceStub(channel)
             recorded = await ltm.Record(pb.RecordRequest(scope=ALICE, messages=[

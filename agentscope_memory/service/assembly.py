@@ -160,6 +160,10 @@ def build_long_term(settings: ServiceSettings, store: Store, jobs: JobRunner) ->
         in_database=settings.store == "postgres",
         migrations=[Mem0Migration(settings.data_dir / "mem0")],
     )
+    if llm is not None and settings.long_term_fact_extraction == "mem0":
+        from agentscope_memory.long_term.hybrid.extraction import Mem0Extractor
+
+        engine.extractor = Mem0Extractor(llm)
     engine.attach_jobs(jobs)
     return engine
 

@@ -93,6 +93,9 @@ class ServiceSettings(BaseModel):
     # Background scoring of every recorded round (importance, domain, fact).
     long_term_scoring: bool = True
     long_term_fact_threshold: float = Field(0.7, ge=0, le=1)
+    long_term_fact_extraction: Literal["mem0", "scorer"] = Field(
+        "mem0", description="with an LLM: a round's facts from mem0's extraction (shown the scope's similar"
+                            " memories), or the scorer's one fact")
     # Route queries by intent on Retrieve / the tools / BeginTurn (off: AgentScope parity).
     long_term_route_queries: bool = False
     # Lifecycle: reflection, consolidation and compressed recall (agentscope_memory/lifecycle/).

@@ -49,6 +49,7 @@ from agentscope_memory.long_term.engine import (
     retrieve_by_search,
 )
 from agentscope_memory.long_term.hybrid.embedders import Embedder
+from agentscope_memory.long_term.hybrid.extraction import Mem0Extractor
 from agentscope_memory.long_term.hybrid.index_cache import IndexCache
 from agentscope_memory.long_term.hybrid.memory_index import ScopeIndex
 from agentscope_memory.long_term.hybrid.ranking import (
@@ -176,6 +177,8 @@ class HybridEngine:
         self.fact_jobs: list[str] = []
         # Parent/child scopes: adds inherited keys to searches and marks inherited results.
         self.scopes: LongTermScopes | None = LongTermScopes()
+        # mem0's fact extraction for scored rounds (an LLM is configured); None: the scorer's fact.
+        self.extractor: Mem0Extractor | None = None
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -362,10 +365,12 @@ class HybridEngine:
         return await retrieve_by_search(self, tenant, scope, msg, limit)
 
     async def search_ranked(
-        self, tenant: str, scope: Scope, query: str, options: RankOptions | None = None, *, route: bool = False
+        self, tenant: str, scope: Scope, query: str, options: RankOptions | None = None, *, route: bool = False,
+        touch: bool = True,
     ) -> tuple[list[LongTermItem], str]:
         """Ranked search with every score component. Returns (items best first, the routed
-        domain or "" when routing is off). A query routed to general_chat recalls nothing."""
+        domain or "" when routing is off). A query routed to general_chat recalls nothing.
+        `touch=False`: the server's own lookups (extraction) are not recalls."""
         scope.validate()
         options = (options or self.settings.defaults).validate()
         if len(query) > MAX_TEXT_CHARS:
@@ -412,7 +417,7 @@ class HybridEngine:
         final_scores(scores, {m: (rows[m].importance, rows[m].last_accessed, rows[m].access_count) for m in scores},
                      options, now)
         best = sorted(scores, key=lambda m: (-scores[m].final, m))[: options.top_k]
-        if best:
+        if best and touch:
             self._touch_later(tenant, best, now)
         items = [item_of(rows[m], scores[m]) for m in best]
         if self.scopes is not None:

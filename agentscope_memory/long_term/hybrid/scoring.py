@@ -3,17 +3,23 @@
 `HybridEngine.record` queues one job per round in the transaction that stores the round, so the
 job exists exactly when the round does, and a server killed mid-job leaves it to the next runner
 (`agentscope_memory/jobs`). The job is idempotent: the assessment overwrites the same fields,
-and the fact is stored once per scope by its text's hash.
+a fact is stored once per scope by its text's hash, and a round whose facts are stored is not
+extracted again.
+
+With an LLM, a round that reaches the fact threshold has its facts extracted by mem0
+(`extraction.py`: mem0's prompt, shown the scope's most similar memories; several facts or none);
+otherwise, or when mem0's reply is unusable, the scorer's one fact is stored.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentscope_memory.jobs import Job
 from agentscope_memory.long_term.engine import Scope
+from agentscope_memory.long_term.hybrid.extraction import EXISTING_SHOWN, ExtractedFact
 from agentscope_memory.long_term.hybrid.records import content_hash, scope_key
 from agentscope_memory.long_term.text import tokenize
 from agentscope_memory.store.base import LongTermRow
@@ -37,17 +43,50 @@ class RoundScorer:
         assessment = await engine.scorer.assess(texts)
         await engine.apply_assessment(job.tenant, [r.memory_id for r in rows], assessment.importance_score,
                                       assessment.domain, assessment.method)
-        fact = assessment.extracted_fact.strip()
-        if not fact or assessment.importance_score < engine.settings.fact_threshold:
+        if assessment.importance_score < engine.settings.fact_threshold:
             return
         first = rows[0]
-        now = time.time()
         scope = Scope(first.agent_name, first.user_id, first.run_name)
-        row = LongTermRow(
-            memory_id=str(uuid.uuid4()), scope_key=scope_key(scope), agent_name=scope.agent_name,
-            user_id=scope.user_id, run_name=scope.run_name, text=fact, lex_terms=" ".join(tokenize(fact)),
-            metadata={"importance_method": assessment.method}, memory_type="fact", domain=assessment.domain,
-            importance=assessment.importance_score, importance_method=assessment.method, created=now, updated=now,
-            last_accessed=now, content_hash=content_hash(fact), source={"memory_ids": [r.memory_id for r in rows]},
-        )
-        await engine.insert(job.tenant, scope, [row], history_detail={"extracted_from": row.source["memory_ids"]})
+        round_ids = [r.memory_id for r in rows]
+        facts: list[tuple[str, dict[str, Any]]] = []
+        fact = assessment.extracted_fact.strip()
+        if fact:
+            facts = [(fact, {"extracted_by": "scorer"})]
+        if engine.extractor is not None:
+            extracted = await self._extract(job.tenant, scope, rows, texts, round_ids)
+            if extracted is None:
+                return  # this round's facts are already stored (a rerun)
+            if extracted is not False:
+                facts = [(f.text, {"extracted_by": "mem0", "attributed_to": f.attributed_to,
+                                   "linked_memory_ids": list(f.linked_memory_ids)}) for f in extracted]
+        now = time.time()
+        new_rows = [
+            LongTermRow(
+                memory_id=str(uuid.uuid4()), scope_key=scope_key(scope), agent_name=scope.agent_name,
+                user_id=scope.user_id, run_name=scope.run_name, text=text, lex_terms=" ".join(tokenize(text)),
+                metadata={"importance_method": assessment.method, **extra}, memory_type="fact",
+                domain=assessment.domain, importance=assessment.importance_score, importance_method=assessment.method,
+                created=now, updated=now, last_accessed=now, content_hash=content_hash(text),
+                source={"memory_ids": round_ids},
+            )
+            for text, extra in facts
+        ]
+        if new_rows:
+            await engine.insert(job.tenant, scope, new_rows, history_detail={"extracted_from": round_ids})
+
+    async def _extract(self, tenant: str, scope: Scope, rows: list[LongTermRow], texts: list[str],
+                       round_ids: list[str]) -> list[ExtractedFact] | None | Literal[False]:
+        """mem0's facts for the round ([] when it finds none); None when facts of this round are
+        already stored; False when mem0's reply was unusable (the scorer's fact stands)."""
+        engine = self._engine
+        assert engine.extractor is not None
+        options = engine.rank_defaults.with_overrides(top_k=EXISTING_SHOWN, ranking="dense")
+        similar, _ = await engine.search_ranked(tenant, scope, "\n".join(r.text for r in rows), options, touch=False)
+        existing = []
+        for item in similar:
+            if item.memory_type == "fact" and sorted(item.source.get("memory_ids", [])) == sorted(round_ids):
+                return None
+            if item.id not in round_ids:
+                existing.append((item.id, item.text))
+        extracted = await engine.extractor.extract(texts, existing, agent_scoped=bool(scope.agent_name and not scope.user_id))
+        return False if extracted is None else extracted
