@@ -190,3 +190,35 @@ def test_deleted_rows_are_compacted_away_and_results_stay_right() -> None:
         assert [m for m, _ in lexical] == [f"m{i}"]
     assert {m for m, _ in index.lexical(["word3"], 1000, LongTermFilter())} == {
         f"m{i}" for i in survivors if i % 7 == 3}
+
+
+async def test_postgres_takes_an_embedder_of_other_dimensions(postgres_dsn, embedder) -> None:
+    """A database written with MiniLM (384 dimensions) opened with a 64-dimension embedder: the
+    vector column takes the new size, and each scope's rows are embedded again when searched."""
+    from scripted_llm import ScriptedLLM
+
+    from agentscope_memory.long_term.hybrid.embedders import OpenAiEmbedder
+
+    scope = Scope(user_id="u")
+    store = open_store("postgres", Path("."), postgres_dsn=postgres_dsn)
+    try:
+        before = _engine(store, embedder, "postgres")
+        await before.record("t", scope, [user(f) for f in FACTS])
+        await before.close()
+        with ScriptedLLM() as llm:
+            other = OpenAiEmbedder(llm.base_url, "small", None, dimensions=llm.dims)
+            after = HybridEngine(store, lambda: other, scorer=HeuristicScorer(), router=HeuristicRouter(),
+                                 settings=EngineSettings(scoring=False), in_database=True)
+            assert (await _top(after, scope, "oboe orchestra"))[0] == FACTS[0]
+            rows = await after.rows("t", [i.id for i in await after.list("t", scope)])
+            assert {r.embedding_model for r in rows} == {"openai:small"}
+            assert {len(r.embedding or b"") for r in rows} == {4 * llm.dims}
+            # New records take the new size too, and a scope over the budget is searched by pgvector.
+            await after.record("t", scope, [user("The orchestra rehearses on Thursday evenings")])
+            small = HybridEngine(store, lambda: other, scorer=HeuristicScorer(), router=HeuristicRouter(),
+                                 settings=EngineSettings(scoring=False, index_max_vectors=1), in_database=True)
+            assert "The orchestra rehearses on Thursday evenings" in await _top(small, scope, "orchestra rehearses")
+            await after.close()
+            await small.close()
+    finally:
+        await store.close()

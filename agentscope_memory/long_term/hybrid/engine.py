@@ -288,9 +288,9 @@ class HybridEngine:
             def write(tx: Tx) -> list[str]:
                 tx.ltm_register_scope(key, scope.agent_name, scope.user_id, scope.run_name, self._clock())
                 inserted = tx.ltm_insert(fresh)
-                for row in fresh:
-                    if row.memory_id in inserted:
-                        tx.ltm_history_add(row.memory_id, "ADD", None, row.text, history_detail or {}, row.created)
+                stored_now = set(inserted)
+                tx.ltm_history_add_first([(r.memory_id, "ADD", None, r.text, history_detail or {}, r.created)
+                                          for r in fresh if r.memory_id in stored_now])
                 if inserted and score_round and self._jobs is not None:
                     self._jobs.enqueue_in(tx, SCORE_JOB, {"memory_ids": inserted})
                 if self._jobs is not None and any(r.memory_type == "fact" and r.memory_id in inserted for r in fresh):

@@ -20,6 +20,7 @@ conversation) insert it exactly once, and lets a deleted text be recorded again.
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any, Sequence
 
 import numpy as np
@@ -27,6 +28,8 @@ import numpy as np
 from agentscope_memory.store.base import LongTermFilter, LongTermHistoryRow, LongTermRow
 from agentscope_memory.store.sql.base import SqlTxBase
 from agentscope_memory.store.sql.dialect import placeholders
+
+log = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS {ltm} (
@@ -150,8 +153,26 @@ class LongTermStatements(SqlTxBase):
             if statement.strip():
                 self._conn.execute(statement)
         if self._pg:
+            self._pg_vector_dimensions(int(dimensions))
             for statement in _POSTGRES_GENERATION:
                 self._conn.execute(self._dialect.ddl(statement))
+
+    def _pg_vector_dimensions(self, dimensions: int) -> None:
+        """A database written with an embedder of other dimensions takes the new ones: the old
+        vectors are of no use to the new model, so they are cleared (the HNSW index is rebuilt
+        with the column) and each scope's rows are embedded again by its first search, as rows of
+        another model are on SQLite."""
+        found = self._conn.execute(self._dialect.ddl(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+            " WHERE attrelid = to_regclass('{ltm}') AND attname = 'embedding'")).fetchone()
+        wanted = f"vector({dimensions})"
+        if found is None or found[0] == wanted:
+            return
+        log.warning("long-term embeddings change dimensions; clearing the stored vectors to embed them again",
+                    extra={"fields": {"from": found[0], "to": wanted}})
+        # The generation trigger names the column; it is created again right after.
+        self._conn.execute(self._dialect.ddl("DROP TRIGGER IF EXISTS {ltm}_stamp ON {ltm}"))
+        self._conn.execute(self._dialect.ddl(f"ALTER TABLE {{ltm}} ALTER COLUMN embedding TYPE {wanted} USING NULL"))
 
     def ltm_register_scope(self, scope_key: str, agent_name: str, user_id: str, run_name: str, now: float) -> None:
         self._execute(
@@ -193,27 +214,31 @@ class LongTermStatements(SqlTxBase):
 
     def ltm_insert(self, rows: Sequence[LongTermRow]) -> list[str]:
         # tenant, then the row's own values; PostgreSQL casts the embedding (the 21st of them)
-        # and derives the tsvector from the terms.
+        # and derives the tsvector from the terms. Up to 100 rows per statement: one round
+        # trip for a recorded batch instead of one per row.
         marks = ["?"] * (_COUNT + 1)
         names = f"tenant, {_COLUMNS}"
         if self._pg:
             marks[21] = "?::vector"
             marks.append("to_tsvector('simple', ?)")
             names += ", lex"
-        joined = ", ".join(marks)
+        one = "(" + ", ".join(marks) + ")"
         inserted: list[str] = []
-        for row in rows:
-            params: tuple[Any, ...] = (self.tenant, *self._values(row))
-            if self._pg:
-                params += (row.lex_terms,)
-            found = self._one(
-                f"INSERT INTO {{ltm}} ({names}) VALUES ({joined})"
+        for start in range(0, len(rows), 100):
+            chunk = rows[start : start + 100]
+            params: list[Any] = []
+            for row in chunk:
+                params += [self.tenant, *self._values(row)]
+                if self._pg:
+                    params.append(row.lex_terms)
+            found = self._all(
+                f"INSERT INTO {{ltm}} ({names}) VALUES {', '.join([one] * len(chunk))}"
                 " ON CONFLICT (tenant, scope_key, content_hash) WHERE deleted = 0 DO NOTHING"
                 " RETURNING memory_id",
                 params,
             )
-            if found is not None:
-                inserted.append(found[0])
+            stored = {r[0] for r in found}
+            inserted += [row.memory_id for row in chunk if row.memory_id in stored]
         return inserted
 
     def _rows(self, sql: str, params: Sequence[Any]) -> list[LongTermRow]:
@@ -336,6 +361,16 @@ class LongTermStatements(SqlTxBase):
             "INSERT INTO {ltm_history} (tenant, memory_id, n, event, old_text, new_text, detail_json, created)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (self.tenant, memory_id, n, event, old_text, new_text, json.dumps(detail, ensure_ascii=False), now),
+        )
+
+    def ltm_history_add_first(self, entries: Sequence[tuple[str, str, str | None, str | None, dict[str, Any], float]]) -> None:
+        """The first history entry (n = 1) of each new memory: (memory_id, event, old_text,
+        new_text, detail, now). One batch, no lookup of the previous entry."""
+        self._many(
+            "INSERT INTO {ltm_history} (tenant, memory_id, n, event, old_text, new_text, detail_json, created)"
+            " VALUES (?, ?, 1, ?, ?, ?, ?, ?)",
+            [(self.tenant, m, event, old, new, json.dumps(detail, ensure_ascii=False), now)
+             for m, event, old, new, detail, now in entries],
         )
 
     def ltm_history(self, memory_id: str) -> list[LongTermHistoryRow]:
