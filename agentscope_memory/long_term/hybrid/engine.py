@@ -529,8 +529,11 @@ class HybridEngine:
                 row.embedding, row.embedding_model = np.asarray(vector, dtype=np.float32).tobytes(), model
 
             def write(tx: Tx) -> None:
+                # Only the vector, and only while the text is the one embedded: a concurrent
+                # edit or delete (another replica) is not overwritten.
                 for row in stale:
-                    tx.ltm_update(row)
+                    assert row.embedding is not None
+                    tx.ltm_set_embedding(row.memory_id, row.content_hash, row.embedding, model)
 
             await self._store.run(tenant, write)
         return rows
@@ -647,7 +650,7 @@ class HybridEngine:
 
         def write(tx: Tx) -> builtins.list[LongTermRow]:
             changed = []
-            for row in tx.ltm_get_many(list(memory_ids)):
+            for row in tx.ltm_get_many(list(memory_ids), lock=True):
                 if row.deleted or row.importance_method == "user":
                     continue
                 detail = {"importance": {"old": row.importance, "new": importance}, "domain": {"old": row.domain, "new": domain},
@@ -693,7 +696,7 @@ class HybridEngine:
             def write(tx: Tx) -> int:
                 count = 0
                 now = self._clock()
-                for row in tx.ltm_get_many(list(memory_ids)):
+                for row in tx.ltm_get_many(list(memory_ids), lock=True):
                     if row.deleted:
                         continue
                     row.deleted, row.updated = True, now
@@ -720,7 +723,7 @@ class HybridEngine:
             def write(tx: Tx) -> builtins.list[LongTermRow]:
                 now = self._clock()
                 retired = []
-                for row in tx.ltm_get_many(list(memory_ids)):
+                for row in tx.ltm_get_many(list(memory_ids), lock=True):
                     if row.deleted or row.scope_key != key:
                         continue
                     detail = decide(row, now)

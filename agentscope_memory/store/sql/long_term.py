@@ -141,6 +141,10 @@ class LongTermStatements(SqlTxBase):
         if self._pg:
             # Replicas starting together would race on CREATE ... IF NOT EXISTS.
             self._conn.execute("SELECT pg_advisory_xact_lock(727373)")
+            # A schema that is current is left alone: DDL takes table locks, and a replica
+            # opening while another writes would deadlock with it.
+            if self._pg_schema_current(int(dimensions)):
+                return
             self._conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             self._conn.execute("CREATE EXTENSION IF NOT EXISTS btree_gin")
             vector_type, lex = f"vector({int(dimensions)})", "lex tsvector,"
@@ -156,6 +160,13 @@ class LongTermStatements(SqlTxBase):
             self._pg_vector_dimensions(int(dimensions))
             for statement in _POSTGRES_GENERATION:
                 self._conn.execute(self._dialect.ddl(statement))
+
+    def _pg_schema_current(self, dimensions: int) -> bool:
+        found = self._conn.execute(self._dialect.ddl(
+            "SELECT format_type(a.atttypid, a.atttypmod),"
+            " EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = a.attrelid AND t.tgname = '{ltm}_stamp')"
+            " FROM pg_attribute a WHERE a.attrelid = to_regclass('{ltm}') AND a.attname = 'embedding'")).fetchone()
+        return found is not None and found[0] == f"vector({dimensions})" and bool(found[1])
 
     def _pg_vector_dimensions(self, dimensions: int) -> None:
         """A database written with an embedder of other dimensions takes the new ones: the old
@@ -267,11 +278,13 @@ class LongTermStatements(SqlTxBase):
         )
         return rows[0] if rows else None
 
-    def ltm_get_many(self, memory_ids: Sequence[str]) -> list[LongTermRow]:
+    def ltm_get_many(self, memory_ids: Sequence[str], *, lock: bool = False) -> list[LongTermRow]:
         if not memory_ids:
             return []
+        # Locked rows are taken in one order, so writers locking overlapping sets cannot deadlock.
         return self._rows(
-            f"SELECT {{columns}} FROM {{ltm}} WHERE tenant = ? AND memory_id IN ({placeholders(len(memory_ids))})",
+            f"SELECT {{columns}} FROM {{ltm}} WHERE tenant = ? AND memory_id IN ({placeholders(len(memory_ids))})"
+            + (" ORDER BY memory_id{row_lock}" if lock else ""),
             (self.tenant, *memory_ids),
         )
 
@@ -343,6 +356,13 @@ class LongTermStatements(SqlTxBase):
             f" embedding_model = ?, embedding = {embedding_mark}, version = ?{lex}"
             " WHERE tenant = ? AND memory_id = ?",
             (*params, self.tenant, row.memory_id),
+        )
+
+    def ltm_set_embedding(self, memory_id: str, content_hash: str, embedding: bytes, model: str) -> None:
+        mark = "?::vector" if self._pg else "?"
+        self._execute(
+            f"UPDATE {{ltm}} SET embedding = {mark}, embedding_model = ? WHERE tenant = ? AND memory_id = ? AND content_hash = ?",
+            (vector_literal(embedding) if self._pg else embedding, model, self.tenant, memory_id, content_hash),
         )
 
     def ltm_touch(self, memory_ids: Sequence[str], now: float) -> None:
