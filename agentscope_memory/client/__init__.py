@@ -7,7 +7,8 @@ over an in-process service, without a server or gRPC.
 from agentscope_memory.client.agent_state import AgentStateClient, AsyncAgentStateClient
 from agentscope_memory.client.aio import AsyncMemoryClient
 from agentscope_memory.client.long_term import AsyncLongTermClient, LongTermClient, Turn
+from agentscope_memory.client.pool import AsyncPoolClient, PoolClient
 from agentscope_memory.client.sync import MemoryClient
 from agentscope_memory.short_term.description import MemoryDescription
 
-__all__ = ["AgentStateClient", "AsyncAgentStateClient", "AsyncLongTermClient", "AsyncMemoryClient", "LongTermClient", "MemoryClient", "MemoryDescription", "Turn"]
+__all__ = ["AgentStateClient", "AsyncAgentStateClient", "AsyncLongTermClient", "AsyncMemoryClient", "AsyncPoolClient", "LongTermClient", "MemoryClient", "PoolClient", "MemoryDescription", "Turn"]

@@ -29,6 +29,7 @@ from agentscope_memory.short_term.auto_context.summarizers import ExtractiveSumm
 from agentscope_memory.short_term.in_memory import InMemoryKind
 from agentscope_memory.short_term.manager import MemoryManager
 from agentscope_memory.store import Store, open_store
+from agentscope_memory.pool import SharedPools
 from agentscope_memory.scopes.engine import ScopeEngine
 
 log = logging.getLogger("agentscope_memory.service")
@@ -53,9 +54,8 @@ class Service:
     turns: Turns | None = None
     # AgentScope-Java 2.x agent state (AgentStateService); built by `build_service`.
     agent_state: AgentStateEngine | None = None
-    # A place for an engine still to come, so that wiring it in touches only this file:
-    # shared memory pools (pool/).
-    pools: None = None
+    # Shared memory pools (pool/): versioned key -> JSON spaces several agents share.
+    pools: SharedPools | None = None
     # Reflection, consolidation and compressed recall (lifecycle/); None without long-term memory.
     reflect_lifecycle: ReflectLifecycle | None = None
     # Parent/child scopes (scopes/): hierarchy, visibility, inherited reads; built by `build_service`.
@@ -201,4 +201,5 @@ def build_service(settings: ServiceSettings | None = None) -> Service:
         if isinstance(service.long_term, HybridEngine):
             service.reflect_lifecycle = build_reflect_lifecycle(service.long_term, _chat_client(settings), jobs, settings)
     service.scopes = ScopeEngine(memories, service.long_term)
+    service.pools = SharedPools(store, tokens)
     return service

@@ -51,6 +51,34 @@ class Row:
     data: str | bytes
 
 
+@dataclass
+class PoolEntryRow:
+    """One entry of a shared memory pool (`agentscope_memory.pool`)."""
+
+    pool_id: str
+    key: str
+    content_json: str
+    version: int
+    created_by: str
+    updated_by: str
+    created_at: float
+    updated_at: float
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PoolEventRow:
+    """One write or delete of a pool, by the pool's sequence number."""
+
+    pool_id: str
+    seq: int
+    event_type: str
+    key: str
+    version: int
+    writer: str
+    created_at: float
+
+
 @dataclass(frozen=True)
 class RequestRecord:
     """The outcome of an idempotent request, kept so a retry can be answered without redoing it."""
@@ -359,6 +387,19 @@ class Tx(Protocol):
     def scope_ltm_register(self, scope_key: str, base_key: str, visibility: str) -> None: ...
     def scope_ltm_visible_keys(self, base_keys: Sequence[str]) -> list[str]: ...
     def scope_ltm_global_keys(self) -> list[str]: ...
+    # Shared memory pools (store/sql/pool.py).
+    def pool_lock(self, pool_id: str, now: float) -> int:
+        """Lock a pool for a change (creating it when new); its last event sequence number."""
+        ...
+    def pool_get(self, pool_id: str, key: str) -> PoolEntryRow | None: ...
+    def pool_put(self, entry: PoolEntryRow) -> None: ...
+    def pool_remove(self, pool_id: str, key: str) -> None: ...
+    def pool_add_event(self, event: PoolEventRow) -> None:
+        """Record an event and make its sequence number the pool's last."""
+        ...
+    def pool_list(self, pool_id: str, prefix: str, after_key: str | None, limit: int) -> list[PoolEntryRow]: ...
+    def pool_newest(self, pool_id: str, before: tuple[float, str] | None, limit: int) -> list[PoolEntryRow]: ...
+    def pool_events(self, pool_id: str, after_seq: int, limit: int) -> list[PoolEventRow]: ...
 
 
 class Store(Protocol):

@@ -22,6 +22,8 @@ from agentscope_memory._proto.agentscope.memory.v1 import (
     memory_service_pb2_grpc,
     scope_service_pb2,
     scope_service_pb2_grpc,
+    shared_pool_service_pb2,
+    shared_pool_service_pb2_grpc,
     state_service_pb2,
     state_service_pb2_grpc,
 )
@@ -36,6 +38,7 @@ from agentscope_memory_server.errors import unimplemented
 from agentscope_memory_server.http_server import HttpServer, serve_asgi
 from agentscope_memory_server.long_term_servicer import LongTermServicer
 from agentscope_memory_server.memory_servicer import MemoryServicer
+from agentscope_memory_server.pool_servicer import PoolServicer
 from agentscope_memory_server.scope_servicer import ScopeServicer
 from agentscope_memory_server.metrics import Metrics, MetricsInterceptor
 from agentscope_memory_server.reflection_docs import documented_pool
@@ -53,6 +56,7 @@ SERVICE_NAMES = (
     agent_state_service_pb2.DESCRIPTOR.services_by_name["AgentStateService"].full_name,
     "agentscope.memory.v1.LongTermLifecycleService",
     scope_service_pb2.DESCRIPTOR.services_by_name["ScopeService"].full_name,
+    shared_pool_service_pb2.DESCRIPTOR.services_by_name["SharedPoolService"].full_name,
 )
 
 
@@ -159,6 +163,8 @@ async def _serve(settings: Settings, service: Service, tracing: Tracing | None =
     )
     if service.scopes is not None:
         scope_service_pb2_grpc.add_ScopeServiceServicer_to_server(ScopeServicer(service.scopes), server)
+    if service.pools is not None:
+        shared_pool_service_pb2_grpc.add_SharedPoolServiceServicer_to_server(PoolServicer(service.pools), server)
     if service.long_term is not None and service.turns is not None:
         long_term_servicer = LongTermServicer(
             service.long_term, service.turns, service.memories.tokens, service.memories.limits.max_page_bytes,

@@ -15,6 +15,7 @@ from agentscope_memory.store.sql.lifecycle_reflect import LifecycleReflectStatem
 from agentscope_memory.store.sql.long_term import LongTermStatements
 from agentscope_memory.store.sql.memories import REQUEST_TTL_S, MemoryStatements
 from agentscope_memory.store.sql.meta import MetaStatements
+from agentscope_memory.store.sql.pool import PoolStatements
 from agentscope_memory.store.sql.schema import SHARED_SCHEMA
 from agentscope_memory.store.sql.scopes import ScopeStatements
 
@@ -22,5 +23,5 @@ __all__ = ["Dialect", "REQUEST_TTL_S", "SHARED_SCHEMA", "SqlTx"]
 
 
 class SqlTx(LifecycleForgetStatements, LifecycleReflectStatements, MemoryStatements, MetaStatements, JobStatements, AgentStateStatements,
-            LongTermStatements, ScopeStatements):
+            LongTermStatements, ScopeStatements, PoolStatements):
     """A tenant's view inside one SQL transaction (the `Tx` protocol)."""

@@ -1,0 +1,317 @@
+"""Shared memory pools over gRPC: entries, versions and metadata merge, compare-and-set under
+many concurrent writers (asyncio and blocking clients; two replicas on PostgreSQL), events
+listed and watched (resumed after a restart), rendering for a model call (order and budget),
+tenant isolation of every RPC, kill -9 durability, bad input, local mode."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+import grpc
+import pytest
+
+from agentscope_memory._proto.agentscope.memory.v1 import shared_pool_service_pb2 as pb
+from agentscope_memory._proto.agentscope.memory.v1 import shared_pool_service_pb2_grpc as pb_grpc
+from agentscope_memory.client import AsyncPoolClient, PoolClient
+from agentscope_memory.errors import InvalidArgumentError, MemoryServiceError, NotFoundError
+from agentscope_memory.pool import PoolConflictError
+from conftest import ServerProcess
+
+POOL = "研发团队/共享"
+
+
+async def test_entries_versions_metadata_and_listing(server) -> None:
+    async with AsyncPoolClient(server.address, timeout=10) as pools:
+        first = await pools.write(POOL, "计划", {"步骤": 1, "done": False}, writer="planner", metadata={"lang": "zh"})
+        assert first.entry.version == 1 and first.sequence == 1
+        assert first.entry.created_by == first.entry.updated_by == "planner"
+        second = await pools.write(POOL, "计划", {"步骤": 2}, writer="coder", metadata={"reviewed": True})
+        assert second.entry.version == 2 and second.sequence == 2
+        got = await pools.get(POOL, "计划")
+        assert got.value == {"步骤": 2} and got.version == 2
+        assert (got.created_by, got.updated_by) == ("planner", "coder")
+        assert got.metadata == {"lang": "zh", "reviewed": True}  # merged, not replaced
+        assert got.updated_at >= got.created_at
+        for key in ("notes/a", "notes/b", "todo", "notes/c"):
+            await pools.write(POOL, key, f"text of {key}")
+        assert [e.key for e in await pools.list_entries(POOL, "notes/")] == ["notes/a", "notes/b", "notes/c"]
+        # Paging follows the pages for the caller, whatever the page size.
+        assert [e.key async for e in pools.iter_entries(POOL, page_size=2)] == sorted(
+            ["计划", "notes/a", "notes/b", "notes/c", "todo"])
+        deleted = await pools.delete(POOL, "todo", writer="planner")
+        assert deleted.deleted_version == 1
+        with pytest.raises(NotFoundError):
+            await pools.get(POOL, "todo")
+        with pytest.raises(NotFoundError):
+            await pools.delete(POOL, "todo")
+        events = [e async for e in pools.iter_events(POOL, page_size=3)]
+        assert [e.sequence for e in events] == list(range(1, 8))
+        assert [(e.event_type, e.key, e.version, e.writer) for e in (events[0], events[-1])] == [
+            ("shared_pool.write", "计划", 1, "planner"), ("shared_pool.delete", "todo", 1, "planner")]
+        assert [e.sequence async for e in pools.iter_events(POOL, after_sequence=5)] == [6, 7]
+
+
+async def test_compare_and_set(server) -> None:
+    async with AsyncPoolClient(server.address, timeout=10) as pools:
+        await pools.write(POOL, "k", 1, expected_version=0)
+        with pytest.raises(PoolConflictError) as caught:
+            await pools.write(POOL, "k", 2, expected_version=0)
+        assert (caught.value.expected, caught.value.actual) == (0, 1)
+        assert "k" in str(caught.value) and "version 1" in str(caught.value)
+        await pools.write(POOL, "k", 2, expected_version=1)
+        with pytest.raises(PoolConflictError) as caught:
+            await pools.delete(POOL, "k", expected_version=1)
+        assert caught.value.actual == 2
+        with pytest.raises(PoolConflictError):
+            await pools.write(POOL, "absent", 1, expected_version=3)
+        assert (await pools.get(POOL, "k")).value == 2
+        # The trailing metadata carries the version that won, for any gRPC client.
+        async with grpc.aio.insecure_channel(server.address) as channel:
+            with pytest.raises(grpc.aio.AioRpcError) as raw:
+                await pb_grpc.SharedPoolServiceStub(channel).WritePoolEntry(
+                    pb.WritePoolEntryRequest(pool_id=POOL, key="k", content_json="3", expected_version=7))
+            assert raw.value.code() == grpc.StatusCode.ABORTED
+            assert dict(raw.value.trailing_metadata() or ())["agentscope-memory-current-version"] == "2"
+        await pools.delete(POOL, "k", expected_version=2)
+        assert (await pools.write(POOL, "k", "again", expected_version=0)).entry.version == 1
+
+
+async def _increment_async(pools: AsyncPoolClient, rounds: int) -> int:
+    conflicts = 0
+    for _ in range(rounds):
+        while True:
+            entry = await pools.get(POOL, "counter")
+            try:
+                await pools.write(POOL, "counter", entry.value + 1, expected_version=entry.version)
+                break
+            except PoolConflictError:
+                conflicts += 1
+    return conflicts
+
+
+def _increment_blocking(address: str, rounds: int, conflicts: list[int]) -> None:
+    with PoolClient(address, timeout=30) as pools:
+        for _ in range(rounds):
+            while True:
+                entry = pools.get(POOL, "counter")
+                try:
+                    pools.write(POOL, "counter", entry.value + 1, expected_version=entry.version)
+                    break
+                except PoolConflictError:
+                    conflicts[0] += 1
+
+
+async def _no_lost_update(addresses: list[str]) -> None:
+    rounds, async_writers, blocking_writers = 15, 6, 2
+    clients = [AsyncPoolClient(addresses[i % len(addresses)], timeout=30) for i in range(async_writers)]
+    try:
+        await clients[0].write(POOL, "counter", 0)
+        blocking_conflicts = [0]
+        threads = [threading.Thread(target=_increment_blocking, args=(addresses[i % len(addresses)], rounds, blocking_conflicts))
+                   for i in range(blocking_writers)]
+        for thread in threads:
+            thread.start()
+        conflicts = await asyncio.gather(*(_increment_async(c, rounds) for c in clients))
+        await asyncio.to_thread(lambda: [t.join() for t in threads])
+        total = rounds * (async_writers + blocking_writers)
+        final = await clients[-1].get(POOL, "counter")
+        assert final.value == total and final.version == total + 1
+        assert sum(conflicts) + blocking_conflicts[0] > 0, "the writers never raced: the test proved nothing"
+        events = [e async for e in clients[0].iter_events(POOL)]
+        assert [e.sequence for e in events] == list(range(1, total + 2))
+    finally:
+        for client in clients:
+            await client.close()
+
+
+async def test_no_lost_update_with_many_writers(server) -> None:
+    await _no_lost_update([server.address])
+
+
+async def test_no_lost_update_across_two_postgres_replicas(server_factory, postgres_dsn) -> None:
+    replicas = [await server_factory(store="postgres", postgres_dsn=postgres_dsn) for _ in range(2)]
+    await _no_lost_update([r.address for r in replicas])
+
+
+async def test_watch_sees_writes_at_once_and_across_replicas(server_factory, postgres_dsn) -> None:
+    a, b = [await server_factory(store="postgres", postgres_dsn=postgres_dsn) for _ in range(2)]
+    async with AsyncPoolClient(a.address, timeout=10) as writer, AsyncPoolClient(b.address, timeout=10) as watcher:
+        await writer.write(POOL, "before", 1)
+        seen: list[tuple[int, str]] = []
+
+        async def watch() -> None:
+            async for event in watcher.watch(POOL):
+                seen.append((event.sequence, event.key))
+                if len(seen) == 3:
+                    return
+
+        task = asyncio.create_task(watch())
+        await writer.write(POOL, "after", 2, writer="a")
+        await writer.delete(POOL, "before")
+        await asyncio.wait_for(task, 20)
+        assert seen == [(1, "before"), (2, "after"), (3, "before")]
+
+
+@pytest.mark.slow
+async def test_acknowledged_writes_survive_kill_9_and_watch_resumes(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    server = ServerProcess(data)
+    acknowledged = 0
+    try:
+        async with AsyncPoolClient(server.address, timeout=10, retries=0) as pools:
+
+            async def writer() -> None:
+                nonlocal acknowledged
+                for i in range(10_000):
+                    await pools.write(POOL, f"k{i % 7}", {"i": i})
+                    acknowledged = i + 1
+
+            task = asyncio.create_task(writer())
+            while acknowledged < 50:
+                await asyncio.sleep(0.01)
+            server.kill()
+            with pytest.raises(MemoryServiceError):  # the write in flight when the server died
+                await task
+        restarted = ServerProcess(data, server.port)
+        try:
+            async with AsyncPoolClient(restarted.address, timeout=10) as pools:
+                events = [e async for e in pools.iter_events(POOL)]
+                # Every acknowledged write is there (one more may have committed unanswered).
+                assert len(events) in (acknowledged, acknowledged + 1)
+                assert [e.sequence for e in events] == list(range(1, len(events) + 1))
+                last = events[-1]
+                assert (await pools.get(POOL, last.key)).version == last.version
+                # A watcher resumes after the last sequence it saw: nothing missed, nothing twice.
+                stream = pools.watch(POOL, after_sequence=len(events) - 2)
+                resumed = [await stream.__anext__(), await stream.__anext__()]
+                await pools.write(POOL, "after-restart", True)
+                resumed.append(await asyncio.wait_for(stream.__anext__(), 10))
+                await stream.aclose()
+                assert [e.sequence for e in resumed] == [len(events) - 1, len(events), len(events) + 1]
+        finally:
+            restarted.close()
+    finally:
+        server.close()
+
+
+async def test_rendering_newest_first_within_the_budget(server) -> None:
+    clock = {"t": 0}
+    async with AsyncPoolClient(server.address, timeout=10) as pools:
+        for key, value in (("old", "the oldest fact"), ("mid", {"n": 2}), ("new", "最新的事实")):
+            await pools.write(POOL, key, value)
+            clock["t"] += 1
+            await asyncio.sleep(0.01)
+        await pools.write("other pool", "x", "from another pool")
+        everything = await pools.render([POOL, "other pool"], 1000)
+        assert everything.text.splitlines() == [
+            "[SHARED:x] from another pool", "[SHARED:new] 最新的事实", '[SHARED:mid] {"n":2}', "[SHARED:old] the oldest fact"]
+        assert everything.entry_count == 4 and everything.omitted_count == 0 and everything.token_count > 0
+        as_messages = await pools.render([POOL], 1000, messages=True)
+        assert [m.text_content for m in as_messages.messages] == everything.text.splitlines()[1:]
+        assert as_messages.messages[0].role.value == "SYSTEM"
+        assert as_messages.messages[0].metadata == {"shared_pool": POOL, "key": "new", "version": 1}
+        # A small budget keeps the newest that fit and counts what it left out.
+        one = await pools.render([POOL], as_messages.token_count - 1)
+        assert one.entry_count == 2 and one.omitted_count == 1 and one.token_count <= as_messages.token_count - 1
+        assert one.text.splitlines()[0] == "[SHARED:new] 最新的事实"
+        assert (await pools.render(["empty pool"])).entry_count == 0
+
+
+async def test_every_rpc_is_tenant_isolated(server_factory) -> None:
+    server = await server_factory(api_keys={"alice-tenant-key-0001": "tenant-a", "bob-tenant-key-00001": "tenant-b"})
+    async with AsyncPoolClient(server.address, api_key="alice-tenant-key-0001", timeout=10) as alice, \
+            AsyncPoolClient(server.address, api_key="bob-tenant-key-00001", timeout=10) as bob:
+        await alice.write(POOL, "secret", "tenant A only")
+        with pytest.raises(NotFoundError):
+            await bob.get(POOL, "secret")
+        with pytest.raises(NotFoundError):
+            await bob.delete(POOL, "secret")
+        assert await bob.list_entries(POOL) == []
+        assert [e async for e in bob.iter_events(POOL)] == []
+        assert (await bob.render([POOL])).entry_count == 0
+        # Bob's own pool of the same name is his: versions and sequences start afresh.
+        mine = await bob.write(POOL, "secret", "tenant B's")
+        assert mine.entry.version == 1 and mine.sequence == 1
+        assert (await alice.get(POOL, "secret")).value == "tenant A only"
+        stream = bob.watch(POOL)
+        assert (await asyncio.wait_for(stream.__anext__(), 10)).key == "secret"
+        await stream.aclose()
+
+
+async def test_bad_input_names_the_field_and_changes_nothing(server) -> None:
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        stub = pb_grpc.SharedPoolServiceStub(channel)
+        await stub.WritePoolEntry(pb.WritePoolEntryRequest(pool_id=POOL, key="k", content_json='"v"'))
+        write = pb.WritePoolEntryRequest
+        cases = [
+            (stub.WritePoolEntry, write(key="k", content_json="1"), "pool_id"),
+            (stub.WritePoolEntry, write(pool_id=" ", key="k", content_json="1"), "pool_id"),
+            (stub.WritePoolEntry, write(pool_id="p" * 600, key="k", content_json="1"), "pool_id"),
+            (stub.WritePoolEntry, write(pool_id="a\x00b", key="k", content_json="1"), "pool_id"),
+            (stub.WritePoolEntry, write(pool_id=POOL, content_json="1"), "key"),
+            (stub.WritePoolEntry, write(pool_id=POOL, key="键" * 400, content_json="1"), "key"),
+            (stub.WritePoolEntry, write(pool_id=POOL, key="k\n", content_json="1"), "key"),
+            (stub.WritePoolEntry, write(pool_id=POOL, key="k"), "content_json"),
+            (stub.WritePoolEntry, write(pool_id=POOL, key="k", content_json="{not json"), "content_json"),
+            (stub.WritePoolEntry, write(pool_id=POOL, key="k", content_json="NaN"), "content_json"),
+            (stub.WritePoolEntry, write(pool_id=POOL, key="k", content_json="[" * 300 + "]" * 300), "content_json"),
+            (stub.WritePoolEntry, write(pool_id=POOL, key="k", content_json='"' + "x" * (1024 * 1024) + '"'),
+             "content_json"),
+            (stub.WritePoolEntry, write(pool_id=POOL, key="k", content_json="1", metadata_json="[1]"), "metadata_json"),
+            (stub.WritePoolEntry, write(pool_id=POOL, key="k", content_json="1", metadata_json='{"a":' + '"x"' * 2),
+             "metadata_json"),
+            (stub.WritePoolEntry, write(pool_id=POOL, key="k", content_json="1", writer="w" * 600), "writer"),
+            (stub.WritePoolEntry, write(pool_id=POOL, key="k", content_json="1", expected_version=-1), "expected_version"),
+            (stub.GetPoolEntry, pb.GetPoolEntryRequest(pool_id=POOL), "key"),
+            (stub.ListPoolEntries, pb.ListPoolEntriesRequest(pool_id=POOL, page_size=-1), "page_size"),
+            (stub.ListPoolEntries, pb.ListPoolEntriesRequest(pool_id=POOL, page_size=5000), "page_size"),
+            (stub.ListPoolEntries, pb.ListPoolEntriesRequest(pool_id=POOL, page_token="伪造的令牌"), "page_token"),
+            (stub.ListPoolEntries, pb.ListPoolEntriesRequest(pool_id=POOL, key_prefix="\x01"), "key_prefix"),
+            (stub.DeletePoolEntry, pb.DeletePoolEntryRequest(pool_id=POOL, key="k", expected_version=0), "expected_version"),
+            (stub.ListPoolEvents, pb.ListPoolEventsRequest(pool_id=POOL, after_sequence=-1), "after_sequence"),
+            (stub.ListPoolEvents, pb.ListPoolEventsRequest(pool_id=POOL, page_token="AAAA"), "page_token"),
+            (stub.RenderPoolContext, pb.RenderPoolContextRequest(), "pool_ids"),
+            (stub.RenderPoolContext, pb.RenderPoolContextRequest(pool_ids=[POOL] * 17), "pool_ids"),
+            (stub.RenderPoolContext, pb.RenderPoolContextRequest(pool_ids=[POOL, ""]), "pool_ids[1]"),
+            (stub.RenderPoolContext, pb.RenderPoolContextRequest(pool_ids=[POOL], max_tokens=-5), "max_tokens"),
+            (stub.RenderPoolContext, pb.RenderPoolContextRequest(pool_ids=[POOL], max_tokens=300_000), "max_tokens"),
+            (stub.RenderPoolContext, pb.RenderPoolContextRequest(pool_ids=[POOL], format=9), "format"),
+        ]
+        failures = []
+        for n, (call, request, field) in enumerate(cases):
+            try:
+                await call(request)
+                failures.append(f"case {n} ({field}): accepted")
+            except grpc.aio.AioRpcError as err:
+                if err.code() not in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED) \
+                        or field not in (err.details() or ""):
+                    failures.append(f"case {n} ({field}): {err.code().name} {err.details()!r}")
+        async for _ in stub.WatchPoolEvents(pb.WatchPoolEventsRequest(pool_id=POOL, after_sequence=0)):
+            break  # a valid watch still works (and the stream is cancelled by leaving it)
+        with pytest.raises(grpc.aio.AioRpcError) as watch_error:
+            async for _ in stub.WatchPoolEvents(pb.WatchPoolEventsRequest(pool_id="")):
+                pass
+        assert watch_error.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "pool_id" in watch_error.value.details()
+        assert not failures, "\n".join(failures)
+        got = await stub.GetPoolEntry(pb.GetPoolEntryRequest(pool_id=POOL, key="k"))
+        assert (got.entry.content_json, got.entry.version) == ('"v"', 1)
+        events = await stub.ListPoolEvents(pb.ListPoolEventsRequest(pool_id=POOL))
+        assert [e.sequence for e in events.events] == [1]
+
+
+def test_local_mode(tmp_path: Path) -> None:
+    from agentscope_memory.service import ServiceSettings
+
+    with PoolClient.local(ServiceSettings(data_dir=tmp_path, long_term_enabled=False)) as pools:
+        pools.write("本地", "k", [1, 2], writer="me")
+        assert pools.get("本地", "k").value == [1, 2]
+        with pytest.raises(PoolConflictError):
+            pools.write("本地", "k", 3, expected_version=0)
+        assert [e.key for e in pools.list_entries("本地")] == ["k"]
+        assert pools.render(["本地"]).text == "[SHARED:k] [1,2]"
+        with pytest.raises(InvalidArgumentError) as bad:
+            pools.write("", "k", 1)
+        assert bad.value.field == "pool_id"
