@@ -169,6 +169,20 @@ class LongTermFilter:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class TieredRow:
+    """One item of a TIERED memory's L1-L3 (`store/sql/tiered.py`); `body` is JSON."""
+
+    seq: int
+    tier: int
+    kind: str
+    importance: float
+    tokens: int
+    created: float
+    hits: int
+    body: str
+
+
 class Tx(Protocol):
     tenant: str
 
@@ -344,6 +358,23 @@ class Tx(Protocol):
     def scope_ltm_visible_keys(self, base_keys: Sequence[str]) -> list[str]: ...
     def scope_ltm_global_keys(self) -> list[str]: ...
 
+    # -- TIERED memories (see agentscope_memory.short_term.tiered, store/sql/tiered.py) -------
+    # Tenant-scoped. Rows of one tier come oldest first (by `seq`).
+    def tiered_insert(self, memory_id: str, rows: Sequence[TieredRow]) -> None: ...
+    def tiered_rows(self, memory_id: str, tier: int, after_seq: int = 0, limit: int | None = None) -> list[TieredRow]: ...
+    def tiered_totals(self, memory_id: str) -> dict[int, tuple[int, int]]:
+        """Per tier: (items, tokens)."""
+        ...
+    def tiered_count(self, memory_id: str, tier: int) -> int: ...
+    def tiered_seq_at(self, memory_id: str, tier: int, index: int) -> int | None: ...
+    def tiered_present(self, memory_id: str, seqs: Sequence[int]) -> dict[int, int]:
+        """seq -> tier of those of `seqs` still stored."""
+        ...
+    def tiered_delete(self, memory_id: str, seqs: Sequence[int]) -> int: ...
+    def tiered_set_body(self, memory_id: str, seq: int, body: str) -> None: ...
+    def tiered_hit(self, memory_id: str, seqs: Sequence[int]) -> None: ...
+    def tiered_clear(self, memory_id: str) -> None: ...
+
 
 class Store(Protocol):
     async def run(
@@ -354,3 +385,4 @@ class Store(Protocol):
         ...
 
     async def close(self) -> None: ...
+

@@ -23,6 +23,8 @@ TABLES = (
     "scope_links", "scope_locks", "scope_marks", "scope_ltm_keys",
     # lifecycle scheduler: one row per scheduled run, so replicas run each once
     "lifecycle_runs",
+    # TIERED memories' items (`tiered.py`)
+    "tiered_items",
 )
 
 

@@ -70,3 +70,6 @@ SHARED_SCHEMA += SCOPES_SCHEMA
 from agentscope_memory.store.sql.lifecycle_forget import LIFECYCLE_SCHEMA  # noqa: E402
 
 SHARED_SCHEMA += LIFECYCLE_SCHEMA
+from agentscope_memory.store.sql.tiered import TIERED_SCHEMA  # noqa: E402
+
+SHARED_SCHEMA += TIERED_SCHEMA

@@ -1,0 +1,88 @@
+"""TIERED memory summaries by the (scripted) LLM with the offline fallback, L3 -> L4 into the
+long-term engine (embeddings from the scripted OpenAI-compatible server), restart and state."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentscope_memory.service import ServiceSettings, build_service
+from agentscope_memory.short_term.tiered.summaries import PROMPT
+from tests.scripted_llm import ScriptedLLM, ScriptedReply
+from tests.tiered_helpers import ITEM_TOKENS, config, msg, offline_summary_tokens, text
+
+T = "tenant"
+
+
+async def test_llm_writes_summaries_and_a_failure_falls_back_marked(tmp_path: Path) -> None:
+    with ScriptedLLM(default=ScriptedReply.text("LLM SUMMARY")) as llm:
+        settings = ServiceSettings(data_dir=tmp_path, long_term_enabled=False, llm_base_url=llm.base_url,
+                                   llm_max_retries=0)
+        async with build_service(settings) as service:
+            await service.memories.create_memory(T, "l", "TIERED", config(l1_compact_trigger=0, l1_budget=ITEM_TOKENS))
+            await service.tiered.add_items(T, "l", [msg(0)])
+            await service.tiered.add_items(T, "l", [msg(1)])
+            _, tiers = await service.tiered.tiers(T, "l")
+            assert [(s.text, s.method) for s in tiers.l3] == [("LLM SUMMARY", "llm")]
+            request = llm.chat_requests[-1].body["messages"]
+            assert request[0] == {"role": "system", "content": PROMPT} and text(0) in request[1]["content"]
+            llm.push(ScriptedReply.error(500))
+            await service.tiered.add_items(T, "l", [msg(2)])
+            _, tiers = await service.tiered.tiers(T, "l")
+            assert [(s.text, s.method) for s in tiers.l3][1] == ("[offline summary] user: " + text(1), "extractive-fallback")
+
+
+async def test_l3_at_90_percent_sends_its_oldest_20_percent_to_long_term_memory(tmp_path: Path) -> None:
+    summary = offline_summary_tokens()
+    with ScriptedLLM() as llm:
+        settings = ServiceSettings(data_dir=tmp_path, long_term_embedder="openai", long_term_embedder_base_url=llm.base_url,
+                                   long_term_embedder_dims=llm.dims, long_term_preload=False)
+        async with build_service(settings) as service:
+            await service.memories.create_memory(T, "v", "TIERED", config(l1_compact_trigger=0, l1_budget=ITEM_TOKENS,
+                                                                            l3_budget=10 * summary))
+            for i in range(9):  # 8 summaries: 80% of L3
+                await service.tiered.add_items(T, "v", [msg(i)])
+            _, tiers = await service.tiered.tiers(T, "v")
+            assert len(tiers.l3) == 8
+            await service.tiered.add_items(T, "v", [msg(9)])  # the 9th summary: 90%
+            _, tiers = await service.tiered.tiers(T, "v")
+            assert [s.text for s in tiers.l3] == ["[offline summary] user: " + text(i) for i in range(2, 9)]
+            event = [e for _, e in await service.tiered.events(T, "v") if e.kind == "vectorize_l3"][0]
+            assert len(event.detail["long_term_ids"]) == 2 and event.to_tier == 4
+            from agentscope_memory.long_term.engine import Scope
+
+            stored = await service.long_term.list(T, Scope(agent_name="v"))
+            assert sorted(i.text for i in stored) == ["[offline summary] user: " + text(i) for i in range(2)]
+            assert {i.memory_type for i in stored} == {"summary"}
+            status = await service.tiered.status(T, "v")
+            assert status.l4_vectors == 2 and status.tiers[3].items == 2
+            hits = await service.tiered.query(T, "v", "note 0001", tiers=[4])
+            assert hits and hits[0].tier == 4 and text(1) in hits[0].text
+
+
+async def test_restart_and_state_round_trip_keep_every_tier(tmp_path: Path) -> None:
+    settings = ServiceSettings(data_dir=tmp_path, long_term_enabled=False)
+    async with build_service(settings) as service:
+        await service.memories.create_memory(T, "r", "TIERED", config(l1_compact_trigger=40, l2_budget=60))
+        for i in range(12):
+            await service.tiered.add_items(T, "r", [msg(i)], [0.9 if i % 3 == 0 else 0.4])
+        before = await service.tiered.tiers(T, "r")
+        status = await service.tiered.status(T, "r")
+        events = await service.tiered.events(T, "r")
+    async with build_service(settings) as service:
+        assert await service.tiered.tiers(T, "r") == before
+        assert await service.tiered.status(T, "r") == status
+        assert await service.tiered.events(T, "r") == events
+        record, entries = await service.memories.save_state(T, "r")
+        assert [e.key for e in entries] == ["tieredMemory_l1", "tieredMemory_l2", "tieredMemory_l3",
+                                            "tieredMemory_events", "tieredMemory_stats"]
+        await service.memories.create_memory(T, "copy", "TIERED", record.config_json)
+        await service.memories.load_state(T, "copy", entries)
+        copy_config, copy_tiers = await service.tiered.tiers(T, "copy")
+        assert copy_tiers == before[1] and copy_config == before[0]
+        copy_status = await service.tiered.status(T, "copy")
+        assert copy_status.tiers == status.tiers and copy_status.compaction_ratio == status.compaction_ratio
+        assert [e for _, e in await service.tiered.events(T, "copy")] == [e for _, e in events]
+        # The copy keeps working: new items get new sequence numbers.
+        await service.tiered.add_items(T, "copy", [msg(99)])
+        _, tiers = await service.tiered.tiers(T, "copy")
+        assert tiers.l1[-1].content == text(99) and tiers.l1[-1].seq > max(i.seq for i in before[1].l1)
