@@ -37,6 +37,7 @@ from agentscope_memory.short_term.tiered.items import (
 from agentscope_memory.short_term.tiered.kind import (
     KIND, TierStats, TieredKind, append_events, get_stats, next_seqs, put_stats, read_events, read_tier, to_row,
 )
+from agentscope_memory.short_term.tiered.projection import Projection, ProjectionRequest, project
 from agentscope_memory.short_term.tiered.summaries import ExtractiveTierSummarizer, TierSummarizer
 from agentscope_memory.store.base import MemoryRecord, Tx
 from agentscope_memory.validation.ids import check_id
@@ -437,3 +438,9 @@ class TieredService:
                         await asyncio.wait_for(condition.wait(), 1.0)
                     except asyncio.TimeoutError:
                         pass
+
+    # -- projection -----------------------------------------------------------------------
+
+    async def project(self, tenant: str, memory_id: str, request: ProjectionRequest) -> Projection:
+        """The messages for the next model call (see `projection.py`)."""
+        return await project(self, tenant, memory_id, request)
