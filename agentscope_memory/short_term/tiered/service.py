@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import math
 import time
@@ -26,6 +27,7 @@ from agentscope_memory.errors import AbortedError, FailedPreconditionError, Inva
 from agentscope_memory.long_term.engine import Scope
 from agentscope_memory.long_term.text import tokenize
 from agentscope_memory.message import Msg
+from agentscope_memory.paging import cut_to_budget
 from agentscope_memory.short_term.manager import AddResult, MemoryManager
 from agentscope_memory.short_term.tiered.config import TieredConfig
 from agentscope_memory.short_term.tiered.engine import (
@@ -35,7 +37,7 @@ from agentscope_memory.short_term.tiered.items import (
     L1, L2, L3, L4, MARKER, MARKER_TEXT, SUMMARY, TierEvent, TierItem,
 )
 from agentscope_memory.short_term.tiered.kind import (
-    KIND, TierStats, TieredKind, append_events, get_stats, next_seqs, put_stats, read_events, read_tier, to_row,
+    KIND, TierStats, TieredKind, append_events, get_stats, next_seqs, of_row, put_stats, read_events, read_tier, to_row,
 )
 from agentscope_memory.short_term.tiered.projection import Projection, ProjectionRequest, project
 from agentscope_memory.short_term.tiered.summaries import ExtractiveTierSummarizer, TierSummarizer
@@ -444,3 +446,61 @@ class TieredService:
     async def project(self, tenant: str, memory_id: str, request: ProjectionRequest) -> Projection:
         """The messages for the next model call (see `projection.py`)."""
         return await project(self, tenant, memory_id, request)
+
+    # -- pages (every response stays under the receive limit) ------------------------------
+
+    def _page_size(self, requested: int, default: int, maximum: int) -> int:
+        if requested < 0:
+            raise InvalidArgumentError("page_size", "must not be negative")
+        return min(requested or default, maximum)
+
+    async def events_page(self, tenant: str, memory_id: str, after_seq: int = 0, page_size: int = 0,
+                          page_token: str = "") -> tuple[list[tuple[int, TierEvent]], str]:
+        """A page of events after `after_seq`, cut at the page byte budget."""
+        check_id(memory_id, "memory_id")
+        if after_seq < 0:
+            raise InvalidArgumentError("after_sequence", "must not be negative")
+        tokens_ = self._manager.tokens
+        await tokens_.ready()
+        binding: list[str | int] = [tenant, memory_id, page_size, after_seq]
+        after = tokens_.read(page_token, "tier_events", binding, 1)[0] if page_token else after_seq
+        size = self._page_size(page_size, 1000, 10_000)
+
+        def read(tx: Tx) -> list[tuple[int, TierEvent, int]]:
+            self._record(tx, memory_id)
+            return [(r.seq, TierEvent.from_dict(json.loads(r.data)), len(r.data))
+                    for r in tx.read(memory_id, "tier_events", after, size + 1)]
+
+        rows = await self.store.run(tenant, read, write=False)
+        more = len(rows) > size
+        rows = rows[:size]
+        kept = cut_to_budget(rows, lambda r: r[2], self._manager.limits.max_page_bytes)
+        more = more or kept < len(rows)
+        rows = rows[:kept]
+        token = tokens_.issue("tier_events", binding, [rows[-1][0]]) if more and rows else ""
+        return [(seq, event) for seq, event, _ in rows], token
+
+    async def items_page(self, tenant: str, memory_id: str, tier: int, page_size: int = 0,
+                         page_token: str = "") -> tuple[list[TierItem], str]:
+        """A page of one tier's items, oldest first, cut at the page byte budget."""
+        check_id(memory_id, "memory_id")
+        if tier not in (L1, L2, L3):
+            raise InvalidArgumentError("tier", "must be TIER_L1, TIER_L2 or TIER_L3")
+        tokens_ = self._manager.tokens
+        await tokens_.ready()
+        binding: list[str | int] = [tenant, memory_id, page_size, tier]
+        after = tokens_.read(page_token, "tier_items", binding, 1)[0] if page_token else 0
+        size = self._page_size(page_size, 100, 1000)
+
+        def read(tx: Tx) -> list[tuple[TierItem, int]]:
+            self._record(tx, memory_id)
+            return [(of_row(r), len(r.body)) for r in tx.tiered_rows(memory_id, tier, after, size + 1)]
+
+        rows = await self.store.run(tenant, read, write=False)
+        more = len(rows) > size
+        rows = rows[:size]
+        kept = cut_to_budget(rows, lambda r: r[1], self._manager.limits.max_page_bytes)
+        more = more or kept < len(rows)
+        rows = rows[:kept]
+        token = tokens_.issue("tier_items", binding, [rows[-1][0].seq]) if more and rows else ""
+        return [item for item, _ in rows], token
