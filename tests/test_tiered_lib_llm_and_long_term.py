@@ -86,3 +86,30 @@ async def test_restart_and_state_round_trip_keep_every_tier(tmp_path: Path) -> N
         await service.tiered.add_items(T, "copy", [msg(99)])
         _, tiers = await service.tiered.tiers(T, "copy")
         assert tiers.l1[-1].content == text(99) and tiers.l1[-1].seq > max(i.seq for i in before[1].l1)
+
+
+async def test_adds_while_a_summary_is_being_written_are_kept(tmp_path: Path) -> None:
+    import asyncio
+    import threading
+
+    hold = threading.Event()
+    with ScriptedLLM(default=ScriptedReply.text("HELD SUMMARY"), hold=hold) as llm:
+        settings = ServiceSettings(data_dir=tmp_path, long_term_enabled=False, llm_base_url=llm.base_url,
+                                   llm_max_retries=0)
+        async with build_service(settings) as service:
+            await service.memories.create_memory(T, "c", "TIERED", config(l1_compact_trigger=0, l1_budget=ITEM_TOKENS))
+            await service.tiered.add_items(T, "c", [msg(0)])
+            first = asyncio.create_task(service.tiered.add_items(T, "c", [msg(1)]))  # evicts m0: the LLM is held
+            while not llm.requests:
+                await asyncio.sleep(0.01)
+            others = [asyncio.create_task(service.tiered.add_items(T, "c", [msg(i)])) for i in range(2, 6)]
+            while len((await service.tiered.tiers(T, "c"))[1].l1) < 6:
+                await asyncio.sleep(0.01)
+            hold.set()
+            await asyncio.gather(first, *others)
+            await service.tiered.compact(T, "c")
+            _, tiers = await service.tiered.tiers(T, "c")
+            assert [i.msg.id for i in tiers.l1 if i.msg] == ["m5"]
+            summarised = {o for s in tiers.l3 for o in s.origins}
+            assert {s.text for s in tiers.l3} == {"HELD SUMMARY"}
+            assert sorted(summarised) == [1, 2, 3, 4, 5]

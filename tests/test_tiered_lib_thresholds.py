@@ -155,23 +155,12 @@ async def test_concurrent_adds_during_a_pass_lose_nothing(tmp_path: Path) -> Non
                                for i in range(40)))
         await service.tiered.compact(T, "k")
         _, tiers = await service.tiered.tiers(T, "k")
-        l1_seqs = {i.seq for i in tiers.l1}
-        l2_origins = {o for i in tiers.l2 for o in i.origins}
-        seen = l1_seqs | l2_origins | covered_origins(tiers.l3)
-        added = {e.item_seqs[0] for _, e in await service.tiered.events(T, "k") if e.kind == "promote"}
-        # Every message: 40 adds, each its own L1 seq; promoted ones have an L2 copy with another seq.
-        all_l1 = set()
-        for _, e in await service.tiered.events(T, "k"):
-            if e.kind in ("evict_l1", "compact_l1"):
-                all_l1.update(e.item_seqs)
-        all_l1 |= l1_seqs
-        assert len(all_l1) == 40
-        assert all_l1 <= seen | added
-        for _, e in await service.tiered.events(T, "k"):
-            if e.kind == "evict_l1":
-                assert set(e.item_seqs) <= set(e.detail["held_elsewhere"]) | covered_origins(tiers.l3) | {
-                    o for _, ev in await service.tiered.events(T, "k") if ev.kind == "summarize_l2" for o in ev.item_seqs
-                } | l2_origins | added
+        assert sum(i.tokens for i in tiers.l1) <= 3 * ITEM_TOKENS and sum(i.tokens for i in tiers.l2) < 0.85 * 60
+        held = [i.content for i in tiers.l1 + tiers.l2] + [s.text for s in tiers.l3]
+        # Every message is still somewhere: in full in L1/L2, or in a summary (the offline one
+        # quotes each message's first sentence).
+        for i in range(40):
+            assert any(text(i) in h for h in held), i
 
 
 async def test_bad_configuration_names_the_field(tmp_path: Path) -> None:
