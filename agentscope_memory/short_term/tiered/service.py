@@ -216,12 +216,25 @@ class TieredService:
             await self._notify(tenant, memory_id)
         return recorded
 
+    @staticmethod
+    def _due(config: TieredConfig, totals: dict[int, tuple[int, int]]) -> bool:
+        """Whether any threshold may be reached (L1 counted with its marker: never too low)."""
+        l1, l2, l3 = (totals.get(t, (0, 0))[1] for t in (L1, L2, L3))
+        return ((config.l1_compact_trigger > 0 and l1 >= config.l1_compact_trigger) or l1 > config.l1_budget
+                or l2 >= config.l2_compact_at * config.l2_budget or l3 >= config.l3_vectorize_at * config.l3_budget)
+
     async def _pass(self, tenant: str, memory_id: str) -> list[tuple[int, TierEvent]]:
-        def snapshot(tx: Tx) -> tuple[MemoryRecord, Tiers]:
+        def snapshot(tx: Tx) -> tuple[MemoryRecord, Tiers | None]:
             record = self._record(tx, memory_id)
+            # Most adds reach no threshold: one aggregate over the (budget-bounded) tiers decides.
+            if not self._due(self.kind.config(record), tx.tiered_totals(memory_id)):
+                return record, None
             return record, Tiers(read_tier(tx, memory_id, L1), read_tier(tx, memory_id, L2), read_tier(tx, memory_id, L3))
 
-        record, tiers = await self.store.run(tenant, snapshot, write=False)
+        record, read = await self.store.run(tenant, snapshot, write=False)
+        if read is None:
+            return []
+        tiers = read
         config = self.kind.config(record)
         first, second = select_l1(tiers, config), select_l2(tiers, config)
         now = time.time()
