@@ -188,3 +188,24 @@ def test_blocking_and_local_clients(threaded_server, tmp_path) -> None:  # type:
                     client.status("missing")
         finally:
             local.close()
+
+
+async def test_l4_over_grpc_with_the_long_term_engine(server_factory) -> None:  # type: ignore[no-untyped-def]
+    from tests.scripted_llm import ScriptedLLM
+    from tests.tiered_helpers import ITEM_TOKENS, offline_summary_tokens
+
+    with ScriptedLLM() as llm:
+        server = await server_factory(long_term_embedder="openai", long_term_embedder_base_url=llm.base_url,
+                                      long_term_embedder_dims=llm.dims)
+        config = TieredConfig(l1_compact_trigger=0, l1_budget=ITEM_TOKENS, l3_budget=5 * offline_summary_tokens(),
+                              score_importance=False, agent_name="助手", user_id="用户-1")
+        async with AsyncTieredClient(server.address, timeout=20) as tiered:
+            await tiered.create_memory("l4", config)
+            for i in range(6):  # 5 summaries: L3 at 100% -> its oldest one goes to L4
+                await tiered.add("l4", [msg(i)])
+            status = await tiered.status("l4")
+            assert status.l4_vectors == 1 and status.summaries == 4
+            hits = await tiered.query("l4", "note 0000", tiers=[4])
+            assert len(hits) == 1 and hits[0].tier == 4 and text(0) in hits[0].text and hits[0].long_term_id
+            event = [e for _, e in await tiered.get_events("l4") if e.kind == "vectorize_l3"][0]
+            assert event.detail["long_term_ids"] == [hits[0].long_term_id]

@@ -113,3 +113,66 @@ async def test_adds_while_a_summary_is_being_written_are_kept(tmp_path: Path) ->
             summarised = {o for s in tiers.l3 for o in s.origins}
             assert {s.text for s in tiers.l3} == {"HELD SUMMARY"}
             assert sorted(summarised) == [1, 2, 3, 4, 5]
+
+
+async def test_custom_thresholds_scope_and_vectorize_off(tmp_path: Path) -> None:
+    summary = offline_summary_tokens()
+    with ScriptedLLM() as llm:
+        settings = ServiceSettings(data_dir=tmp_path, long_term_embedder="openai", long_term_embedder_base_url=llm.base_url,
+                                   long_term_embedder_dims=llm.dims, long_term_preload=False)
+        async with build_service(settings) as service:
+            from agentscope_memory.long_term.engine import Scope
+
+            # L2 at 50% of 100 tokens (4 items = 52) drops to 25% (one item stays).
+            await service.memories.create_memory(T, "w", "TIERED", config(l1_compact_trigger=0, l2_budget=100,
+                                                                            l2_compact_at=0.5, l2_compact_to=0.25))
+            for i in range(4):
+                await service.tiered.add_items(T, "w", [msg(i)], [0.7 + i / 100])
+            _, tiers = await service.tiered.tiers(T, "w")
+            assert [i.content for i in tiers.l2] == [text(3)]
+            # L3 at 50% of 4 summaries' tokens sends half of them (the oldest) to the configured scope.
+            await service.memories.create_memory(T, "v", "TIERED", config(
+                l1_compact_trigger=0, l1_budget=ITEM_TOKENS, l3_budget=4 * summary, l3_vectorize_at=0.5,
+                l3_vectorize_fraction=0.5, l4_budget=1234, agent_name="助手", user_id="u-1", run_name="r"))
+            for i in range(3):
+                await service.tiered.add_items(T, "v", [msg(i)])
+            _, tiers = await service.tiered.tiers(T, "v")
+            assert [s.text for s in tiers.l3] == ["[offline summary] user: " + text(1)]
+            stored = await service.long_term.list(T, Scope("助手", "u-1", "r"))
+            assert [i.text for i in stored] == ["[offline summary] user: " + text(0)]
+            assert not await service.long_term.list(T, Scope(agent_name="v"))
+            status = await service.tiered.status(T, "v")
+            assert status.tiers[3].budget == 1234 and status.l4_vectors == 1
+            # vectorize off: nothing reaches long-term memory; beyond L3's budget summaries leave.
+            await service.memories.create_memory(T, "off", "TIERED", config(
+                l1_compact_trigger=0, l1_budget=ITEM_TOKENS, l3_budget=2 * summary, vectorize=False))
+            for i in range(4):
+                await service.tiered.add_items(T, "off", [msg(i)])
+            _, tiers = await service.tiered.tiers(T, "off")
+            assert [s.text for s in tiers.l3] == ["[offline summary] user: " + text(i) for i in (1, 2)]
+            assert not await service.long_term.list(T, Scope(agent_name="off"))
+            assert (await service.tiered.status(T, "off")).evicted_summaries == 1
+
+
+async def test_a_failing_long_term_memory_does_not_fail_the_add(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # nothing listens here once closed
+    summary = offline_summary_tokens()
+    settings = ServiceSettings(data_dir=tmp_path, long_term_embedder="openai",
+                               long_term_embedder_base_url=f"http://127.0.0.1:{port}/v1", long_term_embedder_dims=64,
+                               long_term_preload=False)
+    async with build_service(settings) as service:
+        await service.memories.create_memory(T, "x", "TIERED", config(l1_compact_trigger=0, l1_budget=ITEM_TOKENS,
+                                                                        l3_budget=2 * summary))
+        for i in range(3):
+            await service.tiered.add_items(T, "x", [msg(i)])
+        status = await service.tiered.status(T, "x")
+        # L1's evictions still happened; L3's summaries wait for long-term memory.
+        assert status.tiers[0].items == 1 and status.summaries == 2 and status.l4_vectors == 0
+        _, tiers = await service.tiered.tiers(T, "x")
+        # The pass could not write L4, so it changed nothing: every message is still held.
+        held = [i.content for i in tiers.l1] + [s.text for s in tiers.l3]
+        assert all(any(text(i) in h for h in held) for i in range(3))

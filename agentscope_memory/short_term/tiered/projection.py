@@ -210,11 +210,16 @@ async def project(service: TieredService, tenant: str, memory_id: str, request: 
 
 
 def _fit_text(title: str, lines: list[str], allowance: int, cost: Cost, kind: str) -> list[Msg]:
-    """One system message with as many of `lines` (best first) as fit."""
+    """One system message with as many of `lines` (best first) as fit. Lines are counted one
+    by one (a line's own count bounds what it adds), then the whole message is checked, so
+    many facts cost a linear number of counts."""
     kept: list[str] = []
+    used = cost([_system(title, [], kind)])
     for line in lines:
-        if cost([_system(title, kept + [line], kind)]) <= allowance:
+        size = cost([_system("", [line], kind)])
+        if used + size <= allowance:
             kept.append(line)
+            used += size
         elif not kept and len(line) > 80:
             # A long first line is cut to fit rather than dropped (a plan, a long fact).
             low, high = 0, len(line)
@@ -229,6 +234,8 @@ def _fit_text(title: str, lines: list[str], allowance: int, cost: Cost, kind: st
             break
         else:
             break
+    while kept and cost([_system(title, kept, kind)]) > allowance:
+        kept.pop()
     return [_system(title, kept, kind)] if kept else []
 
 

@@ -193,11 +193,17 @@ class TieredService:
                                                 importances=importances or [None] * len(msgs))
 
     async def _after_add(self, tenant: str, memory_id: str) -> None:
+        """The pass after an add. The add is committed already, so a failing pass must not fail
+        it (a retry would only replay it): the tiers stay as they are, over a threshold at
+        worst, and the next add or `CompactTiers` runs the pass again."""
         try:
             await self.compact(tenant, memory_id)
         except (AbortedError, NotFoundError):
-            # Another pass or a delete got there first; the next add or CompactTiers decides again.
+            # Another pass or a delete got there first.
             log.info("tier pass skipped", extra={"fields": {"memory_id": memory_id}}, exc_info=True)
+        except Exception:  # e.g. long-term memory unavailable for L4
+            log.warning("tier pass failed; the next add or CompactTiers retries it",
+                        extra={"fields": {"memory_id": memory_id}}, exc_info=True)
 
     async def _config(self, tenant: str, memory_id: str) -> TieredConfig:
         check_id(memory_id, "memory_id")
@@ -216,12 +222,17 @@ class TieredService:
             await self._notify(tenant, memory_id)
         return recorded
 
-    @staticmethod
-    def _due(config: TieredConfig, totals: dict[int, tuple[int, int]]) -> bool:
-        """Whether any threshold may be reached (L1 counted with its marker: never too low)."""
+    def _due(self, config: TieredConfig, totals: dict[int, tuple[int, int]]) -> bool:
+        """Whether any threshold may be reached (L1 counted with its marker: never too low).
+        Without long-term memory L3 only has its budget: a threshold it cannot act on must not
+        make every add read the tiers."""
         l1, l2, l3 = (totals.get(t, (0, 0))[1] for t in (L1, L2, L3))
+        l3_at = config.l3_vectorize_at * config.l3_budget if self._vectorizes(config) else config.l3_budget + 1
         return ((config.l1_compact_trigger > 0 and l1 >= config.l1_compact_trigger) or l1 > config.l1_budget
-                or l2 >= config.l2_compact_at * config.l2_budget or l3 >= config.l3_vectorize_at * config.l3_budget)
+                or l2 >= config.l2_compact_at * config.l2_budget or l3 >= l3_at)
+
+    def _vectorizes(self, config: TieredConfig) -> bool:
+        return self._long_term is not None and config.vectorize
 
     async def _pass(self, tenant: str, memory_id: str) -> list[tuple[int, TierEvent]]:
         def snapshot(tx: Tx) -> tuple[MemoryRecord, Tiers | None]:
@@ -246,13 +257,18 @@ class TieredService:
                                    self.kind.counters.text(config.token_counter, text), now, text=text,
                                    origins=sorted({o for i in sel.summarise for o in i.origins}), method=method)
                 made.append((sel, summary))
-        if first is None and second is None and not self._l3_due(tiers.l3, config):
+        long_term = self._vectorizes(config)
+        if first is None and second is None and not self._l3_due(tiers.l3, config, long_term):
             return []
-        long_term = self._long_term is not None and config.vectorize
         moves = select_l3(tiers.l3 + [s for _, s in made], config, long_term)
         ltm_ids: list[str] = []
         if moves.vectorize:
-            ltm_ids = await self._vectorize(tenant, memory_id, config, moves.vectorize)
+            try:
+                ltm_ids = await self._vectorize(tenant, memory_id, config, moves.vectorize)
+            except Exception:  # long-term memory unavailable: the summaries wait in L3
+                log.warning("tier pass could not write long-term memory; L3 keeps its summaries",
+                            extra={"fields": {"memory_id": memory_id}}, exc_info=True)
+                moves.vectorize = []
 
         def commit(tx: Tx) -> list[tuple[int, TierEvent]]:
             self._record(tx, memory_id)
@@ -301,8 +317,8 @@ class TieredService:
         return await self.store.run(tenant, commit)
 
     @staticmethod
-    def _l3_due(l3: list[TierItem], config: TieredConfig) -> bool:
-        return tokens(l3) >= config.l3_vectorize_at * config.l3_budget
+    def _l3_due(l3: list[TierItem], config: TieredConfig, long_term: bool) -> bool:
+        return tokens(l3) >= (config.l3_vectorize_at * config.l3_budget if long_term else config.l3_budget + 1)
 
     def _mark(self, tx: Tx, memory_id: str, config: TieredConfig, tiers: Tiers, sel: Selection,
               summary: TierItem | None, now: float) -> None:
