@@ -209,3 +209,19 @@ async def test_l4_over_grpc_with_the_long_term_engine(server_factory) -> None:  
             assert len(hits) == 1 and hits[0].tier == 4 and text(0) in hits[0].text and hits[0].long_term_id
             event = [e for _, e in await tiered.get_events("l4") if e.kind == "vectorize_l3"][0]
             assert event.detail["long_term_ids"] == [hits[0].long_term_id]
+
+
+async def test_memory_clients_create_tiered_memories(server, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from agentscope_memory.service import ServiceSettings
+
+    local = AsyncMemoryClient.local(ServiceSettings(data_dir=tmp_path / "local", long_term_enabled=False))
+    async with AsyncMemoryClient(server.address) as remote, local:
+        for client in (remote, local):
+            created = await client.create_memory("层级", "TIERED", tiered_config=CONFIG)
+            assert created.kind == "TIERED" and created.tiered_config == CONFIG and created.auto_context_config is None
+            default = await client.create_memory("默认", "tiered")
+            assert default.tiered_config == TieredConfig()
+            plain = await client.create_memory("普通")
+            assert plain.tiered_config is None
+        with pytest.raises(InvalidArgumentError, match="tiered_config"):
+            await remote.create_memory("错", "IN_MEMORY", tiered_config=CONFIG)
