@@ -82,9 +82,12 @@ class TieredServicer(pb_grpc.TieredMemoryServiceServicer):
     async def CompactTiers(self, request: pb.CompactTiersRequest, context: grpc.aio.ServicerContext
                            ) -> pb.CompactTiersResponse:
         tenant = tenant_of(context)
-        events = await self.tiered.compact(tenant, request.memory_id)
-        return pb.CompactTiersResponse(events=[event_to_proto(s, e) for s, e in events],
-                                       status=await self._status(tenant, request.memory_id))
+        events = [event_to_proto(s, e) for s, e in await self.tiered.compact(tenant, request.memory_id)]
+        status = await self._status(tenant, request.memory_id)
+        # A pass's events are few, but their details (long-term ids) grow with L3's budget: the
+        # response keeps what fits and ListTierEvents has them all.
+        kept = cut_to_budget(events, lambda e: e.ByteSize(), MAX_RESPONSE_BYTES - status.ByteSize())
+        return pb.CompactTiersResponse(events=events[:kept], status=status)
 
     @grpc_errors
     async def QueryTiers(self, request: pb.QueryTiersRequest, context: grpc.aio.ServicerContext) -> pb.QueryTiersResponse:
