@@ -176,3 +176,30 @@ async def test_a_failing_long_term_memory_does_not_fail_the_add(tmp_path: Path) 
         # The pass could not write L4, so it changed nothing: every message is still held.
         held = [i.content for i in tiers.l1] + [s.text for s in tiers.l3]
         assert all(any(text(i) in h for h in held) for i in range(3))
+
+
+async def test_projection_ranks_facts_with_the_long_term_embedder(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from agentscope_memory.message import Msg, MsgRole
+    from agentscope_memory.short_term.tiered import projection
+    from agentscope_memory.short_term.tiered.projection import ProjectionRequest
+
+    facts = ["Deploys happen on tuesday mornings.", "The database password rotates every month.",
+             "Lunch is served at noon."]
+    with ScriptedLLM() as llm:
+        settings = ServiceSettings(data_dir=tmp_path, long_term_embedder="openai", long_term_embedder_base_url=llm.base_url,
+                                   long_term_embedder_dims=llm.dims, long_term_preload=False)
+        async with build_service(settings) as service:
+            await service.memories.create_memory(T, "p", "TIERED", config())
+            await service.tiered.add_items(T, "p", [Msg.create(MsgRole.USER, f) for f in facts], [0.9, 0.9, 0.9])
+            request = ProjectionRequest("when does the database password rotate", 2000, "ANALYTICAL")
+            first = await service.tiered.project(T, "p", request)
+            lines = first.messages[0].text_content.splitlines()
+            assert lines[0] == "## Relevant facts" and lines[1] == "- " + facts[1]
+            embedded = [r for r in llm.requests if r.path.endswith("/embeddings")][-1].body["input"]
+            assert embedded[0] == request.instruction and len(embedded) == 4
+            # With room to embed one fact, the lexically best is embedded and leads.
+            monkeypatch.setattr(projection, "MAX_EMBEDDED_FACTS", 1)
+            second = await service.tiered.project(T, "p", request)
+            assert second.messages[0].text_content.splitlines()[1] == "- " + facts[1]
+            embedded = [r for r in llm.requests if r.path.endswith("/embeddings")][-1].body["input"]
+            assert embedded == [request.instruction, facts[1]]

@@ -133,18 +133,30 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return dot / (na * nb) if na and nb else 0.0
 
 
+# Facts embedded per projection at most: the rest are ranked by the lexical measure only, so a
+# full L2 and L3 (hundreds of items) do not make every projection embed them all.
+MAX_EMBEDDED_FACTS = 64
+
+
 async def rank_by_similarity(service: TieredService, instruction: str, texts: list[str]) -> list[float]:
     """Semantic similarity of each text to the instruction (the long-term engine's embedder), or
-    the share of the instruction's terms a text holds when there is no long-term engine."""
+    the share of the instruction's terms a text holds when there is no long-term engine. With
+    more than `MAX_EMBEDDED_FACTS` texts, the lexically best ones are embedded and rank above
+    the rest (whose score is their lexical share minus one)."""
     if not texts:
         return []
-    engine = service.long_term
-    if engine is not None and instruction.strip():
-        vectors = await engine.embed([instruction, *texts])
-        query = [float(v) for v in vectors[0]]
-        return [_cosine(query, [float(v) for v in row]) for row in vectors[1:]]
     terms = set(tokenize(instruction))
-    return [len(terms & set(tokenize(t))) / len(terms) if terms else 0.0 for t in texts]
+    lexical = [len(terms & set(tokenize(t))) / len(terms) if terms else 0.0 for t in texts]
+    engine = service.long_term
+    if engine is None or not instruction.strip():
+        return lexical
+    chosen = sorted(range(len(texts)), key=lambda i: -lexical[i])[:MAX_EMBEDDED_FACTS]
+    vectors = await engine.embed([instruction, *(texts[i] for i in chosen)])
+    query = [float(v) for v in vectors[0]]
+    scores = [score - 1.0 for score in lexical]
+    for i, row in zip(chosen, vectors[1:], strict=True):
+        scores[i] = _cosine(query, [float(v) for v in row])
+    return scores
 
 
 async def project(service: TieredService, tenant: str, memory_id: str, request: ProjectionRequest) -> Projection:
