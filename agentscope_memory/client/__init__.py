@@ -8,6 +8,8 @@ from agentscope_memory.client.agent_state import AgentStateClient, AsyncAgentSta
 from agentscope_memory.client.aio import AsyncMemoryClient
 from agentscope_memory.client.long_term import AsyncLongTermClient, LongTermClient, Turn
 from agentscope_memory.client.sync import MemoryClient
+from agentscope_memory.client.tiered import AsyncTieredClient, TieredClient
 from agentscope_memory.short_term.description import MemoryDescription
 
-__all__ = ["AgentStateClient", "AsyncAgentStateClient", "AsyncLongTermClient", "AsyncMemoryClient", "LongTermClient", "MemoryClient", "MemoryDescription", "Turn"]
+__all__ = ["AgentStateClient", "AsyncAgentStateClient", "AsyncLongTermClient", "AsyncMemoryClient", "AsyncTieredClient",
+           "LongTermClient", "MemoryClient", "MemoryDescription", "TieredClient", "Turn"]
