@@ -203,3 +203,30 @@ async def test_projection_ranks_facts_with_the_long_term_embedder(tmp_path: Path
             assert second.messages[0].text_content.splitlines()[1] == "- " + facts[1]
             embedded = [r for r in llm.requests if r.path.endswith("/embeddings")][-1].body["input"]
             assert embedded == [request.instruction, facts[1]]
+
+
+async def test_llm_importance_scores_with_the_llm_and_falls_back(tmp_path: Path) -> None:
+    from agentscope_memory.message import Msg, MsgRole
+
+    reply = ScriptedReply.json({"importance_score": 0.9, "extracted_fact": "", "domain": "general_chat"})
+    with ScriptedLLM(default=ScriptedReply.text("S")) as llm:
+        settings = ServiceSettings(data_dir=tmp_path, long_term_enabled=False, llm_base_url=llm.base_url,
+                                   llm_max_retries=0)
+        async with build_service(settings) as service:
+            await service.memories.create_memory(T, "on", "TIERED", config(score_importance=True, llm_importance=True))
+            await service.memories.create_memory(T, "off", "TIERED", config(score_importance=True))
+            llm.push(reply)
+            first = Msg.create(MsgRole.USER, "the weather is fine")
+            await service.tiered.add_items(T, "on", [first], request_id="r1")
+            llm.push(ScriptedReply.error(500))
+            await service.tiered.add_items(T, "on", [Msg.create(MsgRole.USER, "the weather is fine again")])
+            _, tiers = await service.tiered.tiers(T, "on")
+            assert [(i.importance, i.method) for i in tiers.l1] == [(0.9, "llm"), (tiers.l1[1].importance, "heuristic")]
+            assert [i.method for i in tiers.l2] == ["llm"]
+            # A retry is recognised although the LLM would now score differently.
+            llm.push(ScriptedReply.json({"importance_score": 0.1, "extracted_fact": "", "domain": "general_chat"}))
+            assert (await service.tiered.add_items(T, "on", [first], request_id="r1")).replayed
+            calls = len(llm.chat_requests)
+            await service.tiered.add_items(T, "off", [Msg.create(MsgRole.USER, "the weather is fine")])
+            _, tiers = await service.tiered.tiers(T, "off")
+            assert tiers.l1[0].method == "heuristic" and len(llm.chat_requests) == calls

@@ -18,7 +18,7 @@ from agentscope_memory.short_term.tiered.service import QueryHit, QueryWeights, 
 
 _NUMBERS = ("l1_budget", "l2_budget", "l3_budget", "l4_budget", "promote_threshold", "l2_compact_at", "l2_compact_to",
             "l3_vectorize_at", "l3_vectorize_fraction", "l1_compact_trigger", "l1_compact_keep", "score_importance",
-            "default_importance", "vectorize")
+            "default_importance", "vectorize", "llm_importance")
 _TEXTS = ("agent_name", "user_id", "run_name")
 COUNTER_TO_PB = {ESTIMATE: mem_pb.TIERED_TOKEN_COUNTER_ESTIMATE, CL100K: mem_pb.TIERED_TOKEN_COUNTER_CL100K}
 COUNTER_FROM_PB = {**{v: k for k, v in COUNTER_TO_PB.items()}, mem_pb.TIERED_TOKEN_COUNTER_UNSPECIFIED: ESTIMATE}

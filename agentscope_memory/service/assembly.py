@@ -210,6 +210,10 @@ def build_service(settings: ServiceSettings | None = None) -> Service:
     service.scopes = ScopeEngine(memories, service.long_term)
     from agentscope_memory.long_term.hybrid import HybridEngine as _Hybrid
 
+    from agentscope_memory.long_term.importance import LlmScorer
+
+    llm = _chat_client(settings)
     service.tiered = TieredService(memories, tiered_kind, build_tier_summarizer(settings),
-                                   service.long_term if isinstance(service.long_term, _Hybrid) else None)
+                                   service.long_term if isinstance(service.long_term, _Hybrid) else None,
+                                   LlmScorer(llm) if llm is not None else None)
     return service

@@ -54,6 +54,8 @@ class NewMessage:
     data: bytes
     # The caller's importance (TIERED memories); None: the memory scores or defaults it.
     importance: float | None = None
+    # Who gave `importance` ("" for the caller; "llm" when the service scored it first).
+    importance_method: str = ""
 
 
 class MemoryKindHandler(Protocol):
@@ -265,7 +267,7 @@ class MemoryManager:
     async def add_messages(
         self, tenant: str, memory_id: str, msgs: Sequence[Msg], request_id: str | None = None,
         after_add: Callable[[Tx, MemoryRecord, int], None] | None = None, fingerprint_extra: str = "",
-        importances: Sequence[float | None] | None = None,
+        importances: Sequence[float | None] | None = None, importance_methods: Sequence[str] | None = None,
     ) -> AddResult:
         """Append `msgs`. `after_add(tx, record, count)` runs in the same transaction after the
         messages are stored (not on a replay): parent/child scopes mark their visibility, which
@@ -275,8 +277,11 @@ class MemoryManager:
         request_id = check_request_id(request_id or "")
         encoded = self._encode_batch(msgs)
         if importances is not None:
-            encoded = self._with_importances(encoded, importances)
-            fingerprint_extra += "|importance:" + ",".join("" if i is None else repr(i) for i in importances)
+            encoded = self._with_importances(encoded, importances, importance_methods)
+            # Only the caller's own values: ones the service scored may differ on a retry.
+            fingerprint_extra += "|importance:" + ",".join(
+                "" if v is None or (importance_methods and importance_methods[k]) else repr(v)
+                for k, v in enumerate(importances))
         digest = hashlib.sha256()
         for item in encoded:
             digest.update(len(item.data).to_bytes(8, "big"))
@@ -327,14 +332,16 @@ class MemoryManager:
         return result
 
     @staticmethod
-    def _with_importances(encoded: list[NewMessage], importances: Sequence[float | None]) -> list[NewMessage]:
+    def _with_importances(encoded: list[NewMessage], importances: Sequence[float | None],
+                          methods: Sequence[str] | None = None) -> list[NewMessage]:
         if len(importances) != len(encoded):
             raise InvalidArgumentError("importances", f"has {len(importances)} values for {len(encoded)} messages")
         out = []
         for i, (item, value) in enumerate(zip(encoded, importances, strict=True)):
             if value is not None and not (isinstance(value, (int, float)) and 0.0 <= value <= 1.0):
                 raise InvalidArgumentError(f"importances[{i}]", f"is {value!r}; must be a number from 0 to 1")
-            out.append(replace(item, importance=None if value is None else float(value)))
+            out.append(replace(item, importance=None if value is None else float(value),
+                               importance_method=methods[i] if methods is not None and value is not None else ""))
         return out
 
     async def get_messages(self, tenant: str, memory_id: str) -> list[Msg]:

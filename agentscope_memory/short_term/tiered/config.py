@@ -43,6 +43,10 @@ class TieredConfig:
     # off, such items get `default_importance`.
     score_importance: bool = True
     default_importance: float = 0.5
+    # Score with the server's LLM (the long-term engine's `LlmScorer`, one call per message)
+    # instead of the offline heuristic, when the server has an LLM; a failed call falls back to
+    # the heuristic. Only `AddTieredItems` scores this way (a plain `AddMessages` uses the heuristic).
+    llm_importance: bool = False
     # The long-term scope L4 writes to and searches; an empty scope means agent_name = memory id.
     agent_name: str = ""
     user_id: str = ""
@@ -72,7 +76,7 @@ class TieredConfig:
                 raise InvalidArgumentError(f"{FIELD}.{name}", "must be text")
             if value:
                 check_id(value, f"{FIELD}.{name}")
-        for name in ("score_importance", "vectorize"):
+        for name in ("score_importance", "vectorize", "llm_importance"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidArgumentError(f"{FIELD}.{name}", "must be true or false")
         return self

@@ -136,9 +136,9 @@ class TieredKind:
     def count_tokens(self, config: TieredConfig, msg: Msg) -> int:
         return self.counters.get(config.token_counter).count([msg])
 
-    def importance(self, config: TieredConfig, msg: Msg, given: float | None) -> tuple[float, str]:
+    def importance(self, config: TieredConfig, msg: Msg, given: float | None, method: str = "") -> tuple[float, str]:
         if given is not None:
-            return given, "caller"
+            return given, method or "caller"
         if config.score_importance:
             text = msg.text_content
             if text.strip():
@@ -156,7 +156,7 @@ class TieredKind:
         items: list[TierItem] = []
         promoted: list[TierItem] = []
         for m in new:
-            importance, method = self.importance(config, m.msg, m.importance)
+            importance, method = self.importance(config, m.msg, m.importance, m.importance_method)
             tokens = self.count_tokens(config, m.msg)
             items.append(TierItem(0, L1, MESSAGE, importance, tokens, now, m.msg, method=method))
         seqs = next_seqs(tx, memory_id, len(items) + sum(1 for i in items if i.importance > config.promote_threshold))

@@ -46,6 +46,7 @@ from agentscope_memory.validation.ids import check_id
 
 if TYPE_CHECKING:
     from agentscope_memory.long_term.hybrid import HybridEngine
+    from agentscope_memory.long_term.importance import ImportanceScorer
 
 log = logging.getLogger("agentscope_memory.tiered")
 
@@ -131,9 +132,11 @@ def overlap(query_terms: set[str], text: str) -> float:
 
 class TieredService:
     def __init__(self, manager: MemoryManager, kind: TieredKind, summarizer: TierSummarizer | None = None,
-                 long_term: HybridEngine | None = None) -> None:
+                 long_term: HybridEngine | None = None, scorer: ImportanceScorer | None = None) -> None:
         self._manager = manager
         self.kind = kind
+        # The LLM's scorer, for memories with `llm_importance` (None without an LLM).
+        self._scorer = scorer
         self._summarizer = summarizer or ExtractiveTierSummarizer()
         self._long_term = long_term
         self._locks: dict[tuple[str, str], tuple[asyncio.Lock, list[int]]] = {}
@@ -188,9 +191,21 @@ class TieredService:
     async def add_items(self, tenant: str, memory_id: str, msgs: Sequence[Msg],
                         importances: Sequence[float | None] | None = None, request_id: str | None = None) -> AddResult:
         """Add messages with their importance (None: scored, or the default), then run a pass."""
-        await self._config(tenant, memory_id)
+        config = await self._config(tenant, memory_id)
+        given: list[float | None] = list(importances) if importances is not None else [None] * len(msgs)
+        methods = [""] * len(given)
+        if config.score_importance and config.llm_importance and self._scorer is not None and len(given) == len(msgs):
+            wanted = [i for i, (m, v) in enumerate(zip(msgs, given, strict=True)) if v is None and m.text_content.strip()]
+            scored = await asyncio.gather(*(self._scorer.assess([msgs[i].text_content]) for i in wanted),
+                                          return_exceptions=True)
+            for i, outcome in zip(wanted, scored, strict=True):
+                if isinstance(outcome, BaseException):
+                    # The offline heuristic scores it inside the add instead.
+                    log.warning("LLM importance failed; using the heuristic", exc_info=outcome)
+                    continue
+                given[i], methods[i] = outcome.importance_score, outcome.method
         return await self._manager.add_messages(tenant, memory_id, msgs, request_id,
-                                                importances=importances or [None] * len(msgs))
+                                                importances=given, importance_methods=methods)
 
     async def _after_add(self, tenant: str, memory_id: str) -> None:
         """The pass after an add. The add is committed already, so a failing pass must not fail

@@ -371,6 +371,18 @@ public class RemoteTieredMemory extends AbstractRemoteMemory {
             return this;
         }
 
+        /** Score unweighted adds with the server's LLM instead of the offline heuristic (default false). */
+        public Builder llmImportance(boolean llm) {
+            config.setLlmImportance(llm);
+            return this;
+        }
+
+        /** Move L3's oldest summaries into long-term memory (default true). */
+        public Builder vectorize(boolean vectorize) {
+            config.setVectorize(vectorize);
+            return this;
+        }
+
         /** The long-term scope L4 uses (default: agent name = the memory id). */
         public Builder longTermScope(String agentName, String userId, String runName) {
             config.setAgentName(agentName == null ? "" : agentName).setUserId(userId == null ? "" : userId)
