@@ -15,7 +15,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2_grpc
 from agentscope_memory._proto.agentscope.memory.v1 import tiered_memory_service_pb2 as pb
 from agentscope_memory.client.tiered import AsyncTieredClient
 from agentscope_memory.short_term.tiered import TieredConfig
-from tests.tiered_helpers import msg
+from tiered_helpers import msg
 
 CONFIG = TieredConfig(l1_compact_trigger=65, l2_budget=100, score_importance=False)
 

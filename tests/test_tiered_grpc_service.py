@@ -18,7 +18,7 @@ from agentscope_memory.client.tiered import AsyncTieredClient, TieredClient
 from agentscope_memory.errors import InvalidArgumentError, NotFoundError
 from agentscope_memory.message import Msg, MsgRole
 from agentscope_memory.short_term.tiered import MARKER_TEXT, TieredConfig
-from tests.tiered_helpers import msg, text
+from tiered_helpers import msg, text
 
 CONFIG = TieredConfig(l1_compact_trigger=65, l2_budget=100, score_importance=False)
 
@@ -191,8 +191,8 @@ def test_blocking_and_local_clients(threaded_server, tmp_path) -> None:  # type:
 
 
 async def test_l4_over_grpc_with_the_long_term_engine(server_factory) -> None:  # type: ignore[no-untyped-def]
-    from tests.scripted_llm import ScriptedLLM
-    from tests.tiered_helpers import ITEM_TOKENS, offline_summary_tokens
+    from scripted_llm import ScriptedLLM
+    from tiered_helpers import ITEM_TOKENS, offline_summary_tokens
 
     with ScriptedLLM() as llm:
         server = await server_factory(long_term_embedder="openai", long_term_embedder_base_url=llm.base_url,

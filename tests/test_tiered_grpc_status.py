@@ -12,7 +12,7 @@ from agentscope_memory.client.tiered import AsyncTieredClient, TieredClient
 from agentscope_memory.short_term.tiered import TieredConfig
 from agentscope_memory.short_term.tiered.visual import WIDTH, columns
 from agentscope_memory_server.cli import main
-from tests.tiered_helpers import ITEM_TOKENS, msg
+from tiered_helpers import ITEM_TOKENS, msg
 
 CONFIG = TieredConfig(l1_compact_trigger=65, l2_budget=100, score_importance=False)
 

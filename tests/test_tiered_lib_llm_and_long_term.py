@@ -7,8 +7,8 @@ from pathlib import Path
 
 from agentscope_memory.service import ServiceSettings, build_service
 from agentscope_memory.short_term.tiered.summaries import PROMPT
-from tests.scripted_llm import ScriptedLLM, ScriptedReply
-from tests.tiered_helpers import ITEM_TOKENS, config, msg, offline_summary_tokens, text
+from scripted_llm import ScriptedLLM, ScriptedReply
+from tiered_helpers import ITEM_TOKENS, config, msg, offline_summary_tokens, text
 
 T = "tenant"
 

@@ -14,7 +14,7 @@ from agentscope_memory.short_term.tiered.items import MARKER_TEXT
 from agentscope_memory.short_term.tiered.projection import (
     ANALYTICAL, CONTEXTUAL, DEBUG, MINIMAL, MODES, STANDARD, ProjectionRequest, detect_mode,
 )
-from tests.tiered_helpers import config, msg, text
+from tiered_helpers import config, msg, text
 
 T = "tenant"
 

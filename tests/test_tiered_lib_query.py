@@ -11,7 +11,7 @@ from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.message import Msg, MsgRole
 from agentscope_memory.service import ServiceSettings, build_service
 from agentscope_memory.short_term.tiered.service import QueryWeights
-from tests.tiered_helpers import ITEM_TOKENS, config, msg, text
+from tiered_helpers import ITEM_TOKENS, config, msg, text
 
 T = "tenant"
 

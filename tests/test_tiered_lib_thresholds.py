@@ -12,7 +12,7 @@ import pytest
 from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.service import ServiceSettings, build_service
 from agentscope_memory.short_term.tiered.items import L1, L2, L3, MARKER, MARKER_TEXT, SUMMARY
-from tests.tiered_helpers import ITEM_TOKENS, config, covered_origins, msg, offline_summary_tokens, text
+from tiered_helpers import ITEM_TOKENS, config, covered_origins, msg, offline_summary_tokens, text
 
 T = "tenant"
 
