@@ -95,3 +95,20 @@ async def test_bad_projection_requests_name_the_field(tmp_path: Path) -> None:
             with pytest.raises(InvalidArgumentError) as info:
                 await service.tiered.project(T, "b", request)
             assert info.value.field == field
+
+
+async def test_a_text_is_a_fact_or_history_never_both(tmp_path: Path) -> None:
+    async with build_service(ServiceSettings(data_dir=tmp_path, long_term_enabled=False)) as service:
+        await _filled(service)
+        for mode in MODES:
+            p = await service.tiered.project(T, "p", ProjectionRequest("next step", 32_000, mode))
+            facts = [m for m in p.messages if m.metadata.get("tiered_section") == "facts"]
+            lines = {line[2:] for m in facts for line in m.text_content.splitlines()[1:]}
+            others = [m.text_content for m in p.messages if m.metadata.get("tiered_section") != "facts"]
+            summaries = [t.split("] ", 1)[1] for t in others if t.startswith("[Session summary #")]
+            assert lines, mode
+            assert not lines & set(summaries), mode
+            working = [m for m in p.messages if m.role is MsgRole.USER]
+            # Messages (L1 or L2) may repeat an L2 fact only as the recent conversation itself.
+            recent_ids = [m.id for m in working]
+            assert len(recent_ids) == len(set(recent_ids)), mode

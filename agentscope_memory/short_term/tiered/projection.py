@@ -185,17 +185,25 @@ async def project(service: TieredService, tenant: str, memory_id: str, request: 
     carry = 0
     spent = 0
     recent_seqs: set[int] = set()
+    # Texts a section already shows: a summary or an important item is either a fact or a
+    # history entry, never both, whichever section the mode fills first.
+    placed: set[str] = set()
     for section in FILL_ORDER[mode]:
         allowance = min(math.floor(shares[section] * request.budget) + carry, request.budget - spent)
         msgs: list[Msg] = []
         if section == PLAN and request.include_plan:
             msgs = _fit_text("## Plan", [request.plan], allowance, cost, PLAN)
         elif section == FACTS and facts:
-            msgs = _fit_text("## Relevant facts", [f"- {f}" for f in facts], allowance, cost, FACTS)
+            fresh = [f for f in facts if f not in placed]
+            msgs = _fit_text("## Relevant facts", [f"- {f}" for f in fresh], allowance, cost, FACTS)
+            shown = len(msgs[0].text_content.splitlines()) - 1 if msgs else 0
+            placed.update(fresh[:shown])
         elif section == SHARED:
             msgs = _fit_newest(list(request.shared_context), allowance, cost)
         elif section == SUMMARIES:
-            msgs = [i.as_message() for i in _fit_items(list(tiers.l3), allowance, cost, newest_first=True)]
+            kept = _fit_items([i for i in tiers.l3 if i.content not in placed], allowance, cost, newest_first=True)
+            placed.update(i.content for i in kept)
+            msgs = [i.as_message() for i in kept]
         elif section == RECENT:
             kept = _fit_items([i for i in tiers.l1 if i.kind != MARKER], allowance, cost, newest_first=True)
             marker = [i for i in tiers.l1 if i.kind == MARKER]
@@ -205,8 +213,10 @@ async def project(service: TieredService, tenant: str, memory_id: str, request: 
             msgs = [i.as_message() for i in kept]
         elif section == WORKING:
             # Filled after RECENT in every order but ANALYTICAL's; items already recent are skipped there.
-            candidates = [i for i in tiers.l2 if not (set(i.origins) & recent_seqs)]
-            msgs = [i.as_message() for i in _fit_items(candidates, allowance, cost, newest_first=False, keep_order=True)]
+            candidates = [i for i in tiers.l2 if not (set(i.origins) & recent_seqs) and i.content not in placed]
+            kept = _fit_items(candidates, allowance, cost, newest_first=False, keep_order=True)
+            placed.update(i.content for i in kept)
+            msgs = [i.as_message() for i in kept]
         tokens = cost(msgs) if msgs else 0
         chosen[section], used[section] = msgs, tokens
         spent += tokens
