@@ -192,3 +192,23 @@ async def test_cl100k_counter_counts_real_tokens(tmp_path: Path) -> None:
 def test_offline_summary_size_is_what_the_tests_assume() -> None:
     assert offline_summary_tokens() == 4 + math.ceil(len("[offline summary] user: " + text(0)) / 4)
     assert L1 == 1 and L2 == 2 and L3 == 3 and SUMMARY == "summary"
+
+
+@pytest.mark.parametrize("store", ["sqlite", "memory", "postgres"])
+async def test_every_store_keeps_the_tiers(tmp_path: Path, store: str, request: pytest.FixtureRequest) -> None:
+    extra = {"postgres_dsn": request.getfixturevalue("postgres_dsn")} if store == "postgres" else {}
+    async with build_service(ServiceSettings(data_dir=tmp_path, long_term_enabled=False, store=store, **extra)) as service:
+        await service.memories.create_memory(T, "层", "TIERED", config(l1_compact_trigger=65, l2_budget=100))
+        await service.tiered.add_items(T, "层", [msg(0)], [0.9])
+        await _add(service, "层", 7, start=1)
+        _, tiers = await service.tiered.tiers(T, "层")
+        assert tiers.l1[0].kind == MARKER and [i.content for i in tiers.l1[1:]] == [text(6), text(7)]
+        assert [i.content for i in tiers.l2] == [text(0)]
+        held = [i.content for i in tiers.l1 + tiers.l2] + [s.text for s in tiers.l3]
+        assert all(any(text(i) in h for h in held) for i in range(8))
+        status = await service.tiered.status(T, "层")
+        assert status.compactions == 2 and status.summaries == 2
+        await service.memories.delete_memory(T, "层")
+        await service.memories.create_memory(T, "层", "TIERED", config())
+        assert (await service.tiered.status(T, "层")).tiers[0].items == 0
+        assert await service.tiered.events(T, "层") == []
