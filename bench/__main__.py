@@ -13,7 +13,7 @@ from pathlib import Path
 # Each module exposes `async def run(results: list[dict]) -> None`.
 MODULES = ["bench.memory_bench", "bench.auto_context_bench", "bench.long_term_bench", "bench.recall_bench", "bench.java_turn_bench",
            "bench.mcp_bench",
-           "bench.lifecycle_bench"]
+           "bench.lifecycle_bench", "bench.tiered_bench"]
 
 
 async def main(selected: list[str]) -> list[dict]:
@@ -52,7 +52,7 @@ def table(results: list[dict]) -> str:
         lines.append(
             f"{r['benchmark']:<44} {r.get('concurrency', ''):>4} {r.get('p50_ms', float('nan')):>9.3f} "
             f"{r.get('p99_ms', r.get('p95_ms', float('nan'))):>9.3f} {r.get('ops_per_s', float('nan')):>9.1f} "
-            f"{r.get('ratio_to_echo', r.get('ratio_to_in_memory', r.get('ratio_to_grpc', r.get('ratio_to_embed', r.get('ratio_to_embed_batch', ''))))):>7}"
+            f"{r.get('ratio_to_echo', r.get('ratio_to_in_memory', r.get('ratio_to_grpc', r.get('ratio_to_embed', r.get('ratio_to_embed_batch', r.get('ratio_to_get_messages', '')))))):>7}"
         )
     return "\n".join(lines)
 

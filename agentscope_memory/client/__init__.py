@@ -9,6 +9,8 @@ from agentscope_memory.client.aio import AsyncMemoryClient
 from agentscope_memory.client.long_term import AsyncLongTermClient, LongTermClient, Turn
 from agentscope_memory.client.pool import AsyncPoolClient, PoolClient
 from agentscope_memory.client.sync import MemoryClient
+from agentscope_memory.client.tiered import AsyncTieredClient, TieredClient
 from agentscope_memory.short_term.description import MemoryDescription
 
-__all__ = ["AgentStateClient", "AsyncAgentStateClient", "AsyncLongTermClient", "AsyncMemoryClient", "AsyncPoolClient", "LongTermClient", "MemoryClient", "PoolClient", "MemoryDescription", "Turn"]
+__all__ = ["AgentStateClient", "AsyncAgentStateClient", "AsyncLongTermClient", "AsyncMemoryClient", "AsyncPoolClient",
+           "AsyncTieredClient", "LongTermClient", "MemoryClient", "MemoryDescription", "PoolClient", "TieredClient", "Turn"]

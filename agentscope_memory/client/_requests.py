@@ -26,6 +26,7 @@ from agentscope_memory.long_term.modes import Mode
 from agentscope_memory.message import Msg
 from agentscope_memory.session.state import StateEntry
 from agentscope_memory.short_term.auto_context.config import AutoContextConfig
+from agentscope_memory.short_term.tiered.config import TieredConfig
 
 # -- short-term memories ----------------------------------------------------------------------
 
@@ -36,12 +37,17 @@ def create(
     labels: dict[str, str] | None,
     allow_existing: bool,
     auto_context_config: AutoContextConfig | None,
+    tiered_config: TieredConfig | None = None,
 ) -> pb.CreateMemoryRequest:
     request = pb.CreateMemoryRequest(
         memory_id=memory_id, kind=kind_to_proto(kind), labels=dict(labels or {}), allow_existing=allow_existing
     )
     if auto_context_config is not None:
         request.auto_context_config.CopyFrom(auto_context_config_to_proto(auto_context_config))
+    if tiered_config is not None:
+        from agentscope_memory.convert.tiered import tiered_config_to_proto
+
+        request.tiered_config.CopyFrom(tiered_config_to_proto(tiered_config.validate()))
     return request
 
 

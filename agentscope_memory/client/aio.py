@@ -20,6 +20,7 @@ from agentscope_memory.message import Msg
 from agentscope_memory.short_term.pending_tools import interrupted_results
 from agentscope_memory.session.state import StateEntry
 from agentscope_memory.short_term.auto_context.config import AutoContextConfig
+from agentscope_memory.short_term.tiered.config import TieredConfig
 from agentscope_memory.short_term.description import MemoryDescription
 
 if TYPE_CHECKING:
@@ -87,8 +88,10 @@ class AsyncMemoryClient:
         labels: dict[str, str] | None = None,
         allow_existing: bool = False,
         auto_context_config: AutoContextConfig | None = None,
+        tiered_config: TieredConfig | None = None,
     ) -> MemoryDescription:
-        request = _requests.create(memory_id, kind, labels, allow_existing, auto_context_config)
+        """Create a memory; `auto_context_config` for AUTO_CONTEXT, `tiered_config` for TIERED."""
+        request = _requests.create(memory_id, kind, labels, allow_existing, auto_context_config, tiered_config)
         response = await self._call(self._stub.CreateMemory, request, retry=allow_existing)
         return memory_from_proto(response.memory)
 

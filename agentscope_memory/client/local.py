@@ -33,6 +33,7 @@ from agentscope_memory.short_term.pending_tools import interrupted_results
 from agentscope_memory.service import Service, ServiceSettings, build_service
 from agentscope_memory.session.state import StateEntry
 from agentscope_memory.short_term.auto_context.config import AutoContextConfig
+from agentscope_memory.short_term.tiered.config import TieredConfig
 from agentscope_memory.short_term.description import MemoryDescription, describe
 
 T = TypeVar("T")
@@ -79,10 +80,13 @@ class AsyncLocalMemoryClient(_LocalClient):
     async def create_memory(
         self, memory_id: str, kind: str = "IN_MEMORY", *, labels: dict[str, str] | None = None,
         allow_existing: bool = False, auto_context_config: AutoContextConfig | None = None,
+        tiered_config: TieredConfig | None = None,
     ) -> MemoryDescription:
         kind_to_proto(kind)  # the same ValueError as the remote client for an unknown kind
         memories = (await self._handle.get()).memories
         config_json = auto_context_config.validate().to_json() if auto_context_config is not None else "{}"
+        if tiered_config is not None:
+            config_json = tiered_config.validate().to_json()
         info, _ = await memories.create_memory(self.tenant, memory_id, kind.upper(), config_json, labels, allow_existing)
         return describe(info.record, info.message_count)
 

@@ -196,7 +196,7 @@ def entry_from_proto(entry: state_pb.StateEntry, index: int) -> StateEntry:
 def kind_from_proto(value: int, field: str = "kind") -> str:
     kind = enums.KIND_FROM_PB.get(value)
     if kind is None:
-        raise InvalidArgumentError(field, "must be MEMORY_KIND_IN_MEMORY or MEMORY_KIND_AUTO_CONTEXT")
+        raise InvalidArgumentError(field, "must be MEMORY_KIND_IN_MEMORY, MEMORY_KIND_AUTO_CONTEXT or MEMORY_KIND_TIERED")
     return kind
 
 
@@ -219,6 +219,8 @@ def auto_context_config_from_proto(
 
 
 def memory_from_proto(memory: mem_pb.Memory) -> MemoryDescription:
+    from agentscope_memory.convert.tiered import tiered_config_from_proto
+
     return MemoryDescription(
         memory_id=memory.memory_id,
         kind=enums.KIND_FROM_PB.get(memory.kind, "UNSPECIFIED"),
@@ -232,6 +234,7 @@ def memory_from_proto(memory: mem_pb.Memory) -> MemoryDescription:
             if memory.HasField("auto_context_config")
             else None
         ),
+        tiered_config=tiered_config_from_proto(memory.tiered_config) if memory.HasField("tiered_config") else None,
     )
 
 

@@ -179,6 +179,10 @@ def memory_to_proto(memory: MemoryDescription) -> mem_pb.Memory:
     )
     if memory.auto_context_config is not None:
         out.auto_context_config.CopyFrom(auto_context_config_to_proto(memory.auto_context_config))
+    if memory.tiered_config is not None:
+        from agentscope_memory.convert.tiered import tiered_config_to_proto
+
+        out.tiered_config.CopyFrom(tiered_config_to_proto(memory.tiered_config))
     return out
 
 

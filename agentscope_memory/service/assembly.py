@@ -28,6 +28,9 @@ from agentscope_memory.short_term.auto_context.service import AutoContextService
 from agentscope_memory.short_term.auto_context.summarizers import ExtractiveSummarizer, LlmSummarizer
 from agentscope_memory.short_term.in_memory import InMemoryKind
 from agentscope_memory.short_term.manager import MemoryManager
+from agentscope_memory.short_term.tiered.kind import TieredKind
+from agentscope_memory.short_term.tiered.service import TieredService
+from agentscope_memory.short_term.tiered.summaries import ExtractiveTierSummarizer, LlmTierSummarizer, TierSummarizer
 from agentscope_memory.store import Store, open_store
 from agentscope_memory.pool import SharedPools
 from agentscope_memory.scopes.engine import ScopeEngine
@@ -60,6 +63,8 @@ class Service:
     reflect_lifecycle: ReflectLifecycle | None = None
     # Parent/child scopes (scopes/): hierarchy, visibility, inherited reads; built by `build_service`.
     scopes: ScopeEngine | None = None
+    # TIERED memories' own operations (Loom L1-L4); built by `build_service`.
+    tiered: TieredService | None = None
     _starting: list[asyncio.Task[None]] = field(default_factory=list)
     _started: bool = False
     _closed: bool = False
@@ -122,6 +127,12 @@ def build_summarizer(settings: ServiceSettings) -> Summarizer:
         settings.llm_timeout_s, settings.llm_max_retries)))
 
 
+def build_tier_summarizer(settings: ServiceSettings) -> TierSummarizer:
+    """The LLM's tier summaries when an endpoint is configured, else the offline extractive ones."""
+    llm = _chat_client(settings)
+    return ExtractiveTierSummarizer() if llm is None else LlmTierSummarizer(llm)
+
+
 def _chat_client(settings: ServiceSettings) -> ChatClient | None:
     if settings.llm_base_url is None:
         return None
@@ -180,7 +191,8 @@ def build_service(settings: ServiceSettings | None = None) -> Service:
         postgres_dsn=settings.postgres_dsn.get_secret_value() if settings.postgres_dsn else None,
     )
     tokens = PageTokens(store, _secret(settings.page_token_secret))
-    memories = MemoryManager(store, [InMemoryKind(), AutoContextKind()], settings.limits(), tokens)
+    tiered_kind = TieredKind()
+    memories = MemoryManager(store, [InMemoryKind(), AutoContextKind(), tiered_kind], settings.limits(), tokens)
     jobs = JobRunner(store)
     service = Service(
         settings=settings,
@@ -202,4 +214,12 @@ def build_service(settings: ServiceSettings | None = None) -> Service:
             service.reflect_lifecycle = build_reflect_lifecycle(service.long_term, _chat_client(settings), jobs, settings)
     service.scopes = ScopeEngine(memories, service.long_term)
     service.pools = SharedPools(store, tokens)
+    from agentscope_memory.long_term.hybrid import HybridEngine as _Hybrid
+
+    from agentscope_memory.long_term.importance import LlmScorer
+
+    llm = _chat_client(settings)
+    service.tiered = TieredService(memories, tiered_kind, build_tier_summarizer(settings),
+                                   service.long_term if isinstance(service.long_term, _Hybrid) else None,
+                                   LlmScorer(llm) if llm is not None else None)
     return service

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agentscope_memory.short_term.auto_context.config import AutoContextConfig
+from agentscope_memory.short_term.tiered.config import TieredConfig
 from agentscope_memory.store.base import MemoryRecord
 
 
@@ -21,6 +22,8 @@ class MemoryDescription:
     update_time: float = 0.0
     # Set for AUTO_CONTEXT memories: the effective configuration (unset fields take Java's defaults).
     auto_context_config: AutoContextConfig | None = None
+    # Set for TIERED memories: the effective configuration.
+    tiered_config: TieredConfig | None = None
 
 
 def describe(record: MemoryRecord, message_count: int) -> MemoryDescription:
@@ -35,4 +38,5 @@ def describe(record: MemoryRecord, message_count: int) -> MemoryDescription:
         auto_context_config=(
             AutoContextConfig.from_json(record.config_json) if record.kind == "AUTO_CONTEXT" else None
         ),
+        tiered_config=TieredConfig.from_json(record.config_json) if record.kind == "TIERED" else None,
     )

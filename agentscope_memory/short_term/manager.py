@@ -11,7 +11,7 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Awaitable, Callable, Protocol, Sequence
 
 from agentscope_memory.errors import (
     AbortedError,
@@ -52,6 +52,10 @@ class NewMessage:
 
     msg: Msg
     data: bytes
+    # The caller's importance (TIERED memories); None: the memory scores or defaults it.
+    importance: float | None = None
+    # Who gave `importance` ("" for the caller; "llm" when the service scored it first).
+    importance_method: str = ""
 
 
 class MemoryKindHandler(Protocol):
@@ -140,6 +144,12 @@ class MemoryManager:
         # Every page token and etag of the short-term memories (AutoContext's too).
         self.tokens = tokens or PageTokens(store)
         self._handlers = {h.kind: h for h in handlers}
+        # Per kind, what runs after an add commits (a TIERED memory's promotions and summaries).
+        self._after_add: dict[str, Callable[[str, str], Awaitable[None]]] = {}
+
+    def on_added(self, kind: str, callback: Callable[[str, str], Awaitable[None]]) -> None:
+        """Run `callback(tenant, memory_id)` after every committed add to a memory of `kind`."""
+        self._after_add[kind] = callback
 
     def handler(self, kind: str) -> MemoryKindHandler:
         handler = self._handlers.get(kind)
@@ -257,13 +267,21 @@ class MemoryManager:
     async def add_messages(
         self, tenant: str, memory_id: str, msgs: Sequence[Msg], request_id: str | None = None,
         after_add: Callable[[Tx, MemoryRecord, int], None] | None = None, fingerprint_extra: str = "",
+        importances: Sequence[float | None] | None = None, importance_methods: Sequence[str] | None = None,
     ) -> AddResult:
         """Append `msgs`. `after_add(tx, record, count)` runs in the same transaction after the
         messages are stored (not on a replay): parent/child scopes mark their visibility, which
-        `fingerprint_extra` adds to what a retried `request_id` must repeat."""
+        `fingerprint_extra` adds to what a retried `request_id` must repeat. `importances`, one
+        per message (None: not given), are for kinds that weigh messages (TIERED)."""
         check_id(memory_id, "memory_id")
         request_id = check_request_id(request_id or "")
         encoded = self._encode_batch(msgs)
+        if importances is not None:
+            encoded = self._with_importances(encoded, importances, importance_methods)
+            # Only the caller's own values: ones the service scored may differ on a retry.
+            fingerprint_extra += "|importance:" + ",".join(
+                "" if v is None or (importance_methods and importance_methods[k]) else repr(v)
+                for k, v in enumerate(importances))
         digest = hashlib.sha256()
         for item in encoded:
             digest.update(len(item.data).to_bytes(8, "big"))
@@ -274,8 +292,11 @@ class MemoryManager:
         small = sum(len(item.data) for item in encoded) < SMALL_TRANSACTION_BYTES
         await self.tokens.ready()
 
+        kinds: list[str] = []
+
         def add(tx: Tx) -> AddResult:
             record = self._require(tx, memory_id)
+            kinds.append(record.kind)
             if request_id is not None:
                 seen = tx.request_get(memory_id, request_id)
                 if seen is not None:
@@ -304,7 +325,24 @@ class MemoryManager:
                 )
             return result
 
-        return await self.store.run(tenant, add, small=small)
+        result = await self.store.run(tenant, add, small=small)
+        callback = self._after_add.get(kinds[-1]) if kinds else None
+        if callback is not None and not result.replayed:
+            await callback(tenant, memory_id)
+        return result
+
+    @staticmethod
+    def _with_importances(encoded: list[NewMessage], importances: Sequence[float | None],
+                          methods: Sequence[str] | None = None) -> list[NewMessage]:
+        if len(importances) != len(encoded):
+            raise InvalidArgumentError("importances", f"has {len(importances)} values for {len(encoded)} messages")
+        out = []
+        for i, (item, value) in enumerate(zip(encoded, importances, strict=True)):
+            if value is not None and not (isinstance(value, (int, float)) and 0.0 <= value <= 1.0):
+                raise InvalidArgumentError(f"importances[{i}]", f"is {value!r}; must be a number from 0 to 1")
+            out.append(replace(item, importance=None if value is None else float(value),
+                               importance_method=methods[i] if methods is not None and value is not None else ""))
+        return out
 
     async def get_messages(self, tenant: str, memory_id: str) -> list[Msg]:
         """Every message in order (Java `getMessages()`), read in one consistent snapshot."""

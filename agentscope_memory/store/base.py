@@ -197,6 +197,20 @@ class LongTermFilter:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class TieredRow:
+    """One item of a TIERED memory's L1-L3 (`store/sql/tiered.py`); `body` is JSON."""
+
+    seq: int
+    tier: int
+    kind: str
+    importance: float
+    tokens: int
+    created: float
+    hits: int
+    body: str
+
+
 class Tx(Protocol):
     tenant: str
 
@@ -401,6 +415,23 @@ class Tx(Protocol):
     def pool_newest(self, pool_id: str, before: tuple[float, str] | None, limit: int) -> list[PoolEntryRow]: ...
     def pool_events(self, pool_id: str, after_seq: int, limit: int) -> list[PoolEventRow]: ...
 
+    # -- TIERED memories (see agentscope_memory.short_term.tiered, store/sql/tiered.py) -------
+    # Tenant-scoped. Rows of one tier come oldest first (by `seq`).
+    def tiered_insert(self, memory_id: str, rows: Sequence[TieredRow]) -> None: ...
+    def tiered_rows(self, memory_id: str, tier: int, after_seq: int = 0, limit: int | None = None) -> list[TieredRow]: ...
+    def tiered_totals(self, memory_id: str) -> dict[int, tuple[int, int]]:
+        """Per tier: (items, tokens)."""
+        ...
+    def tiered_count(self, memory_id: str, tier: int) -> int: ...
+    def tiered_seq_at(self, memory_id: str, tier: int, index: int) -> int | None: ...
+    def tiered_present(self, memory_id: str, seqs: Sequence[int]) -> dict[int, int]:
+        """seq -> tier of those of `seqs` still stored."""
+        ...
+    def tiered_delete(self, memory_id: str, seqs: Sequence[int]) -> int: ...
+    def tiered_set_body(self, memory_id: str, seq: int, body: str) -> None: ...
+    def tiered_hit(self, memory_id: str, seqs: Sequence[int]) -> None: ...
+    def tiered_clear(self, memory_id: str) -> None: ...
+
 
 class Store(Protocol):
     async def run(
@@ -411,3 +442,4 @@ class Store(Protocol):
         ...
 
     async def close(self) -> None: ...
+

@@ -57,6 +57,7 @@ SERVICE_NAMES = (
     "agentscope.memory.v1.LongTermLifecycleService",
     scope_service_pb2.DESCRIPTOR.services_by_name["ScopeService"].full_name,
     shared_pool_service_pb2.DESCRIPTOR.services_by_name["SharedPoolService"].full_name,
+    "agentscope.memory.v1.TieredMemoryService",
 )
 
 
@@ -165,6 +166,12 @@ async def _serve(settings: Settings, service: Service, tracing: Tracing | None =
         scope_service_pb2_grpc.add_ScopeServiceServicer_to_server(ScopeServicer(service.scopes), server)
     if service.pools is not None:
         shared_pool_service_pb2_grpc.add_SharedPoolServiceServicer_to_server(PoolServicer(service.pools), server)
+    if service.tiered is not None:
+        from agentscope_memory._proto.agentscope.memory.v1 import tiered_memory_service_pb2_grpc
+        from agentscope_memory_server.tiered_servicer import TierGauges, TieredServicer
+
+        tiered_memory_service_pb2_grpc.add_TieredMemoryServiceServicer_to_server(
+            TieredServicer(service.tiered, TierGauges(metrics.registry) if metrics is not None else None), server)
     if service.long_term is not None and service.turns is not None:
         long_term_servicer = LongTermServicer(
             service.long_term, service.turns, service.memories.tokens, service.memories.limits.max_page_bytes,

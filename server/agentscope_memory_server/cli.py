@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from agentscope_memory_server import agent_state_cli, long_term_cli, memories_cli, memory_cli, session_cli
+from agentscope_memory_server import agent_state_cli, long_term_cli, memories_cli, memory_cli, session_cli, tiered_cli
 from agentscope_memory_server.config import Settings, load_settings
 from agentscope_memory_server.logs import configure_logging
 
@@ -36,6 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     memories_cli.add_parser(commands)
     long_term_cli.add_parser(commands)
     agent_state_cli.add_parser(commands)
+    tiered_cli.add_parser(commands)
     mcp = commands.add_parser(
         "mcp", help="serve the memory tools over MCP on stdio (embedded store, or --target a server)",
         description="MCP over stdio. Without --target the memories live in --data-dir (the same store "
@@ -96,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
         return long_term_cli.run(args)
     if args.command == "agent-state":
         return agent_state_cli.run(args)
+    if args.command == "status":
+        return tiered_cli.run(args)
     if args.command == "mcp":
         return _mcp(args)
     return 2

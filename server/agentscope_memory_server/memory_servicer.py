@@ -9,6 +9,8 @@ from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grp
 from agentscope_memory.convert.from_proto import auto_context_config_from_proto, kind_from_proto, msgs_from_proto
 from agentscope_memory.convert.to_proto import memory_to_proto
 from agentscope_memory.convert.scopes import visibility_from_proto
+from agentscope_memory.convert.tiered import tiered_config_from_proto
+from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.scopes.engine import ScopeEngine
 from agentscope_memory.short_term.auto_context.service import AutoContextService
 from agentscope_memory.short_term.description import describe
@@ -38,6 +40,14 @@ class MemoryServicer(AutoContextRpcs, pb_grpc.MemoryServiceServicer):
         if request.HasField("auto_context_config"):
             # Which kinds take a config is the kind's rule (`validate_config`), not the wire's.
             config_json = auto_context_config_from_proto(request.auto_context_config).to_json()
+        if request.HasField("tiered_config"):
+            if kind != "TIERED":
+                raise InvalidArgumentError("tiered_config", "is only allowed for MEMORY_KIND_TIERED memories")
+            if request.HasField("auto_context_config"):
+                raise InvalidArgumentError("auto_context_config", "is not allowed for MEMORY_KIND_TIERED memories")
+            config_json = tiered_config_from_proto(request.tiered_config).to_json()
+        elif kind == "TIERED" and request.HasField("auto_context_config"):
+            raise InvalidArgumentError("auto_context_config", "is not allowed for MEMORY_KIND_TIERED memories")
         info, created = await self.manager.create_memory(
             tenant_of(context),
             request.memory_id,

@@ -18,10 +18,11 @@ from agentscope_memory.store.sql.meta import MetaStatements
 from agentscope_memory.store.sql.pool import PoolStatements
 from agentscope_memory.store.sql.schema import SHARED_SCHEMA
 from agentscope_memory.store.sql.scopes import ScopeStatements
+from agentscope_memory.store.sql.tiered import TieredStatements
 
 __all__ = ["Dialect", "REQUEST_TTL_S", "SHARED_SCHEMA", "SqlTx"]
 
 
 class SqlTx(LifecycleForgetStatements, LifecycleReflectStatements, MemoryStatements, MetaStatements, JobStatements, AgentStateStatements,
-            LongTermStatements, ScopeStatements, PoolStatements):
+            LongTermStatements, ScopeStatements, PoolStatements, TieredStatements):
     """A tenant's view inside one SQL transaction (the `Tx` protocol)."""

@@ -25,6 +25,8 @@ TABLES = (
     "lifecycle_runs",
     # shared memory pools (`pool.py`)
     "pools", "pool_entries", "pool_events",
+    # TIERED memories' items (`tiered.py`)
+    "tiered_items",
 )
 
 

@@ -26,7 +26,7 @@ _GET_MEMORY = f"SELECT {_MEMORY_COLUMNS} FROM {{memories}} WHERE tenant = ? AND 
 _GET_MEMORY_LOCKED = _GET_MEMORY + "{row_lock}"
 
 # The tables whose rows belong to one memory, deleted with it.
-_MEMORY_TABLES = ("memories", "list_heads", "items", "kv", "requests")
+_MEMORY_TABLES = ("memories", "list_heads", "items", "kv", "requests", "tiered_items")
 
 
 class MemoryStatements(SqlTxBase):

@@ -73,3 +73,6 @@ SHARED_SCHEMA += LIFECYCLE_SCHEMA
 from agentscope_memory.store.sql.pool import POOL_SCHEMA  # noqa: E402
 
 SHARED_SCHEMA += POOL_SCHEMA
+from agentscope_memory.store.sql.tiered import TIERED_SCHEMA  # noqa: E402
+
+SHARED_SCHEMA += TIERED_SCHEMA

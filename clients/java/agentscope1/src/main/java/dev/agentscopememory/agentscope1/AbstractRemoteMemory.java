@@ -41,7 +41,7 @@ import org.slf4j.LoggerFactory;
  * InMemoryMemory}'s contract: fresh mutable lists in insertion order, out-of-range deletes are
  * no-ops, adds carry a request id so retries store nothing twice).
  *
- * <p>Only {@link RemoteMemory} and {@link RemoteAutoContextMemory} extend it (its constructor is
+ * <p>Only {@link RemoteMemory}, {@link RemoteAutoContextMemory} and {@link RemoteTieredMemory} extend it (its constructor is
  * package-private); subclass one of those instead.
  */
 public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
@@ -351,6 +351,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
             if (autoContextConfig != null) {
                 request.setAutoContextConfig(autoContextConfig);
             }
+            configureCreate(request);
             CreateMemoryRequest built = request.build();
             connection.call("MemoryService/CreateMemory", true,
                     () -> connection.memoryService().createMemory(built));
@@ -362,6 +363,9 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
             ensured = true;
         }
     }
+
+    /** Adds a kind's own configuration to the request that creates the memory on first use. */
+    void configureCreate(CreateMemoryRequest.Builder request) {}
 
     /**
      * Makes a conversation left with unanswered tool calls usable again: a process or server that

@@ -10,5 +10,11 @@ public enum MemoryKind {
      * AgentScope-Java {@code AutoContextMemory}: working and original histories, with compression
      * run by the server.
      */
-    AUTO_CONTEXT
+    AUTO_CONTEXT,
+
+    /**
+     * Loom's tiered working memory: token-budgeted L1 (recent), L2 (important), L3 (session
+     * summaries) and L4 (long-term memory), with promotion, compaction and context projection.
+     */
+    TIERED
 }

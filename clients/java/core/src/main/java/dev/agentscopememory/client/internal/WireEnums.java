@@ -20,6 +20,7 @@ public final class WireEnums {
         return switch (kind) {
             case IN_MEMORY -> dev.agentscopememory.grpc.v1.MemoryKind.MEMORY_KIND_IN_MEMORY;
             case AUTO_CONTEXT -> dev.agentscopememory.grpc.v1.MemoryKind.MEMORY_KIND_AUTO_CONTEXT;
+            case TIERED -> dev.agentscopememory.grpc.v1.MemoryKind.MEMORY_KIND_TIERED;
         };
     }
 

@@ -1,0 +1,139 @@
+"""`agentscope.memory.v1.TieredMemoryService`: translates requests and calls the tiered
+memory service (`agentscope_memory.short_term.tiered`)."""
+
+from __future__ import annotations
+
+from typing import AsyncIterator
+
+import grpc
+from prometheus_client import CollectorRegistry, Gauge
+
+from agentscope_memory._proto.agentscope.memory.v1 import tiered_memory_service_pb2 as pb
+from agentscope_memory._proto.agentscope.memory.v1 import tiered_memory_service_pb2_grpc as pb_grpc
+from agentscope_memory.convert.from_proto import msg_from_proto, msgs_from_proto
+from agentscope_memory.convert.tiered import (
+    event_to_proto, hit_to_proto, item_to_proto, mode_from_proto, projection_to_proto, status_to_proto,
+    tier_from_proto, weights_from_proto,
+)
+from agentscope_memory.errors import InvalidArgumentError, ResourceExhaustedError
+from agentscope_memory.paging import cut_to_budget
+from agentscope_memory.short_term.tiered.projection import ProjectionRequest
+from agentscope_memory.short_term.tiered.service import TieredService, TierStatus
+from agentscope_memory_server.errors import grpc_errors, grpc_stream_errors
+from agentscope_memory_server.tenancy import tenant_of
+
+MAX_RESPONSE_BYTES = 4 * 1024 * 1024 - 64 * 1024
+
+
+class TierGauges:
+    """The status view as Prometheus gauges, per (tenant, memory, tier), set whenever a status
+    is read or a move happens through this server."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        labels = ["tenant", "memory_id", "tier"]
+        self.items = Gauge("agentscope_memory_tiered_items", "Items per tier of a TIERED memory", labels,
+                           registry=registry)
+        self.tokens = Gauge("agentscope_memory_tiered_tokens", "Tokens per tier of a TIERED memory", labels,
+                            registry=registry)
+        self.budget = Gauge("agentscope_memory_tiered_budget_tokens", "Token budget per tier of a TIERED memory",
+                            labels, registry=registry)
+        self.summaries = Gauge("agentscope_memory_tiered_summaries", "Summaries in L3", ["tenant", "memory_id"],
+                               registry=registry)
+        self.vectors = Gauge("agentscope_memory_tiered_l4_vectors", "Vectors written to long-term memory",
+                             ["tenant", "memory_id"], registry=registry)
+        self.ratio = Gauge("agentscope_memory_tiered_compaction_ratio", "Tokens replaced per summary token",
+                           ["tenant", "memory_id"], registry=registry)
+
+    def set(self, tenant: str, status: TierStatus) -> None:
+        for usage in status.tiers:
+            tier = f"L{usage.tier}"
+            self.items.labels(tenant, status.memory_id, tier).set(usage.items)
+            self.tokens.labels(tenant, status.memory_id, tier).set(usage.tokens)
+            self.budget.labels(tenant, status.memory_id, tier).set(usage.budget)
+        self.summaries.labels(tenant, status.memory_id).set(status.summaries)
+        self.vectors.labels(tenant, status.memory_id).set(status.l4_vectors)
+        self.ratio.labels(tenant, status.memory_id).set(status.compaction_ratio)
+
+
+class TieredServicer(pb_grpc.TieredMemoryServiceServicer):
+    def __init__(self, tiered: TieredService, gauges: TierGauges | None = None) -> None:
+        self.tiered = tiered
+        self.gauges = gauges
+
+    async def _status(self, tenant: str, memory_id: str) -> pb.TierStatus:
+        status = await self.tiered.status(tenant, memory_id)
+        if self.gauges is not None:
+            self.gauges.set(tenant, status)
+        return status_to_proto(status)
+
+    @grpc_errors
+    async def AddTieredItems(self, request: pb.AddTieredItemsRequest, context: grpc.aio.ServicerContext
+                             ) -> pb.AddTieredItemsResponse:
+        tenant = tenant_of(context)
+        msgs = [msg_from_proto(item.message, f"items[{i}].message") for i, item in enumerate(request.items)]
+        if not msgs:
+            raise InvalidArgumentError("items", "must contain at least one item")
+        importances = [item.importance if item.HasField("importance") else None for item in request.items]
+        result = await self.tiered.add_items(tenant, request.memory_id, msgs, importances, request.request_id or None)
+        return pb.AddTieredItemsResponse(message_count=result.message_count, version=result.version,
+                                         replayed=result.replayed, status=await self._status(tenant, request.memory_id))
+
+    @grpc_errors
+    async def CompactTiers(self, request: pb.CompactTiersRequest, context: grpc.aio.ServicerContext
+                           ) -> pb.CompactTiersResponse:
+        tenant = tenant_of(context)
+        events = [event_to_proto(s, e) for s, e in await self.tiered.compact(tenant, request.memory_id)]
+        status = await self._status(tenant, request.memory_id)
+        # A pass's events are few, but their details (long-term ids) grow with L3's budget: the
+        # response keeps what fits and ListTierEvents has them all.
+        kept = cut_to_budget(events, lambda e: e.ByteSize(), MAX_RESPONSE_BYTES - status.ByteSize())
+        return pb.CompactTiersResponse(events=events[:kept], status=status)
+
+    @grpc_errors
+    async def QueryTiers(self, request: pb.QueryTiersRequest, context: grpc.aio.ServicerContext) -> pb.QueryTiersResponse:
+        tiers = [tier_from_proto(t, f"tiers[{i}]") for i, t in enumerate(request.tiers)]
+        hits = await self.tiered.query(tenant_of(context), request.memory_id, request.query, request.limit, tiers,
+                                       weights_from_proto(request.weights))
+        out = [hit_to_proto(h) for h in hits]
+        kept = cut_to_budget(out, lambda h: h.ByteSize(), MAX_RESPONSE_BYTES)
+        return pb.QueryTiersResponse(hits=out[:kept])
+
+    @grpc_errors
+    async def ProjectContext(self, request: pb.ProjectContextRequest, context: grpc.aio.ServicerContext
+                             ) -> pb.ProjectContextResponse:
+        projection = await self.tiered.project(tenant_of(context), request.memory_id, ProjectionRequest(
+            instruction=request.instruction, budget=request.total_budget, mode=mode_from_proto(request.mode),
+            include_plan=request.include_plan, plan=request.plan,
+            include_facts=request.include_facts if request.HasField("include_facts") else True,
+            shared_context=msgs_from_proto(request.shared_context, "shared_context") if request.shared_context else (),
+        ))
+        response = projection_to_proto(projection)
+        if response.ByteSize() > MAX_RESPONSE_BYTES:
+            raise ResourceExhaustedError("total_budget", "selects more than 4 MiB of messages; ask for a smaller budget")
+        return response
+
+    @grpc_errors
+    async def GetTierStatus(self, request: pb.GetTierStatusRequest, context: grpc.aio.ServicerContext
+                            ) -> pb.GetTierStatusResponse:
+        return pb.GetTierStatusResponse(status=await self._status(tenant_of(context), request.memory_id))
+
+    @grpc_errors
+    async def ListTierItems(self, request: pb.ListTierItemsRequest, context: grpc.aio.ServicerContext
+                            ) -> pb.ListTierItemsResponse:
+        items, token = await self.tiered.items_page(tenant_of(context), request.memory_id,
+                                                    tier_from_proto(request.tier, "tier"), request.page_size,
+                                                    request.page_token)
+        return pb.ListTierItemsResponse(items=[item_to_proto(i) for i in items], next_page_token=token)
+
+    @grpc_errors
+    async def ListTierEvents(self, request: pb.ListTierEventsRequest, context: grpc.aio.ServicerContext
+                             ) -> pb.ListTierEventsResponse:
+        events, token = await self.tiered.events_page(tenant_of(context), request.memory_id, request.after_sequence,
+                                                      request.page_size, request.page_token)
+        return pb.ListTierEventsResponse(events=[event_to_proto(s, e) for s, e in events], next_page_token=token)
+
+    @grpc_stream_errors
+    async def WatchTierEvents(self, request: pb.WatchTierEventsRequest, context: grpc.aio.ServicerContext
+                              ) -> AsyncIterator[pb.WatchTierEventsResponse]:
+        async for seq, event in self.tiered.watch(tenant_of(context), request.memory_id, request.after_sequence):
+            yield pb.WatchTierEventsResponse(event=event_to_proto(seq, event))

@@ -1,0 +1,227 @@
+"""TIERED memories over real gRPC: TieredMemoryService with the asyncio, blocking and local
+clients, MemoryService's AddMessages/GetMessages on a TIERED memory, StateService round trip,
+restart, tenants, bad input, sqlite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+import pytest
+
+from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as mem_pb
+from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as mem_grpc
+from agentscope_memory._proto.agentscope.memory.v1 import tiered_memory_service_pb2 as pb
+from agentscope_memory._proto.agentscope.memory.v1 import tiered_memory_service_pb2_grpc as pb_grpc
+from agentscope_memory.client import AsyncMemoryClient
+from agentscope_memory.client.tiered import AsyncTieredClient, TieredClient
+from agentscope_memory.errors import InvalidArgumentError, NotFoundError
+from agentscope_memory.message import Msg, MsgRole
+from agentscope_memory.short_term.tiered import MARKER_TEXT, TieredConfig
+from tiered_helpers import msg, text
+
+CONFIG = TieredConfig(l1_compact_trigger=65, l2_budget=100, score_importance=False)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def server(request, server_factory):  # type: ignore[no-untyped-def]
+    if request.param == "postgres":
+        return await server_factory(store="postgres", postgres_dsn=request.getfixturevalue("postgres_dsn"),
+                                    long_term_enabled=False)
+    return await server_factory(long_term_enabled=False)
+
+
+async def test_tiers_over_grpc_end_to_end(server) -> None:  # type: ignore[no-untyped-def]
+    async with AsyncTieredClient(server.address, timeout=10) as tiered, AsyncMemoryClient(server.address) as memories:
+        created = await tiered.create_memory("代理-一", CONFIG)
+        assert created.kind == "TIERED" and created.tiered_config == CONFIG
+        assert (await memories.get_memory("代理-一")).tiered_config == CONFIG
+        result = await tiered.add("代理-一", [msg(0), msg(1)], importances=[0.9, None])
+        assert result.message_count == 2 and result.status.tiers[1].items == 1
+        # Plain AddMessages works on a TIERED memory and runs the moves too (5 items: compaction).
+        await memories.add_messages("代理-一", [msg(2), msg(3), msg(4)])
+        got = await memories.get_messages("代理-一")
+        assert got[0].text_content.startswith(MARKER_TEXT)
+        assert [m.text_content for m in got[1:]] == [text(3), text(4)]
+        status = await tiered.status("代理-一")
+        assert status.compacted and status.summaries == 1 and status.tiers[0].items == 3
+        # Items and events follow their pages.
+        l1 = [i async for i in tiered.iter_items("代理-一", 1, page_size=1)]
+        assert [i.kind for i in l1] == ["marker", "message", "message"]
+        l3 = await tiered.get_items("代理-一", 3)
+        assert len(l3) == 1 and text(1) in l3[0].text and l3[0].method == "extractive-fallback"
+        events = [e async for e in tiered.iter_events("代理-一", page_size=1)]
+        assert [e.kind for _, e in events] == ["promote", "compact_l1"]
+        l2 = await tiered.get_items("代理-一", 2)
+        assert events[1][1].detail["held_elsewhere"] == l2[0].origins == [1]  # message 0 is still in L2
+        # Query across tiers and project a context.
+        hits = await tiered.query("代理-一", "note 0004")
+        assert hits[0].text == text(4) and hits[0].tier == 1 and hits[0].relevance == 1.0
+        projection = await tiered.project("代理-一", "继续之前的任务", 400, shared_context=[
+            Msg.create(MsgRole.ASSISTANT, "共享池: 发布冻结")])
+        assert projection.mode == "CONTEXTUAL" and projection.detected and projection.tokens <= 400
+        assert projection.messages[-1].text_content == text(4)
+        assert any(m.text_content == "共享池: 发布冻结" for m in projection.messages)
+        compacted, after = await tiered.compact("代理-一")
+        assert compacted == [] and after == await tiered.status("代理-一")
+
+
+async def test_watch_sees_moves_as_they_happen(server) -> None:  # type: ignore[no-untyped-def]
+    async with AsyncTieredClient(server.address, timeout=10) as tiered:
+        await tiered.create_memory("w", CONFIG)
+        seen: list[str] = []
+
+        async def watch() -> None:
+            async for _, event in tiered.watch_events("w"):
+                seen.append(event.kind)
+                if event.kind == "compact_l1":
+                    return
+
+        task = asyncio.create_task(watch())
+        await tiered.add("w", [msg(0)], importances=[0.95])
+        for i in range(1, 5):
+            await tiered.add("w", [msg(i)])
+        await asyncio.wait_for(task, 10)
+        assert seen == ["promote", "compact_l1"]
+
+
+async def test_state_round_trip_and_restart(server_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    data = tmp_path / "restart"
+    first = await server_factory(data_dir=data, long_term_enabled=False)
+    async with AsyncTieredClient(first.address) as tiered, AsyncMemoryClient(first.address) as memories:
+        await tiered.create_memory("s", CONFIG)
+        for i in range(12):
+            await tiered.add("s", [msg(i)], importances=[0.9 if i % 3 == 0 else 0.3])
+        items = {t: await tiered.get_items("s", t) for t in (1, 2, 3)}
+        status = await tiered.status("s")
+        entries, _ = await memories.save_state("s")
+        assert {e.key for e in entries} == {"tieredMemory_l1", "tieredMemory_l2", "tieredMemory_l3",
+                                            "tieredMemory_events", "tieredMemory_stats"}
+        await tiered.create_memory("copy", CONFIG)
+        await memories.load_state("copy", entries)
+        assert {t: await tiered.get_items("copy", t) for t in (1, 2, 3)} == items
+        assert (await tiered.status("copy")).tiers == status.tiers
+    await first.stop(0)
+    second = await server_factory(data_dir=data, long_term_enabled=False)
+    async with AsyncTieredClient(second.address) as tiered:
+        assert {t: await tiered.get_items("s", t) for t in (1, 2, 3)} == items
+        assert await tiered.status("s") == status
+
+
+async def test_bad_input_and_wrong_kind(server) -> None:  # type: ignore[no-untyped-def]
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        memories, tiered = mem_grpc.MemoryServiceStub(channel), pb_grpc.TieredMemoryServiceStub(channel)
+
+        async def invalid(call, field: str) -> None:  # type: ignore[no-untyped-def]
+            with pytest.raises(grpc.aio.AioRpcError) as info:
+                await call
+            assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT, info.value.details()
+            assert field in info.value.details()
+
+        await invalid(memories.CreateMemory(mem_pb.CreateMemoryRequest(
+            memory_id="x", kind=mem_pb.MEMORY_KIND_IN_MEMORY, tiered_config=mem_pb.TieredConfig(l1_budget=5))),
+            "tiered_config")
+        await invalid(memories.CreateMemory(mem_pb.CreateMemoryRequest(
+            memory_id="x", kind=mem_pb.MEMORY_KIND_TIERED, tiered_config=mem_pb.TieredConfig(l1_budget=0))),
+            "tiered_config.l1_budget")
+        await invalid(memories.CreateMemory(mem_pb.CreateMemoryRequest(
+            memory_id="x", kind=mem_pb.MEMORY_KIND_TIERED, tiered_config=mem_pb.TieredConfig(l2_compact_to=0.9))),
+            "tiered_config.l2_compact_to")
+        await memories.CreateMemory(mem_pb.CreateMemoryRequest(memory_id="t", kind=mem_pb.MEMORY_KIND_TIERED))
+        from agentscope_memory.convert.to_proto import msg_to_proto
+
+        await invalid(tiered.AddTieredItems(pb.AddTieredItemsRequest(memory_id="t", items=[
+            pb.TieredItemInput(message=msg_to_proto(msg(1)), importance=1.5)])), "importances[0]")
+        await invalid(tiered.AddTieredItems(pb.AddTieredItemsRequest(memory_id="t")), "items")
+        await invalid(tiered.ProjectContext(pb.ProjectContextRequest(memory_id="t", total_budget=0)), "total_budget")
+        await invalid(tiered.ProjectContext(pb.ProjectContextRequest(memory_id="t", total_budget=10, include_plan=True)),
+                      "plan")
+        await invalid(tiered.ListTierItems(pb.ListTierItemsRequest(memory_id="t")), "tier")
+        await invalid(tiered.ListTierItems(pb.ListTierItemsRequest(memory_id="t", tier=pb.TIER_L1, page_token="x")),
+                      "page_token")
+        await invalid(tiered.QueryTiers(pb.QueryTiersRequest(memory_id="t", weights=pb.QueryWeights(recency=2))),
+                      "weights.recency")
+        await invalid(tiered.GetTierStatus(pb.GetTierStatusRequest(memory_id="")), "memory_id")
+        await memories.CreateMemory(mem_pb.CreateMemoryRequest(memory_id="plain", kind=mem_pb.MEMORY_KIND_IN_MEMORY))
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await tiered.CompactTiers(pb.CompactTiersRequest(memory_id="plain"))
+        assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await tiered.GetTierStatus(pb.GetTierStatusRequest(memory_id="missing"))
+        assert info.value.code() == grpc.StatusCode.NOT_FOUND
+        response = await tiered.GetTierStatus(pb.GetTierStatusRequest(memory_id="t"))
+        assert [u.budget for u in response.status.tiers] == [8000, 16000, 32000, 100000]
+
+
+async def test_tenants_do_not_see_each_other(server_factory) -> None:  # type: ignore[no-untyped-def]
+    keys = {"key-for-alice-000001": "alice", "key-for-bob-00000001": "bob"}
+    server = await server_factory(api_keys=keys, long_term_enabled=False)
+    async with AsyncTieredClient(server.address, api_key="key-for-alice-000001") as alice, \
+            AsyncTieredClient(server.address, api_key="key-for-bob-00000001") as bob:
+        await alice.create_memory("shared-name", CONFIG)
+        await alice.add("shared-name", [msg(1)])
+        with pytest.raises(NotFoundError):
+            await bob.status("shared-name")
+        with pytest.raises(NotFoundError):
+            await bob.add("shared-name", [msg(2)])
+        await bob.create_memory("shared-name", CONFIG)
+        assert (await bob.status("shared-name")).tiers[0].items == 0
+        assert (await alice.status("shared-name")).tiers[0].items == 1
+
+
+def test_blocking_and_local_clients(threaded_server, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from agentscope_memory.service import ServiceSettings
+
+    with TieredClient(threaded_server.address) as remote:
+        local = TieredClient.local(ServiceSettings(data_dir=tmp_path / "local", long_term_enabled=False))
+        try:
+            for client in (remote, local):
+                client.create_memory("b", CONFIG)
+                client.add("b", [msg(i) for i in range(5)], importances=[0.9, None, None, None, None])
+                assert client.status("b").compacted
+                assert [e.kind for _, e in client.get_events("b")] == ["promote", "compact_l1"]
+                assert client.project("b", "fix the error", 300).mode == "DEBUG"
+                assert client.query("b", "note 0004")[0].text == text(4)
+                with pytest.raises(InvalidArgumentError):
+                    client.project("b", "x", 0)
+                with pytest.raises(NotFoundError):
+                    client.status("missing")
+        finally:
+            local.close()
+
+
+async def test_l4_over_grpc_with_the_long_term_engine(server_factory) -> None:  # type: ignore[no-untyped-def]
+    from scripted_llm import ScriptedLLM
+    from tiered_helpers import ITEM_TOKENS, offline_summary_tokens
+
+    with ScriptedLLM() as llm:
+        server = await server_factory(long_term_embedder="openai", long_term_embedder_base_url=llm.base_url,
+                                      long_term_embedder_dims=llm.dims)
+        config = TieredConfig(l1_compact_trigger=0, l1_budget=ITEM_TOKENS, l3_budget=5 * offline_summary_tokens(),
+                              score_importance=False, agent_name="助手", user_id="用户-1")
+        async with AsyncTieredClient(server.address, timeout=20) as tiered:
+            await tiered.create_memory("l4", config)
+            for i in range(6):  # 5 summaries: L3 at 100% -> its oldest one goes to L4
+                await tiered.add("l4", [msg(i)])
+            status = await tiered.status("l4")
+            assert status.l4_vectors == 1 and status.summaries == 4
+            hits = await tiered.query("l4", "note 0000", tiers=[4])
+            assert len(hits) == 1 and hits[0].tier == 4 and text(0) in hits[0].text and hits[0].long_term_id
+            event = [e for _, e in await tiered.get_events("l4") if e.kind == "vectorize_l3"][0]
+            assert event.detail["long_term_ids"] == [hits[0].long_term_id]
+
+
+async def test_memory_clients_create_tiered_memories(server, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from agentscope_memory.service import ServiceSettings
+
+    local = AsyncMemoryClient.local(ServiceSettings(data_dir=tmp_path / "local", long_term_enabled=False))
+    async with AsyncMemoryClient(server.address) as remote, local:
+        for client in (remote, local):
+            created = await client.create_memory("层级", "TIERED", tiered_config=CONFIG)
+            assert created.kind == "TIERED" and created.tiered_config == CONFIG and created.auto_context_config is None
+            default = await client.create_memory("默认", "tiered")
+            assert default.tiered_config == TieredConfig()
+            plain = await client.create_memory("普通")
+            assert plain.tiered_config is None
+        with pytest.raises(InvalidArgumentError, match="tiered_config"):
+            await remote.create_memory("错", "IN_MEMORY", tiered_config=CONFIG)

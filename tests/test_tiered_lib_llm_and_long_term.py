@@ -1,0 +1,232 @@
+"""TIERED memory summaries by the (scripted) LLM with the offline fallback, L3 -> L4 into the
+long-term engine (embeddings from the scripted OpenAI-compatible server), restart and state."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentscope_memory.service import ServiceSettings, build_service
+from agentscope_memory.short_term.tiered.summaries import PROMPT
+from scripted_llm import ScriptedLLM, ScriptedReply
+from tiered_helpers import ITEM_TOKENS, config, msg, offline_summary_tokens, text
+
+T = "tenant"
+
+
+async def test_llm_writes_summaries_and_a_failure_falls_back_marked(tmp_path: Path) -> None:
+    with ScriptedLLM(default=ScriptedReply.text("LLM SUMMARY")) as llm:
+        settings = ServiceSettings(data_dir=tmp_path, long_term_enabled=False, llm_base_url=llm.base_url,
+                                   llm_max_retries=0)
+        async with build_service(settings) as service:
+            await service.memories.create_memory(T, "l", "TIERED", config(l1_compact_trigger=0, l1_budget=ITEM_TOKENS))
+            await service.tiered.add_items(T, "l", [msg(0)])
+            await service.tiered.add_items(T, "l", [msg(1)])
+            _, tiers = await service.tiered.tiers(T, "l")
+            assert [(s.text, s.method) for s in tiers.l3] == [("LLM SUMMARY", "llm")]
+            request = llm.chat_requests[-1].body["messages"]
+            assert request[0] == {"role": "system", "content": PROMPT} and text(0) in request[1]["content"]
+            llm.push(ScriptedReply.error(500))
+            await service.tiered.add_items(T, "l", [msg(2)])
+            _, tiers = await service.tiered.tiers(T, "l")
+            assert [(s.text, s.method) for s in tiers.l3][1] == ("[offline summary] user: " + text(1), "extractive-fallback")
+
+
+async def test_l3_at_90_percent_sends_its_oldest_20_percent_to_long_term_memory(tmp_path: Path) -> None:
+    summary = offline_summary_tokens()
+    with ScriptedLLM() as llm:
+        settings = ServiceSettings(data_dir=tmp_path, long_term_embedder="openai", long_term_embedder_base_url=llm.base_url,
+                                   long_term_embedder_dims=llm.dims, long_term_preload=False)
+        async with build_service(settings) as service:
+            await service.memories.create_memory(T, "v", "TIERED", config(l1_compact_trigger=0, l1_budget=ITEM_TOKENS,
+                                                                            l3_budget=10 * summary))
+            for i in range(9):  # 8 summaries: 80% of L3
+                await service.tiered.add_items(T, "v", [msg(i)])
+            _, tiers = await service.tiered.tiers(T, "v")
+            assert len(tiers.l3) == 8
+            await service.tiered.add_items(T, "v", [msg(9)])  # the 9th summary: 90%
+            _, tiers = await service.tiered.tiers(T, "v")
+            assert [s.text for s in tiers.l3] == ["[offline summary] user: " + text(i) for i in range(2, 9)]
+            event = [e for _, e in await service.tiered.events(T, "v") if e.kind == "vectorize_l3"][0]
+            assert len(event.detail["long_term_ids"]) == 2 and event.to_tier == 4
+            from agentscope_memory.long_term.engine import Scope
+
+            stored = await service.long_term.list(T, Scope(agent_name="v"))
+            assert sorted(i.text for i in stored) == ["[offline summary] user: " + text(i) for i in range(2)]
+            assert {i.memory_type for i in stored} == {"summary"}
+            status = await service.tiered.status(T, "v")
+            assert status.l4_vectors == 2 and status.tiers[3].items == 2
+            hits = await service.tiered.query(T, "v", "note 0001", tiers=[4])
+            assert hits and hits[0].tier == 4 and text(1) in hits[0].text
+
+
+async def test_restart_and_state_round_trip_keep_every_tier(tmp_path: Path) -> None:
+    settings = ServiceSettings(data_dir=tmp_path, long_term_enabled=False)
+    async with build_service(settings) as service:
+        await service.memories.create_memory(T, "r", "TIERED", config(l1_compact_trigger=40, l2_budget=60))
+        for i in range(12):
+            await service.tiered.add_items(T, "r", [msg(i)], [0.9 if i % 3 == 0 else 0.4])
+        before = await service.tiered.tiers(T, "r")
+        status = await service.tiered.status(T, "r")
+        events = await service.tiered.events(T, "r")
+    async with build_service(settings) as service:
+        assert await service.tiered.tiers(T, "r") == before
+        assert await service.tiered.status(T, "r") == status
+        assert await service.tiered.events(T, "r") == events
+        record, entries = await service.memories.save_state(T, "r")
+        assert [e.key for e in entries] == ["tieredMemory_l1", "tieredMemory_l2", "tieredMemory_l3",
+                                            "tieredMemory_events", "tieredMemory_stats"]
+        await service.memories.create_memory(T, "copy", "TIERED", record.config_json)
+        await service.memories.load_state(T, "copy", entries)
+        copy_config, copy_tiers = await service.tiered.tiers(T, "copy")
+        assert copy_tiers == before[1] and copy_config == before[0]
+        copy_status = await service.tiered.status(T, "copy")
+        assert copy_status.tiers == status.tiers and copy_status.compaction_ratio == status.compaction_ratio
+        assert [e for _, e in await service.tiered.events(T, "copy")] == [e for _, e in events]
+        # The copy keeps working: new items get new sequence numbers.
+        await service.tiered.add_items(T, "copy", [msg(99)])
+        _, tiers = await service.tiered.tiers(T, "copy")
+        assert tiers.l1[-1].content == text(99) and tiers.l1[-1].seq > max(i.seq for i in before[1].l1)
+
+
+async def test_adds_while_a_summary_is_being_written_are_kept(tmp_path: Path) -> None:
+    import asyncio
+    import threading
+
+    hold = threading.Event()
+    with ScriptedLLM(default=ScriptedReply.text("HELD SUMMARY"), hold=hold) as llm:
+        settings = ServiceSettings(data_dir=tmp_path, long_term_enabled=False, llm_base_url=llm.base_url,
+                                   llm_max_retries=0)
+        async with build_service(settings) as service:
+            await service.memories.create_memory(T, "c", "TIERED", config(l1_compact_trigger=0, l1_budget=ITEM_TOKENS))
+            await service.tiered.add_items(T, "c", [msg(0)])
+            first = asyncio.create_task(service.tiered.add_items(T, "c", [msg(1)]))  # evicts m0: the LLM is held
+            while not llm.requests:
+                await asyncio.sleep(0.01)
+            others = [asyncio.create_task(service.tiered.add_items(T, "c", [msg(i)])) for i in range(2, 6)]
+            while len((await service.tiered.tiers(T, "c"))[1].l1) < 6:
+                await asyncio.sleep(0.01)
+            hold.set()
+            await asyncio.gather(first, *others)
+            await service.tiered.compact(T, "c")
+            _, tiers = await service.tiered.tiers(T, "c")
+            assert [i.msg.id for i in tiers.l1 if i.msg] == ["m5"]
+            summarised = {o for s in tiers.l3 for o in s.origins}
+            assert {s.text for s in tiers.l3} == {"HELD SUMMARY"}
+            assert sorted(summarised) == [1, 2, 3, 4, 5]
+
+
+async def test_custom_thresholds_scope_and_vectorize_off(tmp_path: Path) -> None:
+    summary = offline_summary_tokens()
+    with ScriptedLLM() as llm:
+        settings = ServiceSettings(data_dir=tmp_path, long_term_embedder="openai", long_term_embedder_base_url=llm.base_url,
+                                   long_term_embedder_dims=llm.dims, long_term_preload=False)
+        async with build_service(settings) as service:
+            from agentscope_memory.long_term.engine import Scope
+
+            # L2 at 50% of 100 tokens (4 items = 52) drops to 25% (one item stays).
+            await service.memories.create_memory(T, "w", "TIERED", config(l1_compact_trigger=0, l2_budget=100,
+                                                                            l2_compact_at=0.5, l2_compact_to=0.25))
+            for i in range(4):
+                await service.tiered.add_items(T, "w", [msg(i)], [0.7 + i / 100])
+            _, tiers = await service.tiered.tiers(T, "w")
+            assert [i.content for i in tiers.l2] == [text(3)]
+            # L3 at 50% of 4 summaries' tokens sends half of them (the oldest) to the configured scope.
+            await service.memories.create_memory(T, "v", "TIERED", config(
+                l1_compact_trigger=0, l1_budget=ITEM_TOKENS, l3_budget=4 * summary, l3_vectorize_at=0.5,
+                l3_vectorize_fraction=0.5, l4_budget=1234, agent_name="助手", user_id="u-1", run_name="r"))
+            for i in range(3):
+                await service.tiered.add_items(T, "v", [msg(i)])
+            _, tiers = await service.tiered.tiers(T, "v")
+            assert [s.text for s in tiers.l3] == ["[offline summary] user: " + text(1)]
+            stored = await service.long_term.list(T, Scope("助手", "u-1", "r"))
+            assert [i.text for i in stored] == ["[offline summary] user: " + text(0)]
+            assert not await service.long_term.list(T, Scope(agent_name="v"))
+            status = await service.tiered.status(T, "v")
+            assert status.tiers[3].budget == 1234 and status.l4_vectors == 1
+            # vectorize off: nothing reaches long-term memory; beyond L3's budget summaries leave.
+            await service.memories.create_memory(T, "off", "TIERED", config(
+                l1_compact_trigger=0, l1_budget=ITEM_TOKENS, l3_budget=2 * summary, vectorize=False))
+            for i in range(4):
+                await service.tiered.add_items(T, "off", [msg(i)])
+            _, tiers = await service.tiered.tiers(T, "off")
+            assert [s.text for s in tiers.l3] == ["[offline summary] user: " + text(i) for i in (1, 2)]
+            assert not await service.long_term.list(T, Scope(agent_name="off"))
+            assert (await service.tiered.status(T, "off")).evicted_summaries == 1
+
+
+async def test_a_failing_long_term_memory_does_not_fail_the_add(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # nothing listens here once closed
+    summary = offline_summary_tokens()
+    settings = ServiceSettings(data_dir=tmp_path, long_term_embedder="openai",
+                               long_term_embedder_base_url=f"http://127.0.0.1:{port}/v1", long_term_embedder_dims=64,
+                               long_term_preload=False)
+    async with build_service(settings) as service:
+        await service.memories.create_memory(T, "x", "TIERED", config(l1_compact_trigger=0, l1_budget=ITEM_TOKENS,
+                                                                        l3_budget=2 * summary))
+        for i in range(3):
+            await service.tiered.add_items(T, "x", [msg(i)])
+        status = await service.tiered.status(T, "x")
+        # L1's evictions still happened; L3's summaries wait for long-term memory.
+        assert status.tiers[0].items == 1 and status.summaries == 2 and status.l4_vectors == 0
+        _, tiers = await service.tiered.tiers(T, "x")
+        # The pass could not write L4, so it changed nothing: every message is still held.
+        held = [i.content for i in tiers.l1] + [s.text for s in tiers.l3]
+        assert all(any(text(i) in h for h in held) for i in range(3))
+
+
+async def test_projection_ranks_facts_with_the_long_term_embedder(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from agentscope_memory.message import Msg, MsgRole
+    from agentscope_memory.short_term.tiered import projection
+    from agentscope_memory.short_term.tiered.projection import ProjectionRequest
+
+    facts = ["Deploys happen on tuesday mornings.", "The database password rotates every month.",
+             "Lunch is served at noon."]
+    with ScriptedLLM() as llm:
+        settings = ServiceSettings(data_dir=tmp_path, long_term_embedder="openai", long_term_embedder_base_url=llm.base_url,
+                                   long_term_embedder_dims=llm.dims, long_term_preload=False)
+        async with build_service(settings) as service:
+            await service.memories.create_memory(T, "p", "TIERED", config())
+            await service.tiered.add_items(T, "p", [Msg.create(MsgRole.USER, f) for f in facts], [0.9, 0.9, 0.9])
+            request = ProjectionRequest("when does the database password rotate", 2000, "ANALYTICAL")
+            first = await service.tiered.project(T, "p", request)
+            lines = first.messages[0].text_content.splitlines()
+            assert lines[0] == "## Relevant facts" and lines[1] == "- " + facts[1]
+            embedded = [r for r in llm.requests if r.path.endswith("/embeddings")][-1].body["input"]
+            assert embedded[0] == request.instruction and len(embedded) == 4
+            # With room to embed one fact, the lexically best is embedded and leads.
+            monkeypatch.setattr(projection, "MAX_EMBEDDED_FACTS", 1)
+            second = await service.tiered.project(T, "p", request)
+            assert second.messages[0].text_content.splitlines()[1] == "- " + facts[1]
+            embedded = [r for r in llm.requests if r.path.endswith("/embeddings")][-1].body["input"]
+            assert embedded == [request.instruction, facts[1]]
+
+
+async def test_llm_importance_scores_with_the_llm_and_falls_back(tmp_path: Path) -> None:
+    from agentscope_memory.message import Msg, MsgRole
+
+    reply = ScriptedReply.json({"importance_score": 0.9, "extracted_fact": "", "domain": "general_chat"})
+    with ScriptedLLM(default=ScriptedReply.text("S")) as llm:
+        settings = ServiceSettings(data_dir=tmp_path, long_term_enabled=False, llm_base_url=llm.base_url,
+                                   llm_max_retries=0)
+        async with build_service(settings) as service:
+            await service.memories.create_memory(T, "on", "TIERED", config(score_importance=True, llm_importance=True))
+            await service.memories.create_memory(T, "off", "TIERED", config(score_importance=True))
+            llm.push(reply)
+            first = Msg.create(MsgRole.USER, "the weather is fine")
+            await service.tiered.add_items(T, "on", [first], request_id="r1")
+            llm.push(ScriptedReply.error(500))
+            await service.tiered.add_items(T, "on", [Msg.create(MsgRole.USER, "the weather is fine again")])
+            _, tiers = await service.tiered.tiers(T, "on")
+            assert [(i.importance, i.method) for i in tiers.l1] == [(0.9, "llm"), (tiers.l1[1].importance, "heuristic")]
+            assert [i.method for i in tiers.l2] == ["llm"]
+            # A retry is recognised although the LLM would now score differently.
+            llm.push(ScriptedReply.json({"importance_score": 0.1, "extracted_fact": "", "domain": "general_chat"}))
+            assert (await service.tiered.add_items(T, "on", [first], request_id="r1")).replayed
+            calls = len(llm.chat_requests)
+            await service.tiered.add_items(T, "off", [Msg.create(MsgRole.USER, "the weather is fine")])
+            _, tiers = await service.tiered.tiers(T, "off")
+            assert tiers.l1[0].method == "heuristic" and len(llm.chat_requests) == calls
