@@ -43,6 +43,7 @@ from agentscope_memory.pool import (
     PoolDelete,
     PoolEntry,
     PoolEvent,
+    MemoryPools,
     PoolWrite,
     RenderedPools,
 )
@@ -197,6 +198,16 @@ class AsyncPoolClient:
         response = await self._call(self._stub.RenderPoolContext, _render_request(pool_ids, max_tokens, messages))
         return _rendered(response)
 
+    async def set_memory_pools(self, memory_id: str, pool_ids: Sequence[str], max_tokens: int = 0) -> MemoryPools:
+        """Name the pools whose rendering `memory_id`'s context-building calls include ([]: none)."""
+        response = await self._call(self._stub.SetMemoryPools, pool_pb.SetMemoryPoolsRequest(
+            memory_id=memory_id, pool_ids=list(pool_ids), max_tokens=max_tokens))
+        return MemoryPools(list(response.pool_ids), response.max_tokens)
+
+    async def get_memory_pools(self, memory_id: str) -> MemoryPools:
+        response = await self._call(self._stub.GetMemoryPools, pool_pb.GetMemoryPoolsRequest(memory_id=memory_id))
+        return MemoryPools(list(response.pool_ids), response.max_tokens)
+
 
 class PoolClient:
     """`AsyncPoolClient`'s methods, blocking."""
@@ -294,6 +305,15 @@ class PoolClient:
     def render(self, pool_ids: Sequence[str], max_tokens: int = 0, *, messages: bool = False) -> RenderedPools:
         return _rendered(self._call(self._stub.RenderPoolContext, _render_request(pool_ids, max_tokens, messages)))
 
+    def set_memory_pools(self, memory_id: str, pool_ids: Sequence[str], max_tokens: int = 0) -> MemoryPools:
+        response = self._call(self._stub.SetMemoryPools, pool_pb.SetMemoryPoolsRequest(
+            memory_id=memory_id, pool_ids=list(pool_ids), max_tokens=max_tokens))
+        return MemoryPools(list(response.pool_ids), response.max_tokens)
+
+    def get_memory_pools(self, memory_id: str) -> MemoryPools:
+        response = self._call(self._stub.GetMemoryPools, pool_pb.GetMemoryPoolsRequest(memory_id=memory_id))
+        return MemoryPools(list(response.pool_ids), response.max_tokens)
+
 
 class AsyncLocalPoolClient:
     """`AsyncPoolClient`'s methods over an in-process service (local mode, tenant `default`)."""
@@ -366,3 +386,16 @@ class AsyncLocalPoolClient:
         if messages:
             return RenderedPools("", rendered.messages, rendered.entry_count, rendered.omitted_count, rendered.token_count)
         return RenderedPools(rendered.text, [], rendered.entry_count, rendered.omitted_count, rendered.token_count)
+
+    async def _attachments(self) -> Any:
+        service = await self._handle.get()
+        assert service.pool_attachments is not None
+        return service.pool_attachments
+
+    async def set_memory_pools(self, memory_id: str, pool_ids: Sequence[str], max_tokens: int = 0) -> MemoryPools:
+        chosen: MemoryPools = await (await self._attachments()).set(self.tenant, memory_id, list(pool_ids), max_tokens)
+        return chosen
+
+    async def get_memory_pools(self, memory_id: str) -> MemoryPools:
+        chosen: MemoryPools = await (await self._attachments()).get(self.tenant, memory_id)
+        return chosen

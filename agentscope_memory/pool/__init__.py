@@ -1,5 +1,6 @@
 """Shared memory pools: versioned key -> JSON spaces several agents share (Loom's shared pool)."""
 
+from agentscope_memory.pool.attachments import MemoryPools, PoolAttachments
 from agentscope_memory.pool.engine import PoolLimits, SharedPools
 from agentscope_memory.pool.model import (
     DELETE_EVENT,
@@ -15,6 +16,6 @@ from agentscope_memory.pool.model import (
 )
 
 __all__ = [
-    "DELETE_EVENT", "WRITE_EVENT", "EntryPage", "EventPage", "PoolConflictError", "PoolDelete", "PoolEntry",
+    "DELETE_EVENT", "WRITE_EVENT", "EntryPage", "EventPage", "MemoryPools", "PoolAttachments", "PoolConflictError", "PoolDelete", "PoolEntry",
     "PoolEvent", "PoolLimits", "PoolWrite", "RenderedPools", "SharedPools",
 ]

@@ -32,7 +32,7 @@ from agentscope_memory.short_term.tiered.kind import TieredKind
 from agentscope_memory.short_term.tiered.service import TieredService
 from agentscope_memory.short_term.tiered.summaries import ExtractiveTierSummarizer, LlmTierSummarizer, TierSummarizer
 from agentscope_memory.store import Store, open_store
-from agentscope_memory.pool import SharedPools
+from agentscope_memory.pool import PoolAttachments, SharedPools
 from agentscope_memory.scopes.engine import ScopeEngine
 
 log = logging.getLogger("agentscope_memory.service")
@@ -59,6 +59,8 @@ class Service:
     agent_state: AgentStateEngine | None = None
     # Shared memory pools (pool/): versioned key -> JSON spaces several agents share.
     pools: SharedPools | None = None
+    # Which pools each memory's context-building calls include (pool/attachments.py).
+    pool_attachments: PoolAttachments | None = None
     # Reflection, consolidation and compressed recall (lifecycle/); None without long-term memory.
     reflect_lifecycle: ReflectLifecycle | None = None
     # Parent/child scopes (scopes/): hierarchy, visibility, inherited reads; built by `build_service`.
@@ -214,6 +216,9 @@ def build_service(settings: ServiceSettings | None = None) -> Service:
             service.reflect_lifecycle = build_reflect_lifecycle(service.long_term, _chat_client(settings), jobs, settings)
     service.scopes = ScopeEngine(memories, service.long_term)
     service.pools = SharedPools(store, tokens)
+    service.pool_attachments = PoolAttachments(service.pools, store)
+    service.scopes.child_hooks.append(PoolAttachments.inherit)
+    service.auto_context.shared_context = service.pool_attachments.context
     from agentscope_memory.long_term.hybrid import HybridEngine as _Hybrid
 
     from agentscope_memory.long_term.importance import LlmScorer
@@ -222,4 +227,5 @@ def build_service(settings: ServiceSettings | None = None) -> Service:
     service.tiered = TieredService(memories, tiered_kind, build_tier_summarizer(settings),
                                    service.long_term if isinstance(service.long_term, _Hybrid) else None,
                                    LlmScorer(llm) if llm is not None else None)
+    service.tiered.shared_context = service.pool_attachments.context
     return service

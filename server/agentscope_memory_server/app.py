@@ -164,8 +164,9 @@ async def _serve(settings: Settings, service: Service, tracing: Tracing | None =
     )
     if service.scopes is not None:
         scope_service_pb2_grpc.add_ScopeServiceServicer_to_server(ScopeServicer(service.scopes), server)
-    if service.pools is not None:
-        shared_pool_service_pb2_grpc.add_SharedPoolServiceServicer_to_server(PoolServicer(service.pools), server)
+    if service.pools is not None and service.pool_attachments is not None:
+        shared_pool_service_pb2_grpc.add_SharedPoolServiceServicer_to_server(
+            PoolServicer(service.pools, service.pool_attachments), server)
     if service.tiered is not None:
         from agentscope_memory._proto.agentscope.memory.v1 import tiered_memory_service_pb2_grpc
         from agentscope_memory_server.tiered_servicer import TierGauges, TieredServicer

@@ -10,7 +10,7 @@ import grpc
 from agentscope_memory._proto.agentscope.memory.v1 import shared_pool_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import shared_pool_service_pb2_grpc as pb_grpc
 from agentscope_memory.convert.pool import entry_to_proto, event_to_proto, render_format_from_proto, rendered_to_proto
-from agentscope_memory.pool import PoolConflictError, SharedPools
+from agentscope_memory.pool import PoolAttachments, PoolConflictError, SharedPools
 from agentscope_memory_server.errors import grpc_errors, grpc_stream_errors
 from agentscope_memory_server.tenancy import tenant_of
 
@@ -35,8 +35,9 @@ def _conflicts(method: F) -> F:
 
 
 class PoolServicer(pb_grpc.SharedPoolServiceServicer):
-    def __init__(self, pools: SharedPools) -> None:
+    def __init__(self, pools: SharedPools, attachments: PoolAttachments) -> None:
         self.pools = pools
+        self.attachments = attachments
 
     @grpc_errors
     @_conflicts
@@ -84,3 +85,14 @@ class PoolServicer(pb_grpc.SharedPoolServiceServicer):
         messages = render_format_from_proto(request.format)
         rendered = await self.pools.render(tenant_of(context), list(request.pool_ids), request.max_tokens)
         return rendered_to_proto(rendered, messages)
+
+    @grpc_errors
+    async def SetMemoryPools(self, request: pb.SetMemoryPoolsRequest, context: grpc.aio.ServicerContext) -> pb.SetMemoryPoolsResponse:
+        chosen = await self.attachments.set(tenant_of(context), request.memory_id, list(request.pool_ids),
+                                            request.max_tokens)
+        return pb.SetMemoryPoolsResponse(pool_ids=chosen.pool_ids, max_tokens=chosen.max_tokens)
+
+    @grpc_errors
+    async def GetMemoryPools(self, request: pb.GetMemoryPoolsRequest, context: grpc.aio.ServicerContext) -> pb.GetMemoryPoolsResponse:
+        chosen = await self.attachments.get(tenant_of(context), request.memory_id)
+        return pb.GetMemoryPoolsResponse(pool_ids=chosen.pool_ids, max_tokens=chosen.max_tokens)

@@ -15,7 +15,7 @@ import copy
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Callable, Generic, Sequence, TypeVar
+from typing import AsyncIterator, Awaitable, Callable, Generic, Sequence, TypeVar
 
 from agentscope_memory.errors import AbortedError, FailedPreconditionError, InvalidArgumentError
 from agentscope_memory.validation.ids import check_id
@@ -96,6 +96,9 @@ class AutoContextService:
         # only, so the same digest means the same "nothing to do" (skipped, no summariser call).
         # Kept in memory only: after a restart the first check simply runs again.
         self._unchanged: dict[tuple[str, str], bytes] = {}
+        # The memory's shared pools rendered as messages (`pool/attachments.py`), set by the
+        # service assembly; None: no pools.
+        self.shared_context: Callable[[str, str], Awaitable[list[Msg]]] | None = None
 
     @property
     def store(self):
@@ -267,7 +270,13 @@ class AutoContextService:
             text = prompts.HOOK_INSTRUCTION if system_prompt is None else system_prompt + "\n\n" + prompts.HOOK_INSTRUCTION
             name = system_message.name if system_message is not None else "system"
             metadata = copy.deepcopy(system_message.metadata) if system_message is not None else {}
-            system = Msg(self._identity.new_id(), name, MsgRole.SYSTEM, [TextBlock(text)], metadata,
+            blocks = [TextBlock(text)]
+            if self.shared_context is not None:
+                # The memory's shared pools, as a second block: the first stays what Java builds.
+                shared = await self.shared_context(tenant, memory_id)
+                if shared:
+                    blocks.append(TextBlock("\n".join(m.text_content for m in shared)))
+            system = Msg(self._identity.new_id(), name, MsgRole.SYSTEM, list(blocks), metadata,
                          self._identity.timestamp())
 
         def fetch(tx: Tx, after: int, limit: int) -> list[Positioned[Msg]]:

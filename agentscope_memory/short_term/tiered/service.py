@@ -14,6 +14,7 @@ a text per scope.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import contextlib
 import json
 import logging
@@ -21,7 +22,7 @@ import math
 import time
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Sequence
 
 from agentscope_memory.errors import AbortedError, FailedPreconditionError, InvalidArgumentError, NotFoundError
 from agentscope_memory.long_term.engine import Scope
@@ -142,6 +143,8 @@ class TieredService:
         self._locks: dict[tuple[str, str], tuple[asyncio.Lock, list[int]]] = {}
         self._changed: dict[tuple[str, str], tuple[asyncio.Condition, list[int]]] = {}
         manager.on_added(KIND, self._after_add)
+        # The memory's shared pools rendered as messages, set by the service assembly.
+        self.shared_context: Callable[[str, str], Awaitable[list[Msg]]] | None = None
 
     @property
     def store(self):
@@ -488,7 +491,12 @@ class TieredService:
     # -- projection -----------------------------------------------------------------------
 
     async def project(self, tenant: str, memory_id: str, request: ProjectionRequest) -> Projection:
-        """The messages for the next model call (see `projection.py`)."""
+        """The messages for the next model call (see `projection.py`). Without shared context
+        from the caller, the memory's own shared pools give it (`pool/attachments.py`)."""
+        if not request.shared_context and self.shared_context is not None:
+            shared = await self.shared_context(tenant, memory_id)
+            if shared:
+                request = dataclasses.replace(request, shared_context=shared)
         return await project(self, tenant, memory_id, request)
 
     # -- pages (every response stays under the receive limit) ------------------------------
