@@ -31,9 +31,9 @@ def normalise(text: str) -> str:
     return text.strip()
 
 
-def readme_session() -> list[tuple[str, str]]:
-    """(command, expected output) pairs of the console block under "Debugging with grpcurl"."""
-    section = README.read_text(encoding="utf-8").split("## Debugging with grpcurl", 1)[1]
+def readme_session(heading: str = "## Debugging with grpcurl") -> list[tuple[str, str]]:
+    """(command, expected output) pairs of the first console block under `heading`."""
+    section = README.read_text(encoding="utf-8").split(heading, 1)[1]
     block = section.split("```console\n", 1)[1].split("\n```", 1)[0]
     session: list[tuple[str, str]] = []
     command: list[str] | None = None

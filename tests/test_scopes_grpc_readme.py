@@ -9,34 +9,15 @@ import subprocess
 
 import pytest
 
-from test_grpcurl_grpc_readme import GRPCURL, README, README_ADDRESS, _open, normalise
+from test_grpcurl_grpc_readme import GRPCURL, README_ADDRESS, normalise, readme_session
 
 pytestmark = pytest.mark.needs(GRPCURL.exists() or shutil.which("grpcurl") is not None, "grpcurl not installed")
 
 
-def scopes_session() -> list[tuple[str, str]]:
-    section = README.read_text(encoding="utf-8").split("## Parent/child scopes", 1)[1]
-    block = section.split("```console\n", 1)[1].split("\n```", 1)[0]
-    session: list[tuple[str, str]] = []
-    command: list[str] | None = None
-    output: list[str] = []
-    for line in block.splitlines():
-        if command is not None and _open(command):
-            command.append(line)
-            continue
-        if line.startswith("$ "):
-            if command is not None:
-                session.append(("\n".join(command), "\n".join(output)))
-            command, output = [line[2:]], []
-        else:
-            output.append(line)
-    if command is not None:
-        session.append(("\n".join(command), "\n".join(output)))
-    return session
 
 
 def test_the_readme_scopes_session_prints_what_the_readme_says(threaded_server) -> None:
-    session = scopes_session()
+    session = readme_session("## Parent/child scopes")
     assert len(session) >= 6 and all(expected for _, expected in session)
     grpcurl = str(GRPCURL if GRPCURL.exists() else shutil.which("grpcurl"))
     for command, expected in session:
