@@ -180,3 +180,58 @@ def test_keys_decide_the_tenant_and_only_an_admin_key_deletes(tmp_path: Path, br
             assert [m.memory_id for m in client.list_memories()] == []
     finally:
         server.stop()
+
+
+def test_tiers_and_shared_pools(tmp_path: Path, browser) -> None:
+    from selenium.webdriver.common.by import By
+
+    from agentscope_memory.client import PoolClient
+    from agentscope_memory.client.tiered import TieredClient
+    from agentscope_memory.short_term.tiered import TieredConfig
+
+    server = ServerThread(make_settings(tmp_path / "data", inspector_port=0))
+    try:
+        with TieredClient(server.address) as tiered, PoolClient(server.address) as pools:
+            tiered.create_memory("分层代理", TieredConfig(l1_compact_trigger=65, l2_budget=100, score_importance=False))
+            for i in range(12):
+                tiered.add("分层代理", [Msg.create(MsgRole.USER, f"第{i}条笔记 " + "x" * 30)],
+                           importances=[0.9 if i % 2 else 0.3])
+            status = tiered.status("分层代理")
+            pools.write("团队", "发布", {"冻结": "周五"}, writer="planner")
+            pools.write("团队", "发布", {"冻结": "下周一"}, writer="coder", metadata={"来源": "站会"})
+            pools.write("团队", "负责人", "张三", writer="planner")
+            pools.set_memory_pools("分层代理", ["团队"], 500)
+        base = f"http://127.0.0.1:{server.running.inspector_port}"
+
+        browser.get(base + "/memories/分层代理")
+        rows = browser.find_elements(By.CSS_SELECTOR, "#tiers tbody tr")
+        assert [r.find_elements(By.TAG_NAME, "td")[0].text for r in rows] == ["L1", "L2", "L3", "L4"]
+        # The page shows the same numbers as the status RPC.
+        for row, usage in zip(rows, status.tiers, strict=True):
+            cells = [c.text for c in row.find_elements(By.TAG_NAME, "td")]
+            assert cells[1] == str(usage.items) and cells[2] == f"{usage.tokens} / {usage.budget}"
+        assert f"{status.summaries} summaries" in browser.find_element(By.ID, "tier-facts").text
+        l2 = browser.find_elements(By.CSS_SELECTOR, "#tier-l2 tbody tr")
+        assert len(l2) == status.tiers[1].items > 0 and all("0.90" in r.text for r in l2)
+        assert "promote" in browser.find_element(By.ID, "tier-events").text
+        link = browser.find_element(By.CSS_SELECTOR, "#memory-pools a")
+        assert link.text == "团队"
+
+        browser.get(link.get_attribute("href"))
+        assert browser.find_element(By.ID, "pool-title").text == "团队"
+        entries = [[c.text for c in r.find_elements(By.TAG_NAME, "td")]
+                   for r in browser.find_elements(By.CSS_SELECTOR, "#entries tbody tr")]
+        assert [(e[0], e[2], e[3], e[4]) for e in entries] == [("发布", "2", "planner", "coder"), ("负责人", "1", "planner", "planner")]
+        assert '"来源": "站会"' in entries[0][6]
+        events = browser.find_elements(By.CSS_SELECTOR, "#pool-events tbody tr")
+        assert [e.find_elements(By.TAG_NAME, "td")[1].text for e in events] == ["shared_pool.write"] * 3
+        assert browser.find_element(By.ID, "rendered").text.splitlines() == [
+            "[SHARED:负责人] 张三", '[SHARED:发布] {"冻结":"下周一"}']
+        shot = tmp_path / "pools.png"
+        browser.save_screenshot(str(shot))
+        assert shot.stat().st_size > 10_000
+
+        browser.get(base + "/pools?pool_id=没有这个池")
+        assert browser.find_element(By.ID, "no-entries").text == "No entries."
+    finally:
+        server.stop()

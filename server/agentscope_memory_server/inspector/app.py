@@ -141,9 +141,29 @@ class Inspector:
             for seq, event in await self.service.auto_context.all_events(tenant, memory_id):
                 events.append({"seq": seq, **event.to_dict()})
             offloads = await self._offloads(tenant, memory_id)
+        tiers = await self._tiers(tenant, memory_id) if info.record.kind == "TIERED" else None
+        pools = None
+        if self.service.pool_attachments is not None:
+            pools = await self.service.pool_attachments.get(tenant, memory_id)
         return self.render(request, "memory.html", tenant=tenant, memory=info.record, count=info.message_count,
                            messages=messages, next_page=page.next_page_token, next_start=start + len(messages),
-                           events=events, offloads=offloads, csrf=self.csrf(request))
+                           events=events, offloads=offloads, tiers=tiers, pools=pools, csrf=self.csrf(request))
+
+    async def _tiers(self, tenant: str, memory_id: str) -> dict[str, Any] | None:
+        """A TIERED memory's status (Loom's visualiser), its L2 and L3 items and its moves."""
+        tiered = self.service.tiered
+        if tiered is None:
+            return None
+        status = await tiered.status(tenant, memory_id)
+        items = {}
+        for tier in (2, 3):
+            page, _ = await tiered.items_page(tenant, memory_id, tier, PAGE_SIZE)
+            items[tier] = [{"seq": i.seq, "kind": i.kind, "importance": i.importance, "tokens": i.tokens,
+                            "text": i.content, "method": i.method} for i in page]
+        moves, _ = await tiered.events_page(tenant, memory_id, 0, PAGE_SIZE)
+        return {"status": status, "items": items, "events": [
+            {"seq": seq, "kind": e.kind, "from": e.from_tier, "to": e.to_tier, "items": len(e.item_seqs),
+             "tokens": e.tokens, "at": e.time} for seq, e in moves]}
 
     async def _offloads(self, tenant: str, memory_id: str) -> list[dict[str, Any]]:
         _, entries = await self.service.memories.save_state(tenant, memory_id)
@@ -186,6 +206,31 @@ class Inspector:
                                         "lexical": s.lexical, "decay": s.decay, "importance": s.importance}})
         return self.render(request, "long_term.html", tenant=tenant, scope=scope, query=query, results=results,
                            error=error)
+
+    async def pool(self, request: Request) -> Response:
+        """A shared pool's entries (by key) and its events (oldest first), a page of each."""
+        tenant = self.tenant(request)
+        if self.service.pools is None:
+            raise NotFoundError("shared pools are not served here")
+        q = request.query_params
+        pool_id = request.path_params.get("pool_id") or q.get("pool_id", "")
+        if not pool_id:
+            return self.render(request, "pool.html", tenant=tenant, pool_id="", entries=[], events=[],
+                               next_page="", next_events="", rendered=None)
+        entries = await self.service.pools.list(tenant, pool_id, q.get("prefix", ""), PAGE_SIZE, q.get("page", ""))
+        after = int(q.get("after", "0") or 0)
+        events = await self.service.pools.events(tenant, pool_id, max(after, 0), PAGE_SIZE)
+        rendered = await self.service.pools.render(tenant, [pool_id], 0)
+        return self.render(request, "pool.html", tenant=tenant, pool_id=pool_id, prefix=q.get("prefix", ""),
+                           entries=[{"key": e.key, "content": e.content_json, "version": e.version,
+                                     "created_by": e.created_by, "updated_by": e.updated_by, "updated": e.updated_at,
+                                     "metadata": json.dumps(e.metadata, ensure_ascii=False) if e.metadata else ""}
+                                    for e in entries.entries],
+                           next_page=entries.next_page_token,
+                           events=[{"seq": e.sequence, "type": e.event_type, "key": e.key, "version": e.version,
+                                    "writer": e.writer, "at": e.time} for e in events.events],
+                           next_events=str(events.events[-1].sequence) if events.next_page_token else "",
+                           rendered=rendered)
 
     async def history(self, request: Request) -> Response:
         tenant = self.tenant(request)
@@ -253,6 +298,8 @@ def create_app(service: Service, keys: ApiKeys, admin_keys: frozenset[str] = fro
         Route("/memories/{memory_id:path}", page(inspector.memory)),
         Route("/long-term", page(inspector.long_term)),
         Route("/long-term/{memory_id}/history", page(inspector.history)),
+        Route("/pools", page(inspector.pool)),
+        Route("/pools/{pool_id:path}", page(inspector.pool)),
         Route("/health", page(inspector.health)),
         Route("/login", inspector.login, methods=["GET", "POST"]),
         Route("/logout", inspector.logout, methods=["POST"]),
