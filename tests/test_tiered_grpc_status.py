@@ -8,6 +8,8 @@ import json
 import httpx
 import pytest
 
+from agentscope_memory.client import AsyncMemoryClient
+from agentscope_memory.client.scopes import AsyncScopeClient
 from agentscope_memory.client.tiered import AsyncTieredClient, TieredClient
 from agentscope_memory.short_term.tiered import TieredConfig
 from agentscope_memory.short_term.tiered.visual import WIDTH, columns
@@ -39,6 +41,17 @@ async def test_status_numbers_and_gauges(server_factory) -> None:  # type: ignor
     assert 'agentscope_memory_tiered_summaries{memory_id="g",tenant="default"} 1.0' in text
     assert 'agentscope_memory_tiered_l4_vectors{memory_id="g",tenant="default"} 0.0' in text
     assert f'agentscope_memory_tiered_compaction_ratio{{memory_id="g",tenant="default"}} {status.compaction_ratio}' in text
+    # A deleted memory's series leave with it (by either delete path), so labels do not pile up.
+    async with AsyncTieredClient(server.address) as tiered, AsyncMemoryClient(server.address) as memories:
+        await tiered.create_memory("h", CONFIG)
+        await tiered.status("h")
+        await memories.delete_memory("g")
+        async with AsyncScopeClient(server.address) as scopes:
+            await scopes.delete_memory("h", force=True)
+    async with httpx.AsyncClient() as http:
+        text = (await http.get(f"http://127.0.0.1:{server.metrics_port}/metrics")).text
+    assert 'memory_id="g"' not in text and 'memory_id="h"' not in text
+    assert "agentscope_memory_tiered_items" in text  # the metric family itself stays
 
 
 def test_cli_draws_the_box(threaded_server, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]

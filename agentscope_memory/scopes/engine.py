@@ -203,7 +203,9 @@ class ScopeEngine:
             tx.delete_memory(memory_id)
             return detached
 
-        return await self._store.run(tenant, delete)
+        detached = await self._store.run(tenant, delete)
+        self._memories.deleted(tenant, memory_id)
+        return detached
 
     # -- visibility of messages -------------------------------------------------------------
 

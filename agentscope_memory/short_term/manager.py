@@ -146,10 +146,21 @@ class MemoryManager:
         self._handlers = {h.kind: h for h in handlers}
         # Per kind, what runs after an add commits (a TIERED memory's promotions and summaries).
         self._after_add: dict[str, Callable[[str, str], Awaitable[None]]] = {}
+        # What runs after a memory's deletion commits (per-memory gauges leave with it).
+        self._after_delete: list[Callable[[str, str], None]] = []
 
     def on_added(self, kind: str, callback: Callable[[str, str], Awaitable[None]]) -> None:
         """Run `callback(tenant, memory_id)` after every committed add to a memory of `kind`."""
         self._after_add[kind] = callback
+
+    def on_deleted(self, callback: Callable[[str, str], None]) -> None:
+        """Run `callback(tenant, memory_id)` after every committed deletion of a memory."""
+        self._after_delete.append(callback)
+
+    def deleted(self, tenant: str, memory_id: str) -> None:
+        """Tell the `on_deleted` callbacks that `memory_id` was deleted (by any path)."""
+        for callback in self._after_delete:
+            callback(tenant, memory_id)
 
     def handler(self, kind: str) -> MemoryKindHandler:
         handler = self._handlers.get(kind)
@@ -241,6 +252,7 @@ class MemoryManager:
             tx.delete_memory(memory_id)
 
         await self.store.run(tenant, delete)
+        self.deleted(tenant, memory_id)
 
     # -- messages ---------------------------------------------------------------------------
 

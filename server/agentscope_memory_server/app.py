@@ -171,8 +171,11 @@ async def _serve(settings: Settings, service: Service, tracing: Tracing | None =
         from agentscope_memory._proto.agentscope.memory.v1 import tiered_memory_service_pb2_grpc
         from agentscope_memory_server.tiered_servicer import TierGauges, TieredServicer
 
+        gauges = TierGauges(metrics.registry) if metrics is not None else None
+        if gauges is not None:
+            service.memories.on_deleted(gauges.forget)
         tiered_memory_service_pb2_grpc.add_TieredMemoryServiceServicer_to_server(
-            TieredServicer(service.tiered, TierGauges(metrics.registry) if metrics is not None else None), server)
+            TieredServicer(service.tiered, gauges), server)
     if service.long_term is not None and service.turns is not None:
         long_term_servicer = LongTermServicer(
             service.long_term, service.turns, service.memories.tokens, service.memories.limits.max_page_bytes,

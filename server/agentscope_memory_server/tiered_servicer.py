@@ -3,6 +3,7 @@ memory service (`agentscope_memory.short_term.tiered`)."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import AsyncIterator
 
 import grpc
@@ -43,6 +44,16 @@ class TierGauges:
                              ["tenant", "memory_id"], registry=registry)
         self.ratio = Gauge("agentscope_memory_tiered_compaction_ratio", "Tokens replaced per summary token",
                            ["tenant", "memory_id"], registry=registry)
+
+    def forget(self, tenant: str, memory_id: str) -> None:
+        """Drop a deleted memory's series (a memory that never reported has none)."""
+        for gauge in (self.items, self.tokens, self.budget):
+            for tier in ("L1", "L2", "L3", "L4"):
+                with contextlib.suppress(KeyError):
+                    gauge.remove(tenant, memory_id, tier)
+        for gauge in (self.summaries, self.vectors, self.ratio):
+            with contextlib.suppress(KeyError):
+                gauge.remove(tenant, memory_id)
 
     def set(self, tenant: str, status: TierStatus) -> None:
         for usage in status.tiers:
