@@ -14,7 +14,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as 
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
 from agentscope_memory._proto.agentscope.memory.v1 import scope_service_pb2 as scope_pb
 from agentscope_memory._proto.agentscope.memory.v1 import scope_service_pb2_grpc as scope_grpc
-from agentscope_memory.client import AsyncMemoryClient
+from agentscope_memory.client import AsyncLongTermClient, AsyncMemoryClient
 from agentscope_memory.client.scopes import AsyncScopeClient
 from agentscope_memory.errors import (
     AlreadyExistsError,
@@ -74,6 +74,23 @@ async def test_long_term_cycles_are_refused(server) -> None:
         assert await scopes.set_long_term_parent(c, None) == []
         assert (await scopes.long_term_lineage(c)).ancestors == []
         assert (await scopes.long_term_lineage(a)).child_count == 1
+
+
+async def test_deleting_a_parent_long_term_scope_needs_force_and_then_detaches_its_children(server) -> None:
+    parent, child = Scope(agent_name="主管", user_id="用户"), Scope(agent_name="助手", user_id="用户")
+    async with AsyncScopeClient(server.address) as scopes, AsyncLongTermClient(server.address, timeout=30) as ltm:
+        await scopes.set_long_term_parent(child, parent)
+        await ltm.record(parent, [Msg.create(MsgRole.USER, "项目预算是十万元")])
+        await ltm.record(child, [Msg.create(MsgRole.USER, "我负责写测试")])
+        with pytest.raises(FailedPreconditionError, match="force.*1 child scope"):
+            await ltm.forget(parent)
+        assert len(await ltm.list(parent)) == 1 and (await scopes.long_term_lineage(child)).ancestors == [parent]
+        assert await ltm.forget(parent, force=True) == 1
+        assert await ltm.list(parent) == []
+        assert (await scopes.long_term_lineage(child)).ancestors == []
+        assert [m.text for m in await ltm.list(child)] == ["我负责写测试"]
+        # A scope without children needs no force.
+        assert await ltm.forget(child) == 1
 
 
 async def test_a_lineage_is_at_most_32_deep(server) -> None:

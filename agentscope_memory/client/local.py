@@ -214,7 +214,10 @@ class AsyncLocalLongTermClient(_LocalClient):
     async def delete(self, memory_id: str) -> None:
         await (await self._engine()).delete(self.tenant, memory_id)
 
-    async def forget(self, scope: Scope) -> int:
+    async def forget(self, scope: Scope, *, force: bool = False) -> int:
+        service = await self._handle.get()
+        if service.scopes is not None:
+            return await service.scopes.delete_long_term_scope(self.tenant, scope, force)
         return await (await self._engine()).delete_scope(self.tenant, scope.validate())
 
     async def begin_turn(self, memory_id: str, scope: Scope, mode: Mode | str, input_msgs: Sequence[Msg]) -> Turn:

@@ -134,9 +134,10 @@ class AsyncLongTermClient:
     async def delete(self, memory_id: str) -> None:
         await self._call(self._stub.DeleteLongTermMemory, pb.DeleteLongTermMemoryRequest(id=memory_id), retry=False)
 
-    async def forget(self, scope: Scope) -> int:
-        """Delete everything of a scope; returns how many memories were deleted."""
-        request = pb.DeleteScopeRequest(scope=scope_to_proto(scope))
+    async def forget(self, scope: Scope, *, force: bool = False) -> int:
+        """Delete everything of a scope; returns how many memories were deleted. A scope with
+        child scopes needs `force` (its children are then detached)."""
+        request = pb.DeleteScopeRequest(scope=scope_to_proto(scope), force=force)
         return (await self._call(self._stub.DeleteScope, request, retry=False)).deleted_count
 
     async def begin_turn(self, memory_id: str, scope: Scope, mode: Mode | str, input_msgs: Sequence[Msg]) -> Turn:
@@ -231,9 +232,11 @@ class LongTermClient:
     def delete(self, memory_id: str) -> None:
         self._call(self._stub.DeleteLongTermMemory, pb.DeleteLongTermMemoryRequest(id=memory_id), retry=False)
 
-    def forget(self, scope: Scope) -> int:
-        """Delete everything of a scope; returns how many memories were deleted."""
-        return self._call(self._stub.DeleteScope, pb.DeleteScopeRequest(scope=scope_to_proto(scope)), retry=False).deleted_count
+    def forget(self, scope: Scope, *, force: bool = False) -> int:
+        """Delete everything of a scope; returns how many memories were deleted. A scope with
+        child scopes needs `force` (its children are then detached)."""
+        return self._call(self._stub.DeleteScope, pb.DeleteScopeRequest(scope=scope_to_proto(scope), force=force),
+                          retry=False).deleted_count
 
     def begin_turn(self, memory_id: str, scope: Scope, mode: Mode | str, input_msgs: Sequence[Msg]) -> Turn:
         request = _requests.begin_turn(memory_id, scope, mode, input_msgs)

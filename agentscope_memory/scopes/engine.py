@@ -271,6 +271,28 @@ class ScopeEngine:
 
         return [scope_of_key(k) for k in await self._store.run(tenant, write, small=True)]
 
+    async def delete_long_term_scope(self, tenant: str, scope: Scope, force: bool = False) -> int:
+        """The long-term engine's `delete_scope`, refused while `scope` has child scopes unless
+        `force`; then the children are detached first (they keep their own memories)."""
+        if self._long_term is None:
+            raise FailedPreconditionError("long-term memory is switched off on this server")
+        scope.validate("scope")
+        key = exact_key(scope)
+
+        def detach_children(tx: Tx) -> None:
+            tx.scope_lock(LTM_SPACE)
+            children = tx.scope_child_count(LTM_SPACE, key)
+            if children and not force:
+                raise FailedPreconditionError(
+                    f"force: scope {_describe(scope)} has {children} child {'scope' if children == 1 else 'scopes'}; "
+                    "detach them first, or set force to detach them")
+            if children:
+                tx.scope_detach_children(LTM_SPACE, key)
+
+        await self._store.run(tenant, detach_children, small=True)
+        deleted: int = await self._long_term.delete_scope(tenant, scope)
+        return deleted
+
     async def long_term_lineage(self, tenant: str, scope: Scope) -> LongTermLineage:
         scope.validate("scope")
         key = exact_key(scope)
@@ -355,3 +377,8 @@ def _collect(tx: Tx, memory_id: str, chain: list[str], cursor: _Cursor, size: in
             kept += 1
         after = last
     return out, (phase, index, after, global_id)
+
+
+def _describe(scope: Scope) -> str:
+    return ", ".join(f"{name}={value!r}" for name, value in
+                     (("agent_name", scope.agent_name), ("user_id", scope.user_id), ("run_name", scope.run_name)) if value)

@@ -105,7 +105,11 @@ class LongTermServicer(pb_grpc.LongTermMemoryServiceServicer):
 
     @grpc_errors
     async def DeleteScope(self, request: pb.DeleteScopeRequest, context: grpc.aio.ServicerContext) -> pb.DeleteScopeResponse:
-        deleted = await self.engine.delete_scope(tenant_of(context), scope_from_proto(request.scope))
+        scope = scope_from_proto(request.scope)
+        if self.scopes is not None:
+            deleted = await self.scopes.delete_long_term_scope(tenant_of(context), scope, request.force)
+        else:
+            deleted = await self.engine.delete_scope(tenant_of(context), scope)
         return pb.DeleteScopeResponse(deleted_count=deleted)
 
     @grpc_errors
