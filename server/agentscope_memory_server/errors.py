@@ -7,6 +7,8 @@ the server log with the traceback, never UNKNOWN with a Python traceback.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import logging
 import uuid
@@ -66,18 +68,53 @@ def grpc_errors(method: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+_GONE = object()
+# How often a stream waiting for its next item checks that its caller is still there.
+_CALLER_CHECK_S = 1.0
+
+
+async def _next_while_open(items: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> Any:
+    """The stream's next item, or `_GONE` when it ends or its caller has gone (a cancelled call
+    or a passed deadline). gRPC only notices a gone caller on a write, so a watch with nothing to
+    send would otherwise keep its handler, and its polling, alive until the server stops."""
+    step = asyncio.ensure_future(items.__anext__())
+    try:
+        while True:
+            done, _ = await asyncio.wait({step}, timeout=_CALLER_CHECK_S)
+            if done:
+                try:
+                    return step.result()
+                except StopAsyncIteration:
+                    return _GONE
+            if context.done() or context.cancelled():
+                return _GONE
+    finally:
+        if not step.done():
+            step.cancel()
+            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                await step
+
+
 def grpc_stream_errors(method: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIterator[Any]]:
     """The same for server-streaming handlers (async generators)."""
 
     @functools.wraps(method)
     async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        items = method(self, request, context).__aiter__()
         try:
-            async for item in method(self, request, context):
+            while True:
+                item = await _next_while_open(items, context)
+                if item is _GONE:
+                    return
                 yield item
         except grpc.aio.AbortError:
             raise
         except Exception as exc:  # noqa: BLE001
             await _abort_for(exc, context, method.__qualname__)
+        finally:
+            close = getattr(items, "aclose", None)
+            if close is not None:
+                await close()
 
     return wrapper
 
