@@ -21,6 +21,13 @@ from agentscope_memory.short_term.auto_context.config import AutoContextConfig
 from agentscope_memory.short_term.tiered import TieredConfig
 
 TEAM = "研发团队"
+
+
+@pytest.fixture(params=["sqlite", "postgres", "memory"])
+async def server(request, server_factory):
+    if request.param == "postgres":
+        return await server_factory(store="postgres", postgres_dsn=request.getfixturevalue("postgres_dsn"))
+    return await server_factory(store=request.param)
 ALL = "全公司"
 
 
