@@ -93,6 +93,14 @@ async def aclient(server: RunningServer) -> AsyncIterator[AsyncMemoryClient]:
         yield client
 
 
+async def _finish_tasks() -> None:
+    """Let what the server's stop cancelled (streams still open) finish before the loop closes."""
+    others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in others:
+        task.cancel()
+    await asyncio.gather(*others, return_exceptions=True)
+
+
 class ServerThread:
     """A real server running its own event loop in a thread, for blocking clients and tools."""
 
@@ -111,6 +119,7 @@ class ServerThread:
 
     def stop(self) -> None:
         asyncio.run_coroutine_threadsafe(self.running.stop(0), self._loop).result(30)
+        asyncio.run_coroutine_threadsafe(_finish_tasks(), self._loop).result(30)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
         self._loop.close()
