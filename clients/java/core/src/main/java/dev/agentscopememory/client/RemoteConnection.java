@@ -144,6 +144,15 @@ public final class RemoteConnection implements AutoCloseable {
         return factory.apply(channel).withDeadlineAfter(attemptNanos(), TimeUnit.NANOSECONDS);
     }
 
+    /**
+     * An asynchronous stub of any service over this connection (API key included) without a
+     * deadline, for server streams that run until the caller cancels them (such as {@code
+     * WatchPoolEvents}); e.g. {@code streamStub(SharedPoolServiceGrpc::newStub)}.
+     */
+    public <S extends io.grpc.stub.AbstractStub<S>> S streamStub(java.util.function.Function<Channel, S> factory) {
+        return factory.apply(channel);
+    }
+
     /** A blocking {@code StateService} stub with this connection's deadline, as {@link #memoryService()}. */
     public StateServiceGrpc.StateServiceBlockingStub stateService() {
         return StateServiceGrpc.newBlockingStub(channel)
@@ -258,6 +267,16 @@ public final class RemoteConnection implements AutoCloseable {
             }
         }
         return "channel closed".equals(status.getDescription());
+    }
+
+    /**
+     * Asks the channel to dial again at once rather than after gRPC's reconnect backoff (1 s,
+     * growing), as {@link #call} does between attempts; for callers retrying a stream.
+     */
+    void resetConnectBackoff() {
+        if (redial != null) {
+            redial.resetConnectBackoff();
+        }
     }
 
     /** Closes the channel if this connection created it; a channel passed in is left open. */
