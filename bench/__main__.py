@@ -13,7 +13,7 @@ from pathlib import Path
 # Each module exposes `async def run(results: list[dict]) -> None`.
 MODULES = ["bench.memory_bench", "bench.auto_context_bench", "bench.long_term_bench", "bench.recall_bench", "bench.java_turn_bench",
            "bench.mcp_bench",
-           "bench.lifecycle_bench", "bench.tiered_bench"]
+           "bench.lifecycle_bench", "bench.tiered_bench", "bench.pool_bench"]
 
 
 async def main(selected: list[str]) -> list[dict]:
