@@ -8,8 +8,8 @@ import java.util.Objects;
 /**
  * The connection options every client builder offers: share an existing {@link RemoteConnection},
  * or give the options of one the client opens itself (and closes when it is closed). The builders
- * of the remote memories, the long-term memory and the agent-state store extend it, so each
- * option is written, documented and checked once.
+ * of the remote memories, the long-term memory, the agent-state store and the shared memory pool
+ * extend it, so each option is written, documented and checked once.
  *
  * <pre>{@code
  * RemoteMemory memory = RemoteMemory.builder().target("127.0.0.1:50051").apiKey(key)

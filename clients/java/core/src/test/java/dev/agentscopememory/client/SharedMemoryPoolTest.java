@@ -17,7 +17,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.IntStream;
@@ -73,7 +72,6 @@ class SharedMemoryPoolTest {
             assertEquals(1, exists.getActualVersion());
             assertEquals(io.grpc.Status.Code.ABORTED, exists.getCode());
         }
-        AtomicInteger conflicts = new AtomicInteger();
         ExecutorService threads = Executors.newFixedThreadPool(writers);
         List<SharedMemoryPool> clients = new ArrayList<>();
         try {
@@ -92,7 +90,6 @@ class SharedMemoryPoolTest {
                                 assertEquals("计数", lost.getKey());
                                 assertEquals(seen.version(), lost.getExpectedVersion());
                                 assertTrue(lost.getActualVersion() > seen.version(), lost.getMessage());
-                                conflicts.incrementAndGet();
                             }
                         }
                     }
@@ -245,6 +242,32 @@ class SharedMemoryPoolTest {
                     both.messages().get(0).toString());
             SharedMemoryPool.Rendering tight = pool.renderContext(List.of("团队·甲", "团队·乙"), 5, false).block();
             assertTrue(tight.omittedCount() >= 1, tight.toString());
+        }
+    }
+
+    @Test
+    void poolsBelongToTheTenantOfTheApiKey() throws Exception {
+        String keyA = "pool-key-a-0123456789abcdef";
+        String keyB = "pool-key-b-0123456789abcdef";
+        try (TestServer secured = TestServer.start(java.util.Map.of("AGENTSCOPE_MEMORY_API_KEYS",
+                "{\"" + keyA + "\":\"tenant-a\",\"" + keyB + "\":\"tenant-b\"}"));
+             SharedMemoryPool a = SharedMemoryPool.builder().target(secured.target()).apiKey(keyA).poolId("同名池").build();
+             SharedMemoryPool b = SharedMemoryPool.builder().target(secured.target()).apiKey(keyB).poolId("同名池").build();
+             SharedMemoryPool none = SharedMemoryPool.builder().target(secured.target()).poolId("同名池").build()) {
+            a.write("秘密", "\"甲的\"").block();
+            b.write("秘密", "\"乙的\"").block();
+            b.write("只在乙", "1").block();
+            assertEquals("\"甲的\"", a.get("秘密").block().contentJson());
+            assertEquals(1, a.get("秘密").block().version());
+            assertNull(a.find("只在乙").block());
+            assertEquals(List.of("秘密"), a.listEntries("").map(SharedMemoryPool.Entry::key).collectList().block());
+            // Each tenant's watch sees its own events only.
+            assertEquals(List.of("秘密"), a.watch(0).take(1).map(SharedMemoryPool.Event::key).collectList()
+                    .block(Duration.ofSeconds(30)));
+            assertEquals(List.of(1L, 2L), b.watch(0).take(2).map(SharedMemoryPool.Event::sequence).collectList()
+                    .block(Duration.ofSeconds(30)));
+            assertInstanceOf(RemoteMemoryException.Unauthenticated.class,
+                    assertThrows(RemoteMemoryException.class, () -> none.get("秘密").block()));
         }
     }
 
