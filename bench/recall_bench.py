@@ -30,7 +30,7 @@ import numpy as np
 from agentscope_memory.long_term.text import tokenize
 
 DATA = Path(__file__).resolve().parent / "data" / "ltm_recall" / "recall_set.json"
-EMBEDDERS = ("minilm", "e5-small", "use-multilingual")
+EMBEDDERS = ("minilm", "e5-small", "use-multilingual", "minilm+e5")
 LINEAR_WEIGHTS = (0.3, 0.5, 0.7)  # weight of the dense leg
 RRF_K = 60
 DEPTH = 50  # candidates each leg contributes to a fusion, as an engine would fetch

