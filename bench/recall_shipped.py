@@ -37,6 +37,7 @@ def _ts(iso: str) -> float:
 async def _rank(memories: Sequence[dict[str, Any]], queries: Sequence[dict[str, Any]], embedder: Any,
                 store_kind: str, top_k: int, postgres_dsn: str | None) -> Ranking:
     from agentscope_memory.long_term.hybrid import EngineSettings, HybridEngine
+    from agentscope_memory.long_term.hybrid.scoring import round_importances
 
     from agentscope_memory.long_term import Scope
     from agentscope_memory.long_term.importance import HeuristicScorer
@@ -76,8 +77,9 @@ async def _rank(memories: Sequence[dict[str, Any]], queries: Sequence[dict[str, 
                         ids = [stored[m["text"]] for m in round_ if ours.get(stored.get(m["text"], "")) == m["id"]]
                         if ids:
                             verdict = await engine.scorer.assess([f"{m['role']}: {m['text']}" for m in round_])
-                            await engine.apply_assessment(TENANT, ids, verdict.importance_score, verdict.domain,
-                                                          verdict.method)
+                            await engine.apply_assessment(TENANT, round_importances(await engine.rows(TENANT, ids),
+                                                                                    verdict.importance_score),
+                                                          verdict.domain, verdict.method)
             ranking: Ranking = {}
             options = engine.rank_defaults.with_overrides(top_k=top_k)
             for q in queries:

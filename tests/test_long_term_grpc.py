@@ -295,7 +295,9 @@ async def test_the_configured_llm_scores_each_round_and_extracts_its_fact(server
             assert sorted(json.loads(stored.source_json)["memory_ids"]) == sorted(m.id for m in recorded.memories)
             listed = await ltm.ListLongTermMemories(pb.ListLongTermMemoriesRequest(scope=ALICE))
             messages = [m for m in listed.memories if m.memory_type == "message"]
-            assert all(m.importance == pytest.approx(0.9) and m.importance_method == "llm" for m in messages)
+            # The round's score is the user's message's; the assistant's "Noted" gets none of it.
+            assert {m.memory: (round(m.importance, 3), m.importance_method) for m in messages} == {
+                "When I fly I always book a window seat": (0.9, "llm"), "Noted": (0.0, "llm")}
         # One JSON call for the round.
         assert len(stub.chat_requests) == 1
         body = stub.chat_requests[0].body

@@ -320,8 +320,13 @@ async def test_round_scoring_runs_as_a_job_and_stores_facts_once(make_store, emb
     facts = [r for r in rows if r.memory_type == "fact"]
     messages = [r for r in rows if r.memory_type == "message"]
     assert len(messages) == 2
+    # The round's importance is the user's: the assistant's acknowledgement does not inherit it.
+    said = {m.text: m for m in messages}
+    assert said["Please remember that my daughter's birthday is on May 3rd"].importance > 0.5
+    assert said["I will remember that"].importance == 0.0
+    assert said["I will remember that"].domain == said["Please remember that my daughter's birthday is on May 3rd"].domain
     if facts:
-        assert messages[0].importance >= engine.settings.fact_threshold
+        assert said["Please remember that my daughter's birthday is on May 3rd"].importance >= engine.settings.fact_threshold
         assert sorted(facts[0].source["memory_ids"]) == sorted(i.id for i in recorded)
     # Running the round's job again (a runner died after finishing it) changes nothing.
     from agentscope_memory.jobs import Job
@@ -329,6 +334,22 @@ async def test_round_scoring_runs_as_a_job_and_stores_facts_once(make_store, emb
 
     await RoundScorer(engine).run(Job("again", "t", "long_term.score_round", {"memory_ids": [i.id for i in recorded]}, 2))
     assert len(await engine.list("t", scope)) == len(rows)
+    await engine.close()
+
+
+async def test_a_round_without_user_message_keeps_its_score_on_the_replies(make_store, embedder, store_kind) -> None:
+    store = make_store()
+    engine = _engine(store, embedder, store_kind)
+    jobs = JobRunner(store)
+    engine.attach_jobs(jobs)
+    scope = Scope(user_id="s")
+    await engine.record("t", scope, [Msg.create(MsgRole.ASSISTANT, "Your dentist appointment is on 2026-12-03 at 9:00")])
+    assert await jobs.run_due() == 1
+    from agentscope_memory.long_term.hybrid.scoring import round_importances
+
+    rows = await engine.rows("t", [i.id for i in await engine.list("t", scope)])
+    assert round_importances(rows, 0.8) == {r.memory_id: 0.8 for r in rows}
+    assert all(r.importance_method == "heuristic" for r in rows)
     await engine.close()
 
 

@@ -28,7 +28,7 @@ import time
 import uuid
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence, cast
+from typing import Any, Callable, Mapping, Sequence, cast
 
 import numpy as np
 
@@ -644,15 +644,17 @@ class HybridEngine:
                     index.set_metadata(row)
         return item_of(row)
 
-    async def apply_assessment(self, tenant: str, memory_ids: Sequence[str], importance: float, domain: str,
+    async def apply_assessment(self, tenant: str, importances: Mapping[str, float], domain: str,
                                method: str) -> builtins.list[LongTermRow]:
-        """Set the scored importance and domain of a round's memories (not ones a user set)."""
+        """Set the scored importance (per memory id) and the domain of a round's memories (not
+        ones a user set)."""
 
         def write(tx: Tx) -> builtins.list[LongTermRow]:
             changed = []
-            for row in tx.ltm_get_many(list(memory_ids), lock=True):
+            for row in tx.ltm_get_many(list(importances), lock=True):
                 if row.deleted or row.importance_method == "user":
                     continue
+                importance = importances[row.memory_id]
                 detail = {"importance": {"old": row.importance, "new": importance}, "domain": {"old": row.domain, "new": domain},
                           "method": method}
                 row.importance, row.domain, row.importance_method = importance, domain, method

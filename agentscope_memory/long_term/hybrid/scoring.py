@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from agentscope_memory.jobs import Job
@@ -26,6 +27,18 @@ from agentscope_memory.store.base import LongTermRow
 
 if TYPE_CHECKING:
     from agentscope_memory.long_term.hybrid.engine import HybridEngine
+
+
+def round_importances(rows: Sequence[LongTermRow], score: float) -> dict[str, float]:
+    """The round's importance belongs to what the user said: both scorers judge what the user
+    disclosed (as mem0's fact extraction reads the user's messages), so the user's messages get
+    the round's score and the assistant's replies 0, unless the round has no user message.
+    Otherwise an acknowledgement ("Got it, I'll keep that in mind.") closing an important round
+    would carry that round's importance into every search that reaches it semantically."""
+    users = {r.memory_id for r in rows if r.source.get("role", "user") == "user"}
+    if not users:
+        return {r.memory_id: score for r in rows}
+    return {r.memory_id: (score if r.memory_id in users else 0.0) for r in rows}
 
 
 class RoundScorer:
@@ -41,7 +54,7 @@ class RoundScorer:
         rows.sort(key=lambda r: memory_ids.index(r.memory_id))
         texts = [f"{r.source.get('role', 'user')}: {r.text}" for r in rows]
         assessment = await engine.scorer.assess(texts)
-        await engine.apply_assessment(job.tenant, [r.memory_id for r in rows], assessment.importance_score,
+        await engine.apply_assessment(job.tenant, round_importances(rows, assessment.importance_score),
                                       assessment.domain, assessment.method)
         if assessment.importance_score < engine.settings.fact_threshold:
             return
