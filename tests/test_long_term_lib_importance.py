@@ -67,6 +67,43 @@ async def test_heuristic_keeps_personal_facts(texts: list[str], domain: str) -> 
 
 
 @pytest.mark.parametrize(
+    ("implicit", "explicit"),
+    [
+        ("Just got back from Lisbon, what a trip.", "I just got back from Lisbon, what a trip."),
+        ("Signed up for a pottery class on Mondays.", "I signed up for a pottery class on Mondays."),
+        ("刚从成都回来，火锅太好吃了。", "我刚从成都回来，火锅太好吃了。"),
+        ("报了个周一的陶艺课。", "我报了个周一的陶艺课。"),
+    ],
+)
+def test_heuristic_reads_a_sentence_without_subject_as_the_speakers_news(implicit: str, explicit: str) -> None:
+    scorer = HeuristicScorer()
+    dropped, stated = scorer.assess_now([f"user: {implicit}"]), scorer.assess_now([f"user: {explicit}"])
+    assert dropped.importance_score == stated.importance_score >= THRESHOLD
+    assert dropped.domain == stated.domain and dropped.extracted_fact == implicit
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["I'm lactose intolerant, so no milk in my coffee please.", "I react badly to penicillin.",
+     "Since March I have gone pescatarian.", "我对海鲜过敏，吃了会起疹子。", "我最近开始吃素了。"],
+)
+def test_heuristic_keeps_health_and_diet(text: str) -> None:
+    verdict = HeuristicScorer().assess_now([f"user: {text}"])
+    assert verdict.importance_score >= THRESHOLD and verdict.extracted_fact == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Give me three fun facts about octopuses.", "Tell me how volcanoes form.", "Write a short poem about my cat.",
+     "给我讲讲量子计算的历史。", "帮我写一首关于我家猫的小诗。", "解释一下为什么天空是蓝色的。"],
+)
+def test_heuristic_scores_a_request_like_a_question(text: str) -> None:
+    """A request asks for something; it says little about the user and states no fact."""
+    verdict = HeuristicScorer().assess_now([f"user: {text}"])
+    assert verdict.importance_score < 0.6 and verdict.extracted_fact == ""
+
+
+@pytest.mark.parametrize(
     "texts",
     [
         ["user: hi there!", "assistant: Hello! How can I help?"],

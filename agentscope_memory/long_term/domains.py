@@ -51,7 +51,7 @@ DOMAIN_CUES: dict[Domain, re.Pattern[str]] = {
     ),
     "user_preferences": _cues(
         "like,love,hate,prefer,favorite,favourite,dislike,enjoy,can't stand,cannot stand,allergic,"
-        "vegetarian,vegan,fan of,into,switched,taste,rather,spicy,sweet,coffee,tea,drink,food,eat,meal",
+        "vegetarian,vegan,pescatarian,keto,gluten,dairy,intoleran,react badly,fan of,into,switched,taste,rather,spicy,sweet,coffee,tea,drink,food,eat,meal",
         "喜欢,爱吃,爱喝,讨厌,偏好,更爱,最爱,不爱,口味,过敏,素食,吃素,受不了,改成,换成,改喝,改吃,辣,甜,偏爱,习惯,咖啡,茶,喝,吃",
     ),
     "professional_and_academic": _cues(

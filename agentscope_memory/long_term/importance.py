@@ -62,13 +62,27 @@ _DISCLOSURE = re.compile(
     r"\b(?:like|love|hate|prefer|favou?rite|enjoy|dislike|can't stand|allergic|vegetarian|vegan|"
     r"name is|call me|live in|living in|moved|work (?:as|at|for|in)|switched|started|quit|stopped|"
     r"born|married|engaged|divorced|retired|graduated|adopted|bought|"
+    r"allerg|intoleran|react badly|diagnosed|epipen|pescatarian|keto|gluten-free|dairy-free|"
+    r"got back from|came back from|visited|signed up|enrolled|joined|took up|picked up|"
     r"my (?:wife|husband|partner|son|daughter|kids?|children|mom|mum|mother|dad|father|sister|brother|"
     r"parents|friend|boss|birthday|job|dog|cat|doctor|address|phone|email))"
     r"|喜欢|讨厌|爱吃|爱喝|最爱|不爱|我叫|名字|住在|搬到|搬家|在.{0,8}工作|改成|换成|开始|戒了|不再|过敏|生日|"
-    r"结婚|订婚|毕业|退休|养了|买了|换.{0,2}工作|新工作|工程师|老师|医生|护士|律师|设计师|经理|我(?:老婆|老公|妻子|丈夫|儿子|女儿|孩子|妈妈|爸爸|父母|姐姐|妹妹|哥哥|弟弟|朋友|老板)"
+    r"结婚|订婚|毕业|退休|养了|买了|吃素|不能吃|起疹子|确诊|报了|参加了|回来|去了|学.{0,4}课|换.{0,2}工作|新工作|工程师|老师|医生|护士|律师|设计师|经理|我(?:老婆|老公|妻子|丈夫|儿子|女儿|孩子|妈妈|爸爸|父母|姐姐|妹妹|哥哥|弟弟|朋友|老板)"
 )
 _REMEMBER = re.compile(r"\b(?:remember|remind|don't forget|do not forget|note that|keep in mind)\b|记住|别忘|不要忘|记一下|记得|提醒我")
 _NUMBER_OR_TIME = re.compile(r"\d|[一二三四五六七八九十]+[点月号日岁]|\b(?:today|tomorrow|yesterday|tonight)\b|今天|明天|昨天|今晚")
+# A sentence without a subject that opens with what its speaker did ("Just got back from Oslo",
+# "刚从冰岛回来") is the speaker's own news.
+_IMPLICIT_FIRST_PERSON = re.compile(
+    r"^(?:just |finally |recently |also )?(?:got|came|went|signed|started|joined|moved|finished|booked|"
+    r"bought|visited|took|picked|spent|flew|quit|switched|adopted|enrolled)\b|^(?:刚|刚刚|最近|终于|已经|报了|参加了|去了|开始)"
+)
+# A request for information or writing ("Give me three fun facts about ...", "给我讲三个...") asks
+# for something, like a question, rather than telling something about its speaker.
+_REQUEST = re.compile(
+    r"^(?:please )?(?:give me|tell me|show me|write|explain|describe|list|summari[sz]e|translate|"
+    r"suggest|recommend|help me)\b|^(?:请)?(?:给我|帮我|写|讲|解释|介绍|推荐|翻译)"
+)
 _ASSISTANT = re.compile(r"^\s*(?:assistant|助手|ai|bot)\s*[:：]", re.IGNORECASE)
 _SPEAKER = re.compile(r"^\s*(?:user|assistant|system|用户|助手|ai|bot)\s*[:：]\s*", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
@@ -85,7 +99,7 @@ def _score_sentence(text: str) -> _Sentence:
     folded = text.casefold().replace("\u2019", "'")
     if is_small_talk(folded):
         return _Sentence(text, 0.05, False)
-    first_person = bool(_FIRST_PERSON.search(folded))
+    first_person = bool(_FIRST_PERSON.search(folded) or _IMPLICIT_FIRST_PERSON.match(folded))
     disclosure = bool(_DISCLOSURE.search(folded))
     remember = bool(_REMEMBER.search(folded))
     domain = best_domain(folded)
@@ -95,10 +109,11 @@ def _score_sentence(text: str) -> _Sentence:
     score += 0.3 if remember else 0.0
     score += 0.15 if domain is not None else 0.0
     score += 0.1 if _NUMBER_OR_TIME.search(folded) else 0.0
-    # A question asks for a fact rather than stating one.
-    if folded.rstrip().endswith(("?", "？", "吗", "呢")) and not remember:
+    # A question or a request asks for a fact rather than stating one.
+    request = bool(_REQUEST.match(folded)) and not remember
+    if (folded.rstrip().endswith(("?", "？", "吗", "呢")) or request) and not remember:
         score -= 0.2
-    fact_like = (first_person and (disclosure or remember)) or (remember and domain is not None)
+    fact_like = not request and ((first_person and (disclosure or remember)) or (remember and domain is not None))
     return _Sentence(text, round(min(1.0, max(0.0, score)), 2), fact_like)
 
 

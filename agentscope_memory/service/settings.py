@@ -70,7 +70,7 @@ class ServiceSettings(BaseModel):
     # Embedded: minilm (English), e5-small or use-multilingual (Chinese and English; the
     # `multilingual` extra, long_term/embedders.py), minilm+e5 (both, by script); or any
     # OpenAI-compatible endpoint. minilm+e5 by default: on the labelled recall set the shipped
-    # ranking reaches recall@5 en .877, zh .912 with it, against en .814, zh .912 with e5-small
+    # ranking reached recall@5 en .877, zh .912 with it, against en .814, zh .912 with e5-small
     # alone and en .863 (dense MiniLM), zh .23 with MiniLM; see README "Long-term memory".
     long_term_embedder: Literal["minilm", "e5-small", "use-multilingual", "minilm+e5", "openai"] = "minilm+e5"
     long_term_embedder_base_url: str | None = None
