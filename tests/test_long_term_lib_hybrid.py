@@ -337,19 +337,16 @@ async def test_round_scoring_runs_as_a_job_and_stores_facts_once(make_store, emb
     await engine.close()
 
 
-async def test_a_round_without_user_message_keeps_its_score_on_the_replies(make_store, embedder, store_kind) -> None:
-    store = make_store()
-    engine = _engine(store, embedder, store_kind)
-    jobs = JobRunner(store)
-    engine.attach_jobs(jobs)
-    scope = Scope(user_id="s")
-    await engine.record("t", scope, [Msg.create(MsgRole.ASSISTANT, "Your dentist appointment is on 2026-12-03 at 9:00")])
-    assert await jobs.run_due() == 1
+async def test_a_rounds_importance_goes_to_its_user_messages(make_store, embedder, store_kind) -> None:
     from agentscope_memory.long_term.hybrid.scoring import round_importances
 
-    rows = await engine.rows("t", [i.id for i in await engine.list("t", scope)])
-    assert round_importances(rows, 0.8) == {r.memory_id: 0.8 for r in rows}
-    assert all(r.importance_method == "heuristic" for r in rows)
+    engine = _engine(make_store(), embedder, store_kind, scoring=False)
+    said = await engine.record("t", Scope(user_id="s"), [user("I moved to Oslo"), Msg.create(MsgRole.ASSISTANT, "Noted")])
+    alone = await engine.record("t", Scope(user_id="s"), [Msg.create(MsgRole.ASSISTANT, "Your dentist is on 3 May")])
+    mixed = await engine.rows("t", [i.id for i in said])
+    assert round_importances(mixed, 0.8) == {said[0].id: 0.8, said[1].id: 0.0}
+    # A round with no user message (an assistant's note recorded alone) keeps its score.
+    assert round_importances(await engine.rows("t", [alone[0].id]), 0.8) == {alone[0].id: 0.8}
     await engine.close()
 
 
