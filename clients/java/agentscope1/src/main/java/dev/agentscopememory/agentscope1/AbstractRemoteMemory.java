@@ -1,6 +1,7 @@
 package dev.agentscopememory.agentscope1;
 
 import dev.agentscopememory.agentscope1.internal.MsgConverter;
+import dev.agentscopememory.agentscope1.internal.MsgCopies;
 import dev.agentscopememory.client.Ids;
 import dev.agentscopememory.client.MemoryKind;
 import dev.agentscopememory.client.ConnectionOptions;
@@ -24,7 +25,6 @@ import dev.agentscopememory.grpc.v1.ListInheritedMessagesResponse;
 import dev.agentscopememory.grpc.v1.SetParentRequest;
 import io.agentscope.core.memory.Memory;
 import io.agentscope.core.message.Msg;
-import io.agentscope.core.util.JsonUtils;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -211,7 +211,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
                     GetMessagesResponse page = connection.call("MemoryService/GetMessages", true,
                             () -> connection.memoryService().getMessages(built));
                     if (page.getNotModified()) {
-                        return copies(cached.messages());
+                        return MsgCopies.copies(cached.messages());
                     }
                     if (firstEtag == null) {
                         firstEtag = page.getEtag();
@@ -231,41 +231,8 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
             }
             List<Msg> messages = MsgConverter.fromProto(wire);
             snapshot.compareAndSet(cached, firstEtag.isEmpty() ? null : new Snapshot(firstEtag, List.copyOf(messages)));
-            return copies(messages);
+            return MsgCopies.copies(messages);
         }
-    }
-
-    /**
-     * New messages equal to {@code messages}, in a new mutable list. Content blocks are immutable
-     * in AgentScope and are shared; the metadata maps, which a caller could change, are copied.
-     */
-    private static List<Msg> copies(List<Msg> messages) {
-        List<Msg> out = new ArrayList<>(messages.size());
-        for (Msg m : messages) {
-            if (m.getTimestamp() == null) {
-                // The builder would stamp the current time; Jackson keeps the null.
-                out.add(JsonUtils.getJsonCodec().fromJson(JsonUtils.getJsonCodec().toJson(m), Msg.class));
-                continue;
-            }
-            out.add(Msg.builder().id(m.getId()).name(m.getName()).role(m.getRole()).content(m.getContent())
-                    .metadata(deepCopy(m.getMetadata())).timestamp(m.getTimestamp()).build());
-        }
-        return out;
-    }
-
-    @SuppressWarnings("unchecked")
-    private static <T> T deepCopy(T value) {
-        if (value instanceof Map<?, ?> map) {
-            Map<Object, Object> copy = new LinkedHashMap<>();
-            map.forEach((k, v) -> copy.put(k, deepCopy(v)));
-            return (T) copy;
-        }
-        if (value instanceof List<?> list) {
-            List<Object> copy = new ArrayList<>(list.size());
-            list.forEach(v -> copy.add(deepCopy(v)));
-            return (T) copy;
-        }
-        return value;
     }
 
     /** Deletes the message at {@code index}; an index out of range (negative too) does nothing. */

@@ -1,6 +1,7 @@
 package dev.agentscopememory.agentscope1;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -114,6 +115,10 @@ class MessageCacheTest {
         // returned changes nothing the next call returns.
         JsonNode stored = json(other(id).getMessages());
         List<Msg> first = memory.getMessages();
+        List<Msg> again = memory.getMessages();
+        for (int i = 0; i < first.size(); i++) {
+            assertNotSame(first.get(i), again.get(i));
+        }
         for (Msg m : first) {
             m.getMetadata().put("changed", Map.of("by", "the caller"));
             m.getMetadata().values().forEach(MessageCacheTest::scribble);
@@ -123,11 +128,20 @@ class MessageCacheTest {
         assertTrue(lastAnswer().getNotModified());
     }
 
+    /** Changes every mutable map and list inside, at any depth. */
     @SuppressWarnings("unchecked")
     private static void scribble(Object value) {
         if (value instanceof Map<?, ?> map) {
+            new ArrayList<>(map.values()).forEach(MessageCacheTest::scribble);
             try {
                 ((Map<String, Object>) map).put("scribbled", true);
+            } catch (UnsupportedOperationException immutable) {
+                // fine: nobody can change it
+            }
+        } else if (value instanceof List<?> list) {
+            new ArrayList<>(list).forEach(MessageCacheTest::scribble);
+            try {
+                ((List<Object>) list).add("scribbled");
             } catch (UnsupportedOperationException immutable) {
                 // fine: nobody can change it
             }
