@@ -27,13 +27,8 @@ from agentscope_memory.agent_state import (
     StateConflictError,
     StoredValue,
 )
-from agentscope_memory.client._common import (
-    DEFAULT_TARGET,
-    DEFAULT_TIMEOUT_S,
-    async_channel,
-    metadata,
-)
-from agentscope_memory.client._retry import RetryPolicy, call_async
+from agentscope_memory.client._base import AsyncGrpcClient
+from agentscope_memory.client._common import DEFAULT_TARGET, DEFAULT_TIMEOUT_S
 from agentscope_memory.client.local import Blocking, _LocalClient
 from agentscope_memory.convert.agent_state import (
     condition_to_proto,
@@ -61,39 +56,28 @@ def _conflict(exc: AbortedError) -> AbortedError:
     return conflict
 
 
-class AsyncAgentStateClient:
+class AsyncAgentStateClient(AsyncGrpcClient):
     """Agent state over gRPC (asyncio). `Slot(user_id, session_id)` addresses a slot; an empty
     user id is the anonymous user."""
 
+    # At most 3 retries by default, where the other clients retry until the deadline.
     def __init__(self, target: str = DEFAULT_TARGET, *, channel: grpc.aio.Channel | None = None,
                  api_key: str | None = None, root_certificates: bytes | None = None,
                  timeout: float = DEFAULT_TIMEOUT_S, retries: int = 3) -> None:
-        self._own_channel = channel is None
-        self._channel = channel or async_channel(target, root_certificates)
-        self._stub = pb_grpc.AgentStateServiceStub(self._channel)
-        self._metadata = metadata(api_key)
-        self.timeout = timeout
-        self.retry_policy = RetryPolicy(retries)
+        super().__init__(target, channel=channel, api_key=api_key, root_certificates=root_certificates,
+                         timeout=timeout, retries=retries)
+
+    def _bind(self, channel: grpc.aio.Channel) -> None:
+        self._stub = pb_grpc.AgentStateServiceStub(channel)
 
     @staticmethod
     def local(service: Any = None) -> AsyncLocalAgentStateClient:
         """The same methods over an in-process service (no server, no gRPC)."""
         return AsyncLocalAgentStateClient(service)
 
-    async def close(self) -> None:
-        if self._own_channel:
-            await self._channel.close()
-
-    async def __aenter__(self) -> AsyncAgentStateClient:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
     async def _call(self, method: Callable[..., Awaitable[T]], request: Any, retry: bool = True) -> T:
         try:
-            return await call_async(self.retry_policy, method, request, retry=retry,
-                                    timeout=self.timeout, metadata=self._metadata)
+            return await super()._call(method, request, retry)
         except AbortedError as exc:
             raise _conflict(exc) from None
 
@@ -181,9 +165,7 @@ class AsyncLocalAgentStateClient(_LocalClient):
     """`AsyncAgentStateClient`'s methods over an in-process service."""
 
     async def _engine(self) -> Any:
-        service = await self._handle.get()
-        assert service.agent_state is not None
-        return service.agent_state
+        return await self._part("agent_state")
 
     async def put_value(self, slot: Slot, key: str, json_text: str, *, expected_version: int | None = None) -> int:
         return int(await (await self._engine()).put_value(self.tenant, slot, key, json_text, expected_version))

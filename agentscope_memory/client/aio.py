@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Sequence
 
 import grpc
 
-from agentscope_memory.client._validate import check_request
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
 from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2 as state_pb
 from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2_grpc as state_grpc
 from agentscope_memory import errors
 from agentscope_memory.client import _requests
-from agentscope_memory.client._common import DEFAULT_TARGET, DEFAULT_TIMEOUT_S, async_channel, metadata, new_request_id
-from agentscope_memory.client._retry import RetryPolicy, call_async
+from agentscope_memory.client._base import AsyncGrpcClient
+from agentscope_memory.client._common import new_request_id
 from agentscope_memory.convert.from_proto import memory_from_proto
 from agentscope_memory.message import Msg
 from agentscope_memory.short_term.pending_tools import interrupted_results
@@ -26,10 +25,8 @@ from agentscope_memory.short_term.description import MemoryDescription
 if TYPE_CHECKING:
     from agentscope_memory.service import Service, ServiceSettings
 
-T = TypeVar("T")
 
-
-class AsyncMemoryClient:
+class AsyncMemoryClient(AsyncGrpcClient):
     """Short-term memory over gRPC, in library types.
 
     Every call has a deadline (`timeout`, seconds). Calls that are safe to repeat are retried on
@@ -38,25 +35,9 @@ class AsyncMemoryClient:
     Failures raise the library's errors (`NotFoundError`, `InvalidArgumentError`, ...).
     """
 
-    def __init__(
-        self,
-        target: str = DEFAULT_TARGET,
-        *,
-        channel: grpc.aio.Channel | None = None,
-        api_key: str | None = None,
-        root_certificates: bytes | None = None,
-        timeout: float = DEFAULT_TIMEOUT_S,
-        retries: int | None = None,
-    ) -> None:
-        self._own_channel = channel is None
-        if channel is None:
-            channel = async_channel(target, root_certificates)
-        self._channel = channel
-        self._stub = pb_grpc.MemoryServiceStub(self._channel)
-        self._state = state_grpc.StateServiceStub(self._channel)
-        self._metadata = metadata(api_key)
-        self.timeout = timeout
-        self.retry_policy = RetryPolicy(retries)
+    def _bind(self, channel: grpc.aio.Channel) -> None:
+        self._stub = pb_grpc.MemoryServiceStub(channel)
+        self._state = state_grpc.StateServiceStub(channel)
 
     @staticmethod
     def local(service: "Service | ServiceSettings | None" = None) -> Any:
@@ -65,20 +46,6 @@ class AsyncMemoryClient:
         from agentscope_memory.client.local import AsyncLocalMemoryClient
 
         return AsyncLocalMemoryClient(service)
-
-    async def close(self) -> None:
-        if self._own_channel:
-            await self._channel.close()
-
-    async def __aenter__(self) -> AsyncMemoryClient:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def _call(self, method: Callable[..., Awaitable[T]], request: object, retry: bool = True) -> T:
-        check_request(request)
-        return await call_async(self.retry_policy, method, request, retry=retry, timeout=self.timeout, metadata=self._metadata)
 
     async def create_memory(
         self,
@@ -100,16 +67,9 @@ class AsyncMemoryClient:
         return memory_from_proto(response.memory)
 
     async def list_memories(self, page_size: int = 0) -> AsyncIterator[MemoryDescription]:
-        token = ""
-        while True:
-            response = await self._call(
-                self._stub.ListMemories, pb.ListMemoriesRequest(page_size=page_size, page_token=token)
-            )
+        async for response in self._paged(self._stub.ListMemories, pb.ListMemoriesRequest(page_size=page_size)):
             for memory in response.memories:
                 yield memory_from_proto(memory)
-            token = response.next_page_token
-            if not token:
-                return
 
     async def delete_memory(self, memory_id: str) -> None:
         await self._call(self._stub.DeleteMemory, pb.DeleteMemoryRequest(memory_id=memory_id), retry=False)
@@ -134,17 +94,8 @@ class AsyncMemoryClient:
             await self.add_messages(memory_id, added)
         return added
 
-    async def _pages(self, memory_id: str, page_size: int = 0) -> AsyncIterator[pb.GetMessagesResponse]:
-        token = ""
-        while True:
-            response = await self._call(
-                self._stub.GetMessages,
-                pb.GetMessagesRequest(memory_id=memory_id, page_size=page_size, page_token=token),
-            )
-            yield response
-            token = response.next_page_token
-            if not token:
-                return
+    def _pages(self, memory_id: str, page_size: int = 0) -> AsyncIterator[pb.GetMessagesResponse]:
+        return self._paged(self._stub.GetMessages, pb.GetMessagesRequest(memory_id=memory_id, page_size=page_size))
 
     async def iter_messages(self, memory_id: str, page_size: int = 0) -> AsyncIterator[Msg]:
         async for response in self._pages(memory_id, page_size):

@@ -8,7 +8,7 @@ Neither call is retried on UNAVAILABLE: both write (a rerun is safe, but is the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Self
 
 import grpc
 
@@ -16,9 +16,8 @@ from agentscope_memory._proto.agentscope.memory.v1 import lifecycle_service_pb2 
 from agentscope_memory._proto.agentscope.memory.v1 import lifecycle_service_pb2_grpc as pb_grpc
 from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2 as ltm_pb
 from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2_grpc as ltm_grpc
-from agentscope_memory.client._common import DEFAULT_TARGET, DEFAULT_TIMEOUT_S, async_channel, blocking_channel, metadata
-from agentscope_memory.client._retry import RetryPolicy, call_async, call_blocking
-from agentscope_memory.client._validate import check_request
+from agentscope_memory.client._base import AsyncGrpcClient, BlockingGrpcClient
+from agentscope_memory.client.local import Blocking, _LocalClient
 from agentscope_memory.convert.from_proto import long_term_item_from_proto
 from agentscope_memory.convert.lifecycle_reflect import (
     forget_report_from_proto,
@@ -39,8 +38,6 @@ from agentscope_memory.validation.ids import check_id
 if TYPE_CHECKING:
     from agentscope_memory.lifecycle.reflect_service import ReflectLifecycle
     from agentscope_memory.service import Service, ServiceSettings
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -63,37 +60,16 @@ def _compressed(response: ltm_pb.SearchLongTermMemoriesResponse) -> CompressedRe
                              response.summary_method)
 
 
-class AsyncReflectionClient:
+class AsyncReflectionClient(AsyncGrpcClient):
     """Reflection, consolidation and compressed recall over gRPC (asyncio)."""
 
-    def __init__(self, target: str = DEFAULT_TARGET, *, channel: grpc.aio.Channel | None = None,
-                 api_key: str | None = None, root_certificates: bytes | None = None,
-                 timeout: float = DEFAULT_TIMEOUT_S, retries: int | None = None) -> None:
-        self._own_channel = channel is None
-        self._channel = channel or async_channel(target, root_certificates)
-        self._stub = pb_grpc.LongTermLifecycleServiceStub(self._channel)
-        self._search = ltm_grpc.LongTermMemoryServiceStub(self._channel)
-        self._metadata = metadata(api_key)
-        self.timeout = timeout
-        self.retry_policy = RetryPolicy(retries)
+    def _bind(self, channel: grpc.aio.Channel) -> None:
+        self._stub = pb_grpc.LongTermLifecycleServiceStub(channel)
+        self._search = ltm_grpc.LongTermMemoryServiceStub(channel)
 
     @staticmethod
     def local(service: "Service | ServiceSettings | None" = None) -> AsyncLocalReflectionClient:
         return AsyncLocalReflectionClient(service)
-
-    async def close(self) -> None:
-        if self._own_channel:
-            await self._channel.close()
-
-    async def __aenter__(self) -> AsyncReflectionClient:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def _call(self, method: Callable[..., Awaitable[T]], request: Any, retry: bool) -> T:
-        check_request(request)
-        return await call_async(self.retry_policy, method, request, retry=retry, timeout=self.timeout, metadata=self._metadata)
 
     async def trigger_reflection(self, scope: Scope, *, importance_threshold: float | None = None,
                                  min_facts: int | None = None, cooldown_s: float | None = None) -> ReflectionResult:
@@ -132,40 +108,17 @@ class AsyncReflectionClient:
         return list((await self._call(self._stub.PurgeLongTermMemories, request, retry=True)).purged_ids)
 
 
-class ReflectionClient:
+class ReflectionClient(BlockingGrpcClient):
     """Reflection, consolidation and compressed recall over gRPC (blocking)."""
 
-    def __init__(self, target: str = DEFAULT_TARGET, *, channel: grpc.Channel | None = None,
-                 api_key: str | None = None, root_certificates: bytes | None = None,
-                 timeout: float = DEFAULT_TIMEOUT_S, retries: int | None = None) -> None:
-        self._own_channel = channel is None
-        self._channel = channel or blocking_channel(target, root_certificates)
-        self._stub = pb_grpc.LongTermLifecycleServiceStub(self._channel)
-        self._search = ltm_grpc.LongTermMemoryServiceStub(self._channel)
-        self._metadata = metadata(api_key)
-        self.timeout = timeout
-        self.retry_policy = RetryPolicy(retries)
+    def _bind(self, channel: grpc.Channel) -> None:
+        self._stub = pb_grpc.LongTermLifecycleServiceStub(channel)
+        self._search = ltm_grpc.LongTermMemoryServiceStub(channel)
 
     @staticmethod
     def local(service: "Service | ServiceSettings | None" = None) -> Any:
         """The same methods over an in-process service (no server, no gRPC)."""
-        from agentscope_memory.client.local import Blocking
-
         return Blocking(lambda: AsyncLocalReflectionClient(service))
-
-    def close(self) -> None:
-        if self._own_channel:
-            self._channel.close()
-
-    def __enter__(self) -> ReflectionClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _call(self, method: Callable[..., T], request: Any, retry: bool) -> T:
-        check_request(request)
-        return call_blocking(self.retry_policy, method, request, retry=retry, timeout=self.timeout, metadata=self._metadata)
 
     def trigger_reflection(self, scope: Scope, *, importance_threshold: float | None = None,
                            min_facts: int | None = None, cooldown_s: float | None = None) -> ReflectionResult:
@@ -194,27 +147,15 @@ class ReflectionClient:
         return list(self._call(self._stub.PurgeLongTermMemories, request, retry=True).purged_ids)
 
 
-class AsyncLocalReflectionClient:
+class AsyncLocalReflectionClient(_LocalClient):
     """`AsyncReflectionClient`'s methods over an in-process service (the local tenant)."""
 
-    def __init__(self, service: "Service | ServiceSettings | None" = None) -> None:
-        from agentscope_memory.client.local import _LocalClient
-
-        self._local = _LocalClient(service)
-        self.tenant = self._local.tenant
-
-    async def close(self) -> None:
-        await self._local.close()
-
-    async def __aenter__(self) -> AsyncLocalReflectionClient:
-        await self._lifecycle()
+    async def __aenter__(self) -> Self:
+        await self._lifecycle()  # a service without the lifecycle jobs fails here, not at a call
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
     async def _lifecycle(self) -> ReflectLifecycle:
-        service = await self._local._handle.get()
+        service = await self._handle.get()
         if service.reflect_lifecycle is None:
             raise UnimplementedError("lifecycle jobs need the server's own long-term engine (long_term_enabled=true)")
         return service.reflect_lifecycle

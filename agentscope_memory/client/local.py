@@ -17,7 +17,7 @@ import functools
 import inspect
 import threading
 from dataclasses import replace
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Sequence, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Self, Sequence, TypeVar
 
 from agentscope_memory.client._common import LOCAL_TENANT
 from agentscope_memory.client._validate import check_request
@@ -57,7 +57,7 @@ class _ServiceHandle:
 
 
 class _LocalClient:
-    """What both local clients share: the service they run on, as the local tenant."""
+    """What every local client shares: the service it runs on, as the local tenant."""
 
     def __init__(self, service: Service | ServiceSettings | None = None) -> None:
         self._handle = _ServiceHandle(service)
@@ -66,12 +66,18 @@ class _LocalClient:
     async def close(self) -> None:
         await self._handle.close()
 
-    async def __aenter__(self: T) -> T:
-        await self._handle.get()  # type: ignore[attr-defined]
+    async def __aenter__(self) -> Self:
+        await self._handle.get()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+    async def _part(self, name: str) -> Any:
+        """The service's part `name` (`pools`, `scopes`, ...): one the local service always has."""
+        part = getattr(await self._handle.get(), name)
+        assert part is not None
+        return part
 
 
 class AsyncLocalMemoryClient(_LocalClient):

@@ -9,16 +9,14 @@ from __future__ import annotations
 import builtins  # `list` is also a method name of the clients
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Sequence
 
 import grpc
 
-from agentscope_memory.client._validate import check_request
 from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2_grpc as pb_grpc
 from agentscope_memory.client import _requests
-from agentscope_memory.client._common import DEFAULT_TARGET, DEFAULT_TIMEOUT_S, async_channel, blocking_channel, metadata
-from agentscope_memory.client._retry import RetryPolicy, call_async, call_blocking
+from agentscope_memory.client._base import AsyncGrpcClient, BlockingGrpcClient
 from agentscope_memory.convert.from_proto import (
     long_term_history_from_proto,
     long_term_item_from_proto,
@@ -32,9 +30,6 @@ from agentscope_memory.message import Msg
 if TYPE_CHECKING:
     from agentscope_memory.service import Service, ServiceSettings
 
-T = TypeVar("T")
-
-
 @dataclass(frozen=True)
 class Turn:
     """What `begin_turn` stored, and the tools to offer the model (name -> JSON schema)."""
@@ -47,18 +42,11 @@ def _items(response: Any) -> list[LongTermItem]:
     return [long_term_item_from_proto(i) for i in response.memories]
 
 
-class AsyncLongTermClient:
+class AsyncLongTermClient(AsyncGrpcClient):
     """Long-term memory over gRPC (asyncio). Failures raise the library's errors."""
 
-    def __init__(self, target: str = DEFAULT_TARGET, *, channel: grpc.aio.Channel | None = None,
-                 api_key: str | None = None, root_certificates: bytes | None = None,
-                 timeout: float = DEFAULT_TIMEOUT_S, retries: int | None = None) -> None:
-        self._own_channel = channel is None
-        self._channel = channel or async_channel(target, root_certificates)
-        self._stub = pb_grpc.LongTermMemoryServiceStub(self._channel)
-        self._metadata = metadata(api_key)
-        self.timeout = timeout
-        self.retry_policy = RetryPolicy(retries)
+    def _bind(self, channel: grpc.aio.Channel) -> None:
+        self._stub = pb_grpc.LongTermMemoryServiceStub(channel)
 
     @staticmethod
     def local(service: "Service | ServiceSettings | None" = None) -> Any:
@@ -66,20 +54,6 @@ class AsyncLongTermClient:
         from agentscope_memory.client.local import AsyncLocalLongTermClient
 
         return AsyncLocalLongTermClient(service)
-
-    async def close(self) -> None:
-        if self._own_channel:
-            await self._channel.close()
-
-    async def __aenter__(self) -> AsyncLongTermClient:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def _call(self, method: Callable[..., Awaitable[T]], request: Any, retry: bool = True) -> T:
-        check_request(request)
-        return await call_async(self.retry_policy, method, request, retry=retry, timeout=self.timeout, metadata=self._metadata)
 
     async def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any] | None = None) -> list[LongTermItem]:
         return _items(await self._call(self._stub.Record, _requests.record(scope, msgs, metadata), retry=False))
@@ -149,18 +123,11 @@ class AsyncLongTermClient:
         return (await self._call(self._stub.EndTurn, request, retry=False)).recorded
 
 
-class LongTermClient:
+class LongTermClient(BlockingGrpcClient):
     """Long-term memory over gRPC (blocking); the same methods as `AsyncLongTermClient`."""
 
-    def __init__(self, target: str = DEFAULT_TARGET, *, channel: grpc.Channel | None = None,
-                 api_key: str | None = None, root_certificates: bytes | None = None,
-                 timeout: float = DEFAULT_TIMEOUT_S, retries: int | None = None) -> None:
-        self._own_channel = channel is None
-        self._channel = channel or blocking_channel(target, root_certificates)
-        self._stub = pb_grpc.LongTermMemoryServiceStub(self._channel)
-        self._metadata = metadata(api_key)
-        self.timeout = timeout
-        self.retry_policy = RetryPolicy(retries)
+    def _bind(self, channel: grpc.Channel) -> None:
+        self._stub = pb_grpc.LongTermMemoryServiceStub(channel)
 
     @staticmethod
     def local(service: "Service | ServiceSettings | None" = None) -> Any:
@@ -168,20 +135,6 @@ class LongTermClient:
         from agentscope_memory.client.local import AsyncLocalLongTermClient, Blocking
 
         return Blocking(lambda: AsyncLocalLongTermClient(service))
-
-    def close(self) -> None:
-        if self._own_channel:
-            self._channel.close()
-
-    def __enter__(self) -> LongTermClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _call(self, method: Callable[..., T], request: Any, retry: bool = True) -> T:
-        check_request(request)
-        return call_blocking(self.retry_policy, method, request, retry=retry, timeout=self.timeout, metadata=self._metadata)
 
     def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any] | None = None) -> list[LongTermItem]:
         return _items(self._call(self._stub.Record, _requests.record(scope, msgs, metadata), retry=False))

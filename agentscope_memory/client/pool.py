@@ -16,23 +16,15 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Iterator, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, AsyncIterator, Iterator, Sequence
 
 import grpc
 
 from agentscope_memory._proto.agentscope.memory.v1 import shared_pool_service_pb2 as pool_pb
 from agentscope_memory._proto.agentscope.memory.v1 import shared_pool_service_pb2_grpc as pool_grpc
-from agentscope_memory.client._common import (
-    DEFAULT_TARGET,
-    DEFAULT_TIMEOUT_S,
-    LOCAL_TENANT,
-    async_channel,
-    blocking_channel,
-    metadata,
-    translate,
-)
-from agentscope_memory.client._retry import RetryPolicy, call_async, call_blocking
-from agentscope_memory.client._validate import check_request
+from agentscope_memory.client._base import AsyncGrpcClient, BlockingGrpcClient
+from agentscope_memory.client._common import translate
+from agentscope_memory.client.local import Blocking, _LocalClient
 from agentscope_memory.convert.pool import entry_from_proto, event_from_proto
 from agentscope_memory.convert.from_proto import msg_from_proto
 from agentscope_memory.errors import AbortedError
@@ -50,8 +42,6 @@ from agentscope_memory.pool import (
 
 if TYPE_CHECKING:
     from agentscope_memory.service import Service, ServiceSettings
-
-T = TypeVar("T")
 
 _VERSIONS = re.compile(r"is at version (\d+), not the expected (\d+)")
 
@@ -94,38 +84,16 @@ def _render_request(pool_ids: Sequence[str], max_tokens: int, messages: bool) ->
         format=pool_pb.POOL_RENDER_FORMAT_MESSAGES if messages else pool_pb.POOL_RENDER_FORMAT_TEXT)
 
 
-class AsyncPoolClient:
+class AsyncPoolClient(AsyncGrpcClient):
     """Shared memory pools over gRPC (asyncio)."""
 
-    def __init__(self, target: str = DEFAULT_TARGET, *, channel: grpc.aio.Channel | None = None,
-                 api_key: str | None = None, root_certificates: bytes | None = None,
-                 timeout: float = DEFAULT_TIMEOUT_S, retries: int | None = None) -> None:
-        self._own_channel = channel is None
-        self._channel = channel if channel is not None else async_channel(target, root_certificates)
-        self._stub = pool_grpc.SharedPoolServiceStub(self._channel)
-        self._metadata = metadata(api_key)
-        self.timeout = timeout
-        self.retry_policy = RetryPolicy(retries)
+    def _bind(self, channel: grpc.aio.Channel) -> None:
+        self._stub = pool_grpc.SharedPoolServiceStub(channel)
 
     @staticmethod
     def local(service: "Service | ServiceSettings | None" = None) -> AsyncLocalPoolClient:
         """The same methods over an in-process service (no server, no gRPC)."""
         return AsyncLocalPoolClient(service)
-
-    async def close(self) -> None:
-        if self._own_channel:
-            await self._channel.close()
-
-    async def __aenter__(self) -> AsyncPoolClient:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def _call(self, method: Callable[..., Awaitable[T]], request: object, retry: bool = True) -> T:
-        check_request(request)
-        return await call_async(self.retry_policy, method, request, retry=retry, timeout=self.timeout,
-                                metadata=self._metadata)
 
     async def write(self, pool_id: str, key: str, value: Any, *, writer: str = "",
                     metadata: dict[str, Any] | None = None, expected_version: int | None = None) -> PoolWrite:
@@ -152,30 +120,20 @@ class AsyncPoolClient:
 
     async def iter_entries(self, pool_id: str, key_prefix: str = "", page_size: int = 0) -> AsyncIterator[PoolEntry]:
         """Every entry whose key starts with `key_prefix`, by key, following the pages."""
-        token = ""
-        while True:
-            response = await self._call(self._stub.ListPoolEntries, pool_pb.ListPoolEntriesRequest(
-                pool_id=pool_id, key_prefix=key_prefix, page_size=page_size, page_token=token))
+        request = pool_pb.ListPoolEntriesRequest(pool_id=pool_id, key_prefix=key_prefix, page_size=page_size)
+        async for response in self._paged(self._stub.ListPoolEntries, request):
             for entry in response.entries:
                 yield entry_from_proto(entry)
-            token = response.next_page_token
-            if not token:
-                return
 
     async def list_entries(self, pool_id: str, key_prefix: str = "") -> list[PoolEntry]:
         return [e async for e in self.iter_entries(pool_id, key_prefix)]
 
     async def iter_events(self, pool_id: str, after_sequence: int = 0, page_size: int = 0) -> AsyncIterator[PoolEvent]:
         """The pool's events after `after_sequence` committed so far, oldest first."""
-        token = ""
-        while True:
-            response = await self._call(self._stub.ListPoolEvents, pool_pb.ListPoolEventsRequest(
-                pool_id=pool_id, after_sequence=after_sequence, page_size=page_size, page_token=token))
+        request = pool_pb.ListPoolEventsRequest(pool_id=pool_id, after_sequence=after_sequence, page_size=page_size)
+        async for response in self._paged(self._stub.ListPoolEvents, request):
             for event in response.events:
                 yield event_from_proto(event)
-            token = response.next_page_token
-            if not token:
-                return
 
     async def watch(self, pool_id: str, after_sequence: int = 0) -> AsyncIterator[PoolEvent]:
         """Events after `after_sequence`, then each new one, until the caller stops reading.
@@ -209,39 +167,15 @@ class AsyncPoolClient:
         return MemoryPools(list(response.pool_ids), response.max_tokens)
 
 
-class PoolClient:
+class PoolClient(BlockingGrpcClient):
     """`AsyncPoolClient`'s methods, blocking."""
 
-    def __init__(self, target: str = DEFAULT_TARGET, *, channel: grpc.Channel | None = None,
-                 api_key: str | None = None, root_certificates: bytes | None = None,
-                 timeout: float = DEFAULT_TIMEOUT_S, retries: int | None = None) -> None:
-        self._own_channel = channel is None
-        self._channel = channel if channel is not None else blocking_channel(target, root_certificates)
-        self._stub = pool_grpc.SharedPoolServiceStub(self._channel)
-        self._metadata = metadata(api_key)
-        self.timeout = timeout
-        self.retry_policy = RetryPolicy(retries)
+    def _bind(self, channel: grpc.Channel) -> None:
+        self._stub = pool_grpc.SharedPoolServiceStub(channel)
 
     @staticmethod
     def local(service: "Service | ServiceSettings | None" = None) -> Any:
-        from agentscope_memory.client.local import Blocking
-
         return Blocking(lambda: AsyncLocalPoolClient(service))
-
-    def close(self) -> None:
-        if self._own_channel:
-            self._channel.close()
-
-    def __enter__(self) -> PoolClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _call(self, method: Callable[..., T], request: object, retry: bool = True) -> T:
-        check_request(request)
-        return call_blocking(self.retry_policy, method, request, retry=retry, timeout=self.timeout,
-                             metadata=self._metadata)
 
     def write(self, pool_id: str, key: str, value: Any, *, writer: str = "",
               metadata: dict[str, Any] | None = None, expected_version: int | None = None) -> PoolWrite:
@@ -265,27 +199,17 @@ class PoolClient:
         return PoolDelete(response.deleted_version, response.sequence)
 
     def iter_entries(self, pool_id: str, key_prefix: str = "", page_size: int = 0) -> Iterator[PoolEntry]:
-        token = ""
-        while True:
-            response = self._call(self._stub.ListPoolEntries, pool_pb.ListPoolEntriesRequest(
-                pool_id=pool_id, key_prefix=key_prefix, page_size=page_size, page_token=token))
+        request = pool_pb.ListPoolEntriesRequest(pool_id=pool_id, key_prefix=key_prefix, page_size=page_size)
+        for response in self._paged(self._stub.ListPoolEntries, request):
             yield from (entry_from_proto(e) for e in response.entries)
-            token = response.next_page_token
-            if not token:
-                return
 
     def list_entries(self, pool_id: str, key_prefix: str = "") -> list[PoolEntry]:
         return list(self.iter_entries(pool_id, key_prefix))
 
     def iter_events(self, pool_id: str, after_sequence: int = 0, page_size: int = 0) -> Iterator[PoolEvent]:
-        token = ""
-        while True:
-            response = self._call(self._stub.ListPoolEvents, pool_pb.ListPoolEventsRequest(
-                pool_id=pool_id, after_sequence=after_sequence, page_size=page_size, page_token=token))
+        request = pool_pb.ListPoolEventsRequest(pool_id=pool_id, after_sequence=after_sequence, page_size=page_size)
+        for response in self._paged(self._stub.ListPoolEvents, request):
             yield from (event_from_proto(e) for e in response.events)
-            token = response.next_page_token
-            if not token:
-                return
 
     def watch(self, pool_id: str, after_sequence: int = 0) -> Iterator[PoolEvent]:
         last = after_sequence
@@ -315,29 +239,11 @@ class PoolClient:
         return MemoryPools(list(response.pool_ids), response.max_tokens)
 
 
-class AsyncLocalPoolClient:
+class AsyncLocalPoolClient(_LocalClient):
     """`AsyncPoolClient`'s methods over an in-process service (local mode, tenant `default`)."""
 
-    def __init__(self, service: "Service | ServiceSettings | None" = None) -> None:
-        from agentscope_memory.client.local import _ServiceHandle
-
-        self._handle = _ServiceHandle(service)
-        self.tenant = LOCAL_TENANT
-
-    async def close(self) -> None:
-        await self._handle.close()
-
-    async def __aenter__(self) -> AsyncLocalPoolClient:
-        await self._handle.get()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
     async def _pools(self) -> Any:
-        service = await self._handle.get()
-        assert service.pools is not None
-        return service.pools
+        return await self._part("pools")
 
     async def write(self, pool_id: str, key: str, value: Any, *, writer: str = "",
                     metadata: dict[str, Any] | None = None, expected_version: int | None = None) -> PoolWrite:
@@ -388,9 +294,7 @@ class AsyncLocalPoolClient:
         return RenderedPools(rendered.text, [], rendered.entry_count, rendered.omitted_count, rendered.token_count)
 
     async def _attachments(self) -> Any:
-        service = await self._handle.get()
-        assert service.pool_attachments is not None
-        return service.pool_attachments
+        return await self._part("pool_attachments")
 
     async def set_memory_pools(self, memory_id: str, pool_ids: Sequence[str], max_tokens: int = 0) -> MemoryPools:
         chosen: MemoryPools = await (await self._attachments()).set(self.tenant, memory_id, list(pool_ids), max_tokens)

@@ -11,7 +11,7 @@ library types. A child memory's inherited messages are read-only: they come from
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Iterator, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, AsyncIterator, Iterator, Sequence
 
 import grpc
 
@@ -21,17 +21,9 @@ from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as 
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
 from agentscope_memory._proto.agentscope.memory.v1 import scope_service_pb2 as scope_pb
 from agentscope_memory._proto.agentscope.memory.v1 import scope_service_pb2_grpc as scope_grpc
-from agentscope_memory.client._common import (
-    DEFAULT_TARGET,
-    DEFAULT_TIMEOUT_S,
-    LOCAL_TENANT,
-    async_channel,
-    blocking_channel,
-    metadata,
-    new_request_id,
-)
-from agentscope_memory.client._retry import RetryPolicy, call_async, call_blocking
-from agentscope_memory.client._validate import check_request
+from agentscope_memory.client._base import AsyncGrpcClient, BlockingGrpcClient
+from agentscope_memory.client._common import DEFAULT_TARGET, DEFAULT_TIMEOUT_S, new_request_id
+from agentscope_memory.client.local import Blocking, _LocalClient
 from agentscope_memory.convert.from_proto import long_term_item_from_proto, memory_from_proto
 from agentscope_memory.convert.scopes import inherited_from_proto, visibility_to_proto
 from agentscope_memory.convert.to_proto import auto_context_config_to_proto, kind_to_proto, msgs_to_proto, scope_to_proto
@@ -45,9 +37,6 @@ from agentscope_memory.short_term.description import MemoryDescription, describe
 
 if TYPE_CHECKING:
     from agentscope_memory.service import Service, ServiceSettings
-
-T = TypeVar("T")
-
 
 # -- requests, shared by the asyncio and blocking clients ----------------------------------
 
@@ -87,45 +76,29 @@ def _scopes(scopes: Sequence[Any]) -> list[Scope]:
     return [Scope(s.agent_name, s.user_id, s.run_name) for s in scopes]
 
 
-class AsyncScopeClient:
+class AsyncScopeClient(AsyncGrpcClient):
     """Parent/child scopes over gRPC (asyncio). Reads are retried on UNAVAILABLE until the
     deadline; writes that are not safe to repeat (create, delete) are not."""
 
     def __init__(self, target: str = DEFAULT_TARGET, *, channel: grpc.aio.Channel | None = None,
                  api_key: str | None = None, root_certificates: bytes | None = None,
                  timeout: float = DEFAULT_TIMEOUT_S, retries: int | None = None) -> None:
-        self._own_channel = channel is None
-        self._channel = channel if channel is not None else async_channel(target, root_certificates)
-        self._scopes = scope_grpc.ScopeServiceStub(self._channel)
-        self._memories = pb_grpc.MemoryServiceStub(self._channel)
-        self._long_term = ltm_grpc.LongTermMemoryServiceStub(self._channel)
-        self._metadata = metadata(api_key)
-        self.timeout = timeout
-        self.retry_policy = RetryPolicy(retries)
+        super().__init__(target, channel=channel, api_key=api_key, root_certificates=root_certificates,
+                         timeout=timeout, retries=retries)
         from agentscope_memory.client.aio import AsyncMemoryClient
 
         # For consistent paged reads of a memory's own messages (its channel, not owned).
         self._messages = AsyncMemoryClient(channel=self._channel, api_key=api_key, timeout=timeout, retries=retries)
 
+    def _bind(self, channel: grpc.aio.Channel) -> None:
+        self._scopes = scope_grpc.ScopeServiceStub(channel)
+        self._memories = pb_grpc.MemoryServiceStub(channel)
+        self._long_term = ltm_grpc.LongTermMemoryServiceStub(channel)
+
     @staticmethod
     def local(service: "Service | ServiceSettings | None" = None) -> AsyncLocalScopeClient:
         """The same methods over an in-process service (no server, no gRPC)."""
         return AsyncLocalScopeClient(service)
-
-    async def close(self) -> None:
-        if self._own_channel:
-            await self._channel.close()
-
-    async def __aenter__(self) -> AsyncScopeClient:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def _call(self, method: Callable[..., Awaitable[T]], request: object, retry: bool = True) -> T:
-        check_request(request)
-        return await call_async(self.retry_policy, method, request, retry=retry, timeout=self.timeout,
-                                metadata=self._metadata)
 
     async def set_parent(self, memory_id: str, parent_memory_id: str | None) -> list[str]:
         """Set (None: clear) a memory's parent; returns its ancestors, nearest first."""
@@ -145,26 +118,16 @@ class AsyncScopeClient:
         return _lineage(await self._call(self._scopes.GetLineage, scope_pb.GetLineageRequest(memory_id=memory_id)))
 
     async def iter_children(self, memory_id: str, page_size: int = 0) -> AsyncIterator[str]:
-        token = ""
-        while True:
-            response = await self._call(self._scopes.ListChildren, scope_pb.ListChildrenRequest(
-                memory_id=memory_id, page_size=page_size, page_token=token))
+        request = scope_pb.ListChildrenRequest(memory_id=memory_id, page_size=page_size)
+        async for response in self._paged(self._scopes.ListChildren, request):
             for child in response.child_memory_ids:
                 yield child
-            token = response.next_page_token
-            if not token:
-                return
 
     async def iter_inherited(self, memory_id: str, page_size: int = 0) -> AsyncIterator[InheritedMessage]:
-        token = ""
-        while True:
-            response = await self._call(self._scopes.ListInheritedMessages, scope_pb.ListInheritedMessagesRequest(
-                memory_id=memory_id, page_size=page_size, page_token=token))
+        request = scope_pb.ListInheritedMessagesRequest(memory_id=memory_id, page_size=page_size)
+        async for response in self._paged(self._scopes.ListInheritedMessages, request):
             for message in response.messages:
                 yield inherited_from_proto(message)
-            token = response.next_page_token
-            if not token:
-                return
 
     async def get_inherited(self, memory_id: str) -> list[InheritedMessage]:
         return [m async for m in self.iter_inherited(memory_id)]
@@ -208,44 +171,26 @@ class AsyncScopeClient:
         return [long_term_item_from_proto(r.memory) for r in response.results]
 
 
-class ScopeClient:
+class ScopeClient(BlockingGrpcClient):
     """`AsyncScopeClient`'s methods, blocking."""
 
     def __init__(self, target: str = DEFAULT_TARGET, *, channel: grpc.Channel | None = None,
                  api_key: str | None = None, root_certificates: bytes | None = None,
                  timeout: float = DEFAULT_TIMEOUT_S, retries: int | None = None) -> None:
-        self._own_channel = channel is None
-        self._channel = channel if channel is not None else blocking_channel(target, root_certificates)
-        self._scopes = scope_grpc.ScopeServiceStub(self._channel)
-        self._memories = pb_grpc.MemoryServiceStub(self._channel)
-        self._long_term = ltm_grpc.LongTermMemoryServiceStub(self._channel)
-        self._metadata = metadata(api_key)
-        self.timeout = timeout
-        self.retry_policy = RetryPolicy(retries)
+        super().__init__(target, channel=channel, api_key=api_key, root_certificates=root_certificates,
+                         timeout=timeout, retries=retries)
         from agentscope_memory.client.sync import MemoryClient
 
         self._messages = MemoryClient(channel=self._channel, api_key=api_key, timeout=timeout, retries=retries)
 
+    def _bind(self, channel: grpc.Channel) -> None:
+        self._scopes = scope_grpc.ScopeServiceStub(channel)
+        self._memories = pb_grpc.MemoryServiceStub(channel)
+        self._long_term = ltm_grpc.LongTermMemoryServiceStub(channel)
+
     @staticmethod
     def local(service: "Service | ServiceSettings | None" = None) -> Any:
-        from agentscope_memory.client.local import Blocking
-
         return Blocking(lambda: AsyncLocalScopeClient(service))
-
-    def close(self) -> None:
-        if self._own_channel:
-            self._channel.close()
-
-    def __enter__(self) -> ScopeClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _call(self, method: Callable[..., T], request: object, retry: bool = True) -> T:
-        check_request(request)
-        return call_blocking(self.retry_policy, method, request, retry=retry, timeout=self.timeout,
-                             metadata=self._metadata)
 
     def set_parent(self, memory_id: str, parent_memory_id: str | None) -> list[str]:
         response = self._call(self._scopes.SetParent, scope_pb.SetParentRequest(
@@ -262,25 +207,14 @@ class ScopeClient:
         return _lineage(self._call(self._scopes.GetLineage, scope_pb.GetLineageRequest(memory_id=memory_id)))
 
     def iter_children(self, memory_id: str, page_size: int = 0) -> Iterator[str]:
-        token = ""
-        while True:
-            response = self._call(self._scopes.ListChildren, scope_pb.ListChildrenRequest(
-                memory_id=memory_id, page_size=page_size, page_token=token))
+        request = scope_pb.ListChildrenRequest(memory_id=memory_id, page_size=page_size)
+        for response in self._paged(self._scopes.ListChildren, request):
             yield from response.child_memory_ids
-            token = response.next_page_token
-            if not token:
-                return
 
     def iter_inherited(self, memory_id: str, page_size: int = 0) -> Iterator[InheritedMessage]:
-        token = ""
-        while True:
-            response = self._call(self._scopes.ListInheritedMessages, scope_pb.ListInheritedMessagesRequest(
-                memory_id=memory_id, page_size=page_size, page_token=token))
-            for message in response.messages:
-                yield inherited_from_proto(message)
-            token = response.next_page_token
-            if not token:
-                return
+        request = scope_pb.ListInheritedMessagesRequest(memory_id=memory_id, page_size=page_size)
+        for response in self._paged(self._scopes.ListInheritedMessages, request):
+            yield from (inherited_from_proto(m) for m in response.messages)
 
     def get_inherited(self, memory_id: str) -> list[InheritedMessage]:
         return list(self.iter_inherited(memory_id))
@@ -319,29 +253,11 @@ class ScopeClient:
         return [long_term_item_from_proto(r.memory) for r in response.results]
 
 
-class AsyncLocalScopeClient:
+class AsyncLocalScopeClient(_LocalClient):
     """`AsyncScopeClient`'s methods over an in-process service (local mode, tenant `default`)."""
 
-    def __init__(self, service: "Service | ServiceSettings | None" = None) -> None:
-        from agentscope_memory.client.local import _ServiceHandle
-
-        self._handle = _ServiceHandle(service)
-        self.tenant = LOCAL_TENANT
-
-    async def close(self) -> None:
-        await self._handle.close()
-
-    async def __aenter__(self) -> AsyncLocalScopeClient:
-        await self._handle.get()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
     async def _engine(self) -> Any:
-        service = await self._handle.get()
-        assert service.scopes is not None
-        return service.scopes
+        return await self._part("scopes")
 
     async def set_parent(self, memory_id: str, parent_memory_id: str | None) -> list[str]:
         return list(await (await self._engine()).set_parent(self.tenant, memory_id, parent_memory_id or ""))

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import grpc
 
-from agentscope_memory.client._validate import check_request
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
 from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2 as state_pb
 from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2_grpc as state_grpc
 from agentscope_memory import errors
 from agentscope_memory.client import _requests
-from agentscope_memory.client._common import DEFAULT_TARGET, DEFAULT_TIMEOUT_S, blocking_channel, metadata, new_request_id
-from agentscope_memory.client._retry import RetryPolicy, call_blocking
+from agentscope_memory.client._base import BlockingGrpcClient
+from agentscope_memory.client._common import new_request_id
 from agentscope_memory.convert.from_proto import memory_from_proto
 from agentscope_memory.message import Msg
 from agentscope_memory.short_term.pending_tools import interrupted_results
@@ -26,31 +25,13 @@ from agentscope_memory.short_term.description import MemoryDescription
 if TYPE_CHECKING:
     from agentscope_memory.service import Service, ServiceSettings
 
-T = TypeVar("T")
 
-
-class MemoryClient:
+class MemoryClient(BlockingGrpcClient):
     """Short-term memory over gRPC, in library types (blocking). See `AsyncMemoryClient`."""
 
-    def __init__(
-        self,
-        target: str = DEFAULT_TARGET,
-        *,
-        channel: grpc.Channel | None = None,
-        api_key: str | None = None,
-        root_certificates: bytes | None = None,
-        timeout: float = DEFAULT_TIMEOUT_S,
-        retries: int | None = None,
-    ) -> None:
-        self._own_channel = channel is None
-        if channel is None:
-            channel = blocking_channel(target, root_certificates)
-        self._channel = channel
-        self._stub = pb_grpc.MemoryServiceStub(self._channel)
-        self._state = state_grpc.StateServiceStub(self._channel)
-        self._metadata = metadata(api_key)
-        self.timeout = timeout
-        self.retry_policy = RetryPolicy(retries)
+    def _bind(self, channel: grpc.Channel) -> None:
+        self._stub = pb_grpc.MemoryServiceStub(channel)
+        self._state = state_grpc.StateServiceStub(channel)
 
     @staticmethod
     def local(service: "Service | ServiceSettings | None" = None) -> Any:
@@ -59,20 +40,6 @@ class MemoryClient:
         from agentscope_memory.client.local import AsyncLocalMemoryClient, Blocking
 
         return Blocking(lambda: AsyncLocalMemoryClient(service))
-
-    def close(self) -> None:
-        if self._own_channel:
-            self._channel.close()
-
-    def __enter__(self) -> MemoryClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _call(self, method: Callable[..., T], request: object, retry: bool = True) -> T:
-        check_request(request)
-        return call_blocking(self.retry_policy, method, request, retry=retry, timeout=self.timeout, metadata=self._metadata)
 
     def create_memory(
         self,
@@ -92,15 +59,8 @@ class MemoryClient:
         return memory_from_proto(self._call(self._stub.GetMemory, pb.GetMemoryRequest(memory_id=memory_id)).memory)
 
     def list_memories(self, page_size: int = 0) -> Iterator[MemoryDescription]:
-        token = ""
-        while True:
-            response = self._call(
-                self._stub.ListMemories, pb.ListMemoriesRequest(page_size=page_size, page_token=token)
-            )
+        for response in self._paged(self._stub.ListMemories, pb.ListMemoriesRequest(page_size=page_size)):
             yield from (memory_from_proto(m) for m in response.memories)
-            token = response.next_page_token
-            if not token:
-                return
 
     def delete_memory(self, memory_id: str) -> None:
         self._call(self._stub.DeleteMemory, pb.DeleteMemoryRequest(memory_id=memory_id), retry=False)
@@ -113,16 +73,7 @@ class MemoryClient:
         return self.add_messages(memory_id, [msg])
 
     def _pages(self, memory_id: str, page_size: int = 0) -> Iterator[pb.GetMessagesResponse]:
-        token = ""
-        while True:
-            response = self._call(
-                self._stub.GetMessages,
-                pb.GetMessagesRequest(memory_id=memory_id, page_size=page_size, page_token=token),
-            )
-            yield response
-            token = response.next_page_token
-            if not token:
-                return
+        return self._paged(self._stub.GetMessages, pb.GetMessagesRequest(memory_id=memory_id, page_size=page_size))
 
     def iter_messages(self, memory_id: str, page_size: int = 0) -> Iterator[Msg]:
         for response in self._pages(memory_id, page_size):

@@ -11,7 +11,7 @@ library types. Listings follow their pages for the caller.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Iterator, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, AsyncIterator, Iterator, Sequence
 
 import grpc
 
@@ -19,11 +19,9 @@ from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as 
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as mem_grpc
 from agentscope_memory._proto.agentscope.memory.v1 import tiered_memory_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import tiered_memory_service_pb2_grpc as pb_grpc
-from agentscope_memory.client._common import (
-    DEFAULT_TARGET, DEFAULT_TIMEOUT_S, LOCAL_TENANT, async_channel, blocking_channel, metadata, new_request_id,
-)
-from agentscope_memory.client._retry import RetryPolicy, call_async, call_blocking
-from agentscope_memory.client._validate import check_request
+from agentscope_memory.client._base import AsyncGrpcClient, BlockingGrpcClient
+from agentscope_memory.client._common import new_request_id, translate
+from agentscope_memory.client.local import Blocking, _LocalClient
 from agentscope_memory.convert.from_proto import memory_from_proto
 from agentscope_memory.convert.tiered import (
     MODE_TO_PB, event_from_proto, hit_from_proto, item_from_proto, projection_from_proto, status_from_proto,
@@ -39,9 +37,6 @@ from agentscope_memory.short_term.tiered.service import QueryHit, QueryWeights, 
 
 if TYPE_CHECKING:
     from agentscope_memory.service import Service, ServiceSettings
-
-T = TypeVar("T")
-
 
 @dataclass(frozen=True)
 class TieredAddResult:
@@ -99,40 +94,18 @@ def _add_result(response: pb.AddTieredItemsResponse) -> TieredAddResult:
                            status_from_proto(response.status))
 
 
-class AsyncTieredClient:
+class AsyncTieredClient(AsyncGrpcClient):
     """TIERED memories over gRPC (asyncio). Reads and adds (with their request id) are retried
     on UNAVAILABLE until the deadline."""
 
-    def __init__(self, target: str = DEFAULT_TARGET, *, channel: grpc.aio.Channel | None = None,
-                 api_key: str | None = None, root_certificates: bytes | None = None,
-                 timeout: float = DEFAULT_TIMEOUT_S, retries: int | None = None) -> None:
-        self._own_channel = channel is None
-        self._channel = channel if channel is not None else async_channel(target, root_certificates)
-        self._stub = pb_grpc.TieredMemoryServiceStub(self._channel)
-        self._memories = mem_grpc.MemoryServiceStub(self._channel)
-        self._metadata = metadata(api_key)
-        self.timeout = timeout
-        self.retry_policy = RetryPolicy(retries)
+    def _bind(self, channel: grpc.aio.Channel) -> None:
+        self._stub = pb_grpc.TieredMemoryServiceStub(channel)
+        self._memories = mem_grpc.MemoryServiceStub(channel)
 
     @staticmethod
     def local(service: "Service | ServiceSettings | None" = None) -> AsyncLocalTieredClient:
         """The same methods over an in-process service (no server, no gRPC)."""
         return AsyncLocalTieredClient(service)
-
-    async def close(self) -> None:
-        if self._own_channel:
-            await self._channel.close()
-
-    async def __aenter__(self) -> AsyncTieredClient:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def _call(self, method: Callable[..., Awaitable[T]], request: object, retry: bool = True) -> T:
-        check_request(request)
-        return await call_async(self.retry_policy, method, request, retry=retry, timeout=self.timeout,
-                                metadata=self._metadata)
 
     async def create_memory(self, memory_id: str, config: TieredConfig | None = None, *,
                             labels: dict[str, str] | None = None, allow_existing: bool = False) -> MemoryDescription:
@@ -168,30 +141,20 @@ class AsyncTieredClient:
         return status_from_proto(response.status)
 
     async def iter_items(self, memory_id: str, tier: int, page_size: int = 0) -> AsyncIterator[TierItem]:
-        token = ""
-        while True:
-            response = await self._call(self._stub.ListTierItems, pb.ListTierItemsRequest(
-                memory_id=memory_id, tier=tier_to_proto(tier), page_size=page_size, page_token=token))
+        request = pb.ListTierItemsRequest(memory_id=memory_id, tier=tier_to_proto(tier), page_size=page_size)
+        async for response in self._paged(self._stub.ListTierItems, request):
             for item in response.items:
                 yield item_from_proto(item)
-            token = response.next_page_token
-            if not token:
-                return
 
     async def get_items(self, memory_id: str, tier: int) -> list[TierItem]:
         return [i async for i in self.iter_items(memory_id, tier)]
 
     async def iter_events(self, memory_id: str, after_sequence: int = 0, page_size: int = 0
                           ) -> AsyncIterator[tuple[int, TierEvent]]:
-        token = ""
-        while True:
-            response = await self._call(self._stub.ListTierEvents, pb.ListTierEventsRequest(
-                memory_id=memory_id, after_sequence=after_sequence, page_size=page_size, page_token=token))
+        request = pb.ListTierEventsRequest(memory_id=memory_id, after_sequence=after_sequence, page_size=page_size)
+        async for response in self._paged(self._stub.ListTierEvents, request):
             for event in response.events:
                 yield event_from_proto(event)
-            token = response.next_page_token
-            if not token:
-                return
 
     async def get_events(self, memory_id: str, after_sequence: int = 0) -> list[tuple[int, TierEvent]]:
         return [e async for e in self.iter_events(memory_id, after_sequence)]
@@ -204,47 +167,21 @@ class AsyncTieredClient:
             async for response in call:
                 yield event_from_proto(response.event)
         except grpc.RpcError as exc:
-            from agentscope_memory.client._common import translate
-
             raise translate(exc) from None
         finally:
             call.cancel()
 
 
-class TieredClient:
+class TieredClient(BlockingGrpcClient):
     """TIERED memories over gRPC (blocking); the same methods as `AsyncTieredClient`."""
 
-    def __init__(self, target: str = DEFAULT_TARGET, *, channel: grpc.Channel | None = None,
-                 api_key: str | None = None, root_certificates: bytes | None = None,
-                 timeout: float = DEFAULT_TIMEOUT_S, retries: int | None = None) -> None:
-        self._own_channel = channel is None
-        self._channel = channel if channel is not None else blocking_channel(target, root_certificates)
-        self._stub = pb_grpc.TieredMemoryServiceStub(self._channel)
-        self._memories = mem_grpc.MemoryServiceStub(self._channel)
-        self._metadata = metadata(api_key)
-        self.timeout = timeout
-        self.retry_policy = RetryPolicy(retries)
+    def _bind(self, channel: grpc.Channel) -> None:
+        self._stub = pb_grpc.TieredMemoryServiceStub(channel)
+        self._memories = mem_grpc.MemoryServiceStub(channel)
 
     @staticmethod
     def local(service: "Service | ServiceSettings | None" = None) -> Any:
-        from agentscope_memory.client.local import Blocking
-
         return Blocking(lambda: AsyncLocalTieredClient(service))
-
-    def close(self) -> None:
-        if self._own_channel:
-            self._channel.close()
-
-    def __enter__(self) -> TieredClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _call(self, method: Callable[..., T], request: object, retry: bool = True) -> T:
-        check_request(request)
-        return call_blocking(self.retry_policy, method, request, retry=retry, timeout=self.timeout,
-                             metadata=self._metadata)
 
     def create_memory(self, memory_id: str, config: TieredConfig | None = None, *,
                       labels: dict[str, str] | None = None, allow_existing: bool = False) -> MemoryDescription:
@@ -278,56 +215,28 @@ class TieredClient:
                                             pb.GetTierStatusRequest(memory_id=memory_id)).status)
 
     def iter_items(self, memory_id: str, tier: int, page_size: int = 0) -> Iterator[TierItem]:
-        token = ""
-        while True:
-            response = self._call(self._stub.ListTierItems, pb.ListTierItemsRequest(
-                memory_id=memory_id, tier=tier_to_proto(tier), page_size=page_size, page_token=token))
+        request = pb.ListTierItemsRequest(memory_id=memory_id, tier=tier_to_proto(tier), page_size=page_size)
+        for response in self._paged(self._stub.ListTierItems, request):
             yield from (item_from_proto(i) for i in response.items)
-            token = response.next_page_token
-            if not token:
-                return
 
     def get_items(self, memory_id: str, tier: int) -> list[TierItem]:
         return list(self.iter_items(memory_id, tier))
 
     def iter_events(self, memory_id: str, after_sequence: int = 0, page_size: int = 0
                     ) -> Iterator[tuple[int, TierEvent]]:
-        token = ""
-        while True:
-            response = self._call(self._stub.ListTierEvents, pb.ListTierEventsRequest(
-                memory_id=memory_id, after_sequence=after_sequence, page_size=page_size, page_token=token))
+        request = pb.ListTierEventsRequest(memory_id=memory_id, after_sequence=after_sequence, page_size=page_size)
+        for response in self._paged(self._stub.ListTierEvents, request):
             yield from (event_from_proto(e) for e in response.events)
-            token = response.next_page_token
-            if not token:
-                return
 
     def get_events(self, memory_id: str, after_sequence: int = 0) -> list[tuple[int, TierEvent]]:
         return list(self.iter_events(memory_id, after_sequence))
 
 
-class AsyncLocalTieredClient:
+class AsyncLocalTieredClient(_LocalClient):
     """`AsyncTieredClient`'s methods over an in-process service (local mode, tenant `default`)."""
 
-    def __init__(self, service: "Service | ServiceSettings | None" = None) -> None:
-        from agentscope_memory.client.local import _ServiceHandle
-
-        self._handle = _ServiceHandle(service)
-        self.tenant = LOCAL_TENANT
-
-    async def close(self) -> None:
-        await self._handle.close()
-
-    async def __aenter__(self) -> AsyncLocalTieredClient:
-        await self._handle.get()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
     async def _tiered(self) -> Any:
-        service = await self._handle.get()
-        assert service.tiered is not None
-        return service.tiered
+        return await self._part("tiered")
 
     async def create_memory(self, memory_id: str, config: TieredConfig | None = None, *,
                             labels: dict[str, str] | None = None, allow_existing: bool = False) -> MemoryDescription:
