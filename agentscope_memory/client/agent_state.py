@@ -56,7 +56,24 @@ def _conflict(exc: AbortedError) -> AbortedError:
     return conflict
 
 
-class AsyncAgentStateClient(AsyncGrpcClient):
+class _SessionIds:
+    """`iter_session_ids` over the pages of `list_session_ids_page`, remote and local alike."""
+
+    async def list_session_ids_page(self, user_id: str = "", page_size: int = 0, page_token: str = "") -> SessionIdPage:
+        raise NotImplementedError
+
+    async def iter_session_ids(self, user_id: str = "", page_size: int = 0) -> AsyncIterator[str]:
+        token = ""
+        while True:
+            page = await self.list_session_ids_page(user_id, page_size, token)
+            for session_id in page.session_ids:
+                yield session_id
+            token = page.next_page_token
+            if not token:
+                return
+
+
+class AsyncAgentStateClient(AsyncGrpcClient, _SessionIds):
     """Agent state over gRPC (asyncio). `Slot(user_id, session_id)` addresses a slot; an empty
     user id is the anonymous user."""
 
@@ -150,18 +167,8 @@ class AsyncAgentStateClient(AsyncGrpcClient):
         request = pb.ListSessionIdsRequest(user_id=user_id, page_size=page_size, page_token=page_token)
         return session_ids_from_proto(await self._call(self._stub.ListSessionIds, request))
 
-    async def iter_session_ids(self, user_id: str = "", page_size: int = 0) -> AsyncIterator[str]:
-        token = ""
-        while True:
-            page = await self.list_session_ids_page(user_id, page_size, token)
-            for session_id in page.session_ids:
-                yield session_id
-            token = page.next_page_token
-            if not token:
-                return
 
-
-class AsyncLocalAgentStateClient(_LocalClient):
+class AsyncLocalAgentStateClient(_LocalClient, _SessionIds):
     """`AsyncAgentStateClient`'s methods over an in-process service."""
 
     async def _engine(self) -> Any:
@@ -215,16 +222,6 @@ class AsyncLocalAgentStateClient(_LocalClient):
     async def list_session_ids_page(self, user_id: str = "", page_size: int = 0, page_token: str = "") -> SessionIdPage:
         page: SessionIdPage = await (await self._engine()).list_session_ids(self.tenant, user_id, page_size, page_token)
         return page
-
-    async def iter_session_ids(self, user_id: str = "", page_size: int = 0) -> AsyncIterator[str]:
-        token = ""
-        while True:
-            page = await self.list_session_ids_page(user_id, page_size, token)
-            for session_id in page.session_ids:
-                yield session_id
-            token = page.next_page_token
-            if not token:
-                return
 
 
 def AgentStateClient(target: str = DEFAULT_TARGET, **options: Any) -> Any:
