@@ -370,9 +370,26 @@ def _others(fact: Fact, index: int, rng: random.Random) -> dict[str, str]:
     return {f"{k}_other": v for k, v in other.items()}
 
 
-def _conversation(name: str, lang: str, user_index: int, rng: random.Random) -> tuple[list[Memory], list[dict[str, Any]]]:
-    facts = EN_FACTS if lang == "en" else ZH_FACTS
-    replies = EN_REPLIES if lang == "en" else ZH_REPLIES
+@dataclass(frozen=True)
+class Vocabulary:
+    """What one language's conversations are made of."""
+
+    facts: list[Fact]
+    replies: list[str]  # the assistant's answer to a statement
+    answers: list[str]  # the assistant's answer to a question
+    small_talk: list[str]
+    topics: list[str]
+    asks: list[str]  # general questions, "{t}" a topic
+    tasks: list[str]
+    tip: str  # a request for tips, "{t}" a task
+    chatter_asks: int = 46
+    chatter_tips: int = 8
+
+
+def _conversation(name: str, lang: str, user_index: int, rng: random.Random,
+                  vocabulary: Vocabulary | None = None) -> tuple[list[Memory], list[dict[str, Any]]]:
+    v = vocabulary or (EN if lang == "en" else ZH)
+    facts = v.facts
     start = datetime(2025, 1, 6, 9, tzinfo=UTC) + timedelta(days=7 * user_index)
     session_start = [start]
     for _ in range(SESSIONS - 1):
@@ -395,22 +412,17 @@ def _conversation(name: str, lang: str, user_index: int, rng: random.Random) -> 
             lines[rng.randrange(SESSIONS)].append((_fill(template, values), None))
 
     # Chatter: general questions, tips and small talk, each used once per user.
-    if lang == "en":
-        asks = [a.format(t=t) for t in EN_TOPICS for a in EN_ASKS]
-        tips = [EN_TIP.format(t=t) for t in EN_TASKS]
-        small = EN_SMALL_TALK
-    else:
-        asks = [a.format(t=t) for t in ZH_TOPICS for a in ZH_ASKS]
-        tips = [ZH_TIP.format(t=t) for t in ZH_TASKS]
-        small = ZH_SMALL_TALK
-    chatter = rng.sample(asks, 46) + rng.sample(tips, 8) + list(small)
+    asks = [a.format(t=t) for t in v.topics for a in v.asks]
+    tips = [v.tip.format(t=t) for t in v.tasks]
+    small = v.small_talk
+    chatter = rng.sample(asks, v.chatter_asks) + rng.sample(tips, v.chatter_tips) + list(small)
     rng.shuffle(chatter)
     for i, text in enumerate(chatter):
         lines[i % SESSIONS].append((text, None))
 
     memories: list[Memory] = []
     labelled: dict[str, str] = {}
-    answers = EN_ANSWER if lang == "en" else ZH_ANSWER
+    answers, replies = v.answers, v.replies
     for session, session_lines in enumerate(lines):
         rng.shuffle(session_lines)
         at = session_start[session]
@@ -449,6 +461,10 @@ def _conversation(name: str, lang: str, user_index: int, rng: random.Random) -> 
     for text in rng.sample(small, 3):
         add("small_talk", text, [])
     return memories, queries
+
+
+EN = Vocabulary(EN_FACTS, EN_REPLIES, EN_ANSWER, EN_SMALL_TALK, EN_TOPICS, EN_ASKS, EN_TASKS, EN_TIP)
+ZH = Vocabulary(ZH_FACTS, ZH_REPLIES, ZH_ANSWER, ZH_SMALL_TALK, ZH_TOPICS, ZH_ASKS, ZH_TASKS, ZH_TIP)
 
 
 def generate() -> dict[str, Any]:

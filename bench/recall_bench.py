@@ -30,6 +30,7 @@ import numpy as np
 from agentscope_memory.long_term.text import tokenize
 
 DATA = Path(__file__).resolve().parent / "data" / "ltm_recall" / "recall_set.json"
+DATA_B = Path(__file__).resolve().parent / "data" / "ltm_recall" / "recall_set_b.json"
 EMBEDDERS = ("minilm", "e5-small", "use-multilingual", "minilm+e5")
 LINEAR_WEIGHTS = (0.3, 0.5, 0.7)  # weight of the dense leg
 RRF_K = 60
@@ -212,19 +213,17 @@ def shipped_on_pgvector(memories: Sequence[dict[str, Any]], queries: Sequence[di
         server.stop()
 
 
-def evaluate(embedders: Sequence[str] = EMBEDDERS, log: Callable[[str], None] = print) -> list[dict[str, Any]]:
-    data = json.loads(DATA.read_text())
-    memories: list[dict[str, Any]] = data["memories"]
-    queries: list[dict[str, Any]] = data["queries"]
+def _by_conversation(memories: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     by_conv: dict[str, list[dict[str, Any]]] = {}
     for m in memories:
         by_conv.setdefault(m["conversation"], []).append(m)
-    results: list[dict[str, Any]] = []
+    return by_conv
 
-    # Lexical leg.
+
+def _bm25_leg(by_conv: dict[str, list[dict[str, Any]]], queries: Sequence[dict[str, Any]]) -> tuple[dict[str, np.ndarray], Ranking]:
+    """Each query's BM25 scores over its conversation's memories, and the ranking they give."""
     lexical: dict[str, np.ndarray] = {}
     bm25: Ranking = {}
-    started = time.perf_counter()
     for conv, mems in by_conv.items():
         index = Bm25([m["text"] for m in mems])
         ids = [m["id"] for m in mems]
@@ -232,6 +231,55 @@ def evaluate(embedders: Sequence[str] = EMBEDDERS, log: Callable[[str], None] = 
             if q["conversation"] == conv:
                 lexical[q["id"]] = index.scores(q["text"])
                 bm25[q["id"]] = _top(lexical[q["id"]], ids, DEPTH)
+    return lexical, bm25
+
+
+def _dense_leg(embedder: Any, by_conv: dict[str, list[dict[str, Any]]], queries: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:
+    """Each query's cosine to every memory of its conversation."""
+    dense: dict[str, np.ndarray] = {}
+    for conv, mems in by_conv.items():
+        doc_vectors = embedder.embed([m["text"] for m in mems])
+        conv_queries = [q for q in queries if q["conversation"] == conv]
+        query_vectors = embedder.embed_query([q["text"] for q in conv_queries])
+        for q, vector in zip(conv_queries, query_vectors, strict=True):
+            dense[q["id"]] = doc_vectors @ vector
+    return dense
+
+
+def evaluate_set_b(log: Callable[[str], None] = print) -> list[dict[str, Any]]:
+    """Set B (bench/ltm_recall_data_b.py: written after the defaults, never tuned on): the
+    shipped ranking beside BM25, dense and RRF of the default embedder, entries named `setB:...`."""
+    from agentscope_memory.long_term.embedders import load_embedder
+    from agentscope_memory.service import ServiceSettings
+
+    data = json.loads(DATA_B.read_text())
+    memories, queries = data["memories"], data["queries"]
+    by_conv = _by_conversation(memories)
+    name = ServiceSettings().long_term_embedder
+    started = time.perf_counter()
+    _, bm25 = _bm25_leg(by_conv, queries)
+    dense = _dense_leg(load_embedder(name), by_conv, queries)  # type: ignore[arg-type]
+    ids_of = {q["id"]: [m["id"] for m in by_conv[q["conversation"]]] for q in queries}
+    dense_rank = {qid: _top(s, ids_of[qid], DEPTH) for qid, s in dense.items()}
+    results = _entries("setB:bm25", bm25, queries) + _entries(f"setB:dense:{name}", dense_rank, queries)
+    results += _entries(f"setB:rrf:{name}+bm25", {q: _rrf([dense_rank[q], bm25[q]]) for q in dense}, queries)
+    shipped = shipped_rankings(memories, queries)
+    if shipped is not None:
+        results += _entries("setB:shipped", shipped, queries)
+    log(f"set B: {time.perf_counter() - started:.1f}s")
+    return results
+
+
+def evaluate(embedders: Sequence[str] = EMBEDDERS, log: Callable[[str], None] = print) -> list[dict[str, Any]]:
+    data = json.loads(DATA.read_text())
+    memories: list[dict[str, Any]] = data["memories"]
+    queries: list[dict[str, Any]] = data["queries"]
+    by_conv = _by_conversation(memories)
+    results: list[dict[str, Any]] = []
+
+    # Lexical leg.
+    started = time.perf_counter()
+    lexical, bm25 = _bm25_leg(by_conv, queries)
     log(f"bm25: {time.perf_counter() - started:.1f}s")
     results += _entries("bm25", bm25, queries)
 
@@ -267,13 +315,7 @@ def evaluate(embedders: Sequence[str] = EMBEDDERS, log: Callable[[str], None] = 
         load_s = time.perf_counter() - started
         results.append(_embed_timing(name, embedder, [q["text"] for q in queries], load_s))
         started = time.perf_counter()
-        dense: dict[str, np.ndarray] = {}
-        for conv, mems in by_conv.items():
-            doc_vectors = embedder.embed([m["text"] for m in mems])
-            conv_queries = [q for q in queries if q["conversation"] == conv]
-            query_vectors = embedder.embed_query([q["text"] for q in conv_queries])
-            for q, vector in zip(conv_queries, query_vectors, strict=True):
-                dense[q["id"]] = doc_vectors @ vector
+        dense = _dense_leg(embedder, by_conv, queries)
         log(f"{name}: embedded in {time.perf_counter() - started:.1f}s")
         ids_of = {q["id"]: [m["id"] for m in by_conv[q["conversation"]]] for q in queries}
         dense_rank = {qid: _top(s, ids_of[qid], DEPTH) for qid, s in dense.items()}
@@ -324,6 +366,7 @@ def evaluate(embedders: Sequence[str] = EMBEDDERS, log: Callable[[str], None] = 
 async def run(results: list[dict[str, Any]]) -> None:
     # On a thread: the shipped ranking runs the engine in an event loop of its own.
     results += await asyncio.to_thread(evaluate, log=lambda s: print(s, file=sys.stderr))
+    results += await asyncio.to_thread(evaluate_set_b, log=lambda s: print(s, file=sys.stderr))
 
 
 if __name__ == "__main__":

@@ -93,6 +93,32 @@ def test_heuristic_keeps_health_and_diet(text: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("theirs", "mine"),
+    [
+        ("My sister hates mac and cheese.", "I hate mac and cheese."),
+        ("A coworker's son just started a coding course.", "I just started a coding course."),
+        ("My neighbour bought an electric car last month.", "I bought an electric car last month."),
+        ("我同事特别喜欢爬山。", "我特别喜欢爬山。"),
+        ("我一个朋友刚搬到了成都。", "我刚搬到了成都。"),
+    ],
+)
+def test_heuristic_scores_someone_elses_tastes_below_the_users_own(theirs: str, mine: str) -> None:
+    scorer = HeuristicScorer()
+    other, own = scorer.assess_now([f"user: {theirs}"]), scorer.assess_now([f"user: {mine}"])
+    assert other.importance_score < 0.5 <= own.importance_score, (other, own)
+    assert other.extracted_fact == "" and own.extracted_fact == mine
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["My brother is getting married in June.", "My friend's wedding is on May 3, I need a gift.",
+     "我姐姐下个月结婚。", "我爸爸下周要做手术。"],
+)
+def test_heuristic_keeps_the_life_events_of_the_users_people(text: str) -> None:
+    assert HeuristicScorer().assess_now([f"user: {text}"]).importance_score >= THRESHOLD
+
+
+@pytest.mark.parametrize(
     "text",
     ["Give me three fun facts about octopuses.", "Tell me how volcanoes form.", "Write a short poem about my cat.",
      "给我讲讲量子计算的历史。", "帮我写一首关于我家猫的小诗。", "解释一下为什么天空是蓝色的。"],
