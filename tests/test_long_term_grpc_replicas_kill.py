@@ -55,6 +55,7 @@ async def test_kill_9_of_one_replica_loses_and_duplicates_nothing(tmp_path: Path
     attempted: set[str] = set()
     killed = asyncio.Event()
     failovers = 0
+    in_flight = [0, 0]  # Record calls under way, per replica
     try:
         async def writer(w: int) -> None:
             # Each writer records its growing conversation (the whole history each time, as an
@@ -70,6 +71,7 @@ async def test_kill_9_of_one_replica_loses_and_duplicates_nothing(tmp_path: Path
                     msg_to_proto(Msg.create(MsgRole.USER, t)) for t in conversation[-rng.randint(1, 4):]])
                 for attempt in range(40):
                     target = (w + i + attempt) % 2
+                    in_flight[target] += 1
                     try:
                         await stubs[target].Record(request, timeout=20)
                         acknowledged.update(conversation[-len(request.messages):])
@@ -79,6 +81,8 @@ async def test_kill_9_of_one_replica_loses_and_duplicates_nothing(tmp_path: Path
                                               grpc.StatusCode.CANCELLED), exc
                         failovers += 1
                         await asyncio.sleep(0.05)
+                    finally:
+                        in_flight[target] -= 1
                 else:
                     raise AssertionError(f"writer {w} could not record round {i}")
                 if i == ROUNDS // 3 and w == 0:
@@ -86,6 +90,14 @@ async def test_kill_9_of_one_replica_loses_and_duplicates_nothing(tmp_path: Path
 
         async def killer() -> None:
             await killed.wait()
+            # Kill while a Record is inside the replica (a call that has just started is still
+            # embedding), so the kill cuts a call rather than falling between two.
+            while True:
+                while in_flight[0] == 0:
+                    await asyncio.sleep(0.001)
+                await asyncio.sleep(0.002)
+                if in_flight[0] > 0:
+                    break
             servers[0].kill()
             # The old channel stays open (closing it would cancel calls in flight, which a
             # client does not see when a server dies); it answers UNAVAILABLE meanwhile.
