@@ -137,23 +137,38 @@ public final class MemoryTurnBenchmark {
     /**
      * Times {@code turns} turns after {@code warmup} untimed ones and prints one JSON line. With
      * {@code history == 0} every turn starts a new conversation; otherwise one conversation
-     * starting with that many messages goes on turn after turn, on both memories.
+     * starting with that many messages goes on turn after turn, on both memories. With {@code
+     * other} (a second client on its own connection), that client adds a message to the same
+     * conversation before every turn, untimed, so the agent's client finds the history changed by
+     * someone else each turn (the same message goes to the in-memory baseline).
      */
-    static void scenario(RemoteConnection conn, int history, int turns, int warmup) {
+    static void scenario(RemoteConnection conn, int history, int turns, int warmup, RemoteConnection other) {
         Supplier<Memory> local;
         Supplier<Memory> remote;
+        Runnable before = () -> { };
         if (history == 0) {
             local = InMemoryMemory::new;
             remote = () -> RemoteMemory.builder().connection(conn).memoryId("bench-" + UUID.randomUUID()).build();
         } else {
             InMemoryMemory localMemory = new InMemoryMemory();
             history(history).forEach(localMemory::addMessage);
-            RemoteMemory remoteMemory = RemoteMemory.builder().connection(conn).memoryId("bench-long-" + UUID.randomUUID()).build();
+            String memoryId = "bench-long-" + UUID.randomUUID();
+            RemoteMemory remoteMemory = RemoteMemory.builder().connection(conn).memoryId(memoryId).build();
             remoteMemory.addMessages(history(history));
             local = () -> localMemory;
             remote = () -> remoteMemory;
+            if (other != null) {
+                RemoteMemory otherMemory = RemoteMemory.builder().connection(other).memoryId(memoryId).build();
+                before = () -> {
+                    Msg note = Msg.builder().role(MsgRole.USER).name("observer")
+                            .textContent("A note from another agent: " + UUID.randomUUID()).build();
+                    otherMemory.addMessage(note);
+                    localMemory.addMessage(note);
+                };
+            }
         }
         for (int i = 0; i < warmup; i++) { // JIT, channel, server
+            before.run();
             turn(local.get());
             turn(remote.get());
         }
@@ -163,6 +178,7 @@ public final class MemoryTurnBenchmark {
         int gets = 0;
         int adds = 0;
         for (int i = 0; i < turns; i++) {
+            before.run();
             localNanos[i] = turn(local.get()).nanos;
             TimedMemory r = turn(remote.get());
             remoteNanos[i] = r.nanos;
@@ -173,12 +189,12 @@ public final class MemoryTurnBenchmark {
         double l = median(localNanos) / 1e6;
         double rm = median(remoteNanos) / 1e6;
         System.out.printf(
-                "{\"history_messages\":%d,\"turns\":%d,\"warmup_turns\":%d,\"tool_rounds\":3,"
+                "{\"history_messages\":%d,\"other_writer\":%b,\"turns\":%d,\"warmup_turns\":%d,\"tool_rounds\":3,"
                         + "\"getMessages_per_turn\":%d,\"addMessage_per_turn\":%d,"
                         + "\"in_memory_ms_per_turn\":%.3f,\"remote_ms_per_turn\":%.3f,"
                         + "\"overhead_ms_per_turn\":%.3f,\"ratio\":%.1f,"
                         + "\"remote_getMessages_ms_per_call\":%.3f,\"remote_addMessage_ms_per_call\":%.3f}%n",
-                history, turns, warmup, gets, adds, l, rm, rm - l, rm / l,
+                history, other != null, turns, warmup, gets, adds, l, rm, rm - l, rm / l,
                 median(remoteGets) / 1e6 / gets, (rm - median(remoteGets) / 1e6) / adds);
     }
 
@@ -189,9 +205,11 @@ public final class MemoryTurnBenchmark {
         int warmup = args.length > 1 ? Integer.parseInt(args[1]) : 50;
         int history = args.length > 2 ? Integer.parseInt(args[2]) : 1000;
         try (TestServer server = TestServer.start();
-                RemoteConnection conn = RemoteConnection.builder().target(server.target()).build()) {
-            scenario(conn, 0, turns, warmup);
-            scenario(conn, history, turns / 2, 10);
+                RemoteConnection conn = RemoteConnection.builder().target(server.target()).build();
+                RemoteConnection other = RemoteConnection.builder().target(server.target()).build()) {
+            scenario(conn, 0, turns, warmup, null);
+            scenario(conn, history, turns / 2, 10, null);
+            scenario(conn, history, turns / 2, 10, other);
         }
     }
 }
