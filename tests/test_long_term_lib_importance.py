@@ -112,9 +112,10 @@ def test_heuristic_scores_someone_elses_tastes_below_the_users_own(theirs: str, 
 @pytest.mark.parametrize(
     "text",
     ["My brother is getting married in June.", "My friend's wedding is on May 3, I need a gift.",
-     "我姐姐下个月结婚。", "我爸爸下周要做手术。"],
+     "我姐姐下个月结婚。", "我爸爸下周要做手术。",
+     "My wife's birthday is on June 3.", "My daughter is allergic to peanuts.", "我老婆对花生过敏。"],
 )
-def test_heuristic_keeps_the_life_events_of_the_users_people(text: str) -> None:
+def test_heuristic_keeps_life_events_and_the_users_household(text: str) -> None:
     assert HeuristicScorer().assess_now([f"user: {text}"]).importance_score >= THRESHOLD
 
 

@@ -77,20 +77,19 @@ _IMPLICIT_FIRST_PERSON = re.compile(
     r"^(?:just |finally |recently |also )?(?:got|came|went|signed|started|joined|moved|finished|booked|"
     r"bought|visited|took|picked|spent|flew|quit|switched|adopted|enrolled)\b|^(?:刚|刚刚|最近|终于|已经|报了|参加了|去了|开始)"
 )
-# A sentence whose subject is someone else ("My sister hates ...", "A coworker's son ...",
-# "我同事...") states that person's tastes and doings, not the user's; their life events (a
-# wedding, a birth, an illness) still belong to the user's life.
+# A sentence whose subject is someone outside the user's household ("My sister hates ...",
+# "A coworker's son ...", "我同事...") states that person's tastes and doings, not the user's;
+# their life events (a wedding, a birth, an illness) still belong to the user's life, and so
+# does all that concerns a spouse, a child or a parent ("My wife is allergic to nuts").
 _RELATIONS_EN = (
-    r"wife|husband|partner|spouse|son|daughter|kids?|child|children|mom|mum|mother|dad|father|sister|brother|"
-    r"parents?|friends?|boss|colleagues?|co-?workers?|roommates?|flatmates?|neighbou?rs?|cousins?|aunt|uncle|"
-    r"nephew|niece|sister-in-law|brother-in-law|in-laws|grand\w+|teacher|manager|landlord|doctor"
+    r"sisters?|brothers?|siblings?|friends?|boss|colleagues?|co-?workers?|roommates?|flatmates?|neighbou?rs?|"
+    r"cousins?|aunt|uncle|nephew|niece|sister-in-law|brother-in-law|in-laws|grand\w+|teacher|manager|"
+    r"landlord|doctor"
 )
 _OTHER_SUBJECT = re.compile(
-    rf"^(?:so |well |btw,? |and )?(?:(?:my|our) (?:\w+ )?(?:{_RELATIONS_EN})\b|(?:a|an|one|another) (?:\w+ )?"
-    rf"(?:{_RELATIONS_EN})\b|(?:a|an|my|our) [\w-]+'s\b)"
-    r"|^(?:我|我们)?(?:的)?(?:一个|有个|有位)?(?:老婆|老公|妻子|丈夫|爱人|对象|儿子|女儿|孩子|妈妈|母亲|爸爸|父亲|姐姐|"
-    r"妹妹|哥哥|弟弟|父母|朋友|老板|领导|同事|室友|邻居|表弟|表妹|表哥|表姐|堂[兄弟姐妹]|姑妈|姑姑|阿姨|叔叔|舅舅|侄子|"
-    r"侄女|外甥|姐夫|妹夫|嫂子|弟媳|爷爷|奶奶|外公|外婆)"
+    rf"^(?:so |well |btw,? |and )?(?:my|our|a|an|one|another) (?:[\w-]+ )?(?:{_RELATIONS_EN})\b"
+    r"|^(?:我|我们)?(?:的)?(?:一个|有个|有位)?(?:姐姐|妹妹|哥哥|弟弟|朋友|老板|领导|同事|室友|邻居|表弟|表妹|表哥|"
+    r"表姐|堂[兄弟姐妹]|姑妈|姑姑|阿姨|叔叔|舅舅|侄子|侄女|外甥|姐夫|妹夫|嫂子|弟媳|爷爷|奶奶|外公|外婆)"
 )
 _SELF_SUBJECT = re.compile(r"\b(?:i|i'm|im|i've|i'd|i'll|we|we're|we've)\b")
 _LIFE_EVENT = re.compile(
