@@ -59,21 +59,23 @@ def test_multilingual_embedders_answer_chinese_paraphrases(name: str) -> None:
     assert right >= 3, scores
 
 
-def test_minilm_e5_weighs_the_two_models_by_script() -> None:
+def test_minilm_e5_stores_both_models_and_weighs_queries_by_script() -> None:
     both, minilm, e5 = load_embedder("minilm+e5"), load_embedder("minilm"), load_embedder("e5-small")
     texts = ["I switched from tea to coffee last spring.", "我去年春天从喝茶改成了喝咖啡。", "咖啡 coffee"]
     vectors = both.embed(texts)
     half = np.sqrt(0.5)
-    # English: half MiniLM, half e5, so a dot product is the mean of the two cosines.
-    np.testing.assert_allclose(vectors[0, :384], half * minilm.embed(texts[:1])[0], atol=1e-5)
-    np.testing.assert_allclose(vectors[0, 384:], half * e5.embed(texts[:1])[0], atol=1e-5)
-    # Mostly CJK: e5 alone (MiniLM's vectors of Chinese are noise).
-    assert not vectors[1, :384].any()
-    np.testing.assert_allclose(vectors[1, 384:], e5.embed(texts[1:2])[0], atol=1e-5)
-    # A quarter or more CJK characters count as CJK.
-    assert not vectors[2, :384].any()
+    # Stored, any script: half MiniLM, half e5.
+    np.testing.assert_allclose(vectors[:, :384], half * minilm.embed(texts), atol=1e-5)
+    np.testing.assert_allclose(vectors[:, 384:], half * e5.embed(texts), atol=1e-5)
+    # An English query: both halves, so a dot product is the mean of the two cosines.
     query = both.embed_query(["What do I drink in the morning?"])[0]
+    np.testing.assert_allclose(query[:384], half * minilm.embed_query(["What do I drink in the morning?"])[0], atol=1e-5)
     np.testing.assert_allclose(query[384:], half * e5.embed_query(["What do I drink in the morning?"])[0], atol=1e-5)
+    # A mostly CJK query (a quarter or more of its characters): e5 alone (MiniLM reads Chinese as noise).
+    for chinese in ["我早上喝什么？", "咖啡 coffee"]:
+        query = both.embed_query([chinese])[0]
+        assert not query[:384].any()
+        np.testing.assert_allclose(query[384:], e5.embed_query([chinese])[0], atol=1e-5)
 
 
 def test_english_paraphrases_rank_best_with_minilm_e5() -> None:

