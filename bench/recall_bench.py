@@ -270,6 +270,29 @@ def evaluate_set_b(log: Callable[[str], None] = print) -> list[dict[str, Any]]:
     return results
 
 
+def evaluate_bilingual(log: Callable[[str], None] = print) -> list[dict[str, Any]]:
+    """A bilingual user: each English conversation of set A shares its scope with a Chinese one
+    (paired in order), and every query ranks both. Dense retrieval with the default embedder,
+    entries `bilingual:dense:...`, to read beside `dense:...` (each conversation alone): a
+    layout that favours one script shows as a drop here."""
+    from agentscope_memory.long_term.embedders import load_embedder
+    from agentscope_memory.service import ServiceSettings
+
+    data = json.loads(DATA.read_text())
+    by_conv = _by_conversation(data["memories"])
+    english = sorted(c for c in by_conv if c.startswith("en-"))
+    chinese = sorted(c for c in by_conv if c.startswith("zh-"))
+    pair = {**dict(zip(english, chinese, strict=True)), **dict(zip(chinese, english, strict=True))}
+    mixed = {conv: by_conv[conv] + by_conv[pair[conv]] for conv in by_conv}
+    name = ServiceSettings().long_term_embedder
+    started = time.perf_counter()
+    dense = _dense_leg(load_embedder(name), mixed, data["queries"])  # type: ignore[arg-type]
+    ranking = {q["id"]: _top(dense[q["id"]], [m["id"] for m in mixed[q["conversation"]]], DEPTH)
+               for q in data["queries"]}
+    log(f"bilingual: {time.perf_counter() - started:.1f}s")
+    return _entries(f"bilingual:dense:{name}", ranking, data["queries"])
+
+
 def evaluate(embedders: Sequence[str] = EMBEDDERS, log: Callable[[str], None] = print) -> list[dict[str, Any]]:
     data = json.loads(DATA.read_text())
     memories: list[dict[str, Any]] = data["memories"]
@@ -367,6 +390,7 @@ async def run(results: list[dict[str, Any]]) -> None:
     # On a thread: the shipped ranking runs the engine in an event loop of its own.
     results += await asyncio.to_thread(evaluate, log=lambda s: print(s, file=sys.stderr))
     results += await asyncio.to_thread(evaluate_set_b, log=lambda s: print(s, file=sys.stderr))
+    results += await asyncio.to_thread(evaluate_bilingual, log=lambda s: print(s, file=sys.stderr))
 
 
 if __name__ == "__main__":
