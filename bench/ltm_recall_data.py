@@ -488,15 +488,19 @@ def generate() -> dict[str, Any]:
     }
 
 
-def main() -> None:
-    data = generate()
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(data, ensure_ascii=False, indent=0) + "\n")
+def write(data: dict[str, Any], out: Path) -> None:
+    """Write a generated set and print what it holds."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(data, ensure_ascii=False, indent=0) + "\n")
     kinds: dict[str, int] = {}
     for q in data["queries"]:
         kinds[f"{q['lang']}:{q['type']}"] = kinds.get(f"{q['lang']}:{q['type']}", 0) + 1
-    print(f"{len(data['memories'])} memories, {len(data['queries'])} queries -> {OUT}")
+    print(f"{len(data['memories'])} memories, {len(data['queries'])} queries -> {out}")
     print(json.dumps(kinds, indent=1, sort_keys=True))
+
+
+def main() -> None:
+    write(generate(), OUT)
 
 
 if __name__ == "__main__":

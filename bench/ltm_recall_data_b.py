@@ -10,12 +10,11 @@ seen. Same shape and query types as set A.
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 from typing import Any
 
-from bench.ltm_recall_data import Fact, Memory, Vocabulary, _conversation
+from bench.ltm_recall_data import Fact, Memory, Vocabulary, _conversation, write
 
 OUT = Path(__file__).resolve().parent / "data" / "ltm_recall" / "recall_set_b.json"
 SEED = 20261126
@@ -236,13 +235,7 @@ def generate() -> dict[str, Any]:
 
 
 def main() -> None:
-    data = generate()
-    OUT.write_text(json.dumps(data, ensure_ascii=False, indent=0) + "\n")
-    kinds: dict[str, int] = {}
-    for q in data["queries"]:
-        kinds[f"{q['lang']}:{q['type']}"] = kinds.get(f"{q['lang']}:{q['type']}", 0) + 1
-    print(f"{len(data['memories'])} memories, {len(data['queries'])} queries -> {OUT}")
-    print(json.dumps(kinds, indent=1, sort_keys=True))
+    write(generate(), OUT)
 
 
 if __name__ == "__main__":
