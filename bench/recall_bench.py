@@ -283,12 +283,18 @@ def evaluate_bilingual(log: Callable[[str], None] = print) -> list[dict[str, Any
     english = sorted(c for c in by_conv if c.startswith("en-"))
     chinese = sorted(c for c in by_conv if c.startswith("zh-"))
     pair = {**dict(zip(english, chinese, strict=True)), **dict(zip(chinese, english, strict=True))}
-    mixed = {conv: by_conv[conv] + by_conv[pair[conv]] for conv in by_conv}
     name = ServiceSettings().long_term_embedder
     started = time.perf_counter()
-    dense = _dense_leg(load_embedder(name), mixed, data["queries"])  # type: ignore[arg-type]
-    ranking = {q["id"]: _top(dense[q["id"]], [m["id"] for m in mixed[q["conversation"]]], DEPTH)
-               for q in data["queries"]}
+    embedder = load_embedder(name)  # type: ignore[arg-type]
+    # Each conversation's memories are embedded once and serve both scopes they belong to.
+    stored = {conv: embedder.embed([m["text"] for m in mems]) for conv, mems in by_conv.items()}
+    ranking: Ranking = {}
+    for conv, mems in by_conv.items():
+        queries = [q for q in data["queries"] if q["conversation"] == conv]
+        scores = np.vstack([stored[conv], stored[pair[conv]]]) @ embedder.embed_query([q["text"] for q in queries]).T
+        ids = [m["id"] for m in mems + by_conv[pair[conv]]]
+        for q, column in zip(queries, scores.T, strict=True):
+            ranking[q["id"]] = _top(column, ids, DEPTH)
     log(f"bilingual: {time.perf_counter() - started:.1f}s")
     return _entries(f"bilingual:dense:{name}", ranking, data["queries"])
 
