@@ -177,13 +177,14 @@ def _embed_timing(name: str, embedder: Any, texts: Sequence[str], load_s: float)
     }
 
 
-def shipped_rankings(memories: Sequence[dict[str, Any]], queries: Sequence[dict[str, Any]]) -> Ranking | None:
-    """The engine's ranked search (bench/recall_shipped.py), or None while the engine
-    (`agentscope_memory.long_term.hybrid`) is not on this branch."""
+def shipped_rankings(memories: Sequence[dict[str, Any]], queries: Sequence[dict[str, Any]]) -> dict[str, Ranking] | None:
+    """The engine's ranked search (bench/recall_shipped.py), by the shipped ranking and by the
+    seed formula as written (`seed`), or None while the engine (`agentscope_memory.long_term.hybrid`)
+    is not on this branch."""
     from bench import recall_shipped
 
     try:
-        return recall_shipped.rank(memories, queries)
+        return recall_shipped.rank_all(memories, queries, ("shipped", "seed"))
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.startswith("agentscope_memory.long_term.hybrid"):
             return None
@@ -263,9 +264,10 @@ def evaluate_set_b(log: Callable[[str], None] = print) -> list[dict[str, Any]]:
     dense_rank = {qid: _top(s, ids_of[qid], DEPTH) for qid, s in dense.items()}
     results = _entries("setB:bm25", bm25, queries) + _entries(f"setB:dense:{name}", dense_rank, queries)
     results += _entries(f"setB:rrf:{name}+bm25", {q: _rrf([dense_rank[q], bm25[q]]) for q in dense}, queries)
-    shipped = shipped_rankings(memories, queries)
-    if shipped is not None:
-        results += _entries("setB:shipped", shipped, queries)
+    engine = shipped_rankings(memories, queries)
+    if engine is not None:
+        results += _entries("setB:shipped", engine["shipped"], queries)
+        results += _entries("setB:seed", engine["seed"], queries)
     log(f"set B: {time.perf_counter() - started:.1f}s")
     return results
 
@@ -365,11 +367,13 @@ def evaluate(embedders: Sequence[str] = EMBEDDERS, log: Callable[[str], None] = 
                 }
                 results += _entries(f"seed-sim(linear{weight},decay{decay_rate}):{name}+bm25", seeded, queries)
 
-    shipped = shipped_rankings(memories, queries)
-    if shipped is None:
+    engine = shipped_rankings(memories, queries)
+    if engine is None:
         results.append({"benchmark": "LTM recall shipped", "skipped": "the engine (long_term/hybrid) is not on this branch"})
     else:
+        shipped = engine["shipped"]
         results += _entries("shipped", shipped, queries)
+        results += _entries("seed", engine["seed"], queries)
         held_out = [q for q in queries if q["conversation"] not in TUNING_CONVERSATIONS]
         results += _entries("shipped-heldout", shipped, held_out)
         results += _entries("bm25-heldout", bm25, held_out)

@@ -35,7 +35,7 @@ def _ts(iso: str) -> float:
 
 
 async def _rank(memories: Sequence[dict[str, Any]], queries: Sequence[dict[str, Any]], embedder: Any,
-                store_kind: str, top_k: int, postgres_dsn: str | None) -> Ranking:
+                store_kind: str, top_k: int, postgres_dsn: str | None, rankings: Sequence[str]) -> dict[str, Ranking]:
     from agentscope_memory.long_term.hybrid import EngineSettings, HybridEngine
     from agentscope_memory.long_term.hybrid.scoring import round_importances
 
@@ -80,13 +80,16 @@ async def _rank(memories: Sequence[dict[str, Any]], queries: Sequence[dict[str, 
                             await engine.apply_assessment(TENANT, round_importances(await engine.rows(TENANT, ids),
                                                                                     verdict.importance_score),
                                                           verdict.domain, verdict.method)
-            ranking: Ranking = {}
-            options = engine.rank_defaults.with_overrides(top_k=top_k)
-            for q in queries:
-                clock.now = _ts(q["asked_at"])
-                found, _ = await engine.search_ranked(TENANT, Scope(user_id=q["conversation"]), q["text"], options)
-                ranking[q["id"]] = [ours.get(item.id, item.id) for item in found]
-            return ranking
+            out: dict[str, Ranking] = {}
+            for name in rankings:
+                ranking: Ranking = {}
+                out[name] = ranking
+                options = engine.rank_defaults.with_overrides(top_k=top_k, ranking=name)
+                for q in queries:
+                    clock.now = _ts(q["asked_at"])
+                    found, _ = await engine.search_ranked(TENANT, Scope(user_id=q["conversation"]), q["text"], options)
+                    ranking[q["id"]] = [ours.get(item.id, item.id) for item in found]
+            return out
         finally:
             await engine.close()
             await store.close()
@@ -95,10 +98,17 @@ async def _rank(memories: Sequence[dict[str, Any]], queries: Sequence[dict[str, 
 def rank(memories: Sequence[dict[str, Any]], queries: Sequence[dict[str, Any]], embedder: Any = None,
          store_kind: str = "sqlite", top_k: int = 10, postgres_dsn: str | None = None) -> Ranking:
     """Query id -> labelled memory ids as the engine ranks them, best first (at most top_k)."""
+    return rank_all(memories, queries, ("shipped",), embedder, store_kind, top_k, postgres_dsn)["shipped"]
+
+
+def rank_all(memories: Sequence[dict[str, Any]], queries: Sequence[dict[str, Any]], rankings: Sequence[str],
+             embedder: Any = None, store_kind: str = "sqlite", top_k: int = 10,
+             postgres_dsn: str | None = None) -> dict[str, Ranking]:
+    """As `rank`, for each of the engine's `rankings` (e.g. shipped, seed) over one recording."""
     if embedder is None:
         from agentscope_memory.long_term.embedders import load_embedder
 
         from agentscope_memory.service import ServiceSettings
 
         embedder = load_embedder(ServiceSettings().long_term_embedder)  # type: ignore[arg-type]
-    return asyncio.run(_rank(memories, queries, embedder, store_kind, top_k, postgres_dsn))
+    return asyncio.run(_rank(memories, queries, embedder, store_kind, top_k, postgres_dsn, rankings))

@@ -25,17 +25,19 @@ async def test_asyncio_client_search_returns_every_score(server) -> None:
         found = await ltm.search(ALICE, "where does Anna live")
         assert found[0].text == "My sister Anna lives in Berlin"
         s = found[0].scores
-        assert s.final == pytest.approx(0.5 * s.semantic + 0.2 * s.decay + 0.3 * s.importance)
+        assert s.final == pytest.approx(0.5 * s.semantic + s.dense**2 * (0.2 * s.decay + 0.3 * s.importance))
         assert s.dense > 0 and s.lexical == 1.0
         chinese = await ltm.search(ALICE, "她喝什么茶", top_k=1)
         assert [i.text for i in chinese] == ["我每天早上喝绿茶"]
-        only_importance = await ltm.search(ALICE, "Anna", alpha=0.0, beta=0.0, gamma=1.0, top_k=2)
+        only_importance = await ltm.search(ALICE, "Anna", alpha=0.0, beta=0.0, gamma=1.0, top_k=2, ranking="seed")
         assert len(only_importance) == 2 and all(i.scores.final == pytest.approx(i.scores.importance) for i in only_importance)
         assert await ltm.search(ALICE, "Anna", memory_types=["fact"]) == []
         with pytest.raises(InvalidArgumentError, match="alpha"):
             await ltm.search(ALICE, "Anna", alpha=2.0)
         with pytest.raises(TypeError, match="gama"):
             await ltm.search(ALICE, "Anna", gama=1.0)
+        with pytest.raises(ValueError, match="ranking 'best'"):
+            await ltm.search(ALICE, "Anna", ranking="best")
 
 
 def test_blocking_client_and_the_command(threaded_server, capsys: pytest.CaptureFixture[str]) -> None:

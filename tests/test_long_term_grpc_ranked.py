@@ -40,15 +40,20 @@ async def test_search_returns_every_score_component(ltm) -> None:
     assert got.results[0].memory.memory == "My sister Anna lives in Berlin" and got.routed_domain == ""
     for r in got.results:
         s = r.scores
-        assert s.final == pytest.approx(0.5 * s.semantic + 0.2 * s.decay + 0.3 * s.importance)
+        assert s.final == pytest.approx(0.5 * s.semantic + s.dense**2 * (0.2 * s.decay + 0.3 * s.importance))
         assert r.memory.score == pytest.approx(s.final) and r.memory.memory_type == "message"
     first = got.results[0].scores
     assert first.dense > 0 and first.lexical == 1.0
-    # Per-request weights and rankings.
+    # Per-request weights and rankings; the seed formula counts importance whatever the relevance.
     only_importance = await ltm.SearchLongTermMemories(pb.SearchLongTermMemoriesRequest(
-        scope=ALICE, query="Anna", alpha=0.0, beta=0.0, gamma=1.0, top_k=2))
+        scope=ALICE, query="Anna", alpha=0.0, beta=0.0, gamma=1.0, top_k=2, ranking=pb.LONG_TERM_RANKING_SEED))
     assert len(only_importance.results) == 2
     assert all(r.scores.final == pytest.approx(r.scores.importance) for r in only_importance.results)
+    seed = await ltm.SearchLongTermMemories(pb.SearchLongTermMemoriesRequest(
+        scope=ALICE, query="where does Anna live", ranking=pb.LONG_TERM_RANKING_SEED))
+    for r in seed.results:
+        s = r.scores
+        assert s.final == pytest.approx(0.5 * s.semantic + 0.2 * s.decay + 0.3 * s.importance)
     lexical = await ltm.SearchLongTermMemories(pb.SearchLongTermMemoriesRequest(
         scope=ALICE, query="绿茶", ranking=pb.LONG_TERM_RANKING_LEXICAL))
     assert [r.memory.memory for r in lexical.results] == ["我每天早上喝绿茶"]

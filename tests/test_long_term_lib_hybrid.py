@@ -113,7 +113,8 @@ async def test_scores_carry_every_component_and_rankings_differ(engine) -> None:
     for item in items:
         s = item.scores
         assert 0 <= s.semantic <= 1 and 0 <= s.dense <= 1 and 0 <= s.lexical <= 1 and 0 < s.decay <= 1
-        assert s.final == pytest.approx(o.alpha * s.semantic + o.beta * s.decay + o.gamma * s.importance + o.delta * s.frequency)
+        boosts = o.beta * s.decay + o.gamma * s.importance + o.delta * s.frequency
+        assert s.final == pytest.approx(o.alpha * s.semantic + s.dense**2 * boosts)
         assert s.semantic == pytest.approx(o.dense_weight * s.dense + (1 - o.dense_weight) * s.lexical)
     lexical, _ = await engine.search_ranked("t", scope, "zebrafish", o.with_overrides(ranking="lexical"))
     assert [i.text for i in lexical] == ["Zebrafish regenerate their fins"]

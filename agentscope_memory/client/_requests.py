@@ -16,6 +16,7 @@ from agentscope_memory.convert.to_proto import (
     mode_to_proto,
     msg_to_proto,
     msgs_to_proto,
+    ranking_to_proto,
     scope_to_proto,
 )
 from agentscope_memory.convert.state_chunks import join_pieces, split_entries
@@ -154,14 +155,15 @@ SEARCH_WEIGHTS = ("alpha", "beta", "gamma", "delta", "decay_rate", "dense_weight
 
 
 def search(scope: Scope, query: str, top_k: int, weights: dict[str, float | None],
-           memory_types: Sequence[str], domains: Sequence[str], route_query: bool) -> ltm_pb.SearchLongTermMemoriesRequest:
+           memory_types: Sequence[str], domains: Sequence[str], route_query: bool,
+           ranking: str = "") -> ltm_pb.SearchLongTermMemoriesRequest:
     """A ranked search: unset weights take the server's defaults."""
     unknown = set(weights) - set(SEARCH_WEIGHTS)
     if unknown:
         raise TypeError(f"unknown search options: {', '.join(sorted(unknown))}")
     request = ltm_pb.SearchLongTermMemoriesRequest(scope=scope_to_proto(scope), query=query, top_k=top_k,
                                                    memory_types=list(memory_types), domains=list(domains),
-                                                   route_query=route_query)
+                                                   route_query=route_query, ranking=ranking_to_proto(ranking))
     for name, value in weights.items():
         if value is not None:
             setattr(request, name, value)

@@ -86,11 +86,13 @@ class AsyncLongTermClient(AsyncGrpcClient):
         return long_term_item_from_proto(response.memory)
 
     async def search(self, scope: Scope, query: str, *, top_k: int = 0, memory_types: Sequence[str] = (),
-                     domains: Sequence[str] = (), route_query: bool = False, **weights: float | None) -> builtins.list[LongTermItem]:
+                     domains: Sequence[str] = (), route_query: bool = False, ranking: str = "",
+                     **weights: float | None) -> builtins.list[LongTermItem]:
         """Ranked search, best first; each item's `scores` holds every component of its score
         (final, semantic, dense, lexical, decay, importance, frequency). Weights (alpha, beta,
-        gamma, delta, decay_rate, dense_weight) left out take the server's defaults."""
-        request = _requests.search(scope, query, top_k, weights, memory_types, domains, route_query)
+        gamma, delta, decay_rate, dense_weight) and `ranking` (shipped, seed, semantic, dense,
+        lexical, rrf) left out take the server's defaults."""
+        request = _requests.search(scope, query, top_k, weights, memory_types, domains, route_query, ranking)
         response = await self._call(self._stub.SearchLongTermMemories, request)
         return [long_term_result_from_proto(r) for r in response.results]
 
@@ -167,8 +169,9 @@ class LongTermClient(BlockingGrpcClient):
         return long_term_item_from_proto(response.memory)
 
     def search(self, scope: Scope, query: str, *, top_k: int = 0, memory_types: Sequence[str] = (),
-               domains: Sequence[str] = (), route_query: bool = False, **weights: float | None) -> builtins.list[LongTermItem]:
-        request = _requests.search(scope, query, top_k, weights, memory_types, domains, route_query)
+               domains: Sequence[str] = (), route_query: bool = False, ranking: str = "",
+               **weights: float | None) -> builtins.list[LongTermItem]:
+        request = _requests.search(scope, query, top_k, weights, memory_types, domains, route_query, ranking)
         return [long_term_result_from_proto(r) for r in self._call(self._stub.SearchLongTermMemories, request).results]
 
     def update(self, memory_id: str, text: str | None = None, *, importance: float | None = None,

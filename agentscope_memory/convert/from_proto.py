@@ -264,6 +264,7 @@ _RANKINGS = {
     ltm_pb.LONG_TERM_RANKING_DENSE: "dense",
     ltm_pb.LONG_TERM_RANKING_LEXICAL: "lexical",
     ltm_pb.LONG_TERM_RANKING_RRF: "rrf",
+    ltm_pb.LONG_TERM_RANKING_SEED: "seed",
 }
 
 

@@ -214,6 +214,17 @@ def mode_to_proto(mode: Mode | str) -> ltm_pb.LongTermMemoryMode:
         raise ValueError(f"unknown mode {mode!r} (AGENT_CONTROL, STATIC_CONTROL or BOTH)") from None
 
 
+def ranking_to_proto(ranking: str) -> ltm_pb.LongTermRanking:
+    """A ranking's name (`shipped`, `seed`, `semantic`, `dense`, `lexical`, `rrf`; "" for the
+    server's default) as the wire enum."""
+    if not ranking:
+        return ltm_pb.LONG_TERM_RANKING_UNSPECIFIED
+    name = f"LONG_TERM_RANKING_{ranking.upper()}"
+    if ranking != ranking.lower() or name not in ltm_pb.LongTermRanking.keys() or name.endswith("_UNSPECIFIED"):
+        raise ValueError(f"unknown ranking {ranking!r} (shipped, seed, semantic, dense, lexical or rrf)")
+    return ltm_pb.LongTermRanking.Value(name)
+
+
 def long_term_item_to_proto(item: LongTermItem) -> ltm_pb.LongTermMemoryItem:
     out = ltm_pb.LongTermMemoryItem(
         id=item.id,

@@ -78,13 +78,14 @@ class ServiceSettings(BaseModel):
     long_term_embedder_api_key: SecretStr | None = None
     long_term_embedder_dims: int = Field(1536, gt=0)
     # Ranking defaults (every search may override them): S_final = alpha*semantic +
-    # beta*decay_rate^(hours since last access) + gamma*importance + delta*frequency.
+    # dense_n^2 * (beta*decay_rate^(hours since last access) + gamma*importance + delta*frequency);
+    # the `seed` ranking drops the dense_n^2 (long_term/hybrid/ranking.py says why).
     long_term_alpha: float = Field(0.5, ge=0, le=1)
     long_term_beta: float = Field(0.2, ge=0, le=1)
     long_term_gamma: float = Field(0.3, ge=0, le=1)
     long_term_delta: float = Field(0.0, ge=0, le=1, description="weight of the access-frequency term")
     long_term_decay_rate: float = Field(0.99, gt=0, le=1, description="per hour since last access")
-    long_term_dense_weight: float = Field(0.7, ge=0, le=1, description="dense share of S_semantic")
+    long_term_dense_weight: float = Field(0.8, ge=0, le=1, description="dense share of S_semantic")
     long_term_top_k_semantic: int = Field(50, ge=1, le=1000)
     long_term_top_k: int = Field(10, ge=1, le=1000)
     long_term_index_max_vectors: int = Field(
