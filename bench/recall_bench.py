@@ -177,14 +177,15 @@ def _embed_timing(name: str, embedder: Any, texts: Sequence[str], load_s: float)
     }
 
 
-def shipped_rankings(memories: Sequence[dict[str, Any]], queries: Sequence[dict[str, Any]]) -> dict[str, Ranking] | None:
+def shipped_rankings(memories: Sequence[dict[str, Any]], queries: Sequence[dict[str, Any]],
+                     rankings: Sequence[str] = ("shipped", "seed")) -> dict[str, Ranking] | None:
     """The engine's ranked search (bench/recall_shipped.py), by the shipped ranking and by the
     seed formula as written (`seed`), or None while the engine (`agentscope_memory.long_term.hybrid`)
     is not on this branch."""
     from bench import recall_shipped
 
     try:
-        return recall_shipped.rank_all(memories, queries, ("shipped", "seed"))
+        return recall_shipped.rank_all(memories, queries, rankings)
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.startswith("agentscope_memory.long_term.hybrid"):
             return None
@@ -276,7 +277,8 @@ def evaluate_bilingual(log: Callable[[str], None] = print) -> list[dict[str, Any
     """A bilingual user: each English conversation of set A shares its scope with a Chinese one
     (paired in order), and every query ranks both. Dense retrieval with the default embedder,
     entries `bilingual:dense:...`, to read beside `dense:...` (each conversation alone): a
-    layout that favours one script shows as a drop here."""
+    layout that favours one script shows as a drop here; and the shipped ranking, entries
+    `bilingual:shipped`, to read beside `shipped`."""
     from agentscope_memory.long_term.embedders import load_embedder
     from agentscope_memory.service import ServiceSettings
 
@@ -297,8 +299,15 @@ def evaluate_bilingual(log: Callable[[str], None] = print) -> list[dict[str, Any
         ids = [m["id"] for m in mems + by_conv[pair[conv]]]
         for q, column in zip(queries, scores.T, strict=True):
             ranking[q["id"]] = _top(column, ids, DEPTH)
+    results = _entries(f"bilingual:dense:{name}", ranking, data["queries"])
+    # The same pairs through the engine: each pair's scope is named after its English conversation.
+    scope_of = {c: c if c.startswith("en-") else pair[c] for c in by_conv}
+    engine = shipped_rankings([{**m, "scope": scope_of[m["conversation"]]} for m in data["memories"]],
+                              [{**q, "scope": scope_of[q["conversation"]]} for q in data["queries"]], ("shipped",))
+    if engine is not None:
+        results += _entries("bilingual:shipped", engine["shipped"], data["queries"])
     log(f"bilingual: {time.perf_counter() - started:.1f}s")
-    return _entries(f"bilingual:dense:{name}", ranking, data["queries"])
+    return results
 
 
 def evaluate(embedders: Sequence[str] = EMBEDDERS, log: Callable[[str], None] = print) -> list[dict[str, Any]]:

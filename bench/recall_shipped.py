@@ -6,7 +6,9 @@ clock at the session's start, and each round (a user message and the assistant's
 scored as the background job would (the offline heuristic scorer; its facts repeat the message text, so
 they add nothing here). Each query is asked with the clock at the query's `asked_at`.
 The benchmark does not let one query's recall touch memories for the next (the engine's touch
-is switched off here), so the result does not depend on query order.
+is switched off here), so the result does not depend on query order. A memory or query with a
+`scope` key is stored or asked in that scope instead of its conversation's (the bilingual
+entries put two conversations in one scope).
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ async def _rank(memories: Sequence[dict[str, Any]], queries: Sequence[dict[str, 
             for m in memories:
                 by_conv.setdefault(m["conversation"], []).append(m)
             for conv, mems in by_conv.items():
-                scope = Scope(user_id=conv)
+                scope = Scope(user_id=mems[0].get("scope", conv))
                 sessions: dict[int, list[dict[str, Any]]] = {}
                 for m in mems:
                     sessions.setdefault(m["session"], []).append(m)
@@ -87,7 +89,7 @@ async def _rank(memories: Sequence[dict[str, Any]], queries: Sequence[dict[str, 
                 options = engine.rank_defaults.with_overrides(top_k=top_k, ranking=name)
                 for q in queries:
                     clock.now = _ts(q["asked_at"])
-                    found, _ = await engine.search_ranked(TENANT, Scope(user_id=q["conversation"]), q["text"], options)
+                    found, _ = await engine.search_ranked(TENANT, Scope(user_id=q.get("scope", q["conversation"])), q["text"], options)
                     ranking[q["id"]] = [ours.get(item.id, item.id) for item in found]
             return out
         finally:
