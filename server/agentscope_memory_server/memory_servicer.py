@@ -101,7 +101,8 @@ class MemoryServicer(AutoContextRpcs, pb_grpc.MemoryServiceServicer):
     @grpc_errors
     async def GetMessages(self, request: pb.GetMessagesRequest, context: grpc.aio.ServicerContext) -> pb.GetMessagesResponse:
         page = await self.manager.get_messages_page(
-            tenant_of(context), request.memory_id, request.page_size, request.page_token, request.if_none_match
+            tenant_of(context), request.memory_id, request.page_size, request.page_token, request.if_none_match,
+            request.accept_delta,
         )
         return pb.GetMessagesResponse(
             messages=[stored_to_proto(d) for d in page.stored],
@@ -109,6 +110,7 @@ class MemoryServicer(AutoContextRpcs, pb_grpc.MemoryServiceServicer):
             total_size=page.total_size,
             etag=page.etag,
             not_modified=page.not_modified,
+            delta=page.delta,
         )
 
     @grpc_errors

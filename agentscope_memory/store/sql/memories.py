@@ -106,7 +106,12 @@ class MemoryStatements(SqlTxBase):
             " WHERE tenant = ? AND memory_id = ? AND list_name = ?",
             (self.tenant, memory_id, list_name),
         )
-        return (int(row[0]), int(row[1])) if row else (1, 0)
+        head = (int(row[0]), int(row[1])) if row else (1, 0)
+        # Kept when no other transaction can change it before this one ends: a snapshot, SQLite's
+        # one writer, or a locked memory row (every change here goes through `_set_head`).
+        if not self._lock_reads or memory_id in self._locked:
+            self._heads[(memory_id, list_name)] = head
+        return head
 
     def _set_head(self, memory_id: str, list_name: str, next_seq: int, length: int) -> None:
         self._execute(
@@ -140,6 +145,9 @@ class MemoryStatements(SqlTxBase):
 
     def length(self, memory_id: str, list_name: str) -> int:
         return self._head(memory_id, list_name)[1]
+
+    def next_seq(self, memory_id: str, list_name: str) -> int:
+        return self._head(memory_id, list_name)[0]
 
     def delete_at(self, memory_id: str, list_name: str, index: int) -> bool:
         if index < 0:

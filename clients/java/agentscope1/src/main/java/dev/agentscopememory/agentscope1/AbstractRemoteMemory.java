@@ -73,9 +73,10 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     /**
      * The messages as last read or written by this client, with the etag naming that state on the
      * server. getMessages sends the etag; while nothing changed, the server answers "not modified"
-     * without the messages. AgentScope calls getMessages about 2 + 4N times a turn, so this keeps
-     * long conversations from crossing the wire, and being decoded, again and again. Never handed
-     * out: callers get copies.
+     * without the messages, and when messages were only added since (by this client or another),
+     * it sends just those (a delta) to append here. AgentScope calls getMessages about 2 + 4N times
+     * a turn, so this keeps long conversations from crossing the wire, and being decoded, again and
+     * again. Never handed out: callers get copies.
      */
     private record Snapshot(String etag, List<Msg> messages) {}
 
@@ -155,14 +156,14 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         Snapshot before = snapshot.get();
         AddMessagesResponse response = connection.call("MemoryService/AddMessages", true,
                 () -> connection.memoryService().addMessages(request));
-        Snapshot after = null;
         if (before != null && !response.getEtag().isEmpty() && before.etag().equals(response.getPreviousEtag())) {
             // Nothing else changed the memory since the snapshot: the server now holds it plus this batch.
             List<Msg> messages = new ArrayList<>(before.messages());
             messages.addAll(MsgConverter.fromProto(batch));
-            after = new Snapshot(response.getEtag(), List.copyOf(messages));
+            snapshot.compareAndSet(before, new Snapshot(response.getEtag(), List.copyOf(messages)));
         }
-        snapshot.compareAndSet(before, after);
+        // Otherwise the snapshot stays: it still names an earlier state, so the next read gets what
+        // was added since (another client's messages and this batch) as a delta, or everything.
     }
 
     /** How often a read the server aborted (the memory changed between pages) starts again. */
@@ -171,7 +172,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     /**
      * All messages in insertion order, as a new mutable list of new messages. Always asks the
      * server; when the messages have not changed since this client last saw them, the server says
-     * so instead of sending them again. A history of several pages is one state of the memory: when
+     * so instead of sending them again, and when messages were only added, it sends just those. A history of several pages is one state of the memory: when
      * it changes between pages (a compression rewrites it) the server aborts the read, which starts
      * again from the first page, at most {@link #CONSISTENT_READ_ATTEMPTS} times; then {@link
      * RemoteMemoryException.Aborted} is thrown. A mixed list is never returned.
@@ -205,13 +206,21 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
                             .setPageSize(pageSize)
                             .setPageToken(token);
                     if (firstEtag == null && cached != null) {
-                        request.setIfNoneMatch(cached.etag());
+                        request.setIfNoneMatch(cached.etag()).setAcceptDelta(true);
                     }
                     GetMessagesRequest built = request.build();
                     GetMessagesResponse page = connection.call("MemoryService/GetMessages", true,
                             () -> connection.memoryService().getMessages(built));
                     if (page.getNotModified()) {
                         return MsgCopies.copies(cached.messages());
+                    }
+                    if (page.getDelta()) {
+                        // Only added since the cached state: the cached messages, then these.
+                        List<Msg> messages = new ArrayList<>(cached.messages());
+                        messages.addAll(MsgConverter.fromProto(page.getMessagesList()));
+                        List<Msg> current = List.copyOf(messages);
+                        snapshot.compareAndSet(cached, new Snapshot(page.getEtag(), current));
+                        return MsgCopies.copies(current);
                     }
                     if (firstEtag == null) {
                         firstEtag = page.getEtag();
