@@ -28,6 +28,7 @@ from agentscope_memory.paging import ListState, PageTokens, Snapshot, cut_to_bud
 from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES
 from agentscope_memory.store.codec import decode_msg, encode_msg, stored_bytes
 from agentscope_memory.session.state import StateEntry
+from agentscope_memory.short_term.coherence import WatchState, writes_of
 from agentscope_memory.store.base import MemoryRecord, RequestRecord, Row, Store, Tx
 
 __all__ = [
@@ -294,11 +295,13 @@ class MemoryManager:
         self, tenant: str, memory_id: str, msgs: Sequence[Msg], request_id: str | None = None,
         after_add: Callable[[Tx, MemoryRecord, int], None] | None = None, fingerprint_extra: str = "",
         importances: Sequence[float | None] | None = None, importance_methods: Sequence[str] | None = None,
+        watch_id: str = "",
     ) -> AddResult:
         """Append `msgs`. `after_add(tx, record, count)` runs in the same transaction after the
         messages are stored (not on a replay): parent/child scopes mark their visibility, which
         `fingerprint_extra` adds to what a retried `request_id` must repeat. `importances`, one
-        per message (None: not given), are for kinds that weigh messages (TIERED)."""
+        per message (None: not given), are for kinds that weigh messages (TIERED). `watch_id`: the
+        writer's own watch (coherent caching), which learns of this add from the result."""
         check_id(memory_id, "memory_id")
         request_id = check_request_id(request_id or "")
         encoded = self._encode_batch(msgs)
@@ -352,7 +355,8 @@ class MemoryManager:
                 )
             return result
 
-        result = await self.store.run(tenant, add, small=small)
+        with writes_of(watch_id):
+            result = await self.store.run(tenant, add, small=small)
         callback = self._after_add.get(kinds[-1]) if kinds else None
         if callback is not None and not result.replayed:
             await callback(tenant, memory_id)
@@ -445,6 +449,28 @@ class MemoryManager:
             now = Snapshot.of(record)
             token = self.tokens.issue("messages", binding, [now.created_us, now.version, rows[-1].seq])
         return MessagePage([stored_bytes(r.data) for r in rows], token, total, etag)
+
+    async def watch_state(self, tenant: str, memory_id: str, since: ListState | None, max_messages: int) -> WatchState:
+        """The memory's messages as a coherence announcement names them: their etag and, when
+        only messages were added since `since` (at most `max_messages`), those messages."""
+
+        def read(tx: Tx) -> WatchState:
+            record = tx.get_memory(memory_id)
+            if record is None:
+                return WatchState(False, "", None)
+            handler = self.handler(record.kind)
+            total, next_seq = handler.count(tx, record), handler.next_seq(tx, record)
+            state = ListState.of(record, total, next_seq)
+            etag = self.tokens.etag(tenant, memory_id, state)
+            if since is not None and max_messages > 0:
+                added = self._delta(since, record, total, next_seq,
+                                    lambda start: handler.read(tx, record, start, max_messages + 1), max_messages)
+                if added is not None:
+                    return WatchState(True, etag, state, True, [stored_bytes(r.data) for r in added])
+            return WatchState(True, etag, state)
+
+        await self.tokens.ready()
+        return await self.store.run(tenant, read, write=False, small=True)
 
     def _delta(self, cached: ListState, record: MemoryRecord, total: int, next_seq: int | None,
                fetch: Callable[[int], list[Row]], size: int) -> list[Row] | None:

@@ -38,6 +38,8 @@ class MemoryStatements(SqlTxBase):
         self._locked: set[str] = set()
         # List heads read or written in this transaction; saves re-reading them.
         self._heads: dict[tuple[str, str], tuple[int, int]] = {}
+        # Memories this transaction created, changed (a version bump) or deleted.
+        self._changed: set[str] = set()
 
     # -- memories ---------------------------------------------------------------------------
 
@@ -69,6 +71,7 @@ class MemoryStatements(SqlTxBase):
             raise AlreadyExistsError(f"memory {record.memory_id!r} already exists") from None
         self._execute("RELEASE SAVEPOINT insert_memory")
         self._locked.add(record.memory_id)
+        self._changed.add(record.memory_id)
 
     def touch_memory(self, memory_id: str) -> int:
         row = self._one(
@@ -78,6 +81,7 @@ class MemoryStatements(SqlTxBase):
         )
         if row is None:
             raise KeyError(memory_id)
+        self._changed.add(memory_id)
         return int(row[0])
 
     def delete_memory(self, memory_id: str) -> None:
@@ -86,6 +90,10 @@ class MemoryStatements(SqlTxBase):
                 f"DELETE FROM {{{table}}} WHERE tenant = ? AND memory_id = ?", (self.tenant, memory_id)
             )
         self._heads = {k: v for k, v in self._heads.items() if k[0] != memory_id}
+        self._changed.add(memory_id)
+
+    def changed_memories(self) -> set[str]:
+        return set(self._changed)
 
     def list_memories(self, after_id: str, limit: int) -> list[MemoryRecord]:
         rows = self._all(

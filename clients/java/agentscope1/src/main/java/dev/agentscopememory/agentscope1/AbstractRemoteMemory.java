@@ -22,6 +22,7 @@ import dev.agentscopememory.grpc.v1.GetMessagesResponse;
 import dev.agentscopememory.grpc.v1.InheritedMessage;
 import dev.agentscopememory.grpc.v1.ListInheritedMessagesRequest;
 import dev.agentscopememory.grpc.v1.ListInheritedMessagesResponse;
+import dev.agentscopememory.grpc.v1.MessagesChanged;
 import dev.agentscopememory.grpc.v1.SetParentRequest;
 import io.agentscope.core.memory.Memory;
 import io.agentscope.core.message.Msg;
@@ -82,6 +83,9 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
 
     private final AtomicReference<Snapshot> snapshot = new AtomicReference<>();
 
+    /** Coherent caching (the builder's {@code coherentCache}); null when off. */
+    private final MessageWatch watch;
+
     AbstractRemoteMemory(AbstractBuilder<?> b, MemoryKind kind, AutoContextConfig config) {
         // The server's id rules and message, before any connection is opened.
         this.memoryId = Ids.checkId(b.memoryId, "memory_id");
@@ -95,6 +99,29 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         this.parentMemoryId = b.parentMemoryId == null ? null : Ids.checkId(b.parentMemoryId, "parent_memory_id");
         this.visibility = b.visibility;
         this.includeInherited = b.includeInherited != null ? b.includeInherited : b.parentMemoryId != null;
+        this.watch = b.coherentCache ? new MessageWatch(connection, memoryId, this::applyAnnounced) : null;
+    }
+
+    /** Extends the cached copy with messages another client added, when it is the state they follow. */
+    private void applyAnnounced(MessagesChanged changed) {
+        if (!changed.getAppended()) {
+            return;
+        }
+        List<Msg> added = null;
+        while (true) {
+            Snapshot cached = snapshot.get();
+            if (cached == null || !cached.etag().equals(changed.getPreviousEtag())) {
+                return;
+            }
+            if (added == null) {
+                added = MsgConverter.fromProto(changed.getMessagesList());
+            }
+            List<Msg> messages = new ArrayList<>(cached.messages());
+            messages.addAll(added);
+            if (snapshot.compareAndSet(cached, new Snapshot(changed.getEtag(), List.copyOf(messages)))) {
+                return;
+            }
+        }
     }
 
     /** The id of the memory on the server. */
@@ -152,6 +179,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
                 .addAllMessages(batch)
                 .setRequestId(UUID.randomUUID().toString())
                 .setVisibility(visibility.toProto())
+                .setWatchId(watch == null ? "" : watch.watchId())
                 .build();
         Snapshot before = snapshot.get();
         AddMessagesResponse response = connection.call("MemoryService/AddMessages", true,
@@ -161,6 +189,10 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
             List<Msg> messages = new ArrayList<>(before.messages());
             messages.addAll(MsgConverter.fromProto(batch));
             snapshot.compareAndSet(before, new Snapshot(response.getEtag(), List.copyOf(messages)));
+        }
+        if (watch != null && !response.getEtag().isEmpty()) {
+            // The server did not announce this add to our own watch: we learn it from here.
+            watch.ownWrite(response.getPreviousEtag(), response.getEtag());
         }
         // Otherwise the snapshot stays: it still names an earlier state, so the next read gets what
         // was added since (another client's messages and this batch) as a delta, or everything.
@@ -194,6 +226,14 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
      */
     public List<Msg> ownMessages() {
         ensureMemory();
+        if (watch != null) {
+            watch.ensureOpen();
+            Snapshot cached = snapshot.get();
+            if (cached != null && watch.current(cached.etag())) {
+                // Lease fresh and no change announced since this copy: no call needed.
+                return MsgCopies.copies(cached.messages());
+            }
+        }
         for (int attempt = 1; ; attempt++) {
             Snapshot cached = snapshot.get();
             List<dev.agentscopememory.grpc.v1.Msg> wire = new ArrayList<>();
@@ -242,6 +282,12 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
             snapshot.compareAndSet(cached, firstEtag.isEmpty() ? null : new Snapshot(firstEtag, List.copyOf(messages)));
             return MsgCopies.copies(messages);
         }
+    }
+
+    /** Whether the next {@link #ownMessages()} would be answered from the cached copy, with no call. */
+    boolean servesFromCache() {
+        Snapshot cached = snapshot.get();
+        return watch != null && cached != null && watch.current(cached.etag());
     }
 
     /** Deletes the message at {@code index}; an index out of range (negative too) does nothing. */
@@ -368,6 +414,9 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     /** Closes the connection if this memory created it. The stored messages are kept. */
     @Override
     public void close() {
+        if (watch != null) {
+            watch.close();
+        }
         if (ownsConnection) {
             connection.close();
         }
@@ -383,8 +432,26 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         private String parentMemoryId;
         private Visibility visibility = Visibility.LOCAL;
         private Boolean includeInherited;
+        private boolean coherentCache;
 
         protected AbstractBuilder() {}
+
+        /**
+         * Coherent caching (default off): the memory watches its messages on the server
+         * ({@code MemoryService.WatchMessages}) with a short lease it renews in the background, and
+         * {@link #getMessages()} answers from its own copy, with no call, while the lease is fresh
+         * and no change was announced. Every guarantee stays: the server acknowledges any client's
+         * write only after this memory took in the change (or its lease ran out), so a read after
+         * an acknowledged write sees it. The cost: each write to a watched memory waits for its
+         * other watchers (one round trip, up to a lease of 2 s when a watcher stalls), and each
+         * memory keeps a stream open. Servers that cannot see every write (PostgreSQL replicas)
+         * refuse the watch, and reads stay conditional ({@code if_none_match}), as they do
+         * whenever the stream is down. Call {@link #close()} to end the watch.
+         */
+        public B coherentCache(boolean coherentCache) {
+            this.coherentCache = coherentCache;
+            return (B) this;
+        }
 
         /**
          * Make the memory a child of this one when it is first used (the parent must exist): it
