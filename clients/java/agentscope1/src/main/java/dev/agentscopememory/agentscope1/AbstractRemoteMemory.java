@@ -182,17 +182,33 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
                 .setWatchId(watch == null ? "" : watch.watchId())
                 .build();
         Snapshot before = snapshot.get();
-        AddMessagesResponse response = connection.call("MemoryService/AddMessages", true,
-                () -> connection.memoryService().addMessages(request));
+        AddMessagesResponse response;
+        try {
+            response = connection.call("MemoryService/AddMessages", true,
+                    () -> connection.memoryService().addMessages(request));
+        } catch (RuntimeException e) {
+            if (watch != null && !request.getWatchId().isEmpty()) {
+                // The add may have been stored without our watch being told (it was the writer's):
+                // stop trusting the copy; a new watch starts from the server's current etag.
+                watch.restart();
+            }
+            throw e;
+        }
         if (before != null && !response.getEtag().isEmpty() && before.etag().equals(response.getPreviousEtag())) {
             // Nothing else changed the memory since the snapshot: the server now holds it plus this batch.
             List<Msg> messages = new ArrayList<>(before.messages());
             messages.addAll(MsgConverter.fromProto(batch));
             snapshot.compareAndSet(before, new Snapshot(response.getEtag(), List.copyOf(messages)));
         }
-        if (watch != null && !response.getEtag().isEmpty()) {
-            // The server did not announce this add to our own watch: we learn it from here.
-            watch.ownWrite(response.getPreviousEtag(), response.getEtag());
+        if (watch != null && !request.getWatchId().isEmpty()) {
+            if (response.getEtag().isEmpty()) {
+                // A replay (an earlier attempt was stored, its answer lost): our watch was not told
+                // and this answer does not say what changed. Start over from the server's etag.
+                watch.restart();
+            } else {
+                // The server did not announce this add to our own watch: we learn it from here.
+                watch.ownWrite(response.getPreviousEtag(), response.getEtag());
+            }
         }
         // Otherwise the snapshot stays: it still names an earlier state, so the next read gets what
         // was added since (another client's messages and this batch) as a delta, or everything.

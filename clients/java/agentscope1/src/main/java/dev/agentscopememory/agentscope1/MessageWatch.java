@@ -167,16 +167,30 @@ final class MessageWatch implements AutoCloseable {
         }
     }
 
+    /** Ends the current watch (released: this client no longer trusts its copy); the next read opens a new one. */
+    void restart() {
+        release(false);
+    }
+
     @Override
     public void close() {
+        release(true);
+    }
+
+    private void release(boolean closing) {
         StreamObserver<WatchMessagesRequest> open;
         long current;
         synchronized (lock) {
-            closed = true;
+            closed |= closing;
             open = requests;
             current = generation;
         }
         ended(current, false);
+        if (!closing) {
+            synchronized (lock) {
+                reopenAfterNanos = System.nanoTime();
+            }
+        }
         if (open != null) {
             // Tells the server this client no longer trusts its copy, so writes stop waiting for
             // it at once (a stream that just ends makes them wait until the lease runs out).

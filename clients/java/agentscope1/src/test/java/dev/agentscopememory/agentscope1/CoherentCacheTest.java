@@ -14,15 +14,20 @@ import io.grpc.Channel;
 import io.grpc.ClientCall;
 import io.grpc.ClientInterceptor;
 import io.grpc.ClientInterceptors;
+import io.grpc.ForwardingClientCall;
+import io.grpc.ForwardingClientCallListener;
 import io.grpc.Grpc;
 import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
+import io.grpc.Status;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
@@ -45,6 +50,8 @@ class CoherentCacheTest {
     /** The watching client's WatchMessages calls, to cut them as a lost connection would. */
     private final List<ClientCall<?, ?>> watches = new CopyOnWriteArrayList<>();
     private Channel observed;
+    /** When set, the next AddMessages answer is lost after the server stored the messages. */
+    private final AtomicBoolean loseNextAddAnswer = new AtomicBoolean();
 
     @BeforeEach
     void connect() throws Exception {
@@ -58,6 +65,24 @@ class CoherentCacheTest {
                 ClientCall<Q, R> call = next.newCall(method, options);
                 if (method.getFullMethodName().endsWith("/WatchMessages")) {
                     watches.add(call);
+                }
+                if (method.getFullMethodName().endsWith("/AddMessages") && loseNextAddAnswer.getAndSet(false)) {
+                    return new ForwardingClientCall.SimpleForwardingClientCall<>(call) {
+                        @Override
+                        public void start(Listener<R> listener, Metadata headers) {
+                            super.start(new ForwardingClientCallListener.SimpleForwardingClientCallListener<>(listener) {
+                                @Override
+                                public void onMessage(R message) {
+                                    // stored on the server; the answer never arrives
+                                }
+
+                                @Override
+                                public void onClose(Status status, Metadata trailers) {
+                                    super.onClose(Status.UNAVAILABLE.withDescription("answer lost (test)"), trailers);
+                                }
+                            }, headers);
+                        }
+                    };
                 }
                 return call;
             }
@@ -157,6 +182,22 @@ class CoherentCacheTest {
             });
             someoneElse.addMessage(text(MsgRole.USER, "again"));
             assertEquals(json(someoneElse.getMessages()), json(memory.getMessages()));
+        }
+    }
+
+    @Test
+    void anOwnAddWhoseAnswerWasLostIsSeenByTheNextRead() throws Exception {
+        String id = "coherent-" + UUID.randomUUID();
+        try (RemoteMemory memory = watching(id)) {
+            memory.addMessage(text(MsgRole.USER, "hello"));
+            memory.getMessages();
+            until(memory::servesFromCache);
+            // The first attempt is stored but its answer lost; the retry is a replay that cannot
+            // say what changed, and our own watch was not told (it was the writer's).
+            loseNextAddAnswer.set(true);
+            memory.addMessage(text(MsgRole.ASSISTANT, "stored once"));
+            assertEquals(List.of("hello", "stored once"), texts(memory.getMessages()));
+            assertEquals(json(plain(id).getMessages()), json(memory.getMessages()));
         }
     }
 
