@@ -132,6 +132,8 @@ class _Watched:
     # What the last announcement (or registration) named: the base of the next delta.
     last: ListState | None = None
     last_etag: str = ""
+    # Registrations under way (waiting for the lock): the entry must outlive them.
+    joining: int = 0
 
 
 class Coherence:
@@ -154,19 +156,30 @@ class Coherence:
         """Register a watch; its first event is `Started`. NOT_FOUND when the memory does not exist."""
         check_id(memory_id, "memory_id")
         entry = self._memories.setdefault((tenant, memory_id), _Watched())
-        async with entry.lock:
-            try:
-                current = await self._read_state(tenant, memory_id, None, 0)
-                if not current.exists:
-                    raise NotFoundError(f"memory {memory_id!r} does not exist")
-            except BaseException:
-                self._forget_if_idle(tenant, memory_id, entry)
-                raise
-            watcher = Watcher(secrets.token_urlsafe(16), tenant, memory_id)
-            watcher.lease_until = self._clock() + self.lease_s
+        entry.joining += 1
+        try:
+            await entry.lock.acquire()
+        finally:
+            entry.joining -= 1
+        watcher = Watcher(secrets.token_urlsafe(16), tenant, memory_id)
+        try:
+            # Registered before the state is read: a write committed after the read finds the
+            # watcher and announces itself (waiting for this lock); one committed before it is in
+            # what the read returns.
             entry.watchers[watcher.watch_id] = watcher
+            watcher.lease_until = self._clock() + self.lease_s
+            current = await self._read_state(tenant, memory_id, None, 0)
+            if not current.exists:
+                raise NotFoundError(f"memory {memory_id!r} does not exist")
             entry.last, entry.last_etag = current.state, current.etag
             watcher.outbox.put_nowait(Started(watcher.watch_id, current.etag, self.lease_s))
+        except BaseException:
+            watcher.closed = True
+            entry.watchers.pop(watcher.watch_id, None)
+            raise
+        finally:
+            entry.lock.release()
+            self._forget_if_idle(tenant, memory_id, entry)
         return watcher
 
     def renew(self, watcher: Watcher, renewal: int) -> None:
@@ -203,7 +216,8 @@ class Coherence:
             self._forget_if_idle(watcher.tenant, watcher.memory_id, entry)
 
     def _forget_if_idle(self, tenant: str, memory_id: str, entry: _Watched) -> None:
-        if not entry.watchers and not entry.lock.locked() and self._memories.get((tenant, memory_id)) is entry:
+        if (not entry.watchers and not entry.joining and not entry.lock.locked()
+                and self._memories.get((tenant, memory_id)) is entry):
             del self._memories[(tenant, memory_id)]
 
     async def changed(self, tenant: str, memory_id: str, skip: str = "") -> None:
