@@ -220,9 +220,11 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     /**
      * All messages in insertion order, as a new mutable list of new messages. Always asks the
      * server; when the messages have not changed since this client last saw them, the server says
-     * so instead of sending them again, and when messages were only added, it sends just those. A history of several pages is one state of the memory: when
-     * it changes between pages (a compression rewrites it) the server aborts the read, which starts
-     * again from the first page, at most {@link #CONSISTENT_READ_ATTEMPTS} times; then {@link
+     * so instead of sending them again, and when messages were only added, it sends just those.
+     * With {@code coherentCache}, while the watch's lease is fresh and no change was announced, it
+     * does not ask at all. A history of several pages is one state of the memory: when it changes
+     * between pages (a compression rewrites it) the server aborts the read, which starts again from
+     * the first page, at most {@link #CONSISTENT_READ_ATTEMPTS} times; then {@link
      * RemoteMemoryException.Aborted} is thrown. A mixed list is never returned.
      */
     @Override
