@@ -1,7 +1,8 @@
 """Java client: time spent in memory calls during a ReActAgent turn with three tool rounds, the
 remote memory against AgentScope's InMemoryMemory in the same run: a new conversation every turn,
 one long conversation (1,000 earlier messages) going on, and the same with a second client adding
-a message to that conversation before every turn.
+a message to that conversation before every turn; each with the default client and again with
+coherent caching on (`coherentCache(true)`: reads from the client's copy under a lease).
 
 Builds the test classes of the AgentScope-Java 1.x module (clients/java/agentscope1, and the core
 module it depends on) with Maven, then runs MemoryTurnBenchmark (a plain `main`, not a test),
@@ -53,8 +54,9 @@ async def run(results: list[dict]) -> None:
         report = json.loads(line)
         history = report["history_messages"]
         other = ", another client writing each turn" if report.get("other_writer") else ""
+        coherent = ", coherent cache" if report.get("coherent_cache") else ""
         results.append({
-            "benchmark": f"java ReActAgent turn, 3 tool rounds, {history} earlier msgs{other}",
+            "benchmark": f"java ReActAgent turn, 3 tool rounds, {history} earlier msgs{other}{coherent}",
             "p50_ms": report["remote_ms_per_turn"],
             "ratio_to_in_memory": report["ratio"],
             **report,

@@ -26,7 +26,7 @@ from typing import Sequence
 from agentscope_memory.errors import AbortedError, InvalidArgumentError
 from agentscope_memory.store.base import MemoryRecord, Store, Tx
 
-__all__ = ["INVALID_TOKEN", "PageTokens", "Snapshot"]
+__all__ = ["INVALID_TOKEN", "ListState", "PageTokens", "Snapshot"]
 
 INVALID_TOKEN = "invalid or expired"
 META_KEY = "page_token_secret"
@@ -50,6 +50,23 @@ class Snapshot:
     @staticmethod
     def of(record: MemoryRecord) -> Snapshot:
         return Snapshot(round(record.create_time * 1_000_000), record.version)
+
+
+@dataclass(frozen=True)
+class ListState:
+    """What an etag names: a snapshot of the memory, how many messages it held then, and the seq
+    its next appended message would get (0 for a kind whose reads are no append-only list). The
+    last two let a later read tell whether the messages then are a prefix of the current ones."""
+
+    created_us: int
+    version: int
+    count: int
+    next_seq: int
+
+    @staticmethod
+    def of(record: MemoryRecord, count: int, next_seq: int | None) -> ListState:
+        snapshot = Snapshot.of(record)
+        return ListState(snapshot.created_us, snapshot.version, count, next_seq or 0)
 
 
 def _frame(parts: Binding) -> bytes:
@@ -133,10 +150,19 @@ class PageTokens:
 
     # -- snapshots and etags ----------------------------------------------------------------
 
-    def etag(self, tenant: str, memory_id: str, snapshot: Snapshot) -> str:
+    def etag(self, tenant: str, memory_id: str, state: ListState) -> str:
         """Names one state of a memory's messages; opaque and signed, so equal etags mean the
         same state of the same memory of the same tenant."""
-        return self.issue("etag", [tenant, memory_id], [snapshot.created_us, snapshot.version])
+        return self.issue("etag", [tenant, memory_id], [state.created_us, state.version, state.count, state.next_seq])
+
+    def read_etag(self, tenant: str, memory_id: str, etag: str) -> ListState | None:
+        """The state an etag of ours names, or None for anything else (forged, another memory's
+        or tenant's, or of an older format): a client's etag is a hint, never an error."""
+        try:
+            values = self.read(etag, "etag", [tenant, memory_id], 4, field="if_none_match")
+        except InvalidArgumentError:
+            return None
+        return ListState(*values)
 
     @staticmethod
     def check_snapshot(memory_id: str, expected: Snapshot, record: MemoryRecord) -> None:

@@ -31,6 +31,7 @@ from agentscope_memory.short_term.manager import MemoryManager
 from agentscope_memory.short_term.tiered.kind import TieredKind
 from agentscope_memory.short_term.tiered.service import TieredService
 from agentscope_memory.short_term.tiered.summaries import ExtractiveTierSummarizer, LlmTierSummarizer, TierSummarizer
+from agentscope_memory.short_term.coherence import Coherence, WatchedStore
 from agentscope_memory.store import Store, open_store
 from agentscope_memory.pool import PoolAttachments, SharedPools
 from agentscope_memory.scopes.engine import ScopeEngine
@@ -67,6 +68,9 @@ class Service:
     scopes: ScopeEngine | None = None
     # TIERED memories' own operations (Loom L1-L4); built by `build_service`.
     tiered: TieredService | None = None
+    # Coherent caching of messages (short_term/coherence.py); None where unavailable (postgres)
+    # or switched off.
+    coherence: Coherence | None = None
     _starting: list[asyncio.Task[None]] = field(default_factory=list)
     _started: bool = False
     _closed: bool = False
@@ -192,6 +196,10 @@ def build_service(settings: ServiceSettings | None = None) -> Service:
         sqlite_synchronous=settings.sqlite_synchronous,
         postgres_dsn=settings.postgres_dsn.get_secret_value() if settings.postgres_dsn else None,
     )
+    watched: WatchedStore | None = None
+    if settings.coherent_cache and settings.store != "postgres":
+        # Every engine writes through it, so every change of a memory is announced.
+        store = watched = WatchedStore(store)
     tokens = PageTokens(store, _secret(settings.page_token_secret))
     tiered_kind = TieredKind()
     memories = MemoryManager(store, [InMemoryKind(), AutoContextKind(), tiered_kind], settings.limits(), tokens)
@@ -228,4 +236,6 @@ def build_service(settings: ServiceSettings | None = None) -> Service:
                                    service.long_term if isinstance(service.long_term, _Hybrid) else None,
                                    LlmScorer(llm) if llm is not None else None)
     service.tiered.shared_context = service.pool_attachments.context
+    if watched is not None:
+        service.coherence = watched.coherence = Coherence(memories.watch_state, settings.coherent_cache_lease_s)
     return service

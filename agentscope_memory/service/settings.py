@@ -36,6 +36,13 @@ class ServiceSettings(BaseModel):
     postgres_dsn: SecretStr | None = Field(None, description="e.g. postgresql://user:pw@host:5432/db")
     sqlite_synchronous: Literal["NORMAL", "FULL", "EXTRA"] = "NORMAL"
     sessions_dir: Path | None = Field(None, description="JsonSession root; default <data_dir>/sessions")
+    # Coherent caching (MemoryService.WatchMessages): clients that watch a memory answer reads
+    # from their own copy while their lease is fresh; every write waits until the watchers took
+    # in the change (or their leases ran out). Embedded stores only (this process must see
+    # every write): ignored with store=postgres. Turn it off when another process writes the
+    # same sqlite file (local mode).
+    coherent_cache: bool = True
+    coherent_cache_lease_s: float = Field(2.0, gt=0, le=60)
 
     # Limits.
     # Both default to 4 MiB less 64 KiB: a page (and so a single message of the largest size)

@@ -46,6 +46,9 @@ class InMemoryKind:
     def count(self, tx: Tx, record: MemoryRecord) -> int:
         return tx.length(record.memory_id, MESSAGES)
 
+    def next_seq(self, tx: Tx, record: MemoryRecord) -> int | None:
+        return tx.next_seq(record.memory_id, MESSAGES)
+
     def delete_at(self, tx: Tx, record: MemoryRecord, index: int) -> bool:
         return tx.delete_at(record.memory_id, MESSAGES, index)
 

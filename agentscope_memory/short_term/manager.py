@@ -24,10 +24,11 @@ from agentscope_memory.errors import (
 from agentscope_memory.validation.ids import check_id, check_label_key, check_label_value, check_request_id
 from agentscope_memory.validation.messages import check_msg
 from agentscope_memory.message import Msg
-from agentscope_memory.paging import PageTokens, Snapshot, cut_to_budget, read_within_budget
+from agentscope_memory.paging import ListState, PageTokens, Snapshot, cut_to_budget, read_within_budget
 from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES
 from agentscope_memory.store.codec import decode_msg, encode_msg, stored_bytes
 from agentscope_memory.session.state import StateEntry
+from agentscope_memory.short_term.coherence import WatchState, writes_of
 from agentscope_memory.store.base import MemoryRecord, RequestRecord, Row, Store, Tx
 
 __all__ = [
@@ -68,6 +69,12 @@ class MemoryKindHandler(Protocol):
     def add(self, tx: Tx, record: MemoryRecord, new: list[NewMessage]) -> None: ...
     def read(self, tx: Tx, record: MemoryRecord, after_seq: int, limit: int | None) -> list[Row]: ...
     def count(self, tx: Tx, record: MemoryRecord) -> int: ...
+    def next_seq(self, tx: Tx, record: MemoryRecord) -> int | None:
+        """The seq `read` will give the next added message (Tx.next_seq of the list it reads):
+        `read(after_seq=next_seq - 1)` then returns exactly the messages added since, and a
+        read may send just those (a delta) when nothing was removed in between. None when the
+        kind's reads are not such a list (no deltas)."""
+        ...
     def delete_at(self, tx: Tx, record: MemoryRecord, index: int) -> bool: ...
     def clear(self, tx: Tx, record: MemoryRecord) -> None: ...
     # State in AgentScope session terms (StateService, JsonSession).
@@ -113,6 +120,9 @@ class MessagePage:
     etag: str = ""
     # True when the caller's `if_none_match` is still current; `stored` is then empty.
     not_modified: bool = False
+    # True when `stored` holds only the messages added after the state `if_none_match` named,
+    # which is a prefix of the current messages (the caller asked with `accept_delta`).
+    delta: bool = False
 
     @property
     def messages(self) -> list[Msg]:
@@ -223,10 +233,15 @@ class MemoryManager:
 
         return await self.store.run(tenant, get, write=False, small=True)
 
-    def message_etag(self, tenant: str, record: MemoryRecord) -> str:
+    def message_etag(self, tenant: str, record: MemoryRecord, count: int, next_seq: int | None) -> str:
         """Names one state of a memory's messages (every change bumps the version; the creation
-        time tells apart a memory deleted and created again). Signed: see `PageTokens`."""
-        return self.tokens.etag(tenant, record.memory_id, Snapshot.of(record))
+        time tells apart a memory deleted and created again), with the count and the list's next
+        seq that tell a later read whether only additions happened since. Signed: see
+        `PageTokens`."""
+        return self.tokens.etag(tenant, record.memory_id, ListState.of(record, count, next_seq))
+
+    def _etag_now(self, tx: Tx, tenant: str, record: MemoryRecord, handler: MemoryKindHandler) -> str:
+        return self.message_etag(tenant, record, handler.count(tx, record), handler.next_seq(tx, record))
 
     async def list_memories(self, tenant: str, page_size: int = 0, page_token: str = "") -> MemoryPage:
         await self.tokens.ready()
@@ -280,11 +295,13 @@ class MemoryManager:
         self, tenant: str, memory_id: str, msgs: Sequence[Msg], request_id: str | None = None,
         after_add: Callable[[Tx, MemoryRecord, int], None] | None = None, fingerprint_extra: str = "",
         importances: Sequence[float | None] | None = None, importance_methods: Sequence[str] | None = None,
+        watch_id: str = "",
     ) -> AddResult:
         """Append `msgs`. `after_add(tx, record, count)` runs in the same transaction after the
         messages are stored (not on a replay): parent/child scopes mark their visibility, which
         `fingerprint_extra` adds to what a retried `request_id` must repeat. `importances`, one
-        per message (None: not given), are for kinds that weigh messages (TIERED)."""
+        per message (None: not given), are for kinds that weigh messages (TIERED). `watch_id`: the
+        writer's own watch (coherent caching), which learns of this add from the result."""
         check_id(memory_id, "memory_id")
         request_id = check_request_id(request_id or "")
         encoded = self._encode_batch(msgs)
@@ -319,13 +336,14 @@ class MemoryManager:
                     first = json.loads(seen.result_json)
                     return AddResult(first["message_count"], first["version"], replayed=True)
             handler = self.handler(record.kind)
+            previous_etag = self._etag_now(tx, tenant, record, handler)
             handler.add(tx, record, encoded)
             if after_add is not None:
                 after_add(tx, record, len(encoded))
             version = tx.touch_memory(memory_id)
             result = AddResult(handler.count(tx, record), version, replayed=False,
-                               etag=self.message_etag(tenant, replace(record, version=version)),
-                               previous_etag=self.message_etag(tenant, record))
+                               etag=self._etag_now(tx, tenant, replace(record, version=version), handler),
+                               previous_etag=previous_etag)
             if request_id is not None:
                 tx.request_put(
                     memory_id,
@@ -337,7 +355,8 @@ class MemoryManager:
                 )
             return result
 
-        result = await self.store.run(tenant, add, small=small)
+        with writes_of(watch_id):
+            result = await self.store.run(tenant, add, small=small)
         callback = self._after_add.get(kinds[-1]) if kinds else None
         if callback is not None and not result.replayed:
             await callback(tenant, memory_id)
@@ -373,10 +392,13 @@ class MemoryManager:
         return min(requested or default, maximum)
 
     async def get_messages_page(
-        self, tenant: str, memory_id: str, page_size: int = 0, page_token: str = "", if_none_match: str = ""
+        self, tenant: str, memory_id: str, page_size: int = 0, page_token: str = "", if_none_match: str = "",
+        accept_delta: bool = False,
     ) -> MessagePage:
         """A page of messages. With `if_none_match` (the etag of an earlier first page) and no
         change since, only `not_modified` and the etag come back: a client's cache is current.
+        With `accept_delta` too, and messages only added since (nothing removed, rewritten or
+        compressed), just the added ones come back marked `delta`, when they fit one page.
         Every page after the first reads the state the first page read, or fails ABORTED."""
         check_id(memory_id, "memory_id")
         if if_none_match and page_token:
@@ -390,22 +412,33 @@ class MemoryManager:
         size = self._page_size(
             page_size, default=self.limits.default_page_size, maximum=self.limits.max_page_size
         )
+        cached = self.tokens.read_etag(tenant, memory_id, if_none_match) if accept_delta else None
 
-        def read(tx: Tx) -> tuple[list[Row], bool, int, MemoryRecord]:
+        def fetch(tx: Tx, handler: MemoryKindHandler, record: MemoryRecord, start: int) -> list[Row]:
+            return read_within_budget(lambda a, n: handler.read(tx, record, a, n), lambda r: r.seq,
+                                      lambda r: len(r.data), start, size + 1, self.limits.max_page_bytes)
+
+        def read(tx: Tx) -> tuple[MessagePage | None, list[Row], MemoryRecord, int, str]:
             record = self._require(tx, memory_id)
             if snapshot is not None:
                 self.tokens.check_snapshot(memory_id, snapshot, record)
             handler = self.handler(record.kind)
-            if if_none_match and if_none_match == self.message_etag(tenant, record):
-                return [], False, handler.count(tx, record), record
-            rows = read_within_budget(lambda a, n: handler.read(tx, record, a, n), lambda r: r.seq,
-                                      lambda r: len(r.data), after, size + 1, self.limits.max_page_bytes)
-            return rows, len(rows) > size, handler.count(tx, record), record
+            total = handler.count(tx, record)
+            etag = self._etag_now(tx, tenant, record, handler)
+            if if_none_match and if_none_match == etag:
+                return MessagePage([], "", total, etag, not_modified=True), [], record, total, etag
+            if cached is not None:
+                added = self._delta(cached, record, total, handler.next_seq(tx, record),
+                                    lambda start: fetch(tx, handler, record, start), size)
+                if added is not None:
+                    page = MessagePage([stored_bytes(r.data) for r in added], "", total, etag, delta=True)
+                    return page, [], record, total, etag
+            return None, fetch(tx, handler, record, after), record, total, etag
 
-        rows, more, total, record = await self.store.run(tenant, read, write=False, small=size <= SMALL_PAGE)
-        etag = self.message_etag(tenant, record)
-        if if_none_match and if_none_match == etag:
-            return MessagePage([], "", total, etag, not_modified=True)
+        page, rows, record, total, etag = await self.store.run(tenant, read, write=False, small=size <= SMALL_PAGE)
+        if page is not None:
+            return page
+        more = len(rows) > size
         rows = rows[:size]
         # Cut the page at the byte budget so no response outgrows a client's receive limit.
         kept = cut_to_budget(rows, lambda r: len(r.data), self.limits.max_page_bytes)
@@ -416,6 +449,50 @@ class MemoryManager:
             now = Snapshot.of(record)
             token = self.tokens.issue("messages", binding, [now.created_us, now.version, rows[-1].seq])
         return MessagePage([stored_bytes(r.data) for r in rows], token, total, etag)
+
+    async def watch_state(self, tenant: str, memory_id: str, since: ListState | None, max_messages: int) -> WatchState:
+        """The memory's messages as a coherence announcement names them: their etag and, when
+        only messages were added since `since` (at most `max_messages`), those messages."""
+
+        def read(tx: Tx) -> WatchState:
+            record = tx.get_memory(memory_id)
+            if record is None:
+                return WatchState(False, "", None)
+            handler = self.handler(record.kind)
+            total, next_seq = handler.count(tx, record), handler.next_seq(tx, record)
+            state = ListState.of(record, total, next_seq)
+            etag = self.tokens.etag(tenant, memory_id, state)
+            if since is not None and max_messages > 0:
+                added = self._delta(since, record, total, next_seq,
+                                    lambda start: handler.read(tx, record, start, max_messages + 1), max_messages)
+                if added is not None:
+                    return WatchState(True, etag, state, True, [stored_bytes(r.data) for r in added])
+            return WatchState(True, etag, state)
+
+        await self.tokens.ready()
+        return await self.store.run(tenant, read, write=False, small=True)
+
+    def _delta(self, cached: ListState, record: MemoryRecord, total: int, next_seq: int | None,
+               fetch: Callable[[int], list[Row]], size: int) -> list[Row] | None:
+        """The messages added since `cached` when the cached messages are a prefix of the current
+        ones and the added ones fit one page, else None (the caller sends the whole list).
+
+        Seqs only grow and items are never changed in place, so the cached messages are exactly
+        the items with a seq below `cached.next_seq` that existed then, and the added ones the
+        items from `cached.next_seq` on. Items present now = cached count - removed old ones +
+        added ones: the counts agree exactly when no cached message was removed, whatever removed
+        it (delete, clear, compression, state load), so no write path has to declare itself."""
+        now = Snapshot.of(record)
+        if (cached.next_seq == 0 or next_seq is None or now.created_us != cached.created_us
+                or cached.version > now.version or cached.count > total or cached.next_seq > next_seq):
+            return None
+        rows = fetch(cached.next_seq - 1)
+        if cached.count + len(rows) != total or len(rows) > size:
+            return None
+        # One page: a larger delta goes as the whole list, paged as usual.
+        if cut_to_budget(rows, lambda r: len(r.data), self.limits.max_page_bytes) < len(rows):
+            return None
+        return rows
 
     async def delete_message(self, tenant: str, memory_id: str, index: int) -> tuple[bool, int]:
         check_id(memory_id, "memory_id")

@@ -160,7 +160,7 @@ async def _serve(settings: Settings, service: Service, tracing: Tracing | None =
     interceptors.append(DecodeErrorInterceptor())
     server = grpc.aio.server(options=options, interceptors=interceptors)
     memory_service_pb2_grpc.add_MemoryServiceServicer_to_server(
-        MemoryServicer(service.memories, service.auto_context, service.scopes), server
+        MemoryServicer(service.memories, service.auto_context, service.scopes, service.coherence), server
     )
     if service.scopes is not None:
         scope_service_pb2_grpc.add_ScopeServiceServicer_to_server(ScopeServicer(service.scopes), server)

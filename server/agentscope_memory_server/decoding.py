@@ -80,6 +80,22 @@ def _wrap_upload(behaviour: Callable[..., Awaitable[Any]]) -> Callable[..., Awai
     return checked
 
 
+def _wrap_bidi(behaviour: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIterator[Any]]:
+    """A bidirectional stream decodes each request as it arrives: the first undecodable one ends the call."""
+
+    async def checked(requests: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        async def decoded() -> AsyncIterator[Any]:
+            async for request in requests:
+                if isinstance(request, _Undecodable):
+                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, _message(request))
+                yield request
+
+        async for item in behaviour(decoded(), context):
+            yield item
+
+    return checked
+
+
 class DecodeErrorInterceptor(grpc.aio.ServerInterceptor):
     """Install first, so every other interceptor and every servicer sees decoded requests only."""
 
@@ -96,8 +112,11 @@ class DecodeErrorInterceptor(grpc.aio.ServerInterceptor):
                 request_deserializer=_wrap_deserializer(handler.request_deserializer),
                 stream_unary=_wrap_upload(handler.stream_unary),
             )
-        if handler.request_streaming:
-            return handler  # no bidirectional RPC exists in this contract
+        if handler.stream_stream is not None:
+            return handler._replace(
+                request_deserializer=_wrap_deserializer(handler.request_deserializer),
+                stream_stream=_wrap_bidi(handler.stream_stream),
+            )
         if handler.unary_unary is not None:
             return handler._replace(
                 request_deserializer=_wrap_deserializer(handler.request_deserializer),

@@ -6,8 +6,9 @@ not yet been handed to a handler with CANCELLED when its shutdown begins (grpc/g
 under load many are waiting there. So the server first refuses new calls itself, with
 UNAVAILABLE (which every client may retry elsewhere or later), waits for the running ones, and
 waits for a short quiet spell in which no call arrived, and only then stops grpc, when its
-queue is empty. Server streams (WatchCompressionEvents) never end by themselves, so they end
-at once with UNAVAILABLE; a watcher resumes from its last sequence.
+queue is empty. Server streams (WatchCompressionEvents, WatchMessages) never end by themselves,
+so they end at once with UNAVAILABLE; a watcher resumes from its last sequence (or, for
+WatchMessages, reads with if_none_match until it watches again).
 """
 
 from __future__ import annotations
@@ -159,4 +160,13 @@ class DrainInterceptor(grpc.aio.ServerInterceptor):
                 return await drain.run_unary(upload, requests, context)
 
             return handler._replace(stream_unary=stream_unary)
-        return handler  # no bidirectional RPC exists; it would pass undrained
+        if handler.stream_stream is not None:
+            # A watch (WatchMessages) never ends by itself either: it ends at once, UNAVAILABLE.
+            bidi = handler.stream_stream
+
+            async def stream_stream(requests: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+                async for item in drain.run_stream(bidi, requests, context):
+                    yield item
+
+            return handler._replace(stream_stream=stream_stream)
+        return handler

@@ -12,7 +12,7 @@ import contextlib
 import functools
 import logging
 import uuid
-from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
+from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, TypeVar
 
 import grpc
 
@@ -126,3 +126,22 @@ def unimplemented(what: str) -> Callable[..., Awaitable[Any]]:
         await context.abort(grpc.StatusCode.UNIMPLEMENTED, what)
 
     return handler
+
+
+def grpc_bidi_errors(
+    method: Callable[..., AsyncGenerator[Any, None]],
+) -> Callable[..., AsyncIterator[Any]]:
+    """The same for bidirectional handlers (async generators over a request stream)."""
+
+    @functools.wraps(method)
+    async def wrapper(self: Any, requests: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        items = method(self, requests, context)
+        try:
+            async for item in items:
+                yield item
+        except grpc.aio.AbortError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            await _abort_for(exc, context, method.__qualname__)
+
+    return wrapper

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import AsyncGenerator, AsyncIterator
+
 import grpc
+from google.protobuf.duration_pb2 import Duration
 
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
@@ -10,14 +14,15 @@ from agentscope_memory.convert.from_proto import auto_context_config_from_proto,
 from agentscope_memory.convert.to_proto import memory_to_proto
 from agentscope_memory.convert.scopes import visibility_from_proto
 from agentscope_memory.convert.tiered import tiered_config_from_proto
-from agentscope_memory.errors import InvalidArgumentError
+from agentscope_memory.errors import FailedPreconditionError, InvalidArgumentError
 from agentscope_memory.scopes.engine import ScopeEngine
 from agentscope_memory.short_term.auto_context.service import AutoContextService
+from agentscope_memory.short_term.coherence import Changed, Coherence, Event, LeaseGranted, Watcher
 from agentscope_memory.short_term.description import describe
 from agentscope_memory.short_term.manager import MemoryInfo, MemoryManager
 from agentscope_memory.store.codec import stored_to_proto
 from agentscope_memory_server.auto_context_rpcs import AutoContextRpcs
-from agentscope_memory_server.errors import grpc_errors
+from agentscope_memory_server.errors import grpc_errors, grpc_bidi_errors
 from agentscope_memory_server.tenancy import tenant_of
 
 
@@ -27,11 +32,13 @@ def _memory(info: MemoryInfo) -> pb.Memory:
 
 class MemoryServicer(AutoContextRpcs, pb_grpc.MemoryServiceServicer):
     def __init__(self, manager: MemoryManager, auto_context: AutoContextService,
-                 scopes: ScopeEngine | None = None) -> None:
+                 scopes: ScopeEngine | None = None, coherence: Coherence | None = None) -> None:
         self.manager = manager
         self.auto_context = auto_context
         # Parent/child scopes: deleting a parent, and messages added SHARED or GLOBAL.
         self.scopes = scopes
+        # Coherent caching (WatchMessages); None where this server cannot see every write.
+        self.coherence = coherence
 
     @grpc_errors
     async def CreateMemory(self, request: pb.CreateMemoryRequest, context: grpc.aio.ServicerContext) -> pb.CreateMemoryResponse:
@@ -87,11 +94,11 @@ class MemoryServicer(AutoContextRpcs, pb_grpc.MemoryServiceServicer):
         if request.visibility and self.scopes is not None:
             result = await self.scopes.add_messages(
                 tenant_of(context), request.memory_id, msgs, request.request_id or None,
-                visibility_from_proto(request.visibility),
+                visibility_from_proto(request.visibility), watch_id=request.watch_id,
             )
         else:
             result = await self.manager.add_messages(
-                tenant_of(context), request.memory_id, msgs, request.request_id or None
+                tenant_of(context), request.memory_id, msgs, request.request_id or None, watch_id=request.watch_id
             )
         return pb.AddMessagesResponse(
             message_count=result.message_count, replayed=result.replayed, version=result.version,
@@ -101,7 +108,8 @@ class MemoryServicer(AutoContextRpcs, pb_grpc.MemoryServiceServicer):
     @grpc_errors
     async def GetMessages(self, request: pb.GetMessagesRequest, context: grpc.aio.ServicerContext) -> pb.GetMessagesResponse:
         page = await self.manager.get_messages_page(
-            tenant_of(context), request.memory_id, request.page_size, request.page_token, request.if_none_match
+            tenant_of(context), request.memory_id, request.page_size, request.page_token, request.if_none_match,
+            request.accept_delta,
         )
         return pb.GetMessagesResponse(
             messages=[stored_to_proto(d) for d in page.stored],
@@ -109,6 +117,7 @@ class MemoryServicer(AutoContextRpcs, pb_grpc.MemoryServiceServicer):
             total_size=page.total_size,
             etag=page.etag,
             not_modified=page.not_modified,
+            delta=page.delta,
         )
 
     @grpc_errors
@@ -122,3 +131,65 @@ class MemoryServicer(AutoContextRpcs, pb_grpc.MemoryServiceServicer):
     async def ClearMessages(self, request: pb.ClearMessagesRequest, context: grpc.aio.ServicerContext) -> pb.ClearMessagesResponse:
         await self.manager.clear_messages(tenant_of(context), request.memory_id)
         return pb.ClearMessagesResponse()
+
+    @grpc_bidi_errors
+    async def WatchMessages(self, requests: AsyncIterator[pb.WatchMessagesRequest],
+                            context: grpc.aio.ServicerContext) -> AsyncGenerator[pb.WatchMessagesResponse, None]:
+        # The first request before anything else, so an undecodable one is INVALID_ARGUMENT here too.
+        first = await anext(aiter(requests), None)
+        coherence = self.coherence
+        if coherence is None:
+            raise FailedPreconditionError(
+                "coherent caching is unavailable on this server (it needs the embedded store, which sees every "
+                "write, and the coherent_cache setting on); read with GetMessages if_none_match instead")
+        if first is None:
+            return
+        watcher = await coherence.watch(tenant_of(context), first.memory_id)
+        reader = asyncio.ensure_future(_take_in(requests, coherence, watcher))
+        try:
+            while True:
+                event = asyncio.ensure_future(watcher.outbox.get())
+                while not (event.done() or reader.done() or context.done()):
+                    # gRPC may notice a vanished caller only on a write: look now and then.
+                    await asyncio.wait({event, reader}, timeout=1.0, return_when=asyncio.FIRST_COMPLETED)
+                if not event.done():
+                    # The client closed its side (or its stream failed): the watch ends.
+                    event.cancel()
+                    if reader.done() and not reader.cancelled():
+                        reader.result()
+                    return
+                yield _watch_event(event.result())
+        finally:
+            # Unless the client released it, writes wait until the lease its client may still
+            # trust runs out.
+            coherence.close(watcher, released=False)
+            reader.cancel()
+
+
+async def _take_in(requests: AsyncIterator[pb.WatchMessagesRequest], coherence: Coherence, watcher: Watcher) -> None:
+    async for request in requests:
+        if request.ack_sequence > 0:
+            coherence.ack(watcher, request.ack_sequence)
+        if request.renewal > 0:
+            coherence.renew(watcher, request.renewal)
+        if request.release:
+            coherence.close(watcher, released=True)
+            return
+
+
+def _duration(seconds: float) -> Duration:
+    duration = Duration()
+    duration.FromNanoseconds(round(seconds * 1e9))
+    return duration
+
+
+def _watch_event(event: Event) -> pb.WatchMessagesResponse:
+    if isinstance(event, Changed):
+        return pb.WatchMessagesResponse(changed=pb.MessagesChanged(
+            sequence=event.sequence, etag=event.etag, previous_etag=event.previous_etag, appended=event.appended,
+            messages=[stored_to_proto(d) for d in event.stored]))
+    if isinstance(event, LeaseGranted):
+        return pb.WatchMessagesResponse(lease_granted=pb.LeaseGranted(
+            renewal=event.renewal, lease_duration=_duration(event.lease_s)))
+    return pb.WatchMessagesResponse(started=pb.WatchStarted(
+        watch_id=event.watch_id, etag=event.etag, lease_duration=_duration(event.lease_s)))

@@ -108,4 +108,20 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
                     metrics.observe(method, code, time.perf_counter() - started, unary=False)
 
             return handler._replace(unary_stream=observed_stream)
+        if handler.stream_stream is not None:
+            inner_bidi = handler.stream_stream
+
+            async def observed_bidi(requests: Any, context: grpc.aio.ServicerContext) -> Any:
+                started = time.perf_counter()
+                code = "OK"
+                try:
+                    async for item in inner_bidi(requests, context):
+                        yield item
+                except BaseException as exc:
+                    code = _code_of(exc, context)
+                    raise
+                finally:
+                    metrics.observe(method, code, time.perf_counter() - started, unary=False)
+
+            return handler._replace(stream_stream=observed_bidi)
         return handler

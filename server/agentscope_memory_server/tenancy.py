@@ -132,6 +132,15 @@ def _as_tenant(handler: grpc.RpcMethodHandler, tenant: str) -> grpc.RpcMethodHan
                 yield item
 
         return handler._replace(unary_stream=stream)
+    if handler.stream_stream is not None:
+        inner_bidi = handler.stream_stream
+
+        async def bidi(requests: Any, context: grpc.aio.ServicerContext) -> Any:
+            _tenant.set(tenant)
+            async for item in inner_bidi(requests, context):
+                yield item
+
+        return handler._replace(stream_stream=bidi)
     raise NotImplementedError("client-streaming RPCs are not part of the contract")
 
 
@@ -141,4 +150,6 @@ def _rejecting(handler: grpc.RpcMethodHandler, message: str) -> grpc.RpcMethodHa
 
     if handler.unary_unary is not None:
         return handler._replace(unary_unary=reject)
+    if handler.stream_stream is not None:
+        return handler._replace(stream_stream=reject)
     return handler._replace(unary_stream=reject)

@@ -134,6 +134,10 @@ class AutoContextKind:
     def count(self, tx: Tx, record: MemoryRecord) -> int:
         return tx.length(record.memory_id, WORKING)
 
+    def next_seq(self, tx: Tx, record: MemoryRecord) -> int | None:
+        # Reads are the working list's items; a compression replaces them (new seqs for all).
+        return tx.next_seq(record.memory_id, WORKING)
+
     def delete_at(self, tx: Tx, record: MemoryRecord, index: int) -> bool:
         # Working history only, as Java's deleteMessage.
         rows = tx.read(record.memory_id, WORKING, 0, index + 1)

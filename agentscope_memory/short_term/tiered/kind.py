@@ -180,6 +180,11 @@ class TieredKind:
     def count(self, tx: Tx, record: MemoryRecord) -> int:
         return tx.tiered_count(record.memory_id, L1)
 
+    def next_seq(self, tx: Tx, record: MemoryRecord) -> int | None:
+        # No deltas: a pass rewrites L1 items in place (a covered summary), which neither the
+        # count nor the seqs would reveal.
+        return None
+
     def delete_at(self, tx: Tx, record: MemoryRecord, index: int) -> bool:
         seq = tx.tiered_seq_at(record.memory_id, L1, index)
         return seq is not None and tx.tiered_delete(record.memory_id, [seq]) > 0

@@ -38,6 +38,8 @@ class MemoryStatements(SqlTxBase):
         self._locked: set[str] = set()
         # List heads read or written in this transaction; saves re-reading them.
         self._heads: dict[tuple[str, str], tuple[int, int]] = {}
+        # Memories this transaction created, changed (a version bump) or deleted.
+        self._changed: set[str] = set()
 
     # -- memories ---------------------------------------------------------------------------
 
@@ -69,6 +71,7 @@ class MemoryStatements(SqlTxBase):
             raise AlreadyExistsError(f"memory {record.memory_id!r} already exists") from None
         self._execute("RELEASE SAVEPOINT insert_memory")
         self._locked.add(record.memory_id)
+        self._changed.add(record.memory_id)
 
     def touch_memory(self, memory_id: str) -> int:
         row = self._one(
@@ -78,6 +81,7 @@ class MemoryStatements(SqlTxBase):
         )
         if row is None:
             raise KeyError(memory_id)
+        self._changed.add(memory_id)
         return int(row[0])
 
     def delete_memory(self, memory_id: str) -> None:
@@ -86,6 +90,10 @@ class MemoryStatements(SqlTxBase):
                 f"DELETE FROM {{{table}}} WHERE tenant = ? AND memory_id = ?", (self.tenant, memory_id)
             )
         self._heads = {k: v for k, v in self._heads.items() if k[0] != memory_id}
+        self._changed.add(memory_id)
+
+    def changed_memories(self) -> set[str]:
+        return set(self._changed)
 
     def list_memories(self, after_id: str, limit: int) -> list[MemoryRecord]:
         rows = self._all(
@@ -106,7 +114,12 @@ class MemoryStatements(SqlTxBase):
             " WHERE tenant = ? AND memory_id = ? AND list_name = ?",
             (self.tenant, memory_id, list_name),
         )
-        return (int(row[0]), int(row[1])) if row else (1, 0)
+        head = (int(row[0]), int(row[1])) if row else (1, 0)
+        # Kept when no other transaction can change it before this one ends: a snapshot, SQLite's
+        # one writer, or a locked memory row (every change here goes through `_set_head`).
+        if not self._lock_reads or memory_id in self._locked:
+            self._heads[(memory_id, list_name)] = head
+        return head
 
     def _set_head(self, memory_id: str, list_name: str, next_seq: int, length: int) -> None:
         self._execute(
@@ -140,6 +153,9 @@ class MemoryStatements(SqlTxBase):
 
     def length(self, memory_id: str, list_name: str) -> int:
         return self._head(memory_id, list_name)[1]
+
+    def next_seq(self, memory_id: str, list_name: str) -> int:
+        return self._head(memory_id, list_name)[0]
 
     def delete_at(self, memory_id: str, list_name: str, index: int) -> bool:
         if index < 0:

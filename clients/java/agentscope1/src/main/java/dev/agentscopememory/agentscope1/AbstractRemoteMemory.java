@@ -22,6 +22,7 @@ import dev.agentscopememory.grpc.v1.GetMessagesResponse;
 import dev.agentscopememory.grpc.v1.InheritedMessage;
 import dev.agentscopememory.grpc.v1.ListInheritedMessagesRequest;
 import dev.agentscopememory.grpc.v1.ListInheritedMessagesResponse;
+import dev.agentscopememory.grpc.v1.MessagesChanged;
 import dev.agentscopememory.grpc.v1.SetParentRequest;
 import io.agentscope.core.memory.Memory;
 import io.agentscope.core.message.Msg;
@@ -73,13 +74,17 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     /**
      * The messages as last read or written by this client, with the etag naming that state on the
      * server. getMessages sends the etag; while nothing changed, the server answers "not modified"
-     * without the messages. AgentScope calls getMessages about 2 + 4N times a turn, so this keeps
-     * long conversations from crossing the wire, and being decoded, again and again. Never handed
-     * out: callers get copies.
+     * without the messages, and when messages were only added since (by this client or another),
+     * it sends just those (a delta) to append here. AgentScope calls getMessages about 2 + 4N times
+     * a turn, so this keeps long conversations from crossing the wire, and being decoded, again and
+     * again. Never handed out: callers get copies.
      */
     private record Snapshot(String etag, List<Msg> messages) {}
 
     private final AtomicReference<Snapshot> snapshot = new AtomicReference<>();
+
+    /** Coherent caching (the builder's {@code coherentCache}); null when off. */
+    private final MessageWatch watch;
 
     AbstractRemoteMemory(AbstractBuilder<?> b, MemoryKind kind, AutoContextConfig config) {
         // The server's id rules and message, before any connection is opened.
@@ -94,6 +99,29 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         this.parentMemoryId = b.parentMemoryId == null ? null : Ids.checkId(b.parentMemoryId, "parent_memory_id");
         this.visibility = b.visibility;
         this.includeInherited = b.includeInherited != null ? b.includeInherited : b.parentMemoryId != null;
+        this.watch = b.coherentCache ? new MessageWatch(connection, memoryId, this::applyAnnounced) : null;
+    }
+
+    /** Extends the cached copy with messages another client added, when it is the state they follow. */
+    private void applyAnnounced(MessagesChanged changed) {
+        if (!changed.getAppended()) {
+            return;
+        }
+        List<Msg> added = null;
+        while (true) {
+            Snapshot cached = snapshot.get();
+            if (cached == null || !cached.etag().equals(changed.getPreviousEtag())) {
+                return;
+            }
+            if (added == null) {
+                added = MsgConverter.fromProto(changed.getMessagesList());
+            }
+            List<Msg> messages = new ArrayList<>(cached.messages());
+            messages.addAll(added);
+            if (snapshot.compareAndSet(cached, new Snapshot(changed.getEtag(), List.copyOf(messages)))) {
+                return;
+            }
+        }
     }
 
     /** The id of the memory on the server. */
@@ -151,18 +179,39 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
                 .addAllMessages(batch)
                 .setRequestId(UUID.randomUUID().toString())
                 .setVisibility(visibility.toProto())
+                .setWatchId(watch == null ? "" : watch.watchId())
                 .build();
         Snapshot before = snapshot.get();
-        AddMessagesResponse response = connection.call("MemoryService/AddMessages", true,
-                () -> connection.memoryService().addMessages(request));
-        Snapshot after = null;
+        AddMessagesResponse response;
+        try {
+            response = connection.call("MemoryService/AddMessages", true,
+                    () -> connection.memoryService().addMessages(request));
+        } catch (RuntimeException e) {
+            if (watch != null && !request.getWatchId().isEmpty()) {
+                // The add may have been stored without our watch being told (it was the writer's):
+                // stop trusting the copy; a new watch starts from the server's current etag.
+                watch.restart();
+            }
+            throw e;
+        }
         if (before != null && !response.getEtag().isEmpty() && before.etag().equals(response.getPreviousEtag())) {
             // Nothing else changed the memory since the snapshot: the server now holds it plus this batch.
             List<Msg> messages = new ArrayList<>(before.messages());
             messages.addAll(MsgConverter.fromProto(batch));
-            after = new Snapshot(response.getEtag(), List.copyOf(messages));
+            snapshot.compareAndSet(before, new Snapshot(response.getEtag(), List.copyOf(messages)));
         }
-        snapshot.compareAndSet(before, after);
+        if (watch != null && !request.getWatchId().isEmpty()) {
+            if (response.getEtag().isEmpty()) {
+                // A replay (an earlier attempt was stored, its answer lost): our watch was not told
+                // and this answer does not say what changed. Start over from the server's etag.
+                watch.restart();
+            } else {
+                // The server did not announce this add to our own watch: we learn it from here.
+                watch.ownWrite(response.getPreviousEtag(), response.getEtag());
+            }
+        }
+        // Otherwise the snapshot stays: it still names an earlier state, so the next read gets what
+        // was added since (another client's messages and this batch) as a delta, or everything.
     }
 
     /** How often a read the server aborted (the memory changed between pages) starts again. */
@@ -171,9 +220,11 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     /**
      * All messages in insertion order, as a new mutable list of new messages. Always asks the
      * server; when the messages have not changed since this client last saw them, the server says
-     * so instead of sending them again. A history of several pages is one state of the memory: when
-     * it changes between pages (a compression rewrites it) the server aborts the read, which starts
-     * again from the first page, at most {@link #CONSISTENT_READ_ATTEMPTS} times; then {@link
+     * so instead of sending them again, and when messages were only added, it sends just those.
+     * With {@code coherentCache}, while the watch's lease is fresh and no change was announced, it
+     * does not ask at all. A history of several pages is one state of the memory: when it changes
+     * between pages (a compression rewrites it) the server aborts the read, which starts again from
+     * the first page, at most {@link #CONSISTENT_READ_ATTEMPTS} times; then {@link
      * RemoteMemoryException.Aborted} is thrown. A mixed list is never returned.
      */
     @Override
@@ -193,6 +244,14 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
      */
     public List<Msg> ownMessages() {
         ensureMemory();
+        if (watch != null) {
+            watch.ensureOpen();
+            Snapshot cached = snapshot.get();
+            if (cached != null && watch.current(cached.etag())) {
+                // Lease fresh and no change announced since this copy: no call needed.
+                return MsgCopies.copies(cached.messages());
+            }
+        }
         for (int attempt = 1; ; attempt++) {
             Snapshot cached = snapshot.get();
             List<dev.agentscopememory.grpc.v1.Msg> wire = new ArrayList<>();
@@ -205,13 +264,21 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
                             .setPageSize(pageSize)
                             .setPageToken(token);
                     if (firstEtag == null && cached != null) {
-                        request.setIfNoneMatch(cached.etag());
+                        request.setIfNoneMatch(cached.etag()).setAcceptDelta(true);
                     }
                     GetMessagesRequest built = request.build();
                     GetMessagesResponse page = connection.call("MemoryService/GetMessages", true,
                             () -> connection.memoryService().getMessages(built));
                     if (page.getNotModified()) {
                         return MsgCopies.copies(cached.messages());
+                    }
+                    if (page.getDelta()) {
+                        // Only added since the cached state: the cached messages, then these.
+                        List<Msg> messages = new ArrayList<>(cached.messages());
+                        messages.addAll(MsgConverter.fromProto(page.getMessagesList()));
+                        List<Msg> current = List.copyOf(messages);
+                        snapshot.compareAndSet(cached, new Snapshot(page.getEtag(), current));
+                        return MsgCopies.copies(current);
                     }
                     if (firstEtag == null) {
                         firstEtag = page.getEtag();
@@ -233,6 +300,12 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
             snapshot.compareAndSet(cached, firstEtag.isEmpty() ? null : new Snapshot(firstEtag, List.copyOf(messages)));
             return MsgCopies.copies(messages);
         }
+    }
+
+    /** Whether the next {@link #ownMessages()} would be answered from the cached copy, with no call. */
+    boolean servesFromCache() {
+        Snapshot cached = snapshot.get();
+        return watch != null && cached != null && watch.current(cached.etag());
     }
 
     /** Deletes the message at {@code index}; an index out of range (negative too) does nothing. */
@@ -359,6 +432,9 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     /** Closes the connection if this memory created it. The stored messages are kept. */
     @Override
     public void close() {
+        if (watch != null) {
+            watch.close();
+        }
         if (ownsConnection) {
             connection.close();
         }
@@ -374,8 +450,26 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         private String parentMemoryId;
         private Visibility visibility = Visibility.LOCAL;
         private Boolean includeInherited;
+        private boolean coherentCache;
 
         protected AbstractBuilder() {}
+
+        /**
+         * Coherent caching (default off): the memory watches its messages on the server
+         * ({@code MemoryService.WatchMessages}) with a short lease it renews in the background, and
+         * {@link #getMessages()} answers from its own copy, with no call, while the lease is fresh
+         * and no change was announced. Every guarantee stays: the server acknowledges any client's
+         * write only after this memory took in the change (or its lease ran out), so a read after
+         * an acknowledged write sees it. The cost: each write to a watched memory waits for its
+         * other watchers (one round trip, up to a lease of 2 s when a watcher stalls), and each
+         * memory keeps a stream open. Servers that cannot see every write (PostgreSQL replicas)
+         * refuse the watch, and reads stay conditional ({@code if_none_match}), as they do
+         * whenever the stream is down. Call {@link #close()} to end the watch.
+         */
+        public B coherentCache(boolean coherentCache) {
+            this.coherentCache = coherentCache;
+            return (B) this;
+        }
 
         /**
          * Make the memory a child of this one when it is first used (the parent must exist): it

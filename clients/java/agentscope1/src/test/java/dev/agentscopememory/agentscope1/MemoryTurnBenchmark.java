@@ -142,23 +142,36 @@ public final class MemoryTurnBenchmark {
      * conversation before every turn, untimed, so the agent's client finds the history changed by
      * someone else each turn (the same message goes to the in-memory baseline).
      */
-    static void scenario(RemoteConnection conn, int history, int turns, int warmup, RemoteConnection other) {
+    static void scenario(RemoteConnection conn, int history, int turns, int warmup, RemoteConnection other,
+            boolean coherent) {
         Supplier<Memory> local;
         Supplier<Memory> remote;
         Runnable before = () -> { };
         if (history == 0) {
             local = InMemoryMemory::new;
-            remote = () -> RemoteMemory.builder().connection(conn).memoryId("bench-" + UUID.randomUUID()).build();
+            // A new conversation every turn; a coherent one is closed after its turn (its watch ends).
+            RemoteMemory[] last = new RemoteMemory[1];
+            remote = () -> {
+                if (last[0] != null) {
+                    last[0].close();
+                }
+                last[0] = RemoteMemory.builder().connection(conn).memoryId("bench-" + UUID.randomUUID())
+                        .coherentCache(coherent).build();
+                return last[0];
+            };
         } else {
             InMemoryMemory localMemory = new InMemoryMemory();
             history(history).forEach(localMemory::addMessage);
             String memoryId = "bench-long-" + UUID.randomUUID();
-            RemoteMemory remoteMemory = RemoteMemory.builder().connection(conn).memoryId(memoryId).build();
+            RemoteMemory remoteMemory = RemoteMemory.builder().connection(conn).memoryId(memoryId)
+                    .coherentCache(coherent).build();
             remoteMemory.addMessages(history(history));
             local = () -> localMemory;
             remote = () -> remoteMemory;
             if (other != null) {
-                RemoteMemory otherMemory = RemoteMemory.builder().connection(other).memoryId(memoryId).build();
+                // The other agent's client is configured as this one.
+                RemoteMemory otherMemory = RemoteMemory.builder().connection(other).memoryId(memoryId)
+                        .coherentCache(coherent).build();
                 before = () -> {
                     Msg note = Msg.builder().role(MsgRole.USER).name("observer")
                             .textContent("A note from another agent: " + UUID.randomUUID()).build();
@@ -189,12 +202,12 @@ public final class MemoryTurnBenchmark {
         double l = median(localNanos) / 1e6;
         double rm = median(remoteNanos) / 1e6;
         System.out.printf(
-                "{\"history_messages\":%d,\"other_writer\":%b,\"turns\":%d,\"warmup_turns\":%d,\"tool_rounds\":3,"
+                "{\"history_messages\":%d,\"other_writer\":%b,\"coherent_cache\":%b,\"turns\":%d,\"warmup_turns\":%d,\"tool_rounds\":3,"
                         + "\"getMessages_per_turn\":%d,\"addMessage_per_turn\":%d,"
                         + "\"in_memory_ms_per_turn\":%.3f,\"remote_ms_per_turn\":%.3f,"
                         + "\"overhead_ms_per_turn\":%.3f,\"ratio\":%.1f,"
                         + "\"remote_getMessages_ms_per_call\":%.3f,\"remote_addMessage_ms_per_call\":%.3f}%n",
-                history, other != null, turns, warmup, gets, adds, l, rm, rm - l, rm / l,
+                history, other != null, coherent, turns, warmup, gets, adds, l, rm, rm - l, rm / l,
                 median(remoteGets) / 1e6 / gets, (rm - median(remoteGets) / 1e6) / adds);
     }
 
@@ -207,9 +220,11 @@ public final class MemoryTurnBenchmark {
         try (TestServer server = TestServer.start();
                 RemoteConnection conn = RemoteConnection.builder().target(server.target()).build();
                 RemoteConnection other = RemoteConnection.builder().target(server.target()).build()) {
-            scenario(conn, 0, turns, warmup, null);
-            scenario(conn, history, turns / 2, 10, null);
-            scenario(conn, history, turns / 2, 10, other);
+            for (boolean coherent : new boolean[] {false, true}) {
+                scenario(conn, 0, turns, warmup, null, coherent);
+                scenario(conn, history, turns / 2, 10, null, coherent);
+                scenario(conn, history, turns / 2, 10, other, coherent);
+            }
         }
     }
 }

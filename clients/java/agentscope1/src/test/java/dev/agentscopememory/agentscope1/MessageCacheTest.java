@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.agentscopememory.agentscope1.internal.MsgConverter;
 import dev.agentscopememory.client.TestServer;
 import dev.agentscopememory.grpc.v1.DeleteMemoryRequest;
 import dev.agentscopememory.grpc.v1.GetMessagesResponse;
@@ -160,7 +161,8 @@ class MessageCacheTest {
 
         someoneElse.addMessage(Msg.builder().role(MsgRole.ASSISTANT).name("a").textContent("theirs").build());
         assertEquals(json(someoneElse.getMessages()), json(memory.getMessages()));
-        assertEquals(2, lastAnswer().getMessagesCount());
+        assertTrue(lastAnswer().getDelta(), "only their message came");
+        assertEquals(1, lastAnswer().getMessagesCount());
         // My next add follows theirs; my copy must not miss their message.
         memory.addMessage(Msg.builder().role(MsgRole.USER).name("user").textContent("mine again").build());
         someoneElse.addMessage(Msg.builder().role(MsgRole.USER).name("user").textContent("theirs again").build());
@@ -182,6 +184,62 @@ class MessageCacheTest {
             texts.add(m.getTextContent());
         }
         assertEquals(List.of("after"), texts);
+    }
+
+    private static Msg text(MsgRole role, String text) {
+        return Msg.builder().role(role).name(role == MsgRole.USER ? "user" : "a").textContent(text).build();
+    }
+
+    private static List<String> texts(List<Msg> messages) {
+        List<String> out = new ArrayList<>();
+        for (Msg m : messages) {
+            out.add(m.getTextContent());
+        }
+        return out;
+    }
+
+    @Test
+    void twoClientsWritingOneMemoryExchangeOnlyWhatTheOtherAdded() throws Exception {
+        String id = "cache-" + UUID.randomUUID();
+        RemoteMemory memory = cached(id);
+        RemoteMemory someoneElse = other(id);
+        List<Msg> history = new ArrayList<>();
+        for (int i = 0; i < 50; i++) {
+            history.add(text(MsgRole.USER, "earlier " + i));
+        }
+        memory.addMessages(history);
+        assertEquals(50, memory.getMessages().size());
+        for (int turn = 0; turn < 3; turn++) {
+            // Theirs lands first, then mine: my add does not follow my copy, which still holds.
+            someoneElse.addMessage(text(MsgRole.ASSISTANT, "theirs " + turn));
+            memory.addMessage(text(MsgRole.USER, "mine " + turn));
+            int before = answers.size();
+            List<Msg> got = memory.getMessages();
+            assertEquals(json(someoneElse.getMessages()), json(got));
+            GetMessagesResponse answer = answers.get(before);
+            assertTrue(answer.getDelta(), "turn " + turn + ": a delta");
+            assertEquals(List.of("theirs " + turn, "mine " + turn), texts(MsgConverter.fromProto(answer.getMessagesList())));
+            memory.getMessages();
+            assertTrue(lastAnswer().getNotModified());
+        }
+        // A removal by the other client: everything comes again, and nothing stale survives.
+        someoneElse.deleteMessage(1);
+        someoneElse.addMessage(text(MsgRole.ASSISTANT, "after the delete"));
+        memory.addMessage(text(MsgRole.USER, "mine after the delete"));
+        List<Msg> got = memory.getMessages();
+        assertEquals(json(someoneElse.getMessages()), json(got));
+        assertTrue(!lastAnswer().getDelta() && lastAnswer().getMessagesCount() == got.size());
+        assertEquals("earlier 2", got.get(1).getTextContent());
+        // A rewrite to the same length (a state load): still everything.
+        List<Msg> rewritten = new ArrayList<>();
+        for (Msg m : got) {
+            rewritten.add(text(MsgRole.USER, "rewritten " + m.getTextContent()));
+        }
+        someoneElse.clear();
+        someoneElse.addMessages(rewritten.subList(0, rewritten.size() - 1));
+        someoneElse.addMessage(rewritten.get(rewritten.size() - 1));
+        assertEquals(texts(rewritten), texts(memory.getMessages()));
+        assertTrue(!lastAnswer().getDelta());
     }
 
     @Test

@@ -1,0 +1,282 @@
+package dev.agentscopememory.agentscope1;
+
+import dev.agentscopememory.client.RemoteConnection;
+import dev.agentscopememory.grpc.v1.LeaseGranted;
+import dev.agentscopememory.grpc.v1.MessagesChanged;
+import dev.agentscopememory.grpc.v1.WatchMessagesRequest;
+import dev.agentscopememory.grpc.v1.WatchMessagesResponse;
+import dev.agentscopememory.grpc.v1.WatchStarted;
+import io.grpc.Status;
+import io.grpc.stub.StreamObserver;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Coherent caching of one memory's messages ({@code MemoryService.WatchMessages}): a stream on
+ * which this client renews a short lease and the server announces every change of the memory,
+ * acknowledging a write to its writer only once this client has taken the announcement in (or
+ * its lease has run out). While the lease is fresh and the cached copy carries the etag last
+ * announced, the copy is current and {@code getMessages} needs no call.
+ *
+ * <p>The lease is counted from the moment this client <em>sent</em> the renewal, the server's
+ * from when it received it, so this client stops trusting its copy no later than the server
+ * stops waiting for it. Anything unexpected (the stream fails, a renewal is not granted in time,
+ * the server offers no coherent caching) only makes {@link #current} false, and reads go back to
+ * conditional calls ({@code if_none_match}).
+ */
+final class MessageWatch implements AutoCloseable {
+
+    private static final Logger log = LoggerFactory.getLogger(MessageWatch.class);
+
+    /** Renewals for every watch of the process; daemon, so it never keeps a JVM alive. */
+    private static final ScheduledExecutorService RENEWALS = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "agentscope-memory-lease-renewal");
+        t.setDaemon(true);
+        return t;
+    });
+
+    /** How long after a failed stream a read may open a new one. */
+    private static final long REOPEN_AFTER_NANOS = TimeUnit.SECONDS.toNanos(1);
+
+    private final RemoteConnection connection;
+    private final String memoryId;
+    /** Applies an announcement to the memory's cached copy, before it is acknowledged. */
+    private final Consumer<MessagesChanged> onChanged;
+
+    private final Object lock = new Object();
+    private StreamObserver<WatchMessagesRequest> requests;
+    private String watchId = "";
+    /** The etag the server last announced; null while no stream is open. */
+    private String announcedEtag;
+    private long leaseNanos;
+    private long leaseUntilNanos;
+    private boolean leased;
+    private long nextRenewal = 1;
+    private final Map<Long, Long> renewalsSent = new HashMap<>();
+    private ScheduledFuture<?> renewer;
+    /** The server offers no coherent caching (a replicated store): never ask again. */
+    private boolean unavailable;
+    private long reopenAfterNanos;
+    private boolean closed;
+    /** Which stream is the open one: callbacks of an earlier stream change nothing. */
+    private long generation;
+
+    MessageWatch(RemoteConnection connection, String memoryId, Consumer<MessagesChanged> onChanged) {
+        this.connection = connection;
+        this.memoryId = memoryId;
+        this.onChanged = onChanged;
+    }
+
+    /** Opens the stream unless it is open, closed, unavailable or failed just now. Never blocks. */
+    void ensureOpen() {
+        synchronized (lock) {
+            if (requests != null || closed || unavailable || System.nanoTime() < reopenAfterNanos) {
+                return;
+            }
+            long renewal = nextRenewal++;
+            StreamObserver<WatchMessagesRequest> opened =
+                    connection.memoryServiceAsync().watchMessages(new Responses(++generation, renewal));
+            requests = opened;
+            renewalsSent.put(renewal, System.nanoTime());
+            opened.onNext(WatchMessagesRequest.newBuilder().setMemoryId(memoryId).setRenewal(renewal).build());
+        }
+    }
+
+    /** True when a copy named {@code etag} is the memory's current messages. */
+    boolean current(String etag) {
+        synchronized (lock) {
+            return leased && etag != null && etag.equals(announcedEtag) && System.nanoTime() - leaseUntilNanos < 0;
+        }
+    }
+
+    /** The id of the open watch, for this client's own adds; empty when none. */
+    String watchId() {
+        synchronized (lock) {
+            return requests == null ? "" : watchId;
+        }
+    }
+
+    /**
+     * This client's own add (sent with {@link #watchId}) moved the memory from {@code previous} to
+     * {@code etag}; the server announced it to every other watcher but not to this one.
+     */
+    void ownWrite(String previous, String etag) {
+        synchronized (lock) {
+            if (requests != null && previous.equals(announcedEtag) && !etag.isEmpty()) {
+                announcedEtag = etag;
+            }
+        }
+    }
+
+    private void send(WatchMessagesRequest request) {
+        // Called with the lock held: a stream observer takes one message at a time.
+        if (requests != null) {
+            requests.onNext(request);
+        }
+    }
+
+    private void renew() {
+        synchronized (lock) {
+            if (requests == null) {
+                return;
+            }
+            long renewal = nextRenewal++;
+            renewalsSent.put(renewal, System.nanoTime());
+            send(WatchMessagesRequest.newBuilder().setRenewal(renewal).build());
+        }
+    }
+
+    private void granted(long renewal, long durationNanos) {
+        Long sent = renewalsSent.remove(renewal);
+        renewalsSent.keySet().removeIf(n -> n < renewal);
+        if (sent == null) {
+            return;
+        }
+        leaseNanos = durationNanos;
+        long until = sent + durationNanos;
+        if (!leased || until - leaseUntilNanos > 0) {
+            leaseUntilNanos = until;
+        }
+        leased = true;
+    }
+
+    /** Stops trusting the copy; with {@code unavailable}, never asks this server again. */
+    private void ended(long ofGeneration, boolean unavailableHere) {
+        synchronized (lock) {
+            if (ofGeneration != generation) {
+                return;
+            }
+            generation++;
+            requests = null;
+            announcedEtag = null;
+            leased = false;
+            renewalsSent.clear();
+            if (renewer != null) {
+                renewer.cancel(false);
+                renewer = null;
+            }
+            unavailable |= unavailableHere;
+            reopenAfterNanos = System.nanoTime() + REOPEN_AFTER_NANOS;
+        }
+    }
+
+    /** Ends the current watch (released: this client no longer trusts its copy); the next read opens a new one. */
+    void restart() {
+        release(false);
+    }
+
+    @Override
+    public void close() {
+        release(true);
+    }
+
+    private void release(boolean closing) {
+        StreamObserver<WatchMessagesRequest> open;
+        long current;
+        synchronized (lock) {
+            closed |= closing;
+            open = requests;
+            current = generation;
+        }
+        ended(current, false);
+        if (!closing) {
+            synchronized (lock) {
+                reopenAfterNanos = System.nanoTime();
+            }
+        }
+        if (open != null) {
+            // Tells the server this client no longer trusts its copy, so writes stop waiting for
+            // it at once (a stream that just ends makes them wait until the lease runs out).
+            synchronized (lock) {
+                try {
+                    open.onNext(WatchMessagesRequest.newBuilder().setRelease(true).build());
+                    open.onCompleted();
+                } catch (RuntimeException alreadyFailed) {
+                    // the stream had ended already
+                }
+            }
+        }
+    }
+
+    private static long nanos(com.google.protobuf.Duration d) {
+        return TimeUnit.SECONDS.toNanos(d.getSeconds()) + d.getNanos();
+    }
+
+    private final class Responses implements StreamObserver<WatchMessagesResponse> {
+        private final long ofGeneration;
+        /** The renewal number of the stream's first message (the subscription). */
+        private final long firstRenewal;
+
+        Responses(long ofGeneration, long firstRenewal) {
+            this.ofGeneration = ofGeneration;
+            this.firstRenewal = firstRenewal;
+        }
+
+        @Override
+        public void onNext(WatchMessagesResponse response) {
+            synchronized (lock) {
+                if (ofGeneration != generation) {
+                    return;
+                }
+            }
+            switch (response.getEventCase()) {
+                case STARTED -> {
+                    WatchStarted started = response.getStarted();
+                    synchronized (lock) {
+                        watchId = started.getWatchId();
+                        announcedEtag = started.getEtag();
+                        granted(firstRenewal, nanos(started.getLeaseDuration()));
+                        long period = Math.max(leaseNanos / 3, TimeUnit.MILLISECONDS.toNanos(10));
+                        renewer = RENEWALS.scheduleAtFixedRate(MessageWatch.this::renew, period, period, TimeUnit.NANOSECONDS);
+                    }
+                }
+                case LEASE_GRANTED -> {
+                    LeaseGranted grant = response.getLeaseGranted();
+                    synchronized (lock) {
+                        granted(grant.getRenewal(), nanos(grant.getLeaseDuration()));
+                    }
+                }
+                case CHANGED -> {
+                    MessagesChanged changed = response.getChanged();
+                    // The copy first, then the etag, then the acknowledgement: once the server
+                    // acknowledges the write, no read here can return the state before it.
+                    onChanged.accept(changed);
+                    synchronized (lock) {
+                        if (ofGeneration != generation) {
+                            return;
+                        }
+                        announcedEtag = changed.getEtag();
+                        send(WatchMessagesRequest.newBuilder().setAckSequence(changed.getSequence()).build());
+                    }
+                }
+                default -> { }
+            }
+        }
+
+        @Override
+        public void onError(Throwable t) {
+            Status status = Status.fromThrowable(t);
+            boolean unavailableHere = status.getCode() == Status.Code.FAILED_PRECONDITION
+                    || status.getCode() == Status.Code.UNIMPLEMENTED;
+            if (unavailableHere) {
+                log.info("memory {}: the server offers no coherent caching ({}); reads stay conditional",
+                        memoryId, status.getDescription());
+            } else if (status.getCode() != Status.Code.CANCELLED) {
+                log.debug("memory {}: watch ended ({}); reads are conditional until it is open again", memoryId, status);
+            }
+            ended(ofGeneration, unavailableHere);
+        }
+
+        @Override
+        public void onCompleted() {
+            ended(ofGeneration, false);
+        }
+    }
+}

@@ -1,0 +1,220 @@
+package dev.agentscopememory.agentscope1;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.agentscopememory.client.TestServer;
+import io.agentscope.core.message.Msg;
+import io.agentscope.core.message.MsgRole;
+import io.agentscope.core.util.JsonUtils;
+import io.grpc.CallOptions;
+import io.grpc.Channel;
+import io.grpc.ClientCall;
+import io.grpc.ClientInterceptor;
+import io.grpc.ClientInterceptors;
+import io.grpc.ForwardingClientCall;
+import io.grpc.ForwardingClientCallListener;
+import io.grpc.Grpc;
+import io.grpc.InsecureChannelCredentials;
+import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
+import io.grpc.Status;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Coherent caching ({@code coherentCache(true)}): reads come from the client's own copy with no
+ * call while its lease is fresh, and still a write by any client is seen by the next read after
+ * it was acknowledged. When the watch stream is lost, reads go back to conditional calls; a
+ * server that cannot offer it (PostgreSQL) leaves them conditional.
+ */
+class CoherentCacheTest {
+
+    private static final ObjectMapper TREES = new ObjectMapper();
+
+    private ManagedChannel channel;
+    /** GetMessages calls the watching client made. */
+    private final AtomicInteger reads = new AtomicInteger();
+    /** The watching client's WatchMessages calls, to cut them as a lost connection would. */
+    private final List<ClientCall<?, ?>> watches = new CopyOnWriteArrayList<>();
+    private Channel observed;
+    /** When set, the next AddMessages answer is lost after the server stored the messages. */
+    private final AtomicBoolean loseNextAddAnswer = new AtomicBoolean();
+
+    @BeforeEach
+    void connect() throws Exception {
+        channel = Grpc.newChannelBuilder(TestServer.shared().target(), InsecureChannelCredentials.create()).build();
+        observed = ClientInterceptors.intercept(channel, new ClientInterceptor() {
+            @Override
+            public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
+                if (method.getFullMethodName().endsWith("/GetMessages")) {
+                    reads.incrementAndGet();
+                }
+                ClientCall<Q, R> call = next.newCall(method, options);
+                if (method.getFullMethodName().endsWith("/WatchMessages")) {
+                    watches.add(call);
+                }
+                if (method.getFullMethodName().endsWith("/AddMessages") && loseNextAddAnswer.getAndSet(false)) {
+                    return new ForwardingClientCall.SimpleForwardingClientCall<>(call) {
+                        @Override
+                        public void start(Listener<R> listener, Metadata headers) {
+                            super.start(new ForwardingClientCallListener.SimpleForwardingClientCallListener<>(listener) {
+                                @Override
+                                public void onMessage(R message) {
+                                    // stored on the server; the answer never arrives
+                                }
+
+                                @Override
+                                public void onClose(Status status, Metadata trailers) {
+                                    super.onClose(Status.UNAVAILABLE.withDescription("answer lost (test)"), trailers);
+                                }
+                            }, headers);
+                        }
+                    };
+                }
+                return call;
+            }
+        });
+    }
+
+    @AfterEach
+    void close() {
+        channel.shutdownNow();
+    }
+
+    private RemoteMemory watching(String id) {
+        return RemoteMemory.builder().channel(observed).memoryId(id).coherentCache(true).build();
+    }
+
+    private RemoteMemory plain(String id) {
+        return RemoteMemory.builder().channel(channel).memoryId(id).build();
+    }
+
+    private static Msg text(MsgRole role, String text) {
+        return Msg.builder().role(role).name(role == MsgRole.USER ? "user" : "a").textContent(text).build();
+    }
+
+    private static JsonNode json(List<Msg> messages) throws Exception {
+        return TREES.readTree(JsonUtils.getJsonCodec().toJson(messages));
+    }
+
+    /** Waits (at most 10 s) until reads are served from the copy: the watch starts in the background. */
+    private static void until(BooleanSupplier condition) throws InterruptedException {
+        for (int i = 0; i < 1000 && !condition.getAsBoolean(); i++) {
+            Thread.sleep(10);
+        }
+        assertTrue(condition.getAsBoolean(), "the watch did not start");
+    }
+
+    private static List<String> texts(List<Msg> messages) {
+        List<String> out = new ArrayList<>();
+        for (Msg m : messages) {
+            out.add(m.getTextContent());
+        }
+        return out;
+    }
+
+    @Test
+    void readsNeedNoCallAndAnotherClientsWriteIsSeenByTheNextRead() throws Exception {
+        String id = "coherent-" + UUID.randomUUID();
+        try (RemoteMemory memory = watching(id)) {
+            RemoteMemory someoneElse = plain(id);
+            memory.addMessage(text(MsgRole.USER, "hello"));
+            memory.getMessages();
+            until(memory::servesFromCache);
+            int before = reads.get();
+            for (int i = 0; i < 5; i++) {
+                assertEquals(List.of("hello"), texts(memory.getMessages()));
+            }
+            // Its own adds keep the copy current: still no call.
+            memory.addMessage(text(MsgRole.ASSISTANT, "mine"));
+            assertEquals(List.of("hello", "mine"), texts(memory.getMessages()));
+            assertEquals(before, reads.get(), "served from the copy");
+
+            // Another client's add is acknowledged only once this client took it in, so the very
+            // next read sees it, with the added message carried by the announcement.
+            someoneElse.addMessage(text(MsgRole.USER, "theirs"));
+            assertEquals(json(someoneElse.getMessages()), json(memory.getMessages()));
+            assertEquals(before, reads.get(), "the announcement carried the message");
+
+            // A rewrite is announced too: the next read asks, and gets the whole list.
+            someoneElse.deleteMessage(0);
+            assertEquals(List.of("mine", "theirs"), texts(memory.getMessages()));
+            assertEquals(before + 1, reads.get());
+            someoneElse.clear();
+            assertEquals(List.of(), memory.getMessages());
+        }
+    }
+
+    @Test
+    void aLostStreamFallsBackToConditionalReads() throws Exception {
+        String id = "coherent-" + UUID.randomUUID();
+        try (RemoteMemory memory = watching(id)) {
+            RemoteMemory someoneElse = plain(id);
+            memory.addMessage(text(MsgRole.USER, "hello"));
+            memory.getMessages();
+            until(memory::servesFromCache);
+            // As a dropped connection would: the server sees the stream end, the client may not
+            // yet. The next write waits until the client's lease is over.
+            for (ClientCall<?, ?> call : watches) {
+                call.cancel("connection lost (test)", null);
+            }
+            someoneElse.addMessage(text(MsgRole.USER, "theirs"));
+            int before = reads.get();
+            assertEquals(List.of("hello", "theirs"), texts(memory.getMessages()));
+            assertEquals(before + 1, reads.get(), "a conditional read");
+            // The watch opens again on a later read and the copy is trusted again.
+            until(() -> {
+                memory.getMessages();
+                return memory.servesFromCache();
+            });
+            someoneElse.addMessage(text(MsgRole.USER, "again"));
+            assertEquals(json(someoneElse.getMessages()), json(memory.getMessages()));
+        }
+    }
+
+    @Test
+    void anOwnAddWhoseAnswerWasLostIsSeenByTheNextRead() throws Exception {
+        String id = "coherent-" + UUID.randomUUID();
+        try (RemoteMemory memory = watching(id)) {
+            memory.addMessage(text(MsgRole.USER, "hello"));
+            memory.getMessages();
+            until(memory::servesFromCache);
+            // The first attempt is stored but its answer lost; the retry is a replay that cannot
+            // say what changed, and our own watch was not told (it was the writer's).
+            loseNextAddAnswer.set(true);
+            memory.addMessage(text(MsgRole.ASSISTANT, "stored once"));
+            assertEquals(List.of("hello", "stored once"), texts(memory.getMessages()));
+            assertEquals(json(plain(id).getMessages()), json(memory.getMessages()));
+        }
+    }
+
+    @Test
+    void aServerWithoutCoherentCachingKeepsReadsConditional() throws Exception {
+        try (TestServer server = TestServer.start(Map.of("AGENTSCOPE_MEMORY_COHERENT_CACHE", "false"));
+                RemoteMemory memory = RemoteMemory.builder().target(server.target())
+                        .memoryId("coherent-off").coherentCache(true).build();
+                RemoteMemory someoneElse = RemoteMemory.builder().target(server.target())
+                        .memoryId("coherent-off").build()) {
+            memory.addMessage(text(MsgRole.USER, "hello"));
+            for (int i = 0; i < 20; i++) {
+                memory.getMessages();
+                assertTrue(!memory.servesFromCache());
+            }
+            someoneElse.addMessage(text(MsgRole.USER, "theirs"));
+            assertEquals(List.of("hello", "theirs"), texts(memory.getMessages()));
+        }
+    }
+}

@@ -1,0 +1,71 @@
+"""`GetMessages` deltas over gRPC: a second client's appends reach a caching reader as just the
+added messages (`accept_delta` -> `delta`), across a restart and across replicas of one
+PostgreSQL database; older readers (no `accept_delta`) get the whole list as before."""
+
+from __future__ import annotations
+
+import grpc
+
+from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
+from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
+from agentscope_memory.client import AsyncMemoryClient
+from agentscope_memory.message import Msg, MsgRole
+
+
+def user(text: str) -> Msg:
+    return Msg.create(MsgRole.USER, text)
+
+
+def texts(response: pb.GetMessagesResponse) -> list[str]:
+    return [m.content[0].text.text for m in response.messages]
+
+
+async def test_a_second_clients_appends_arrive_as_a_delta(server_factory) -> None:
+    server = await server_factory()
+    async with AsyncMemoryClient(server.address) as writer, grpc.aio.insecure_channel(server.address) as channel:
+        reader = pb_grpc.MemoryServiceStub(channel)
+        await writer.create_memory("m")
+        await writer.add_messages("m", [user(f"旧 {i}") for i in range(3)])
+        first = await reader.GetMessages(pb.GetMessagesRequest(memory_id="m"))
+        await writer.add_messages("m", [user("新 1"), user("新 2")])
+        delta = await reader.GetMessages(pb.GetMessagesRequest(memory_id="m", if_none_match=first.etag, accept_delta=True))
+        assert delta.delta and texts(delta) == ["新 1", "新 2"] and delta.total_size == 5
+        old_client = await reader.GetMessages(pb.GetMessagesRequest(memory_id="m", if_none_match=first.etag))
+        assert not old_client.delta and len(old_client.messages) == 5 and old_client.etag == delta.etag
+        # A delete by the other client: the whole list again.
+        await writer.delete_message("m", 0)
+        await writer.add_messages("m", [user("新 3")])
+        whole = await reader.GetMessages(pb.GetMessagesRequest(memory_id="m", if_none_match=delta.etag, accept_delta=True))
+        assert not whole.delta and texts(whole) == ["旧 1", "旧 2", "新 1", "新 2", "新 3"]
+
+
+async def test_a_delta_after_a_restart(server_factory, tmp_path) -> None:
+    data = tmp_path / "data"
+    server = await server_factory(data_dir=data)
+    async with AsyncMemoryClient(server.address) as client, grpc.aio.insecure_channel(server.address) as channel:
+        await client.create_memory("m")
+        await client.add_messages("m", [user("a")])
+        etag = (await pb_grpc.MemoryServiceStub(channel).GetMessages(pb.GetMessagesRequest(memory_id="m"))).etag
+    await server.stop()
+    restarted = await server_factory(data_dir=data)
+    async with AsyncMemoryClient(restarted.address) as client, grpc.aio.insecure_channel(restarted.address) as channel:
+        await client.add_messages("m", [user("b")])
+        page = await pb_grpc.MemoryServiceStub(channel).GetMessages(
+            pb.GetMessagesRequest(memory_id="m", if_none_match=etag, accept_delta=True))
+        assert page.delta and texts(page) == ["b"]
+
+
+async def test_replicas_on_one_postgres_answer_deltas_of_each_others_writes(server_factory, postgres_dsn) -> None:
+    a, b = [await server_factory(store="postgres", postgres_dsn=postgres_dsn) for _ in range(2)]
+    async with AsyncMemoryClient(a.address) as writer, grpc.aio.insecure_channel(b.address) as channel:
+        reader = pb_grpc.MemoryServiceStub(channel)
+        await writer.create_memory("m", "AUTO_CONTEXT")
+        await writer.add_messages("m", [user("副本 0")])
+        first = await reader.GetMessages(pb.GetMessagesRequest(memory_id="m"))
+        await writer.add_messages("m", [user("副本 1")])
+        page = await reader.GetMessages(pb.GetMessagesRequest(memory_id="m", if_none_match=first.etag, accept_delta=True))
+        assert page.delta and texts(page) == ["副本 1"]
+        await writer.clear("m")
+        await writer.add_messages("m", [user("副本 2"), user("副本 3")])
+        page = await reader.GetMessages(pb.GetMessagesRequest(memory_id="m", if_none_match=page.etag, accept_delta=True))
+        assert not page.delta and texts(page) == ["副本 2", "副本 3"]

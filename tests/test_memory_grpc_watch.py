@@ -1,0 +1,184 @@
+"""Coherent caching (`MemoryService.WatchMessages`) over gRPC: announcements of every change, a
+write acknowledged only after every watcher acknowledged it or its lease ran out, renewals, the
+writer's own watch, and PostgreSQL (no coherent caching: FAILED_PRECONDITION)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+import pytest
+
+from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
+from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
+from agentscope_memory.convert.to_proto import msg_to_proto
+from agentscope_memory.message import Msg, MsgRole
+
+KEYS = {"key-for-alice-000001": "alice", "key-for-bob-00000001": "bob"}
+ALICE = [("x-api-key", "key-for-alice-000001")]
+BOB = [("x-api-key", "key-for-bob-00000001")]
+
+
+def add(memory_id: str, *texts: str, watch_id: str = "") -> pb.AddMessagesRequest:
+    return pb.AddMessagesRequest(memory_id=memory_id, watch_id=watch_id,
+                                 messages=[msg_to_proto(Msg.create(MsgRole.USER, t)) for t in texts])
+
+
+def texts(messages) -> list[str]:
+    return [m.content[0].text.text for m in messages]
+
+
+@pytest.fixture
+async def server(server_factory):
+    return await server_factory(api_keys=KEYS, coherent_cache_lease_s=30.0)
+
+
+@pytest.fixture
+async def channel(server):
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        yield channel
+
+
+async def watch(stub: pb_grpc.MemoryServiceStub, memory_id: str, md=ALICE):
+    call = stub.WatchMessages(metadata=md)
+    await call.write(pb.WatchMessagesRequest(memory_id=memory_id, renewal=1))
+    first = await call.read()
+    return call, first.started
+
+
+async def test_a_watch_starts_at_the_current_etag_and_sees_another_clients_append(channel) -> None:
+    stub = pb_grpc.MemoryServiceStub(channel)
+    await stub.CreateMemory(pb.CreateMemoryRequest(memory_id="m", kind=pb.MEMORY_KIND_IN_MEMORY), metadata=ALICE)
+    await stub.AddMessages(add("m", "a"), metadata=ALICE)
+    call, started = await watch(stub, "m")
+    current = await stub.GetMessages(pb.GetMessagesRequest(memory_id="m"), metadata=ALICE)
+    assert started.etag == current.etag and started.watch_id and started.lease_duration.seconds == 30
+    writing = asyncio.ensure_future(stub.AddMessages(add("m", "b", "c"), metadata=ALICE))
+    changed = (await call.read()).changed
+    assert changed.appended and texts(changed.messages) == ["b", "c"] and changed.previous_etag == started.etag
+    # Not acknowledged yet: the write waits (an unrelated call goes through meanwhile).
+    await stub.GetMessages(pb.GetMessagesRequest(memory_id="m"), metadata=ALICE)
+    assert not writing.done()
+    await call.write(pb.WatchMessagesRequest(ack_sequence=changed.sequence))
+    written = await writing
+    assert written.etag == changed.etag
+    await call.done_writing()
+    assert await call.read() == grpc.aio.EOF
+
+
+async def test_every_kind_of_change_is_announced(channel) -> None:
+    stub = pb_grpc.MemoryServiceStub(channel)
+    await stub.CreateMemory(pb.CreateMemoryRequest(memory_id="m", kind=pb.MEMORY_KIND_IN_MEMORY), metadata=ALICE)
+    await stub.AddMessages(add("m", "a", "b"), metadata=ALICE)
+    call, started = await watch(stub, "m")
+    previous = started.etag
+    # One at a time: a grpc.aio call starts when it is made.
+    changes = [lambda: stub.DeleteMessage(pb.DeleteMessageRequest(memory_id="m", index=0), metadata=ALICE),
+               lambda: stub.ClearMessages(pb.ClearMessagesRequest(memory_id="m"), metadata=ALICE),
+               lambda: stub.DeleteMemory(pb.DeleteMemoryRequest(memory_id="m"), metadata=ALICE)]
+    for change in changes:
+        task = asyncio.ensure_future(change())
+        changed = (await call.read()).changed
+        assert not changed.appended and changed.previous_etag == previous and changed.etag != previous
+        await call.write(pb.WatchMessagesRequest(ack_sequence=changed.sequence))
+        await task
+        previous = changed.etag
+    assert previous == "", "a deleted memory has no etag"
+    call.cancel()
+
+
+async def test_the_writers_own_watch_learns_from_the_response(channel) -> None:
+    stub = pb_grpc.MemoryServiceStub(channel)
+    await stub.CreateMemory(pb.CreateMemoryRequest(memory_id="m", kind=pb.MEMORY_KIND_IN_MEMORY), metadata=ALICE)
+    call, started = await watch(stub, "m")
+    mine = await stub.AddMessages(add("m", "mine", watch_id=started.watch_id), metadata=ALICE)
+    assert mine.previous_etag == started.etag
+    writing = asyncio.ensure_future(stub.AddMessages(add("m", "theirs"), metadata=ALICE))
+    changed = (await call.read()).changed
+    # The first announcement this watch gets is the other write's, based on mine.
+    assert changed.previous_etag == mine.etag and changed.appended and texts(changed.messages) == ["theirs"]
+    await call.write(pb.WatchMessagesRequest(ack_sequence=changed.sequence))
+    await writing
+    call.cancel()
+
+
+async def test_a_watcher_that_stops_acknowledging_is_waited_for_until_its_lease_ends(server_factory) -> None:
+    server = await server_factory(coherent_cache_lease_s=0.5)
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        stub = pb_grpc.MemoryServiceStub(channel)
+        await stub.CreateMemory(pb.CreateMemoryRequest(memory_id="m", kind=pb.MEMORY_KIND_IN_MEMORY))
+        call, started = await watch(stub, "m", md=None)
+        # The write returns although the watcher never acknowledges: its lease ran out.
+        await stub.AddMessages(add("m", "a"))
+        changed = (await call.read()).changed
+        # Renewals are not granted while an announcement waits for its acknowledgement.
+        await call.write(pb.WatchMessagesRequest(renewal=2))
+        await call.write(pb.WatchMessagesRequest(ack_sequence=changed.sequence))
+        await call.write(pb.WatchMessagesRequest(renewal=3))
+        granted = (await call.read()).lease_granted
+        assert granted.renewal == 3
+        # A lapsed watcher is not waited for by later writes until it renews; now it is again.
+        writing = asyncio.ensure_future(stub.AddMessages(add("m", "b")))
+        changed = (await call.read()).changed
+        assert changed.appended and texts(changed.messages) == ["b"]
+        await call.write(pb.WatchMessagesRequest(ack_sequence=changed.sequence))
+        await writing
+        call.cancel()
+
+
+async def test_a_closed_watch_is_not_waited_for(channel) -> None:
+    stub = pb_grpc.MemoryServiceStub(channel)
+    await stub.CreateMemory(pb.CreateMemoryRequest(memory_id="m", kind=pb.MEMORY_KIND_IN_MEMORY), metadata=ALICE)
+    call, _ = await watch(stub, "m")
+    await call.write(pb.WatchMessagesRequest(release=True))
+    await call.done_writing()
+    assert await call.read() == grpc.aio.EOF
+    # With a 30 s lease, only the closed stream lets this return.
+    await asyncio.wait_for(stub.AddMessages(add("m", "a"), metadata=ALICE), 20)
+
+
+async def test_a_watch_is_scoped_to_its_tenant(channel) -> None:
+    stub = pb_grpc.MemoryServiceStub(channel)
+    await stub.CreateMemory(pb.CreateMemoryRequest(memory_id="m", kind=pb.MEMORY_KIND_IN_MEMORY), metadata=ALICE)
+    call = stub.WatchMessages(metadata=BOB)
+    await call.write(pb.WatchMessagesRequest(memory_id="m", renewal=1))
+    with pytest.raises(grpc.aio.AioRpcError) as failure:
+        await call.read()
+    assert failure.value.code() == grpc.StatusCode.NOT_FOUND
+    call = stub.WatchMessages()
+    await call.write(pb.WatchMessagesRequest(memory_id="m", renewal=1))
+    with pytest.raises(grpc.aio.AioRpcError) as failure:
+        await call.read()
+    assert failure.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+async def test_postgres_offers_no_coherent_caching(server_factory, postgres_dsn) -> None:
+    server = await server_factory(store="postgres", postgres_dsn=postgres_dsn)
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        stub = pb_grpc.MemoryServiceStub(channel)
+        await stub.CreateMemory(pb.CreateMemoryRequest(memory_id="m", kind=pb.MEMORY_KIND_IN_MEMORY))
+        call = stub.WatchMessages()
+        await call.write(pb.WatchMessagesRequest(memory_id="m", renewal=1))
+        with pytest.raises(grpc.aio.AioRpcError) as failure:
+            await call.read()
+        assert failure.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert "if_none_match" in (failure.value.details() or "")
+
+
+async def test_a_lost_watch_is_waited_for_until_its_lease_ends(server_factory) -> None:
+    """A cancelled stream (a lost connection) may not be known to its client yet, which may still
+    trust its copy until its lease ends: writes wait until then. A released one (the client
+    closed its side) is not waited for at all (see test_a_closed_watch_is_not_waited_for)."""
+    server = await server_factory(coherent_cache_lease_s=3.0)
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        stub = pb_grpc.MemoryServiceStub(channel)
+        await stub.CreateMemory(pb.CreateMemoryRequest(memory_id="m", kind=pb.MEMORY_KIND_IN_MEMORY))
+        call, _ = await watch(stub, "m", md=None)
+        call.cancel()
+        writing = asyncio.ensure_future(stub.AddMessages(add("m", "a")))
+        for _ in range(3):
+            await stub.GetMessages(pb.GetMessagesRequest(memory_id="m"))
+        assert not writing.done()
+        await writing
+        # Its lease over, the lost watch is forgotten: the next write does not wait.
+        await asyncio.wait_for(stub.AddMessages(add("m", "b")), 2.5)
