@@ -23,9 +23,9 @@ result list, and a misjudged importance (the offline heuristic scorer cannot kno
 the user's daughter) outweighs the semantic evidence. Scaled by dense_n squared they reorder
 memories the query is about and cannot lift an unrelated one. On the second recall set
 (bench/ltm_recall_data_b.py), written after the seed defaults were chosen, the seed formula was
-behind plain dense retrieval in English (recall@5 .887 vs .958); relevance-weighted, .982, and
-on set A .934 / .919 (en / zh) against the seed formula's .941 / .946, both far above dense
-(.875 / .855). The dense leg rather than S_semantic measures relevance because the lexical
+behind plain dense retrieval in English (recall@5 .887 at dense weight 0.7, .899 at 0.8, dense
+.958); relevance-weighted, .982. On set A it gives .934 / .919 (en / zh) against the seed
+formula's .941 / .946 at 0.7 (.926 / .946 at 0.8), all far above dense (.875 / .855). The dense leg rather than S_semantic measures relevance because the lexical
 leg, normalised by its best candidate, calls a one-word reply that shares a single stem with the
 query fully relevant.
 
