@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import AsyncGenerator, AsyncIterator
 
 import grpc
@@ -22,6 +23,7 @@ from agentscope_memory.short_term.description import describe
 from agentscope_memory.short_term.manager import MemoryInfo, MemoryManager
 from agentscope_memory.store.codec import stored_to_proto
 from agentscope_memory_server.auto_context_rpcs import AutoContextRpcs
+from agentscope_memory_server.drain import current_drain
 from agentscope_memory_server.embedded_calls import run_embedded
 from agentscope_memory_server.errors import grpc_errors, grpc_bidi_errors
 from agentscope_memory_server.tenancy import tenant_of
@@ -228,8 +230,10 @@ class _StreamAdds:
         while not self._stopped:
             add_id, add = await self._queue.get()
             self._busy = True
+            drain = current_drain.get()
             try:
-                self.answers.put_nowait(await self._apply(add_id, add))
+                with drain.running() if drain is not None else contextlib.nullcontext():
+                    self.answers.put_nowait(await self._apply(add_id, add))
             finally:
                 self._busy = False
 
