@@ -63,6 +63,7 @@ async def test_pipelined_adds_are_applied_and_answered_in_order(server_factory) 
     _, channel, stub = await start(server_factory)
     async with channel:
         call, started = await watch(stub)
+        assert started.accepts_adds
         # Sent without waiting for answers; the memory id may be left out (the watched one).
         for n in (1, 2, 3):
             await call.write(pb.WatchMessagesRequest(add=add("" if n == 2 else "m", f"t{n}", f"u{n}"), add_id=10 + n))

@@ -283,4 +283,4 @@ def _watch_event(event: Event) -> pb.WatchMessagesResponse:
         return pb.WatchMessagesResponse(lease_granted=pb.LeaseGranted(
             renewal=event.renewal, lease_duration=_duration(event.lease_s)))
     return pb.WatchMessagesResponse(started=pb.WatchStarted(
-        watch_id=event.watch_id, etag=event.etag, lease_duration=_duration(event.lease_s)))
+        watch_id=event.watch_id, etag=event.etag, lease_duration=_duration(event.lease_s), accepts_adds=True))
