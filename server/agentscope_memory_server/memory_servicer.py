@@ -243,10 +243,9 @@ class _StreamAdds:
         async def call() -> pb.AddMessagesResponse:
             if add.memory_id and add.memory_id != watcher.memory_id:
                 raise InvalidArgumentError("add.memory_id", "must be empty or the watched memory's id")
-            request = pb.AddMessagesRequest()
-            request.CopyFrom(add)
-            request.memory_id, request.watch_id = watcher.memory_id, watcher.watch_id
-            return await self._servicer._add_messages(watcher.tenant, request)
+            # The stream's own decoded request: set in place rather than copied with its messages.
+            add.memory_id, add.watch_id = watcher.memory_id, watcher.watch_id
+            return await self._servicer._add_messages(watcher.tenant, add)
 
         outcome = await run_embedded(ADD_MESSAGES, call)
         if outcome.value is not None:
