@@ -474,7 +474,10 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
          * other watchers (one round trip, up to a lease of 2 s when a watcher stalls), and each
          * memory keeps a stream open. Servers that cannot see every write (PostgreSQL replicas)
          * refuse the watch, and reads stay conditional ({@code if_none_match}), as they do
-         * whenever the stream is down. Call {@link #close()} to end the watch.
+         * whenever the stream is down. While the watch is open, adds travel over it too (cheaper
+         * than an {@code AddMessages} call each; same answers, errors and durability); when it
+         * breaks before an add's answer, the add is sent again as {@code AddMessages} with the same
+         * request id, which stores nothing twice. Call {@link #close()} to end the watch.
          */
         public B coherentCache(boolean coherentCache) {
             this.coherentCache = coherentCache;
