@@ -30,6 +30,8 @@ _CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
     (errors.UnavailableError, grpc.StatusCode.UNAVAILABLE),
     (errors.DeadlineExceededError, grpc.StatusCode.DEADLINE_EXCEEDED),
     (errors.UnimplementedError, grpc.StatusCode.UNIMPLEMENTED),
+    (errors.UnauthenticatedError, grpc.StatusCode.UNAUTHENTICATED),
+    (errors.PermissionDeniedError, grpc.StatusCode.PERMISSION_DENIED),
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
