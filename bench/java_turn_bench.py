@@ -2,7 +2,8 @@
 remote memory against AgentScope's InMemoryMemory in the same run: a new conversation every turn,
 one long conversation (1,000 earlier messages) going on, and the same with a second client adding
 a message to that conversation before every turn; each with the default client and again with
-coherent caching on (`coherentCache(true)`: reads from the client's copy under a lease).
+coherent caching on (`coherentCache(true)`: reads from the client's copy under a lease); and
+one `addMessage` alone, as an `AddMessages` call and over the watch stream (coherent cache).
 
 Builds the test classes of the AgentScope-Java 1.x module (clients/java/agentscope1, and the core
 module it depends on) with Maven, then runs MemoryTurnBenchmark (a plain `main`, not a test),
@@ -52,6 +53,12 @@ async def run(results: list[dict]) -> None:
         if not line.startswith("{"):
             continue
         report = json.loads(line)
+        if report.get("add_only"):
+            # One addMessage alone: over the watch stream (coherent cache) or as AddMessages.
+            how = "over the watch (coherent cache)" if report["coherent_cache"] else "AddMessages call"
+            results.append({"benchmark": f"java addMessage alone, {how}", "p50_ms": report["addMessage_ms_p50"],
+                            **report})
+            continue
         history = report["history_messages"]
         other = ", another client writing each turn" if report.get("other_writer") else ""
         coherent = ", coherent cache" if report.get("coherent_cache") else ""

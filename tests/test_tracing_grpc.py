@@ -107,3 +107,32 @@ async def test_tracing_refuses_to_start_without_a_valid_service_name(tmp_path) -
 
     with pytest.raises(ValidationError, match="otel_service_name"):
         make_settings(tmp_path, otlp_endpoint="http://127.0.0.1:4318", otel_service_name="")
+
+
+async def test_an_add_on_a_watch_is_an_add_messages_span_under_the_watchs(receiver, server_factory) -> None:
+    from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
+    from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
+
+    server = await server_factory(otlp_endpoint=receiver.endpoint)
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        stub = pb_grpc.MemoryServiceStub(channel)
+        await stub.CreateMemory(pb.CreateMemoryRequest(memory_id="m", kind=pb.MEMORY_KIND_IN_MEMORY))
+        call = stub.WatchMessages()
+        await call.write(pb.WatchMessagesRequest(memory_id="m", renewal=1))
+        await call.read()
+        said = msg_to_proto(Msg.create(MsgRole.USER, "over the watch"))
+        await call.write(pb.WatchMessagesRequest(add=pb.AddMessagesRequest(messages=[said]), add_id=1))
+        assert (await call.read()).added.response.message_count == 1
+        await call.write(pb.WatchMessagesRequest(add=pb.AddMessagesRequest(), add_id=2))
+        assert (await call.read()).added.failure.code == grpc.StatusCode.INVALID_ARGUMENT.value[0]
+        await call.done_writing()
+        assert await call.read() == grpc.aio.EOF
+    await server.stop(0)  # flushes the exporter
+
+    (stream,) = receiver.named("agentscope.memory.v1.MemoryService/WatchMessages")
+    adds = receiver.named("agentscope.memory.v1.MemoryService/AddMessages")
+    assert len(adds) == 2 and all(a.parent_span_id == stream.span_id and a.trace_id == stream.trace_id for a in adds)
+    assert sorted(a.attributes["rpc.grpc.status_code"] for a in adds) == [0, grpc.StatusCode.INVALID_ARGUMENT.value[0]]
+    assert all(a.attributes["rpc.method"] == "AddMessages" for a in adds)
+    ok = next(a for a in adds if a.attributes["rpc.grpc.status_code"] == 0)
+    assert any(s.name == "store.transaction" for s in receiver.children(ok))

@@ -14,10 +14,12 @@ WatchMessages, reads with if_none_match until it watches again).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import inspect
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import grpc
@@ -29,6 +31,10 @@ log = logging.getLogger("agentscope_memory_server")
 _EXEMPT_PREFIX = "/grpc."
 SHUTTING_DOWN = "the server is shutting down; retry on another replica or once it is back"
 
+
+# The drain of the server running the current stream (set by `run_stream`), for work a stream
+# carries (`running`).
+current_drain: contextvars.ContextVar[Drain | None] = contextvars.ContextVar("agentscope_memory_drain", default=None)
 
 class Drain:
     """Counts the calls in flight and refuses new ones once `drain` has begun."""
@@ -71,6 +77,17 @@ class Drain:
                 return True
             await asyncio.sleep(min(quiet_until - self._clock(), left))
 
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        """Counts a piece of work carried inside a stream (an add on a `WatchMessages` stream) as a
+        call in flight: the stream ends at once when draining begins, but its add, once started,
+        finishes before the stores close."""
+        self._enter()
+        try:
+            yield
+        finally:
+            self._leave()
+
     def _enter(self) -> None:
         self._in_flight += 1
         self._idle.clear()
@@ -94,6 +111,8 @@ class Drain:
         self._last_arrival = self._clock()
         if self.draining:
             await context.abort(grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN)
+        # Each call runs in its own task, so what is set here ends with the call.
+        current_drain.set(self)
         result = behavior(request, context)
         if inspect.isawaitable(result):  # a handler that answers with a status only
             await result

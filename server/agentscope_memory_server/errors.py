@@ -30,6 +30,8 @@ _CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
     (errors.UnavailableError, grpc.StatusCode.UNAVAILABLE),
     (errors.DeadlineExceededError, grpc.StatusCode.DEADLINE_EXCEEDED),
     (errors.UnimplementedError, grpc.StatusCode.UNIMPLEMENTED),
+    (errors.UnauthenticatedError, grpc.StatusCode.UNAUTHENTICATED),
+    (errors.PermissionDeniedError, grpc.StatusCode.PERMISSION_DENIED),
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -42,15 +44,19 @@ def status_for(exc: BaseException) -> tuple[grpc.StatusCode, str] | None:
     return None
 
 
-async def _abort_for(exc: Exception, context: grpc.aio.ServicerContext, method: str) -> None:
+def status_of(exc: Exception, method: str) -> tuple[grpc.StatusCode, str]:
+    """The status a call fails with for `exc`: the library error's own, or INTERNAL with an
+    incident id that the server log also holds, with the traceback (call within `except`)."""
     mapped = status_for(exc)
     if mapped is not None:
-        await context.abort(*mapped)
+        return mapped
     incident = uuid.uuid4().hex[:12]
     log.exception("unexpected error in %s (incident %s)", method, incident)
-    await context.abort(
-        grpc.StatusCode.INTERNAL, f"internal error (incident {incident}); see the server log"
-    )
+    return grpc.StatusCode.INTERNAL, f"internal error (incident {incident}); see the server log"
+
+
+async def _abort_for(exc: Exception, context: grpc.aio.ServicerContext, method: str) -> None:
+    await context.abort(*status_of(exc, method))
 
 
 def grpc_errors(method: F) -> F:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import AsyncGenerator, AsyncIterator
 
 import grpc
@@ -22,8 +23,14 @@ from agentscope_memory.short_term.description import describe
 from agentscope_memory.short_term.manager import MemoryInfo, MemoryManager
 from agentscope_memory.store.codec import stored_to_proto
 from agentscope_memory_server.auto_context_rpcs import AutoContextRpcs
+from agentscope_memory_server.drain import current_drain
+from agentscope_memory_server.embedded_calls import run_embedded
 from agentscope_memory_server.errors import grpc_errors, grpc_bidi_errors
 from agentscope_memory_server.tenancy import tenant_of
+
+
+# The RPC an `add` on a `WatchMessages` stream stands for, in metrics and traces.
+ADD_MESSAGES = "/agentscope.memory.v1.MemoryService/AddMessages"
 
 
 def _memory(info: MemoryInfo) -> pb.Memory:
@@ -90,15 +97,19 @@ class MemoryServicer(AutoContextRpcs, pb_grpc.MemoryServiceServicer):
 
     @grpc_errors
     async def AddMessages(self, request: pb.AddMessagesRequest, context: grpc.aio.ServicerContext) -> pb.AddMessagesResponse:
+        return await self._add_messages(tenant_of(context), request)
+
+    async def _add_messages(self, tenant: str, request: pb.AddMessagesRequest) -> pb.AddMessagesResponse:
+        """`AddMessages`, whether it came as its own call or as an `add` on a `WatchMessages` stream."""
         msgs = msgs_from_proto(request.messages)
         if request.visibility and self.scopes is not None:
             result = await self.scopes.add_messages(
-                tenant_of(context), request.memory_id, msgs, request.request_id or None,
+                tenant, request.memory_id, msgs, request.request_id or None,
                 visibility_from_proto(request.visibility), watch_id=request.watch_id,
             )
         else:
             result = await self.manager.add_messages(
-                tenant_of(context), request.memory_id, msgs, request.request_id or None, watch_id=request.watch_id
+                tenant, request.memory_id, msgs, request.request_id or None, watch_id=request.watch_id
             )
         return pb.AddMessagesResponse(
             message_count=result.message_count, replayed=result.replayed, version=result.version,
@@ -145,33 +156,112 @@ class MemoryServicer(AutoContextRpcs, pb_grpc.MemoryServiceServicer):
         if first is None:
             return
         watcher = await coherence.watch(tenant_of(context), first.memory_id)
-        reader = asyncio.ensure_future(_take_in(requests, coherence, watcher))
+        adds = _StreamAdds(self, watcher)
+        adds.take(first)
+        reader = asyncio.ensure_future(_take_in(requests, coherence, watcher, adds))
+        event = asyncio.ensure_future(watcher.outbox.get())
+        added = asyncio.ensure_future(adds.answers.get())
         try:
             while True:
-                event = asyncio.ensure_future(watcher.outbox.get())
-                while not (event.done() or reader.done() or context.done()):
+                while not (event.done() or added.done() or reader.done() or context.done()):
                     # gRPC may notice a vanished caller only on a write: look now and then.
-                    await asyncio.wait({event, reader}, timeout=1.0, return_when=asyncio.FIRST_COMPLETED)
-                if not event.done():
+                    await asyncio.wait({event, added, reader}, timeout=1.0, return_when=asyncio.FIRST_COMPLETED)
+                if event.done():
+                    yield _watch_event(event.result())
+                    event = asyncio.ensure_future(watcher.outbox.get())
+                elif added.done():
+                    yield added.result()
+                    added = asyncio.ensure_future(adds.answers.get())
+                elif reader.done() and not context.done() and not adds.idle():
+                    # The client closed its side with adds still to answer: answer them first.
+                    await asyncio.wait({event, added}, return_when=asyncio.FIRST_COMPLETED)
+                else:
                     # The client closed its side (or its stream failed): the watch ends.
-                    event.cancel()
                     if reader.done() and not reader.cancelled():
                         reader.result()
                     return
-                yield _watch_event(event.result())
         finally:
+            event.cancel()
+            added.cancel()
             # Unless the client released it, writes wait until the lease its client may still
             # trust runs out.
             coherence.close(watcher, released=False)
             reader.cancel()
+            adds.stop()
 
 
-async def _take_in(requests: AsyncIterator[pb.WatchMessagesRequest], coherence: Coherence, watcher: Watcher) -> None:
+class _StreamAdds:
+    """The adds of one `WatchMessages` stream, applied one at a time in the order they came, in a
+    task of their own: an add waits for the memory's other watchers, and meanwhile the stream's
+    own renewals and acknowledgements must go on being read. Each add is `AddMessages` itself
+    (`MemoryServicer._add_messages`, observed as that RPC by `run_embedded`), as this watch's own
+    write."""
+
+    def __init__(self, servicer: MemoryServicer, watcher: Watcher) -> None:
+        self._servicer = servicer
+        self._watcher = watcher
+        self._queue: asyncio.Queue[tuple[int, pb.AddMessagesRequest]] = asyncio.Queue()
+        self.answers: asyncio.Queue[pb.WatchMessagesResponse] = asyncio.Queue()
+        self._worker: asyncio.Future[None] | None = None
+        self._busy = False
+        self._stopped = False
+
+    def take(self, request: pb.WatchMessagesRequest) -> None:
+        """Queues the request's add, if it has one."""
+        if not request.HasField("add"):
+            return
+        self._queue.put_nowait((request.add_id, request.add))
+        if self._worker is None:
+            self._worker = asyncio.ensure_future(self._run())
+
+    def idle(self) -> bool:
+        """True when no add waits, runs or has an answer still to send."""
+        return self._queue.empty() and not self._busy and self.answers.empty()
+
+    def stop(self) -> None:
+        """The stream ended: adds not started are dropped (their client retries them as
+        `AddMessages` with the same `request_id`). One under way is left to finish, as its
+        transaction may already be committing: it must still be announced to the other watchers."""
+        self._stopped = True
+        if self._worker is not None and not self._busy:
+            self._worker.cancel()
+
+    async def _run(self) -> None:
+        while not self._stopped:
+            add_id, add = await self._queue.get()
+            self._busy = True
+            drain = current_drain.get()
+            try:
+                with drain.running() if drain is not None else contextlib.nullcontext():
+                    self.answers.put_nowait(await self._apply(add_id, add))
+            finally:
+                self._busy = False
+
+    async def _apply(self, add_id: int, add: pb.AddMessagesRequest) -> pb.WatchMessagesResponse:
+        watcher = self._watcher
+
+        async def call() -> pb.AddMessagesResponse:
+            if add.memory_id and add.memory_id != watcher.memory_id:
+                raise InvalidArgumentError("add.memory_id", "must be empty or the watched memory's id")
+            # The stream's own decoded request: set in place rather than copied with its messages.
+            add.memory_id, add.watch_id = watcher.memory_id, watcher.watch_id
+            return await self._servicer._add_messages(watcher.tenant, add)
+
+        outcome = await run_embedded(ADD_MESSAGES, call)
+        if outcome.value is not None:
+            return pb.WatchMessagesResponse(added=pb.MessagesAdded(add_id=add_id, response=outcome.value))
+        return pb.WatchMessagesResponse(added=pb.MessagesAdded(
+            add_id=add_id, failure=pb.AddFailure(code=outcome.code.value[0], message=outcome.message)))
+
+
+async def _take_in(requests: AsyncIterator[pb.WatchMessagesRequest], coherence: Coherence, watcher: Watcher,
+                   adds: _StreamAdds) -> None:
     async for request in requests:
         if request.ack_sequence > 0:
             coherence.ack(watcher, request.ack_sequence)
         if request.renewal > 0:
             coherence.renew(watcher, request.renewal)
+        adds.take(request)
         if request.release:
             coherence.close(watcher, released=True)
             return
@@ -192,4 +282,4 @@ def _watch_event(event: Event) -> pb.WatchMessagesResponse:
         return pb.WatchMessagesResponse(lease_granted=pb.LeaseGranted(
             renewal=event.renewal, lease_duration=_duration(event.lease_s)))
     return pb.WatchMessagesResponse(started=pb.WatchStarted(
-        watch_id=event.watch_id, etag=event.etag, lease_duration=_duration(event.lease_s)))
+        watch_id=event.watch_id, etag=event.etag, lease_duration=_duration(event.lease_s), accepts_adds=True))

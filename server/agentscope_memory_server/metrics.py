@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import contextvars
 import time
 from typing import Any, Awaitable, Callable
 
 import grpc
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+
+
+# The metrics of the server running the current call (set by `MetricsInterceptor`), for calls
+# carried inside a stream (`embedded_calls`), which the interceptor does not see one by one.
+current_metrics: contextvars.ContextVar[Metrics | None] = contextvars.ContextVar(
+    "agentscope_memory_metrics", default=None)
 
 
 class Metrics:
@@ -112,6 +119,8 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
             inner_bidi = handler.stream_stream
 
             async def observed_bidi(requests: Any, context: grpc.aio.ServicerContext) -> Any:
+                # Each call runs in its own task, so what is set here ends with the call.
+                current_metrics.set(metrics)
                 started = time.perf_counter()
                 code = "OK"
                 try:

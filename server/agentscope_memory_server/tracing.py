@@ -50,6 +50,21 @@ class Tracing:
         self.provider.shutdown()
 
 
+def call_attributes(method: str) -> dict[str, str]:
+    """OpenTelemetry's RPC attributes of the call `method` (`/package.Service/Method`)."""
+    service, _, name = method.lstrip("/").rpartition("/")
+    return {"rpc.system": "grpc", "rpc.service": service, "rpc.method": name}
+
+
+def record_status(span: Any, code: grpc.StatusCode) -> None:
+    """Puts a call's status on its span: the code, and an error status for server errors."""
+    from opentelemetry.trace import Status, StatusCode
+
+    span.set_attribute("rpc.grpc.status_code", code.value[0])
+    if code in _SERVER_ERRORS:
+        span.set_status(Status(StatusCode.ERROR, code.name))
+
+
 def _code_of(context: grpc.aio.ServicerContext, failed: bool) -> grpc.StatusCode:
     code = context.code() if hasattr(context, "code") else None
     if isinstance(code, grpc.StatusCode):
@@ -78,11 +93,10 @@ class TracingInterceptor(grpc.aio.ServerInterceptor):
                    if isinstance(value, str)}
         parent = self._propagator.extract(carrier)
         method = details.method
-        service, _, name = method.lstrip("/").rpartition("/")
-        attributes = {"rpc.system": "grpc", "rpc.service": service, "rpc.method": name}
+        attributes = call_attributes(method)
         tracer = self._tracer
 
-        from opentelemetry.trace import SpanKind, Status, StatusCode
+        from opentelemetry.trace import SpanKind
 
         def start() -> Any:
             return tracer.start_as_current_span(method.lstrip("/"), context=parent, kind=SpanKind.SERVER,
@@ -90,10 +104,7 @@ class TracingInterceptor(grpc.aio.ServerInterceptor):
                                                 set_status_on_exception=False)
 
         def finish(span: Any, context: grpc.aio.ServicerContext, failed: bool) -> None:
-            code = _code_of(context, failed)
-            span.set_attribute("rpc.grpc.status_code", code.value[0])
-            if code in _SERVER_ERRORS:
-                span.set_status(Status(StatusCode.ERROR, code.name))
+            record_status(span, _code_of(context, failed))
 
         def unary_response(inner: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
             async def traced(request: Any, context: grpc.aio.ServicerContext) -> Any:

@@ -1,7 +1,12 @@
 package dev.agentscopememory.agentscope1;
 
 import dev.agentscopememory.client.RemoteConnection;
+import dev.agentscopememory.client.RemoteMemoryException;
+import dev.agentscopememory.grpc.v1.AddFailure;
+import dev.agentscopememory.grpc.v1.AddMessagesRequest;
+import dev.agentscopememory.grpc.v1.AddMessagesResponse;
 import dev.agentscopememory.grpc.v1.LeaseGranted;
+import dev.agentscopememory.grpc.v1.MessagesAdded;
 import dev.agentscopememory.grpc.v1.MessagesChanged;
 import dev.agentscopememory.grpc.v1.WatchMessagesRequest;
 import dev.agentscopememory.grpc.v1.WatchMessagesResponse;
@@ -10,10 +15,13 @@ import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -30,6 +38,12 @@ import org.slf4j.LoggerFactory;
  * stops waiting for it. Anything unexpected (the stream fails, a renewal is not granted in time,
  * the server offers no coherent caching) only makes {@link #current} false, and reads go back to
  * conditional calls ({@code if_none_match}).
+ *
+ * <p>The stream also carries this client's adds ({@link #add}): a message on a stream that is
+ * already open costs far less than an {@code AddMessages} call of its own. The server applies them
+ * in order and answers each once it is committed, with what {@code AddMessages} would have
+ * answered; when the stream ends before the answer, the caller sends the same request (same
+ * request id) as {@code AddMessages}, and the server's replay detection stores nothing twice.
  */
 final class MessageWatch implements AutoCloseable {
 
@@ -67,6 +81,11 @@ final class MessageWatch implements AutoCloseable {
     private boolean closed;
     /** Which stream is the open one: callbacks of an earlier stream change nothing. */
     private long generation;
+    /** The open stream's server takes adds ({@code WatchStarted.accepts_adds}). */
+    private boolean acceptsAdds;
+    private long nextAddId = 1;
+    /** Adds sent on the open stream and not answered yet, by add id. */
+    private final Map<Long, CompletableFuture<MessagesAdded>> pendingAdds = new HashMap<>();
 
     MessageWatch(RemoteConnection connection, String memoryId, Consumer<MessagesChanged> onChanged) {
         this.connection = connection;
@@ -115,6 +134,48 @@ final class MessageWatch implements AutoCloseable {
         }
     }
 
+    /**
+     * Sends {@code request} over the open watch and waits for its answer, at most {@code
+     * timeoutNanos}. Returns null, having sent nothing, when no watch that takes adds is open, and
+     * also when the stream ended before the answer came: then the add may or may not have been
+     * stored, and the caller sends the same request as {@code AddMessages} (the request id makes
+     * that safe). A failed add throws what {@code AddMessages} would have ({@link
+     * RemoteMemoryException#of}); no answer in time throws {@link
+     * RemoteMemoryException.DeadlineExceeded}. When the answer came, the watch already knows of
+     * this write (it is not announced to it): the caller need not call {@link #ownWrite}.
+     */
+    AddMessagesResponse add(AddMessagesRequest request, long timeoutNanos) {
+        CompletableFuture<MessagesAdded> answer = new CompletableFuture<>();
+        synchronized (lock) {
+            if (requests == null || !acceptsAdds || watchId.isEmpty()) {
+                return null;
+            }
+            long addId = nextAddId++;
+            pendingAdds.put(addId, answer);
+            send(WatchMessagesRequest.newBuilder().setAdd(request).setAddId(addId).build());
+        }
+        MessagesAdded added;
+        try {
+            added = answer.get(timeoutNanos, TimeUnit.NANOSECONDS);
+        } catch (ExecutionException streamEnded) {
+            return null;
+        } catch (TimeoutException e) {
+            throw RemoteMemoryException.of(ADD, Status.DEADLINE_EXCEEDED
+                    .withDescription("no answer to an add on the watch within the deadline").asRuntimeException());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new RemoteMemoryException(ADD, Status.Code.CANCELLED, "interrupted", e);
+        }
+        if (added.hasFailure()) {
+            AddFailure failure = added.getFailure();
+            throw RemoteMemoryException.of(ADD, Status.fromCodeValue(failure.getCode())
+                    .withDescription(failure.getMessage()).asRuntimeException());
+        }
+        return added.getResponse();
+    }
+
+    private static final String ADD = "MemoryService/AddMessages";
+
     private void send(WatchMessagesRequest request) {
         // Called with the lock held: a stream observer takes one message at a time.
         if (requests != null) {
@@ -155,7 +216,12 @@ final class MessageWatch implements AutoCloseable {
             }
             generation++;
             requests = null;
+            watchId = "";
+            acceptsAdds = false;
             announcedEtag = null;
+            // Their callers send them again as AddMessages, with the same request ids.
+            pendingAdds.values().forEach(a -> a.completeExceptionally(new IllegalStateException("watch ended")));
+            pendingAdds.clear();
             leased = false;
             renewalsSent.clear();
             if (renewer != null) {
@@ -231,6 +297,7 @@ final class MessageWatch implements AutoCloseable {
                     WatchStarted started = response.getStarted();
                     synchronized (lock) {
                         watchId = started.getWatchId();
+                        acceptsAdds = started.getAcceptsAdds();
                         announcedEtag = started.getEtag();
                         granted(firstRenewal, nanos(started.getLeaseDuration()));
                         long period = Math.max(leaseNanos / 3, TimeUnit.MILLISECONDS.toNanos(10));
@@ -254,6 +321,24 @@ final class MessageWatch implements AutoCloseable {
                         }
                         announcedEtag = changed.getEtag();
                         send(WatchMessagesRequest.newBuilder().setAckSequence(changed.getSequence()).build());
+                    }
+                }
+                case ADDED -> {
+                    MessagesAdded added = response.getAdded();
+                    CompletableFuture<MessagesAdded> waiting;
+                    synchronized (lock) {
+                        if (ofGeneration != generation) {
+                            return;
+                        }
+                        if (added.hasResponse()) {
+                            // In stream order, before any later announcement is taken in.
+                            AddMessagesResponse r = added.getResponse();
+                            ownWrite(r.getPreviousEtag(), r.getEtag());
+                        }
+                        waiting = pendingAdds.remove(added.getAddId());
+                    }
+                    if (waiting != null) {
+                        waiting.complete(added);
                     }
                 }
                 default -> { }

@@ -1,11 +1,15 @@
 package dev.agentscopememory.agentscope1;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.agentscopememory.client.RemoteMemoryException;
 import dev.agentscopememory.client.TestServer;
+import dev.agentscopememory.grpc.v1.DeleteMemoryRequest;
+import dev.agentscopememory.grpc.v1.WatchMessagesResponse;
 import io.agentscope.core.message.Msg;
 import io.agentscope.core.message.MsgRole;
 import io.agentscope.core.util.JsonUtils;
@@ -52,11 +56,23 @@ class CoherentCacheTest {
     private Channel observed;
     /** When set, the next AddMessages answer is lost after the server stored the messages. */
     private final AtomicBoolean loseNextAddAnswer = new AtomicBoolean();
+    /** AddMessages calls (unary) the watching client made. */
+    private final AtomicInteger unaryAdds = new AtomicInteger();
+    /**
+     * When set, the watch stream carrying the next add answer breaks (as a lost connection) after
+     * the server stored the messages, before the answer arrives.
+     */
+    private final AtomicBoolean breakWatchBeforeNextAddAnswer = new AtomicBoolean();
 
     @BeforeEach
     void connect() throws Exception {
         channel = Grpc.newChannelBuilder(TestServer.shared().target(), InsecureChannelCredentials.create()).build();
-        observed = ClientInterceptors.intercept(channel, new ClientInterceptor() {
+        observed = observe(channel);
+    }
+
+    /** The channel with the watching client's calls counted and, on request, answers lost. */
+    private Channel observe(Channel channel) {
+        return ClientInterceptors.intercept(channel, new ClientInterceptor() {
             @Override
             public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
                 if (method.getFullMethodName().endsWith("/GetMessages")) {
@@ -64,7 +80,11 @@ class CoherentCacheTest {
                 }
                 ClientCall<Q, R> call = next.newCall(method, options);
                 if (method.getFullMethodName().endsWith("/WatchMessages")) {
+                    call = breakingBeforeAddAnswer(call);
                     watches.add(call);
+                }
+                if (method.getFullMethodName().endsWith("/AddMessages")) {
+                    unaryAdds.incrementAndGet();
                 }
                 if (method.getFullMethodName().endsWith("/AddMessages") && loseNextAddAnswer.getAndSet(false)) {
                     return new ForwardingClientCall.SimpleForwardingClientCall<>(call) {
@@ -87,6 +107,27 @@ class CoherentCacheTest {
                 return call;
             }
         });
+    }
+
+    private <Q, R> ClientCall<Q, R> breakingBeforeAddAnswer(ClientCall<Q, R> call) {
+        return new ForwardingClientCall.SimpleForwardingClientCall<>(call) {
+            @Override
+            public void start(Listener<R> listener, Metadata headers) {
+                ClientCall<Q, R> self = this;
+                super.start(new ForwardingClientCallListener.SimpleForwardingClientCallListener<>(listener) {
+                    @Override
+                    public void onMessage(R message) {
+                        if (message instanceof WatchMessagesResponse r && r.hasAdded()
+                                && breakWatchBeforeNextAddAnswer.getAndSet(false)) {
+                            // stored on the server; the stream breaks before the answer arrives
+                            self.cancel("connection lost (test)", null);
+                            return;
+                        }
+                        super.onMessage(message);
+                    }
+                }, headers);
+            }
+        };
     }
 
     @AfterEach
@@ -138,10 +179,12 @@ class CoherentCacheTest {
             for (int i = 0; i < 5; i++) {
                 assertEquals(List.of("hello"), texts(memory.getMessages()));
             }
-            // Its own adds keep the copy current: still no call.
+            // Its own adds go over the watch and keep the copy current: still no call.
+            int unaryBefore = unaryAdds.get();
             memory.addMessage(text(MsgRole.ASSISTANT, "mine"));
             assertEquals(List.of("hello", "mine"), texts(memory.getMessages()));
             assertEquals(before, reads.get(), "served from the copy");
+            assertEquals(unaryBefore, unaryAdds.get(), "the add went over the watch");
 
             // Another client's add is acknowledged only once this client took it in, so the very
             // next read sees it, with the added message carried by the announcement.
@@ -192,12 +235,83 @@ class CoherentCacheTest {
             memory.addMessage(text(MsgRole.USER, "hello"));
             memory.getMessages();
             until(memory::servesFromCache);
-            // The first attempt is stored but its answer lost; the retry is a replay that cannot
-            // say what changed, and our own watch was not told (it was the writer's).
+            // The first attempt (over the watch) is stored but the stream breaks before its
+            // answer; the AddMessages sent instead loses its answer too; its retry is a replay
+            // that cannot say what changed, and our own watch was not told (it was the writer's).
+            breakWatchBeforeNextAddAnswer.set(true);
             loseNextAddAnswer.set(true);
             memory.addMessage(text(MsgRole.ASSISTANT, "stored once"));
+            assertTrue(!breakWatchBeforeNextAddAnswer.get() && !loseNextAddAnswer.get(), "both answers were lost");
             assertEquals(List.of("hello", "stored once"), texts(memory.getMessages()));
             assertEquals(json(plain(id).getMessages()), json(memory.getMessages()));
+        }
+    }
+
+    @Test
+    void anAddOnAWatchThatBreaksBeforeItsAnswerIsSentAgainAsAddMessagesAndStoredOnce() throws Exception {
+        String id = "coherent-" + UUID.randomUUID();
+        try (RemoteMemory memory = watching(id)) {
+            memory.addMessage(text(MsgRole.USER, "hello"));
+            memory.getMessages();
+            until(memory::servesFromCache);
+            int unaryBefore = unaryAdds.get();
+            breakWatchBeforeNextAddAnswer.set(true);
+            memory.addMessage(text(MsgRole.ASSISTANT, "stored once"));
+            assertTrue(!breakWatchBeforeNextAddAnswer.get(), "the add went over the watch");
+            assertEquals(unaryBefore + 1, unaryAdds.get(), "then again as AddMessages (a replay)");
+            assertEquals(List.of("hello", "stored once"), texts(memory.getMessages()));
+            assertEquals(json(plain(id).getMessages()), json(memory.getMessages()));
+            // The watch comes back and carries adds again.
+            until(() -> {
+                memory.getMessages();
+                return memory.servesFromCache();
+            });
+            memory.addMessage(text(MsgRole.USER, "more"));
+            assertEquals(unaryBefore + 1, unaryAdds.get());
+            assertEquals(json(plain(id).getMessages()), json(memory.getMessages()));
+        }
+    }
+
+    @Test
+    void anAddOnTheWatchFailsWithTheExceptionsOfAddMessages() throws Exception {
+        ManagedChannel own = null;
+        try (TestServer server = TestServer.start(Map.of("AGENTSCOPE_MEMORY_MAX_MESSAGE_BYTES", "2000"));
+                RemoteMemory unary = RemoteMemory.builder().target(server.target())
+                        .memoryId("coherent-errors").build()) {
+            own = Grpc.newChannelBuilder(server.target(), InsecureChannelCredentials.create()).build();
+            RemoteMemory memory = RemoteMemory.builder().channel(observe(own))
+                    .memoryId("coherent-errors").coherentCache(true).build();
+            memory.addMessage(text(MsgRole.USER, "hello"));
+            unary.addMessage(text(MsgRole.USER, "there"));
+            memory.getMessages();
+            until(memory::servesFromCache);
+            Msg large = text(MsgRole.USER, "x".repeat(3000));
+            int unaryBefore = unaryAdds.get();
+            RemoteMemoryException overStream = assertThrows(RemoteMemoryException.class, () -> memory.addMessage(large));
+            RemoteMemoryException asCall = assertThrows(RemoteMemoryException.class, () -> unary.addMessage(large));
+            assertEquals(RemoteMemoryException.ResourceExhausted.class, overStream.getClass());
+            assertEquals(asCall.getClass(), overStream.getClass());
+            assertEquals(asCall.getMessage(), overStream.getMessage());
+            assertEquals(unaryBefore, unaryAdds.get(), "the failed add went over the watch");
+
+            // A memory deleted under the watch: NOT_FOUND, as AddMessages says.
+            memory.getMessages();
+            until(memory::servesFromCache);
+            unary.getConnection().memoryService().deleteMemory(
+                    DeleteMemoryRequest.newBuilder().setMemoryId("coherent-errors").build());
+            unaryBefore = unaryAdds.get();
+            RemoteMemoryException gone = assertThrows(RemoteMemoryException.class,
+                    () -> memory.addMessage(text(MsgRole.USER, "late")));
+            assertEquals(unaryBefore, unaryAdds.get(), "the failed add went over the watch");
+            RemoteMemoryException goneAsCall = assertThrows(RemoteMemoryException.class,
+                    () -> unary.addMessage(text(MsgRole.USER, "late")));
+            assertEquals(RemoteMemoryException.NotFound.class, gone.getClass());
+            assertEquals(goneAsCall.getMessage(), gone.getMessage());
+            memory.close();
+        } finally {
+            if (own != null) {
+                own.shutdownNow();
+            }
         }
     }
 

@@ -211,6 +211,35 @@ public final class MemoryTurnBenchmark {
                 median(remoteGets) / 1e6 / gets, (rm - median(remoteGets) / 1e6) / adds);
     }
 
+    /**
+     * The cost of one {@code addMessage} alone, in a conversation of {@code history} messages:
+     * {@code n} adds after {@code warmup} untimed ones, one call each, and prints one JSON line.
+     * With {@code coherent}, once the watch is open, adds travel over it; otherwise each is an
+     * {@code AddMessages} call.
+     */
+    static void addCost(RemoteConnection conn, int n, int warmup, boolean coherent) throws InterruptedException {
+        try (RemoteMemory memory = RemoteMemory.builder().connection(conn).memoryId("bench-adds-" + UUID.randomUUID())
+                .coherentCache(coherent).build()) {
+            memory.addMessages(history(100));
+            // Reads open the watch (in the background); wait until reads are served from the copy.
+            for (int i = 0; i < 500 && coherent && !memory.servesFromCache(); i++) {
+                memory.getMessages();
+                Thread.sleep(10);
+            }
+            List<Msg> messages = history(warmup + n);
+            long[] nanos = new long[n];
+            for (int i = 0; i < warmup + n; i++) {
+                long t = System.nanoTime();
+                memory.addMessage(messages.get(i));
+                if (i >= warmup) {
+                    nanos[i - warmup] = System.nanoTime() - t;
+                }
+            }
+            System.out.printf("{\"add_only\":true,\"coherent_cache\":%b,\"adds\":%d,\"addMessage_ms_p50\":%.3f}%n",
+                    coherent, n, median(nanos) / 1e6);
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         int turns = args.length > 0 ? Integer.parseInt(args[0]) : 200;
         // The JIT needs a few hundred calls before per-call times settle (10 warm-up turns left
@@ -220,6 +249,9 @@ public final class MemoryTurnBenchmark {
         try (TestServer server = TestServer.start();
                 RemoteConnection conn = RemoteConnection.builder().target(server.target()).build();
                 RemoteConnection other = RemoteConnection.builder().target(server.target()).build()) {
+            for (boolean coherent : new boolean[] {false, true}) {
+                addCost(conn, 4 * turns, 4 * warmup, coherent);
+            }
             for (boolean coherent : new boolean[] {false, true}) {
                 scenario(conn, 0, turns, warmup, null, coherent);
                 scenario(conn, history, turns / 2, 10, null, coherent);
