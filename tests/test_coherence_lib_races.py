@@ -1,13 +1,15 @@
 """`Coherence` on the library level: the interleavings that a gRPC test cannot force. A write
-that commits while a watch is being registered is never lost to that watch, and a watch that is
-registering keeps its memory's entry alive."""
+that commits while a watch is being registered is never lost to that watch, a watch that is
+registering keeps its memory's entry alive, and a write whose caller was cancelled while it
+committed is announced all the same."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from agentscope_memory.paging import ListState
-from agentscope_memory.short_term.coherence import Changed, Coherence, Started, WatchState
+from agentscope_memory.short_term.coherence import Changed, Coherence, Started, WatchedStore, WatchState
 
 
 class States:
@@ -70,3 +72,42 @@ async def test_a_registering_watch_keeps_its_entry() -> None:
     coherence.ack(second, changed.sequence)
     await announcing
     assert coherence.watching("t", "m") == 1
+
+
+class _Tx:
+    def changed_memories(self) -> set[str]:
+        return {"m"}
+
+
+class _SlowStore:
+    """A store whose write commits only when the test says so, as a worker thread would, whether
+    or not its caller is still waiting."""
+
+    def __init__(self, states: States) -> None:
+        self.states = states
+        self.commit = asyncio.Event()
+
+    async def run(self, tenant, fn, *, write=True, small=False):
+        await asyncio.shield(self.commit.wait())
+        result = fn(_Tx())
+        self.states.version += 1
+        return result
+
+
+async def test_a_write_whose_caller_was_cancelled_is_still_announced() -> None:
+    states = States()
+    coherence = Coherence(states.read, lease_s=30)
+    inner = _SlowStore(states)
+    store = WatchedStore(inner)  # type: ignore[arg-type]
+    store.coherence = coherence
+    watcher = await coherence.watch("t", "m")
+    assert isinstance(watcher.outbox.get_nowait(), Started)
+    call = asyncio.ensure_future(store.run("t", lambda tx: "added"))
+    await asyncio.sleep(0)
+    call.cancel()  # the client's deadline passed while the transaction was committing
+    with contextlib.suppress(asyncio.CancelledError):
+        await call
+    inner.commit.set()  # ...and it commits all the same
+    changed = await asyncio.wait_for(watcher.outbox.get(), 5)
+    assert isinstance(changed, Changed) and changed.etag == "etag-2"
+    coherence.ack(watcher, changed.sequence)

@@ -28,7 +28,7 @@ import logging
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Iterator, TypeVar
+from typing import Any, Awaitable, Callable, Iterator, TypeVar
 
 from agentscope_memory.errors import NotFoundError
 from agentscope_memory.paging import ListState
@@ -267,6 +267,13 @@ class Coherence:
                         log.warning("memory %r: a watcher did not acknowledge a change within its lease", memory_id)
 
 
+def _consume_outcome(task: asyncio.Future[Any]) -> None:
+    # The shielded write's caller may be gone: its failure is the caller's (already cancelled)
+    # business, so mark it retrieved rather than log it as never retrieved.
+    if not task.cancelled():
+        task.exception()
+
+
 class WatchedStore:
     """A store whose write transactions announce the memories they changed to `coherence`
     before the write returns to its caller (see the module docstring)."""
@@ -279,6 +286,15 @@ class WatchedStore:
         coherence = self.coherence
         if not write or coherence is None:
             return await self.inner.run(tenant, fn, write=write, small=small)
+        # A caller cancelled mid-write (a client's deadline) must not stop the announcement: the
+        # transaction may commit in its worker thread all the same, and a watcher that never
+        # hears of it would go on trusting its copy. So the write and its announcement run as one
+        # task the caller's cancellation does not reach.
+        task = asyncio.ensure_future(self._write_and_announce(coherence, tenant, fn, small))
+        task.add_done_callback(_consume_outcome)
+        return await asyncio.shield(task)
+
+    async def _write_and_announce(self, coherence: Coherence, tenant: str, fn: Callable[[Tx], T], small: bool) -> T:
         changed: list[set[str]] = []
 
         def tracked(tx: Tx) -> T:
