@@ -219,6 +219,24 @@ class PipelinedAddsTest {
     }
 
     @Test
+    void aReActAgentTurnStoresWhatInMemoryMemoryHolds() throws Exception {
+        String id = "pipelined-" + UUID.randomUUID();
+        try (RemoteMemory memory = started(channel, id)) {
+            io.agentscope.core.memory.InMemoryMemory local = new io.agentscope.core.memory.InMemoryMemory();
+            local.addMessage(text(MsgRole.USER, "hello"));
+            MemoryTurnBenchmark.turn(local);
+            MemoryTurnBenchmark.turn(memory);
+            List<Msg> seen = memory.getMessages();
+            memory.flush();
+            assertEquals(json(plain(id).getMessages()), json(seen), "what it showed is what was stored");
+            assertEquals(local.getMessages().size(), seen.size());
+            for (int i = 0; i < seen.size(); i++) {
+                assertEquals(local.getMessages().get(i).getRole(), seen.get(i).getRole());
+            }
+        }
+    }
+
+    @Test
     void aFailedAddIsThrownByTheNextCallWhichDropsTheCopy() throws Exception {
         ManagedChannel own = null;
         try (TestServer server = TestServer.start(Map.of("AGENTSCOPE_MEMORY_MAX_MESSAGE_BYTES", "2000"));
