@@ -2,8 +2,10 @@
 remote memory against AgentScope's InMemoryMemory in the same run: a new conversation every turn,
 one long conversation (1,000 earlier messages) going on, and the same with a second client adding
 a message to that conversation before every turn; each with the default client and again with
-coherent caching on (`coherentCache(true)`: reads from the client's copy under a lease); and
-one `addMessage` alone, as an `AddMessages` call and over the watch stream (coherent cache).
+coherent caching on (`coherentCache(true)`: reads from the client's copy under a lease), and
+again with pipelined adds too (`pipelinedAdds(true)`: adds do not wait for their answers; the
+turn's pending adds are flushed after it, timed apart as `flush_ms_after_turn`); and one
+`addMessage` alone, as an `AddMessages` call and over the watch stream (coherent cache).
 
 Builds the test classes of the AgentScope-Java 1.x module (clients/java/agentscope1, and the core
 module it depends on) with Maven, then runs MemoryTurnBenchmark (a plain `main`, not a test),
@@ -62,6 +64,8 @@ async def run(results: list[dict]) -> None:
         history = report["history_messages"]
         other = ", another client writing each turn" if report.get("other_writer") else ""
         coherent = ", coherent cache" if report.get("coherent_cache") else ""
+        if report.get("pipelined_adds"):
+            coherent += ", pipelined adds"
         results.append({
             "benchmark": f"java ReActAgent turn, 3 tool rounds, {history} earlier msgs{other}{coherent}",
             "p50_ms": report["remote_ms_per_turn"],

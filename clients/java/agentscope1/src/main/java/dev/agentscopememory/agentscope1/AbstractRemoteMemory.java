@@ -22,17 +22,24 @@ import dev.agentscopememory.grpc.v1.GetMessagesResponse;
 import dev.agentscopememory.grpc.v1.InheritedMessage;
 import dev.agentscopememory.grpc.v1.ListInheritedMessagesRequest;
 import dev.agentscopememory.grpc.v1.ListInheritedMessagesResponse;
+import dev.agentscopememory.grpc.v1.MessagesAdded;
 import dev.agentscopememory.grpc.v1.MessagesChanged;
 import dev.agentscopememory.grpc.v1.SetParentRequest;
 import io.agentscope.core.memory.Memory;
 import io.agentscope.core.message.Msg;
+import io.grpc.Status;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.UUID;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -86,6 +93,46 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     /** Coherent caching (the builder's {@code coherentCache}); null when off. */
     private final MessageWatch watch;
 
+    /** The builder's {@code pipelinedAdds}: adds over the watch do not wait for their answers. */
+    private final boolean pipelined;
+
+    /**
+     * A pipelined add whose answer has not been taken in: its request (sent again, same request
+     * id, as {@code AddMessages} when its stream ends first) and its messages, which reads show
+     * after the copy's until the answer moves them into the copy.
+     */
+    private static final class PendingAdd {
+        final AddMessagesRequest request;
+        final List<Msg> messages;
+        final long sentNanos = System.nanoTime();
+        /** Null until sent (only for a moment: it is queued before it goes out). */
+        volatile MessageWatch.Sent sent;
+
+        PendingAdd(AddMessagesRequest request, List<Msg> messages) {
+            this.request = request;
+            this.messages = messages;
+        }
+
+        /** Its stream ended before the answer: it must be sent again as {@code AddMessages}. */
+        boolean orphaned() {
+            MessageWatch.Sent s = sent;
+            return s != null && s.answer().isCompletedExceptionally();
+        }
+    }
+
+    /** Serialises pipelined adds and {@link #flush()}, so adds go out (and out again) in order. */
+    private final Object pipelineLock = new Object();
+    /**
+     * Guards {@link #pending} and {@link #pendingFailure} and, with them, the moves of the copy
+     * they take part in, so a read composes the copy and the pending adds of one moment. Never
+     * held while waiting or calling the watch.
+     */
+    private final Object copyLock = new Object();
+    /** Pipelined adds not yet answered (or to be sent again), in the order they were sent. */
+    private final ArrayDeque<PendingAdd> pending = new ArrayDeque<>();
+    /** The first failure of a pipelined add not thrown yet. */
+    private RuntimeException pendingFailure;
+
     AbstractRemoteMemory(AbstractBuilder<?> b, MemoryKind kind, AutoContextConfig config) {
         // The server's id rules and message, before any connection is opened.
         this.memoryId = Ids.checkId(b.memoryId, "memory_id");
@@ -99,7 +146,11 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         this.parentMemoryId = b.parentMemoryId == null ? null : Ids.checkId(b.parentMemoryId, "parent_memory_id");
         this.visibility = b.visibility;
         this.includeInherited = b.includeInherited != null ? b.includeInherited : b.parentMemoryId != null;
+        if (b.pipelinedAdds && !b.coherentCache) {
+            throw new IllegalArgumentException("pipelinedAdds: needs coherentCache(true)");
+        }
         this.watch = b.coherentCache ? new MessageWatch(connection, memoryId, this::applyAnnounced) : null;
+        this.pipelined = b.pipelinedAdds;
     }
 
     /** Extends the cached copy with messages another client added, when it is the state they follow. */
@@ -179,6 +230,15 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
                 .addAllMessages(batch)
                 .setRequestId(UUID.randomUUID().toString())
                 .setVisibility(visibility.toProto());
+        if (pipelined) {
+            sendPipelined(request);
+        } else {
+            sendAndWait(request, batch);
+        }
+    }
+
+    /** Sends an add and waits for its answer: over the watch when open, else as {@code AddMessages}. */
+    private void sendAndWait(AddMessagesRequest.Builder request, List<dev.agentscopememory.grpc.v1.Msg> batch) {
         Snapshot before = snapshot.get();
         AddMessagesResponse response = null;
         // Whether this write was our watch's own (not announced to it): true for an add over the
@@ -224,6 +284,190 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         // was added since (another client's messages and this batch) as a delta, or everything.
     }
 
+    // ---------------------------------------------------------------- pipelined adds
+
+    /**
+     * Sends an add over the watch without waiting for its answer; its messages show in reads at
+     * once. Without an open watch that takes adds, waits for the pending adds and then sends it as
+     * {@link #sendAndWait} does.
+     */
+    private void sendPipelined(AddMessagesRequest.Builder builder) {
+        AddMessagesRequest request = builder.build();
+        synchronized (pipelineLock) {
+            throwPendingFailure();
+            long onStream;
+            synchronized (copyLock) {
+                PendingAdd first = pending.peekFirst();
+                onStream = first == null || first.sent == null ? -1 : first.sent.generation();
+            }
+            if (onStream >= 0 && (anyOrphaned() || overdue())) {
+                // Adds left by an ended stream go again (as AddMessages) before this one.
+                flush();
+                onStream = -1;
+            }
+            PendingAdd add = new PendingAdd(request, MsgConverter.fromProto(request.getMessagesList()));
+            synchronized (copyLock) {
+                pending.addLast(add);
+            }
+            MessageWatch.Sent sent = watch.addPipelined(request, onStream, answer -> answered(add, answer));
+            if (sent != null) {
+                add.sent = sent;
+                return;
+            }
+            synchronized (copyLock) {
+                pending.remove(add);
+            }
+            flush();
+            sendAndWait(builder, request.getMessagesList());
+        }
+    }
+
+    /** Takes in a pipelined add's answer (on the stream's thread, before the watch takes its etag). */
+    private void answered(PendingAdd add, MessagesAdded answer) {
+        synchronized (copyLock) {
+            pending.remove(add);
+            if (answer.hasFailure()) {
+                if (pendingFailure == null) {
+                    pendingFailure = MessageWatch.failure(answer.getFailure());
+                }
+                // The next read asks the server for all it holds, not this copy.
+                snapshot.set(null);
+                return;
+            }
+            AddMessagesResponse response = answer.getResponse();
+            Snapshot before = snapshot.get();
+            if (before == null || response.getEtag().isEmpty() || !before.etag().equals(response.getPreviousEtag())
+                    || !snapshot.compareAndSet(before, new Snapshot(response.getEtag(), concat(before.messages(), add.messages)))) {
+                // Not the state this add followed (another change came between): read it all again.
+                snapshot.set(null);
+            }
+        }
+    }
+
+    private static List<Msg> concat(List<Msg> first, List<Msg> then) {
+        List<Msg> all = new ArrayList<>(first.size() + then.size());
+        all.addAll(first);
+        all.addAll(then);
+        return List.copyOf(all);
+    }
+
+    private boolean anyOrphaned() {
+        synchronized (copyLock) {
+            for (PendingAdd p : pending) {
+                if (p.orphaned()) {
+                    return true;
+                }
+            }
+            return false;
+        }
+    }
+
+    /** The oldest pending add has waited for its answer longer than the connection's deadline. */
+    private boolean overdue() {
+        synchronized (copyLock) {
+            PendingAdd first = pending.peekFirst();
+            return first != null && System.nanoTime() - first.sentNanos > connection.deadline().toNanos();
+        }
+    }
+
+    /** Throws (once) the failure of a pipelined add answered since the last call. */
+    private void throwPendingFailure() {
+        RuntimeException failure;
+        synchronized (copyLock) {
+            failure = pendingFailure;
+            pendingFailure = null;
+        }
+        if (failure != null) {
+            throw failure;
+        }
+    }
+
+    /**
+     * With {@code pipelinedAdds}: waits until every add sent so far is answered, and throws the
+     * first failure among them (as {@code AddMessages} would have; the failure is thrown once).
+     * Adds whose watch stream ended before their answer are sent again first, in order, as {@code
+     * AddMessages} with their request ids (which stores nothing twice). An add not answered
+     * within the connection's deadline throws {@link RemoteMemoryException.DeadlineExceeded} (it
+     * may or may not be stored, as with a call that ran out of time). After {@code flush()}
+     * returns, every add made before it is durable. Every other call that reaches the server
+     * (deletes, clears, state, a read the copy cannot answer) flushes first, and {@link #close()}
+     * does. Without {@code pipelinedAdds}, adds are acknowledged before they return and this does
+     * nothing.
+     *
+     * @throws RemoteMemoryException the first failure of a pending add
+     */
+    public void flush() {
+        if (!pipelined) {
+            return;
+        }
+        synchronized (pipelineLock) {
+            RuntimeException first = null;
+            while (true) {
+                PendingAdd add;
+                synchronized (copyLock) {
+                    add = pending.peekFirst();
+                }
+                if (add == null) {
+                    break;
+                }
+                try {
+                    MessageWatch.Sent sent = add.sent;
+                    long left = connection.deadline().toNanos() - (System.nanoTime() - add.sentNanos);
+                    sent.answer().get(Math.max(left, 0), TimeUnit.NANOSECONDS);
+                    // Answered: answered() took it in (and out of pending).
+                    synchronized (copyLock) {
+                        pending.remove(add);
+                    }
+                    continue;
+                } catch (ExecutionException streamEnded) {
+                    // sent again below
+                } catch (TimeoutException e) {
+                    synchronized (copyLock) {
+                        pending.remove(add);
+                        snapshot.set(null);
+                    }
+                    // Its fate is unknown and our watch may never hear of it: start over.
+                    watch.restart();
+                    if (first == null) {
+                        first = RemoteMemoryException.of("MemoryService/AddMessages", Status.DEADLINE_EXCEEDED
+                                .withDescription("no answer to a pipelined add within the deadline").asRuntimeException());
+                    }
+                    continue;
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new RemoteMemoryException("MemoryService/AddMessages", Status.Code.CANCELLED, "interrupted", e);
+                }
+                synchronized (copyLock) {
+                    pending.remove(add);
+                }
+                try {
+                    sendAndWait(add.request.toBuilder(), add.request.getMessagesList());
+                } catch (RuntimeException e) {
+                    synchronized (copyLock) {
+                        snapshot.set(null);
+                    }
+                    if (first == null) {
+                        first = e;
+                    }
+                }
+            }
+            if (first != null) {
+                synchronized (copyLock) {
+                    if (pendingFailure == null) {
+                        pendingFailure = first;
+                    }
+                }
+            }
+            throwPendingFailure();
+        }
+    }
+
+    /** A call that reaches the server: pending adds first, so the server sees what this client did, in order. */
+    <T> T call(String operation, boolean retryable, Supplier<T> rpc) {
+        flush();
+        return connection.call(operation, retryable, rpc);
+    }
+
     /** How often a read the server aborted (the memory changed between pages) starts again. */
     static final int CONSISTENT_READ_ATTEMPTS = PagedRead.CONSISTENT_READ_ATTEMPTS;
 
@@ -256,10 +500,30 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         ensureMemory();
         if (watch != null) {
             watch.ensureOpen();
-            Snapshot cached = snapshot.get();
-            if (cached != null && watch.current(cached.etag())) {
-                // Lease fresh and no change announced since this copy: no call needed.
-                return MsgCopies.copies(cached.messages());
+            if (pipelined) {
+                throwPendingFailure();
+                Snapshot cached;
+                List<Msg> ahead = new ArrayList<>();
+                boolean orphans = false;
+                synchronized (copyLock) {
+                    cached = snapshot.get();
+                    for (PendingAdd p : pending) {
+                        ahead.addAll(p.messages);
+                        orphans |= p.orphaned();
+                    }
+                }
+                if (cached != null && !orphans && !overdue() && watch.current(cached.etag())) {
+                    // The copy is current, and this client's own adds on their way follow it.
+                    return ahead.isEmpty() ? MsgCopies.copies(cached.messages())
+                            : MsgCopies.copies(concat(cached.messages(), ahead));
+                }
+                flush();
+            } else {
+                Snapshot cached = snapshot.get();
+                if (cached != null && watch.current(cached.etag())) {
+                    // Lease fresh and no change announced since this copy: no call needed.
+                    return MsgCopies.copies(cached.messages());
+                }
             }
         }
         for (int attempt = 1; ; attempt++) {
@@ -336,6 +600,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         int ownIndex = index;
         DeleteMessageRequest request =
                 DeleteMessageRequest.newBuilder().setMemoryId(memoryId).setIndex(ownIndex).build();
+        flush();
         snapshot.set(null);
         // Not retried: deleting "the message at i" twice would delete two messages.
         connection.call("MemoryService/DeleteMessage", false,
@@ -346,6 +611,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     public void clear() {
         ensureMemory();
         ClearMessagesRequest request = ClearMessagesRequest.newBuilder().setMemoryId(memoryId).build();
+        flush();
         snapshot.set(null);
         connection.call("MemoryService/ClearMessages", true,
                 () -> connection.memoryService().clearMessages(request));
@@ -364,7 +630,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         do {
             ListInheritedMessagesRequest request = ListInheritedMessagesRequest.newBuilder()
                     .setMemoryId(memoryId).setPageSize(pageSize).setPageToken(token).build();
-            ListInheritedMessagesResponse page = connection.call("ScopeService/ListInheritedMessages", true,
+            ListInheritedMessagesResponse page = call("ScopeService/ListInheritedMessages", true,
                     () -> connection.scopeService().listInheritedMessages(request));
             for (InheritedMessage m : page.getMessagesList()) {
                 wire.add(m.getMessage());
@@ -378,7 +644,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     public long messageCount() {
         ensureMemory();
         GetMemoryRequest request = GetMemoryRequest.newBuilder().setMemoryId(memoryId).build();
-        return connection.call("MemoryService/GetMemory", true,
+        return call("MemoryService/GetMemory", true,
                 () -> connection.memoryService().getMemory(request)).getMemory().getMessageCount();
     }
 
@@ -431,6 +697,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
      * @return the messages added, empty when no call was pending
      */
     public List<Msg> closePendingToolCalls(String agentName) {
+        flush();
         List<Msg> added = PendingToolCalls.interruptedResults(ownMessages(), agentName);
         if (!added.isEmpty()) {
             addMessages(added);
@@ -439,14 +706,22 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         return added;
     }
 
-    /** Closes the connection if this memory created it. The stored messages are kept. */
+    /**
+     * Closes the connection if this memory created it. The stored messages are kept. With {@code
+     * pipelinedAdds}, first waits for the pending adds ({@link #flush()}), and throws the first
+     * failure among them once all is closed.
+     */
     @Override
     public void close() {
-        if (watch != null) {
-            watch.close();
-        }
-        if (ownsConnection) {
-            connection.close();
+        try {
+            flush();
+        } finally {
+            if (watch != null) {
+                watch.close();
+            }
+            if (ownsConnection) {
+                connection.close();
+            }
         }
     }
 
@@ -461,6 +736,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         private Visibility visibility = Visibility.LOCAL;
         private Boolean includeInherited;
         private boolean coherentCache;
+        private boolean pipelinedAdds;
 
         protected AbstractBuilder() {}
 
@@ -481,6 +757,30 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
          */
         public B coherentCache(boolean coherentCache) {
             this.coherentCache = coherentCache;
+            return (B) this;
+        }
+
+        /**
+         * Pipelined adds (default off; only with {@link #coherentCache}): {@code addMessage} and
+         * {@code addMessages} send over the watch and return without waiting for the answer, and
+         * this memory's reads show the messages at once. An add is acknowledged (durable) when its
+         * answer arrives; {@link AbstractRemoteMemory#flush()} waits for all of them, and every
+         * other call that reaches the server (deletes, clears, state, a read the copy cannot
+         * answer, {@code closePendingToolCalls}) and {@link AbstractRemoteMemory#close()} flush
+         * first, so the server sees this client's operations in order. The adds are applied in
+         * the order sent, each on its own: a failed one (the same {@link RemoteMemoryException}
+         * as {@code AddMessages}) is thrown by the next call of this memory, which also drops the
+         * local copy so the next read is the server's; the adds after it are applied (or fail)
+         * independently. When the watch breaks before their answers, pending adds are sent again,
+         * in order, as {@code AddMessages} with their request ids at the next call (none lost,
+         * none stored twice); one not answered within the connection's deadline throws {@link
+         * RemoteMemoryException.DeadlineExceeded} at the next call. Other clients see an add only
+         * once it is committed, and this memory's reads still see other clients' acknowledged
+         * writes. What is given up: an add that returned is not yet durable, and its failure is
+         * thrown later, by another call.
+         */
+        public B pipelinedAdds(boolean pipelinedAdds) {
+            this.pipelinedAdds = pipelinedAdds;
             return (B) this;
         }
 

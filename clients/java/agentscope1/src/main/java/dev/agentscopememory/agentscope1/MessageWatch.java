@@ -86,6 +86,8 @@ final class MessageWatch implements AutoCloseable {
     private long nextAddId = 1;
     /** Adds sent on the open stream and not answered yet, by add id. */
     private final Map<Long, CompletableFuture<MessagesAdded>> pendingAdds = new HashMap<>();
+    /** For pipelined adds ({@link #addPipelined}): what applies each one's answer to the copy, by add id. */
+    private final Map<Long, Consumer<MessagesAdded>> appliers = new HashMap<>();
 
     MessageWatch(RemoteConnection connection, String memoryId, Consumer<MessagesChanged> onChanged) {
         this.connection = connection;
@@ -167,11 +169,43 @@ final class MessageWatch implements AutoCloseable {
             throw new RemoteMemoryException(ADD, Status.Code.CANCELLED, "interrupted", e);
         }
         if (added.hasFailure()) {
-            AddFailure failure = added.getFailure();
-            throw RemoteMemoryException.of(ADD, Status.fromCodeValue(failure.getCode())
-                    .withDescription(failure.getMessage()).asRuntimeException());
+            throw failure(added.getFailure());
         }
         return added.getResponse();
+    }
+
+    /** What {@code AddMessages} would have thrown for an add the server answered with {@code failure}. */
+    static RemoteMemoryException failure(AddFailure failure) {
+        return RemoteMemoryException.of(ADD, Status.fromCodeValue(failure.getCode())
+                .withDescription(failure.getMessage()).asRuntimeException());
+    }
+
+    /** A pipelined add on its way: its answer, and the stream (generation) it went on. */
+    record Sent(CompletableFuture<MessagesAdded> answer, long generation) {}
+
+    /**
+     * Sends {@code request} over the open watch without waiting for its answer ({@code
+     * pipelinedAdds}). {@code apply} takes in the answer (success or failure) on the stream's
+     * thread, before the watch takes in the add's etag, so a read that finds the copy current
+     * finds it with the add. Returns null, having sent nothing, when no watch that takes adds is
+     * open, or when {@code onlyOnGeneration} is not negative and is not the open stream (adds
+     * still pending on an ended stream must be sent again before any later add). When the stream
+     * ends before the answer, the returned answer completes exceptionally and {@code apply} is
+     * never called: the caller sends the request again as {@code AddMessages}.
+     */
+    Sent addPipelined(AddMessagesRequest request, long onlyOnGeneration, Consumer<MessagesAdded> apply) {
+        CompletableFuture<MessagesAdded> answer = new CompletableFuture<>();
+        synchronized (lock) {
+            if (requests == null || !acceptsAdds || watchId.isEmpty()
+                    || (onlyOnGeneration >= 0 && onlyOnGeneration != generation)) {
+                return null;
+            }
+            long addId = nextAddId++;
+            pendingAdds.put(addId, answer);
+            appliers.put(addId, apply);
+            send(WatchMessagesRequest.newBuilder().setAdd(request).setAddId(addId).build());
+            return new Sent(answer, generation);
+        }
     }
 
     private static final String ADD = "MemoryService/AddMessages";
@@ -222,6 +256,7 @@ final class MessageWatch implements AutoCloseable {
             // Their callers send them again as AddMessages, with the same request ids.
             pendingAdds.values().forEach(a -> a.completeExceptionally(new IllegalStateException("watch ended")));
             pendingAdds.clear();
+            appliers.clear();
             leased = false;
             renewalsSent.clear();
             if (renewer != null) {
@@ -326,16 +361,24 @@ final class MessageWatch implements AutoCloseable {
                 case ADDED -> {
                     MessagesAdded added = response.getAdded();
                     CompletableFuture<MessagesAdded> waiting;
+                    Consumer<MessagesAdded> apply;
                     synchronized (lock) {
                         if (ofGeneration != generation) {
                             return;
                         }
-                        if (added.hasResponse()) {
+                        waiting = pendingAdds.remove(added.getAddId());
+                        apply = appliers.remove(added.getAddId());
+                    }
+                    if (apply != null) {
+                        // A pipelined add: the copy first, then the etag (as for an announcement).
+                        apply.accept(added);
+                    }
+                    synchronized (lock) {
+                        if (ofGeneration == generation && added.hasResponse()) {
                             // In stream order, before any later announcement is taken in.
                             AddMessagesResponse r = added.getResponse();
                             ownWrite(r.getPreviousEtag(), r.getEtag());
                         }
-                        waiting = pendingAdds.remove(added.getAddId());
                     }
                     if (waiting != null) {
                         waiting.complete(added);

@@ -119,7 +119,7 @@ public class RemoteAutoContextMemory extends AbstractRemoteMemory {
         ensureMemory();
         CompressIfNeededRequest request = CompressIfNeededRequest.newBuilder().setMemoryId(memoryId).build();
         // Not retried: a replay after a lost reply could compress a second time.
-        return connection.call("MemoryService/CompressIfNeeded", false,
+        return call("MemoryService/CompressIfNeeded", false,
                 () -> connection.memoryService().compressIfNeeded(request)).getCompressed();
     }
 
@@ -159,7 +159,7 @@ public class RemoteAutoContextMemory extends AbstractRemoteMemory {
             try {
                 do {
                     PrepareReasoningInputRequest built = request.toBuilder().setPageToken(token).build();
-                    PrepareReasoningInputResponse page = connection.call("MemoryService/PrepareReasoningInput",
+                    PrepareReasoningInputResponse page = call("MemoryService/PrepareReasoningInput",
                             !token.isEmpty(), () -> connection.memoryService().prepareReasoningInput(built));
                     wire.addAll(page.getMessagesList());
                     token = page.getNextPageToken();
@@ -182,7 +182,7 @@ public class RemoteAutoContextMemory extends AbstractRemoteMemory {
         return MsgConverter.fromProto(PagedRead.readAll(token -> {
             GetOriginalMessagesRequest request = GetOriginalMessagesRequest.newBuilder()
                     .setMemoryId(memoryId).setPageToken(token).build();
-            GetOriginalMessagesResponse page = connection.call("MemoryService/GetOriginalMessages", true,
+            GetOriginalMessagesResponse page = call("MemoryService/GetOriginalMessages", true,
                     () -> connection.memoryService().getOriginalMessages(request));
             return new PagedRead.Page<>(page.getMessagesList(), page.getNextPageToken());
         }));
@@ -194,7 +194,7 @@ public class RemoteAutoContextMemory extends AbstractRemoteMemory {
         return MsgConverter.fromProto(PagedRead.readAll(token -> {
             GetInteractionMessagesRequest request = GetInteractionMessagesRequest.newBuilder()
                     .setMemoryId(memoryId).setPageToken(token).build();
-            GetInteractionMessagesResponse page = connection.call("MemoryService/GetInteractionMessages", true,
+            GetInteractionMessagesResponse page = call("MemoryService/GetInteractionMessages", true,
                     () -> connection.memoryService().getInteractionMessages(request));
             return new PagedRead.Page<>(page.getMessagesList(), page.getNextPageToken());
         }));
@@ -213,7 +213,7 @@ public class RemoteAutoContextMemory extends AbstractRemoteMemory {
         List<dev.agentscopememory.grpc.v1.Msg> messages = PagedRead.readAll(token -> {
             ReloadContextRequest request = ReloadContextRequest.newBuilder()
                     .setMemoryId(memoryId).setWorkingContextOffloadUuid(uuid).setPageToken(token).build();
-            ReloadContextResponse page = connection.call("MemoryService/ReloadContext", true,
+            ReloadContextResponse page = call("MemoryService/ReloadContext", true,
                     () -> connection.memoryService().reloadContext(request));
             if (token.isEmpty()) {
                 found[0] = page.getFound();
@@ -230,7 +230,7 @@ public class RemoteAutoContextMemory extends AbstractRemoteMemory {
         for (dev.agentscopememory.grpc.v1.CompressionEvent e : PagedRead.readAll(token -> {
             ListCompressionEventsRequest request = ListCompressionEventsRequest.newBuilder()
                     .setMemoryId(memoryId).setPageToken(token).build();
-            ListCompressionEventsResponse page = connection.call("MemoryService/ListCompressionEvents", true,
+            ListCompressionEventsResponse page = call("MemoryService/ListCompressionEvents", true,
                     () -> connection.memoryService().listCompressionEvents(request));
             return new PagedRead.Page<>(page.getEventsList(), page.getNextPageToken());
         })) {
@@ -321,7 +321,7 @@ public class RemoteAutoContextMemory extends AbstractRemoteMemory {
             request.setPlan(note);
         }
         AttachPlanNoteRequest built = request.build();
-        connection.call("MemoryService/AttachPlanNote", true, () -> connection.memoryService().attachPlanNote(built));
+        call("MemoryService/AttachPlanNote", true, () -> connection.memoryService().attachPlanNote(built));
     }
 
     // ---------------------------------------------------------------- StateModule
@@ -334,6 +334,7 @@ public class RemoteAutoContextMemory extends AbstractRemoteMemory {
     public void saveTo(Session session, SessionKey sessionKey) {
         ensureMemory();
         // Streamed in pieces, so a state of any size passes a 4 MiB channel.
+        flush();
         RemoteState.Saved state = RemoteState.save(connection, memoryId);
         for (StateEntry entry : state.entries()) {
             String key = entry.getKey();
@@ -368,6 +369,7 @@ public class RemoteAutoContextMemory extends AbstractRemoteMemory {
         offload.ifPresent(o -> entries.add(StateEntry.newBuilder().setKey(OFFLOAD_KEY)
                 .setJson(JsonUtils.getJsonCodec().toJson(o)).build()));
         // Streamed in pieces, so a state of any size passes a 4 MiB channel.
+        flush();
         RemoteState.load(connection, memoryId, entries, null);
     }
 

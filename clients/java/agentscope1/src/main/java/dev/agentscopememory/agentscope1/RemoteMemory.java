@@ -74,7 +74,9 @@ public class RemoteMemory extends AbstractRemoteMemory {
     /** Saves the messages under {@code memory_messages}, exactly as {@code InMemoryMemory} does. */
     @Override
     public void saveTo(Session session, SessionKey sessionKey) {
-        // Its own messages only: inherited ones belong to (and are saved with) their origin.
+        // Its own messages only: inherited ones belong to (and are saved with) their origin; the
+        // pending adds acknowledged first, so what is saved is durable.
+        flush();
         session.save(sessionKey, MESSAGES_KEY, ownMessages());
     }
 
@@ -97,6 +99,7 @@ public class RemoteMemory extends AbstractRemoteMemory {
             ensureMemory();
             List<StateEntry> entries = List.of(StateEntry.newBuilder().setKey(MESSAGES_KEY).setList(items).build());
             try {
+                flush();
                 RemoteState.load(connection, memoryId, entries, null);
                 return;
             } catch (RemoteMemoryException.Unimplemented e) {

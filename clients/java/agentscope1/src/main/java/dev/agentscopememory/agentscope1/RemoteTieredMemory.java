@@ -97,7 +97,7 @@ public class RemoteTieredMemory extends AbstractRemoteMemory {
                             .setImportance(importance))
                     .setRequestId(UUID.randomUUID().toString())
                     .build();
-            return TierStatus.of(connection.call("TieredMemoryService/AddTieredItems", true,
+            return TierStatus.of(call("TieredMemoryService/AddTieredItems", true,
                     () -> tiered().addTieredItems(request)).getStatus());
         }).subscribeOn(Schedulers.boundedElastic());
     }
@@ -107,7 +107,7 @@ public class RemoteTieredMemory extends AbstractRemoteMemory {
         return Mono.fromCallable(() -> {
             ensureMemory();
             CompactTiersRequest request = CompactTiersRequest.newBuilder().setMemoryId(memoryId).build();
-            return TierStatus.of(connection.call("TieredMemoryService/CompactTiers", true,
+            return TierStatus.of(call("TieredMemoryService/CompactTiers", true,
                     () -> tiered().compactTiers(request)).getStatus());
         }).subscribeOn(Schedulers.boundedElastic());
     }
@@ -117,7 +117,7 @@ public class RemoteTieredMemory extends AbstractRemoteMemory {
         return Mono.fromCallable(() -> {
             ensureMemory();
             GetTierStatusRequest request = GetTierStatusRequest.newBuilder().setMemoryId(memoryId).build();
-            return TierStatus.of(connection.call("TieredMemoryService/GetTierStatus", true,
+            return TierStatus.of(call("TieredMemoryService/GetTierStatus", true,
                     () -> tiered().getTierStatus(request)).getStatus());
         }).subscribeOn(Schedulers.boundedElastic());
     }
@@ -144,7 +144,7 @@ public class RemoteTieredMemory extends AbstractRemoteMemory {
                 request.setModeValue(options.mode().ordinal() + 1);
             }
             ProjectContextRequest built = request.build();
-            ProjectContextResponse response = connection.call("TieredMemoryService/ProjectContext", true,
+            ProjectContextResponse response = call("TieredMemoryService/ProjectContext", true,
                     () -> tiered().projectContext(built));
             return new Projection(MsgConverter.fromProto(response.getMessagesList()),
                     ProjectionMode.values()[Math.max(response.getModeValue() - 1, 0)], response.getModeDetected(),
@@ -158,6 +158,7 @@ public class RemoteTieredMemory extends AbstractRemoteMemory {
     @Override
     public void saveTo(Session session, SessionKey sessionKey) {
         ensureMemory();
+        flush();
         RemoteState.Saved state = RemoteState.save(connection, memoryId);
         for (StateEntry entry : state.entries()) {
             if (entry.hasList()) {
@@ -189,6 +190,7 @@ public class RemoteTieredMemory extends AbstractRemoteMemory {
         Optional<TierStateItem> stats = session.get(sessionKey, STATS_KEY, TierStateItem.class);
         stats.ifPresent(s -> entries.add(StateEntry.newBuilder().setKey(STATS_KEY)
                 .setJson(JsonUtils.getJsonCodec().toJson(s)).build()));
+        flush();
         RemoteState.load(connection, memoryId, entries, null);
     }
 

@@ -140,10 +140,13 @@ public final class MemoryTurnBenchmark {
      * starting with that many messages goes on turn after turn, on both memories. With {@code
      * other} (a second client on its own connection), that client adds a message to the same
      * conversation before every turn, untimed, so the agent's client finds the history changed by
-     * someone else each turn (the same message goes to the in-memory baseline).
+     * someone else each turn (the same message goes to the in-memory baseline). With {@code
+     * pipelined} (only with {@code coherent}), adds do not wait for their answers; the turn's
+     * pending adds are flushed after it, timed apart ({@code flush_ms_after_turn}), as an
+     * application that wants the turn durable before answering would.
      */
     static void scenario(RemoteConnection conn, int history, int turns, int warmup, RemoteConnection other,
-            boolean coherent) {
+            boolean coherent, boolean pipelined) {
         Supplier<Memory> local;
         Supplier<Memory> remote;
         Runnable before = () -> { };
@@ -156,7 +159,7 @@ public final class MemoryTurnBenchmark {
                     last[0].close();
                 }
                 last[0] = RemoteMemory.builder().connection(conn).memoryId("bench-" + UUID.randomUUID())
-                        .coherentCache(coherent).build();
+                        .coherentCache(coherent).pipelinedAdds(pipelined).build();
                 return last[0];
             };
         } else {
@@ -164,18 +167,19 @@ public final class MemoryTurnBenchmark {
             history(history).forEach(localMemory::addMessage);
             String memoryId = "bench-long-" + UUID.randomUUID();
             RemoteMemory remoteMemory = RemoteMemory.builder().connection(conn).memoryId(memoryId)
-                    .coherentCache(coherent).build();
+                    .coherentCache(coherent).pipelinedAdds(pipelined).build();
             remoteMemory.addMessages(history(history));
             local = () -> localMemory;
             remote = () -> remoteMemory;
             if (other != null) {
                 // The other agent's client is configured as this one.
                 RemoteMemory otherMemory = RemoteMemory.builder().connection(other).memoryId(memoryId)
-                        .coherentCache(coherent).build();
+                        .coherentCache(coherent).pipelinedAdds(pipelined).build();
                 before = () -> {
                     Msg note = Msg.builder().role(MsgRole.USER).name("observer")
                             .textContent("A note from another agent: " + UUID.randomUUID()).build();
                     otherMemory.addMessage(note);
+                    otherMemory.flush(); // the other agent's turn is over
                     localMemory.addMessage(note);
                 };
             }
@@ -183,11 +187,12 @@ public final class MemoryTurnBenchmark {
         for (int i = 0; i < warmup; i++) { // JIT, channel, server
             before.run();
             turn(local.get());
-            turn(remote.get());
+            flush(turn(remote.get()));
         }
         long[] localNanos = new long[turns];
         long[] remoteNanos = new long[turns];
         long[] remoteGets = new long[turns];
+        long[] flushNanos = new long[turns];
         int gets = 0;
         int adds = 0;
         for (int i = 0; i < turns; i++) {
@@ -196,19 +201,28 @@ public final class MemoryTurnBenchmark {
             TimedMemory r = turn(remote.get());
             remoteNanos[i] = r.nanos;
             remoteGets[i] = r.getNanos;
+            flushNanos[i] = flush(r);
             gets = r.gets;
             adds = r.adds;
         }
         double l = median(localNanos) / 1e6;
         double rm = median(remoteNanos) / 1e6;
         System.out.printf(
-                "{\"history_messages\":%d,\"other_writer\":%b,\"coherent_cache\":%b,\"turns\":%d,\"warmup_turns\":%d,\"tool_rounds\":3,"
+                "{\"history_messages\":%d,\"other_writer\":%b,\"coherent_cache\":%b,\"pipelined_adds\":%b,"
+                        + "\"flush_ms_after_turn\":%.3f,\"turns\":%d,\"warmup_turns\":%d,\"tool_rounds\":3,"
                         + "\"getMessages_per_turn\":%d,\"addMessage_per_turn\":%d,"
                         + "\"in_memory_ms_per_turn\":%.3f,\"remote_ms_per_turn\":%.3f,"
                         + "\"overhead_ms_per_turn\":%.3f,\"ratio\":%.1f,"
                         + "\"remote_getMessages_ms_per_call\":%.3f,\"remote_addMessage_ms_per_call\":%.3f}%n",
-                history, other != null, coherent, turns, warmup, gets, adds, l, rm, rm - l, rm / l,
+                history, other != null, coherent, pipelined, median(flushNanos) / 1e6, turns, warmup, gets, adds, l, rm, rm - l, rm / l,
                 median(remoteGets) / 1e6 / gets, (rm - median(remoteGets) / 1e6) / adds);
+    }
+
+    /** Flushes the turn's pending adds (pipelined adds); returns how long that took. */
+    static long flush(TimedMemory turn) {
+        long t = System.nanoTime();
+        ((AbstractRemoteMemory) turn.inner).flush();
+        return System.nanoTime() - t;
     }
 
     /**
@@ -252,10 +266,13 @@ public final class MemoryTurnBenchmark {
             for (boolean coherent : new boolean[] {false, true}) {
                 addCost(conn, 4 * turns, 4 * warmup, coherent);
             }
-            for (boolean coherent : new boolean[] {false, true}) {
-                scenario(conn, 0, turns, warmup, null, coherent);
-                scenario(conn, history, turns / 2, 10, null, coherent);
-                scenario(conn, history, turns / 2, 10, other, coherent);
+            // Plain, coherent cache, coherent cache with pipelined adds.
+            for (int mode = 0; mode < 3; mode++) {
+                boolean coherent = mode > 0;
+                boolean pipelined = mode == 2;
+                scenario(conn, 0, turns, warmup, null, coherent, pipelined);
+                scenario(conn, history, turns / 2, 10, null, coherent, pipelined);
+                scenario(conn, history, turns / 2, 10, other, coherent, pipelined);
             }
         }
     }

@@ -1,0 +1,341 @@
+package dev.agentscopememory.agentscope1;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.agentscopememory.client.RemoteMemoryException;
+import dev.agentscopememory.client.TestServer;
+import dev.agentscopememory.grpc.v1.WatchMessagesResponse;
+import io.agentscope.core.message.Msg;
+import io.agentscope.core.message.MsgRole;
+import io.agentscope.core.util.JsonUtils;
+import io.grpc.CallOptions;
+import io.grpc.Channel;
+import io.grpc.ClientCall;
+import io.grpc.ClientInterceptor;
+import io.grpc.ClientInterceptors;
+import io.grpc.ForwardingClientCall;
+import io.grpc.ForwardingClientCallListener;
+import io.grpc.Grpc;
+import io.grpc.InsecureChannelCredentials;
+import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Pipelined adds ({@code coherentCache(true).pipelinedAdds(true)}): adds return without waiting
+ * for their answers and show in this client's reads at once; {@code flush()}, every other call
+ * that reaches the server, and {@code close()} wait for them; a failed one is thrown by the next
+ * call and drops the copy; adds whose stream broke are sent again once, in order.
+ */
+class PipelinedAddsTest {
+
+    private static final ObjectMapper TREES = new ObjectMapper();
+
+    private ManagedChannel channel;
+    /** GetMessages calls the pipelining client made. */
+    private final AtomicInteger reads = new AtomicInteger();
+    /** AddMessages calls (unary) the pipelining client made. */
+    private final AtomicInteger unaryAdds = new AtomicInteger();
+    /** The pipelining client's WatchMessages calls, to cut them as a lost connection would. */
+    private final List<ClientCall<?, ?>> watches = new CopyOnWriteArrayList<>();
+    /** Add answers held back from the client while {@link #holding} (all delivery under this lock). */
+    private final List<Runnable> held = new ArrayList<>();
+    private boolean holding;
+
+    @BeforeEach
+    void connect() throws Exception {
+        channel = Grpc.newChannelBuilder(TestServer.shared().target(), InsecureChannelCredentials.create()).build();
+    }
+
+    @AfterEach
+    void close() {
+        channel.shutdownNow();
+    }
+
+    /** The channel with the client's calls counted and, while {@link #holding}, add answers held back. */
+    private Channel observe(Channel channel) {
+        return ClientInterceptors.intercept(channel, new ClientInterceptor() {
+            @Override
+            public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
+                String name = method.getFullMethodName();
+                if (name.endsWith("/GetMessages")) {
+                    reads.incrementAndGet();
+                }
+                if (name.endsWith("/AddMessages")) {
+                    unaryAdds.incrementAndGet();
+                }
+                ClientCall<Q, R> call = next.newCall(method, options);
+                if (name.endsWith("/WatchMessages")) {
+                    call = holdingAddAnswers(call);
+                    watches.add(call);
+                }
+                return call;
+            }
+        });
+    }
+
+    private <Q, R> ClientCall<Q, R> holdingAddAnswers(ClientCall<Q, R> call) {
+        return new ForwardingClientCall.SimpleForwardingClientCall<>(call) {
+            @Override
+            public void start(Listener<R> listener, Metadata headers) {
+                ClientCall<Q, R> self = this;
+                super.start(new ForwardingClientCallListener.SimpleForwardingClientCallListener<>(listener) {
+                    @Override
+                    public void onMessage(R message) {
+                        synchronized (held) {
+                            if (holding && message instanceof WatchMessagesResponse r && r.hasAdded()) {
+                                held.add(() -> super.onMessage(message));
+                                self.request(1); // the stream goes on meanwhile
+                                return;
+                            }
+                            super.onMessage(message);
+                        }
+                    }
+
+                    @Override
+                    public void onClose(io.grpc.Status status, Metadata trailers) {
+                        synchronized (held) {
+                            held.clear(); // answers of a broken stream never arrive
+                            super.onClose(status, trailers);
+                        }
+                    }
+                }, headers);
+            }
+        };
+    }
+
+    private void hold() {
+        synchronized (held) {
+            holding = true;
+        }
+    }
+
+    private int heldAnswers() {
+        synchronized (held) {
+            return held.size();
+        }
+    }
+
+    /** Delivers the held answers, in order, and stops holding. */
+    private void release() {
+        synchronized (held) {
+            holding = false;
+            held.forEach(Runnable::run);
+            held.clear();
+        }
+    }
+
+    private RemoteMemory pipelined(Channel on, String id) {
+        return RemoteMemory.builder().channel(observe(on)).memoryId(id).coherentCache(true).pipelinedAdds(true).build();
+    }
+
+    private RemoteMemory plain(String id) {
+        return RemoteMemory.builder().channel(channel).memoryId(id).build();
+    }
+
+    private static Msg text(MsgRole role, String text) {
+        return Msg.builder().role(role).name(role == MsgRole.USER ? "user" : "a").textContent(text).build();
+    }
+
+    private static JsonNode json(List<Msg> messages) throws Exception {
+        return TREES.readTree(JsonUtils.getJsonCodec().toJson(messages));
+    }
+
+    private static List<String> texts(List<Msg> messages) {
+        List<String> out = new ArrayList<>();
+        for (Msg m : messages) {
+            out.add(m.getTextContent());
+        }
+        return out;
+    }
+
+    /** Waits (at most 10 s) for something the background (watch, answers) brings about. */
+    private static void until(BooleanSupplier condition) throws InterruptedException {
+        for (int i = 0; i < 1000 && !condition.getAsBoolean(); i++) {
+            Thread.sleep(10);
+        }
+        assertTrue(condition.getAsBoolean(), "not reached in time");
+    }
+
+    /** A pipelining memory with one message whose reads come from its copy. */
+    private RemoteMemory started(Channel on, String id) throws InterruptedException {
+        RemoteMemory memory = pipelined(on, id);
+        memory.addMessage(text(MsgRole.USER, "hello"));
+        memory.flush();
+        memory.getMessages();
+        until(memory::servesFromCache);
+        return memory;
+    }
+
+    @Test
+    void pipelinedAddsNeedCoherentCaching() {
+        assertThrows(IllegalArgumentException.class,
+                () -> RemoteMemory.builder().channel(channel).memoryId("p-" + UUID.randomUUID()).pipelinedAdds(true).build());
+    }
+
+    @Test
+    void ownAddsShowAtOnceAndFlushWaitsForTheirAnswers() throws Exception {
+        String id = "pipelined-" + UUID.randomUUID();
+        try (RemoteMemory memory = started(channel, id)) {
+            hold();
+            memory.addMessage(text(MsgRole.ASSISTANT, "one"));
+            memory.addMessages(List.of(text(MsgRole.USER, "two"), text(MsgRole.ASSISTANT, "three")));
+            int readsBefore = reads.get();
+            // Returned with no answer yet; this client's reads show the adds, with no call.
+            assertEquals(List.of("hello", "one", "two", "three"), texts(memory.getMessages()));
+            assertEquals(readsBefore, reads.get());
+            until(() -> heldAnswers() == 2);
+            CompletableFuture<Void> flushed = CompletableFuture.runAsync(memory::flush);
+            assertFalse(flushed.isDone(), "flush waits for the answers");
+            release();
+            flushed.get();
+            assertEquals(json(plain(id).getMessages()), json(memory.getMessages()));
+            assertTrue(memory.servesFromCache(), "the answers moved the adds into the copy");
+
+            // Coherence unchanged: another client's write is seen by the next read.
+            plain(id).addMessage(text(MsgRole.USER, "theirs"));
+            memory.addMessage(text(MsgRole.ASSISTANT, "mine"));
+            assertEquals(List.of("hello", "one", "two", "three", "theirs", "mine"), texts(memory.getMessages()));
+            memory.flush();
+            assertEquals(json(plain(id).getMessages()), json(memory.getMessages()));
+        }
+    }
+
+    @Test
+    void aReActAgentTurnStoresWhatInMemoryMemoryHolds() throws Exception {
+        String id = "pipelined-" + UUID.randomUUID();
+        try (RemoteMemory memory = started(channel, id)) {
+            io.agentscope.core.memory.InMemoryMemory local = new io.agentscope.core.memory.InMemoryMemory();
+            local.addMessage(text(MsgRole.USER, "hello"));
+            MemoryTurnBenchmark.turn(local);
+            MemoryTurnBenchmark.turn(memory);
+            List<Msg> seen = memory.getMessages();
+            memory.flush();
+            assertEquals(json(plain(id).getMessages()), json(seen), "what it showed is what was stored");
+            assertEquals(local.getMessages().size(), seen.size());
+            for (int i = 0; i < seen.size(); i++) {
+                assertEquals(local.getMessages().get(i).getRole(), seen.get(i).getRole());
+            }
+        }
+    }
+
+    @Test
+    void aFailedAddIsThrownByTheNextCallWhichDropsTheCopy() throws Exception {
+        ManagedChannel own = null;
+        try (TestServer server = TestServer.start(Map.of("AGENTSCOPE_MEMORY_MAX_MESSAGE_BYTES", "2000"));
+                RemoteMemory unary = RemoteMemory.builder().target(server.target()).memoryId("pipelined-errors").build()) {
+            own = Grpc.newChannelBuilder(server.target(), InsecureChannelCredentials.create()).build();
+            RemoteMemory memory = started(own, "pipelined-errors");
+            Msg large = text(MsgRole.USER, "x".repeat(3000));
+            RemoteMemoryException asCall = assertThrows(RemoteMemoryException.class, () -> unary.addMessage(large));
+
+            memory.addMessage(large); // returns: the failure comes later
+            until(() -> !memory.servesFromCache()); // its answer dropped the copy
+            int readsBefore = reads.get();
+            RemoteMemoryException next = assertThrows(RemoteMemoryException.class, memory::getMessages);
+            assertEquals(RemoteMemoryException.ResourceExhausted.class, next.getClass());
+            assertEquals(asCall.getMessage(), next.getMessage());
+            // Thrown once; the next read is the server's.
+            assertEquals(List.of("hello"), texts(memory.getMessages()));
+            assertEquals(readsBefore + 1, reads.get());
+
+            // Adds after a failed one are applied on their own; flush throws the failure.
+            memory.addMessage(large);
+            memory.addMessage(text(MsgRole.ASSISTANT, "after"));
+            RemoteMemoryException flushed = assertThrows(RemoteMemoryException.class, memory::flush);
+            assertEquals(RemoteMemoryException.ResourceExhausted.class, flushed.getClass());
+            assertEquals(List.of("hello", "after"), texts(memory.getMessages()));
+            assertEquals(json(unary.getMessages()), json(memory.getMessages()));
+
+            // Any other call that reaches the server flushes first, and throws.
+            memory.addMessage(large);
+            assertThrows(RemoteMemoryException.ResourceExhausted.class, memory::messageCount);
+            memory.addMessage(large);
+            assertThrows(RemoteMemoryException.ResourceExhausted.class, () -> memory.deleteMessage(0));
+            assertEquals(List.of("hello", "after"), texts(unary.getMessages()), "the delete did not run");
+
+            // close() flushes too.
+            memory.addMessage(text(MsgRole.USER, "last"));
+            memory.addMessage(large);
+            assertThrows(RemoteMemoryException.ResourceExhausted.class, memory::close);
+            assertEquals(List.of("hello", "after", "last"), texts(unary.getMessages()));
+        } finally {
+            if (own != null) {
+                own.shutdownNow();
+            }
+        }
+    }
+
+    @Test
+    void addsPendingOnABrokenStreamAreSentAgainOnceInOrder() throws Exception {
+        String id = "pipelined-" + UUID.randomUUID();
+        try (RemoteMemory memory = started(channel, id)) {
+            // Stored, all three, but the answers are lost with the stream.
+            hold();
+            int unaryBefore = unaryAdds.get();
+            memory.addMessage(text(MsgRole.ASSISTANT, "a1"));
+            memory.addMessage(text(MsgRole.USER, "a2"));
+            memory.addMessage(text(MsgRole.ASSISTANT, "a3"));
+            until(() -> heldAnswers() == 3);
+            watches.get(watches.size() - 1).cancel("connection lost (test)", null);
+            until(() -> !memory.servesFromCache()); // the client knows the stream ended
+            release();
+            assertEquals(List.of("hello", "a1", "a2", "a3"), texts(memory.getMessages()));
+            assertEquals(unaryBefore + 3, unaryAdds.get(), "sent again as AddMessages");
+            assertEquals(json(plain(id).getMessages()), json(memory.getMessages()));
+
+            // The stream breaks right after the adds went out: some may not have been applied.
+            until(() -> {
+                memory.getMessages();
+                return memory.servesFromCache();
+            });
+            unaryBefore = unaryAdds.get();
+            memory.addMessage(text(MsgRole.USER, "b1"));
+            memory.addMessage(text(MsgRole.ASSISTANT, "b2"));
+            watches.get(watches.size() - 1).cancel("connection lost (test)", null);
+            until(() -> !memory.servesFromCache());
+            memory.addMessage(text(MsgRole.USER, "b3")); // after b1 and b2, sent again first
+            memory.flush();
+            assertTrue(unaryAdds.get() > unaryBefore, "sent again as AddMessages");
+            assertEquals(List.of("hello", "a1", "a2", "a3", "b1", "b2", "b3"), texts(plain(id).getMessages()));
+            assertEquals(json(plain(id).getMessages()), json(memory.getMessages()));
+        }
+    }
+
+    @Test
+    void anAddNotAnsweredWithinTheDeadlineIsThrownByTheNextCall() throws Exception {
+        String id = "pipelined-" + UUID.randomUUID();
+        try (RemoteMemory memory = RemoteMemory.builder().channel(observe(channel)).memoryId(id)
+                .coherentCache(true).pipelinedAdds(true).deadline(Duration.ofMillis(300)).build()) {
+            memory.addMessage(text(MsgRole.USER, "hello"));
+            memory.flush();
+            memory.getMessages();
+            until(memory::servesFromCache);
+            hold();
+            memory.addMessage(text(MsgRole.ASSISTANT, "unanswered"));
+            until(() -> heldAnswers() == 1);
+            Thread.sleep(400); // past the deadline
+            assertThrows(RemoteMemoryException.DeadlineExceeded.class, memory::getMessages);
+            release();
+            // It was stored (only its answer was late); the next read is the server's.
+            assertEquals(List.of("hello", "unanswered"), texts(memory.getMessages()));
+        }
+    }
+}
