@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextvars
 import time
-from typing import Any, Awaitable, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable
 
 import grpc
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
@@ -70,6 +70,28 @@ def _code_of(exc: BaseException, context: grpc.aio.ServicerContext) -> str:
     return "UNKNOWN" if not isinstance(exc, grpc.aio.AbortError) else "ABORTED_BY_HANDLER"
 
 
+def _observed_stream(inner: Callable[..., AsyncIterator[Any]], method: str, metrics: Metrics) -> Callable[..., AsyncIterator[Any]]:
+    """A server-streaming or bidirectional handler, timed and counted when its stream ends. The
+    first argument is the request (server stream) or the request iterator (bidirectional)."""
+
+    async def observed(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        # Each call runs in its own task, so what is set here ends with the call; calls a stream
+        # carries (embedded_calls) are counted through it.
+        current_metrics.set(metrics)
+        started = time.perf_counter()
+        code = "OK"
+        try:
+            async for item in inner(request, context):
+                yield item
+        except BaseException as exc:
+            code = _code_of(exc, context)
+            raise
+        finally:
+            metrics.observe(method, code, time.perf_counter() - started, unary=False)
+
+    return observed
+
+
 class MetricsInterceptor(grpc.aio.ServerInterceptor):
     def __init__(self, metrics: Metrics) -> None:
         self._metrics = metrics
@@ -100,37 +122,7 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
 
             return handler._replace(unary_unary=observed)
         if handler.unary_stream is not None:
-            inner_stream = handler.unary_stream
-
-            async def observed_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                started = time.perf_counter()
-                code = "OK"
-                try:
-                    async for item in inner_stream(request, context):
-                        yield item
-                except BaseException as exc:
-                    code = _code_of(exc, context)
-                    raise
-                finally:
-                    metrics.observe(method, code, time.perf_counter() - started, unary=False)
-
-            return handler._replace(unary_stream=observed_stream)
+            return handler._replace(unary_stream=_observed_stream(handler.unary_stream, method, metrics))
         if handler.stream_stream is not None:
-            inner_bidi = handler.stream_stream
-
-            async def observed_bidi(requests: Any, context: grpc.aio.ServicerContext) -> Any:
-                # Each call runs in its own task, so what is set here ends with the call.
-                current_metrics.set(metrics)
-                started = time.perf_counter()
-                code = "OK"
-                try:
-                    async for item in inner_bidi(requests, context):
-                        yield item
-                except BaseException as exc:
-                    code = _code_of(exc, context)
-                    raise
-                finally:
-                    metrics.observe(method, code, time.perf_counter() - started, unary=False)
-
-            return handler._replace(stream_stream=observed_bidi)
+            return handler._replace(stream_stream=_observed_stream(handler.stream_stream, method, metrics))
         return handler
