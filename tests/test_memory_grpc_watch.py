@@ -182,3 +182,28 @@ async def test_a_lost_watch_is_waited_for_until_its_lease_ends(server_factory) -
         await writing
         # Its lease over, the lost watch is forgotten: the next write does not wait.
         await asyncio.wait_for(stub.AddMessages(add("m", "b")), 2.5)
+
+
+@pytest.mark.parametrize("memory_id", ["", "a\x00b", "会" * 300])
+async def test_a_watch_of_a_bad_memory_id_is_invalid_argument(channel, memory_id) -> None:
+    call = pb_grpc.MemoryServiceStub(channel).WatchMessages(metadata=ALICE)
+    await call.write(pb.WatchMessagesRequest(memory_id=memory_id, renewal=1))
+    with pytest.raises(grpc.aio.AioRpcError) as failure:
+        await call.read()
+    assert failure.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "memory_id" in failure.value.details()
+
+
+async def test_an_undecodable_watch_request_is_invalid_argument(channel) -> None:
+    stub = pb_grpc.MemoryServiceStub(channel)
+    await stub.CreateMemory(pb.CreateMemoryRequest(memory_id="会话-watch", kind=pb.MEMORY_KIND_IN_MEMORY), metadata=ALICE)
+    raw = channel.stream_stream("/agentscope.memory.v1.MemoryService/WatchMessages",
+                                request_serializer=lambda b: b, response_deserializer=lambda b: b)
+    call = raw(metadata=ALICE)
+    await call.write(b"\xff\xff\xff\xff")  # not a WatchMessagesRequest
+    with pytest.raises(grpc.aio.AioRpcError) as failure:
+        await call.read()
+    assert failure.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    # The memory is untouched and can still be watched.
+    call, started = await watch(stub, "会话-watch")
+    assert started.etag
+    call.cancel()
