@@ -1,7 +1,8 @@
 """`Coherence` on the library level: the interleavings that a gRPC test cannot force. A write
 that commits while a watch is being registered is never lost to that watch, a watch that is
 registering keeps its memory's entry alive, and a write whose caller was cancelled while it
-committed is announced all the same."""
+committed (or, for a small write run inline, while it was being announced) is announced all the
+same."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import contextlib
 
 from agentscope_memory.paging import ListState
 from agentscope_memory.short_term.coherence import Changed, Coherence, Started, WatchedStore, WatchState
+from agentscope_memory.store import MemoryRecord
+from agentscope_memory.store.in_process import InProcessStore
 
 
 class States:
@@ -111,3 +114,37 @@ async def test_a_write_whose_caller_was_cancelled_is_still_announced() -> None:
     changed = await asyncio.wait_for(watcher.outbox.get(), 5)
     assert isinstance(changed, Changed) and changed.etag == "etag-2"
     coherence.ack(watcher, changed.sequence)
+
+
+async def test_a_small_write_whose_caller_was_cancelled_while_announcing_is_still_announced() -> None:
+    # SQLite runs a small write inline and announces it without a task of its own unless the
+    # memory is watched: the announcement it starts must outlive its cancelled caller.
+    states = States()
+    coherence = Coherence(states.read, lease_s=30)
+    inner = InProcessStore()
+    store = WatchedStore(inner)
+    store.coherence = coherence
+    try:
+        await store.run("t", lambda tx: tx.insert_memory(MemoryRecord("m", "IN_MEMORY", version=1)), small=True)
+        watcher = await coherence.watch("t", "m")
+        assert isinstance(watcher.outbox.get_nowait(), Started)
+
+        def touch(tx):
+            states.version = tx.touch_memory("m")
+            return states.version
+
+        hold = states.hold = asyncio.Event()
+        call = asyncio.ensure_future(store.run("t", touch, small=True))
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # committed; its announcement is reading the new state, held there
+        assert states.version == 2 and not call.done()
+        call.cancel()  # the client's deadline passed while the write was being announced
+        with contextlib.suppress(asyncio.CancelledError):
+            await call
+        hold.set()
+        changed = await asyncio.wait_for(watcher.outbox.get(), 5)
+        assert isinstance(changed, Changed) and changed.etag == "etag-2"
+        coherence.ack(watcher, changed.sequence)
+        assert await inner.run("t", lambda tx: tx.get_memory("m").version, write=False) == 2
+    finally:
+        await inner.close()

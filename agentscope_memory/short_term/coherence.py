@@ -286,6 +286,8 @@ class WatchedStore:
         coherence = self.coherence
         if not write or coherence is None:
             return await self.inner.run(tenant, fn, write=write, small=small)
+        if small and getattr(self.inner, "inline_small_writes", False):
+            return await self._write_inline(coherence, tenant, fn)
         # A caller cancelled mid-write (a client's deadline) must not stop the announcement: the
         # transaction may commit in its worker thread all the same, and a watcher that never
         # hears of it would go on trusting its copy. So the write and its announcement run as one
@@ -293,6 +295,31 @@ class WatchedStore:
         task = asyncio.ensure_future(self._write_and_announce(coherence, tenant, fn, small))
         task.add_done_callback(_consume_outcome)
         return await asyncio.shield(task)
+
+    async def _write_inline(self, coherence: Coherence, tenant: str, fn: Callable[[Tx], T]) -> T:
+        """A small write on a store that runs it inline: the caller cannot be cancelled between
+        the commit and the line after the `await` (nothing suspends in between), so the
+        announcement is started right there, as its own task, only when the memory has watchers.
+        A write nobody watches costs no task and no extra turn of the event loop."""
+        changed: list[set[str]] = []
+
+        def tracked(tx: Tx) -> T:
+            result = fn(tx)
+            changed.append(tx.changed_memories())
+            return result
+
+        result = await self.inner.run(tenant, tracked, write=True, small=True)
+        watched = [m for m in sorted(changed[-1]) if coherence.watching(tenant, m)] if changed else []
+        if watched:
+            task = asyncio.ensure_future(self._announce(coherence, tenant, watched, _writer_watch.get()))
+            task.add_done_callback(_consume_outcome)
+            await asyncio.shield(task)
+        return result
+
+    @staticmethod
+    async def _announce(coherence: Coherence, tenant: str, memory_ids: list[str], skip: str) -> None:
+        for memory_id in memory_ids:
+            await coherence.changed(tenant, memory_id, skip)
 
     async def _write_and_announce(self, coherence: Coherence, tenant: str, fn: Callable[[Tx], T], small: bool) -> T:
         changed: list[set[str]] = []

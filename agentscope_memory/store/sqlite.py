@@ -111,6 +111,11 @@ def sqlite_dialect() -> Dialect:
 class SqliteStore:
     """The default, embedded store."""
 
+    # A small write runs on the caller's event loop and does not suspend between its commit and
+    # its return: the caller's next line runs right after the commit, whatever cancels it later
+    # (`WatchedStore` relies on that to announce the write without a task of its own).
+    inline_small_writes = True
+
     def __init__(self, path: Path, *, synchronous: str = "NORMAL", readers: int = 2) -> None:
         # OFF is for the throwaway `memory` store only (the settings offer the other three).
         if synchronous.upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):

