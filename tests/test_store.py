@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import sqlite3
 from pathlib import Path
@@ -216,3 +217,22 @@ async def _assert_legacy_data(store) -> None:
     assert await store.run("t", lambda tx: tx.meta_get("schema_version")) == "1"
     await store.run("t", lambda tx: tx.job_add("j", "k", {}, 0.0, 0.0))
     assert [j.job_id for j in await store.run("t", lambda tx: tx.job_list())] == ["j"]
+
+
+async def test_sqlite_keeps_its_write_ahead_log_small_with_checkpoints_off_the_loop(tmp_path) -> None:
+    # Checkpoints run on a thread of their own, not inside the commits on the event loop: between
+    # bursts of appends they must catch up, so the log starts over instead of growing.
+    store = open_store("sqlite", tmp_path)
+    try:
+        await store.run("t1", lambda tx: tx.insert_memory(MemoryRecord("m", "IN_MEMORY", version=1)))
+        item = "x" * 3000
+        for _ in range(30):
+            for _ in range(100):
+                await store.run("t1", lambda tx: (tx.append("m", "l", [item]), tx.touch_memory("m")), small=True)
+            await asyncio.sleep(0.01)
+        wal = Path(tmp_path) / "agentscope-memory.sqlite3-wal"
+        # Checkpointed only by SQLite's safety net (10,000 pages), the log would pass 40 MB.
+        assert wal.stat().st_size < 8 * 1024 * 1024
+        assert await store.run("t1", lambda tx: tx.length("m", "l"), write=False) == 3000
+    finally:
+        await store.close()

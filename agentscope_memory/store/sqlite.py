@@ -7,13 +7,21 @@ fsync per commit.
 
 The statements are the shared SQL layer's (`store/sql/`); this module holds connections, threads,
 transactions and the schema.
+
+Checkpoints (copying the WAL back into the database file, with an fsync of each) run on a thread
+of their own: SQLite's automatic checkpoint would run them in whichever commit crossed its
+threshold, which for a small write is the event loop, holding it for hundreds of microseconds
+every hundred or so appends. SQLite's own stays on, at ten times its default, as a safety net
+for a stream of writes so steady that a background checkpoint never catches up with it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
@@ -23,6 +31,8 @@ from agentscope_memory.store.sql import SHARED_SCHEMA, Dialect, SqlTx
 from agentscope_memory.tracing import current_tracer, span
 
 T = TypeVar("T")
+
+log = logging.getLogger("agentscope_memory.store.sqlite")
 
 # The first tables, as every existing database has them. Tables added later are in
 # `sql/schema.py`, shared with PostgreSQL.
@@ -75,6 +85,12 @@ CREATE INDEX IF NOT EXISTS requests_by_age ON requests (created);
 
 # Expired idempotency records are pruned once every this many write transactions.
 _PRUNE_EVERY = 1000
+# A checkpoint follows this many small write transactions (an append changes about eight pages,
+# so about SQLite's own default of 1000 pages), or any large one.
+_CHECKPOINT_EVERY = 128
+# SQLite's own checkpoint, inside a commit, past this many WAL pages (its default is 1000).
+_AUTOCHECKPOINT_PAGES = 10000
+_CHECKPOINT_ROUNDS = 8
 
 
 def _is_unique_violation(exc: BaseException) -> bool:
@@ -130,6 +146,9 @@ class SqliteStore:
         # One writer serialises every write transaction; readers see committed snapshots.
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-writer")
         self._readers = ThreadPoolExecutor(max_workers=readers, thread_name_prefix="sqlite-reader")
+        self._checkpointer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-checkpoint")
+        self._since_checkpoint = 0
+        self._checkpoint_queued = False
         self._write_lock: asyncio.Lock | None = None
         self._writes = 0
         self._closed = False
@@ -148,6 +167,9 @@ class SqliteStore:
             conn.execute(f"PRAGMA synchronous={self._synchronous}")
             conn.execute("PRAGMA busy_timeout=10000")
             conn.execute("PRAGMA foreign_keys=OFF")
+            # A safety net only: the background checkpoints keep the WAL far below it, unless
+            # writes come so fast and so steadily that none of them can finish.
+            conn.execute(f"PRAGMA wal_autocheckpoint={_AUTOCHECKPOINT_PAGES}")
             self._local.conn = conn
             with self._connections_lock:
                 self._connections.append(conn)
@@ -158,7 +180,7 @@ class SqliteStore:
         conn.executescript(_SCHEMA)
         conn.executescript(self._dialect.ddl(SHARED_SCHEMA))
 
-    def _in_transaction(self, tenant: str, fn: Callable[[SqlTx], T], write: bool) -> T:
+    def _in_transaction(self, tenant: str, fn: Callable[[SqlTx], T], write: bool, large: bool = False) -> T:
         conn = self._connection()
         conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
         try:
@@ -169,10 +191,37 @@ class SqliteStore:
                 if self._writes % _PRUNE_EVERY == 0:
                     tx.prune_requests()
             conn.execute("COMMIT")
-            return result
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+        if write:
+            self._since_checkpoint += 1
+            if (large or self._since_checkpoint >= _CHECKPOINT_EVERY) and not self._checkpoint_queued:
+                self._since_checkpoint = 0
+                self._checkpoint_queued = True
+                try:
+                    self._checkpointer.submit(self._checkpoint)
+                except RuntimeError:
+                    pass  # closing: the last connection to close checkpoints the WAL itself
+        return result
+
+    def _checkpoint(self) -> None:
+        # PASSIVE: copies what no reader still needs and waits for no one. SQLite starts the log
+        # over only when a write begins after a checkpoint that left nothing behind, so it goes
+        # again while writes came in meanwhile (a few rounds: a burst's end is caught up with; a
+        # steady stream is left to the safety net). A failure leaves the WAL as it is (nothing
+        # committed is lost), so it is logged, not raised.
+        self._checkpoint_queued = False
+        try:
+            conn = self._connection()
+            for _ in range(_CHECKPOINT_ROUNDS):
+                writes = self._writes
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                if self._writes == writes:
+                    break
+                time.sleep(0.001)
+        except sqlite3.Error as exc:
+            log.warning("sqlite checkpoint failed: %s", exc)
 
     async def run(
         self, tenant: str, fn: Callable[[SqlTx], T], *, write: bool = True, small: bool = False
@@ -198,7 +247,7 @@ class SqliteStore:
         async with self._write_lock:
             if small:
                 return self._in_transaction(tenant, fn, True)
-            return await loop.run_in_executor(self._writer, self._in_transaction, tenant, fn, True)
+            return await loop.run_in_executor(self._writer, self._in_transaction, tenant, fn, True, True)
 
     async def close(self) -> None:
         if self._closed:
@@ -210,6 +259,7 @@ class SqliteStore:
     def _shutdown(self) -> None:
         self._writer.shutdown(wait=True)
         self._readers.shutdown(wait=True)
+        self._checkpointer.shutdown(wait=True)
         with self._connections_lock:
             for conn in self._connections:
                 try:
