@@ -172,16 +172,19 @@ async def test_an_add_running_when_the_server_stops_finishes_and_a_resend_is_rep
         server.service.memories.store = server.service.store = gated
         watch = PipelinedWatch("m", adds_for("m", 50))
         running = asyncio.ensure_future(watch.run(stub))
-        await asyncio.wait_for(gated.holding.wait(), 30)
-        await asyncio.wait_for(watch.sent.wait(), 30)
-        stopping = asyncio.ensure_future(server.stop(10))
-        # The stream ends at once, UNAVAILABLE, while its add is still running...
-        await asyncio.wait_for(running, 30)
-        watch.check_ended_unavailable()
-        assert watch.answered == list(range(answered_first))
-        assert not stopping.done() and not gated.closed and server.drain.in_flight == 1
+        try:
+            await asyncio.wait_for(gated.holding.wait(), 30)
+            await asyncio.wait_for(watch.sent.wait(), 30)
+            # The lease (30 s) outlasts the grace: the add must not wait for its own ended watch.
+            stopping = asyncio.ensure_future(server.stop(10))
+            # The stream ends at once, UNAVAILABLE, while its add is still running...
+            await asyncio.wait_for(running, 30)
+            watch.check_ended_unavailable()
+            assert watch.answered == list(range(answered_first))
+            assert not stopping.done() and not gated.closed and server.drain.in_flight == 1
+        finally:
+            gated.gate.set()
         # ...and the add finishes before the store closes: the drain waited for it.
-        gated.gate.set()
         await asyncio.wait_for(stopping, 60)
         assert gated.closed
     messages = [r.getMessage() for r in caplog.records if r.name == "agentscope_memory_server"]
