@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import AsyncGenerator, AsyncIterator
+from typing import AsyncGenerator, AsyncIterator, Callable
 
 import grpc
 from google.protobuf.duration_pb2 import Duration
@@ -183,11 +183,13 @@ class MemoryServicer(AutoContextRpcs, pb_grpc.MemoryServiceServicer):
         finally:
             event.cancel()
             added.cancel()
-            # Unless the client released it, writes wait until the lease its client may still
-            # trust runs out.
-            coherence.close(watcher, released=False)
             reader.cancel()
-            adds.stop()
+            # Unless the client released it, writes wait until the lease its client may still
+            # trust runs out. Closed only once the stream's own add under way (if any) is done:
+            # until then the watch is that add's writer, which its announcement skips; closed
+            # first, the add would wait for its own watch's lease (past a drain's grace, and
+            # holding up every other write to the memory meanwhile).
+            adds.stop(lambda: coherence.close(watcher, released=False))
 
 
 class _StreamAdds:
@@ -218,13 +220,18 @@ class _StreamAdds:
         """True when no add waits, runs or has an answer still to send."""
         return self._queue.empty() and not self._busy and self.answers.empty()
 
-    def stop(self) -> None:
+    def stop(self, then: Callable[[], None]) -> None:
         """The stream ended: adds not started are dropped (their client retries them as
         `AddMessages` with the same `request_id`). One under way is left to finish, as its
-        transaction may already be committing: it must still be announced to the other watchers."""
+        transaction may already be committing: it must still be announced to the other watchers.
+        `then` runs once no add runs any more."""
         self._stopped = True
-        if self._worker is not None and not self._busy:
+        if self._worker is None or self._worker.done():
+            then()
+            return
+        if not self._busy:
             self._worker.cancel()
+        self._worker.add_done_callback(lambda _: then())
 
     async def _run(self) -> None:
         while not self._stopped:
