@@ -274,6 +274,18 @@ def _consume_outcome(task: asyncio.Future[Any]) -> None:
         task.exception()
 
 
+def _tracking(fn: Callable[[Tx], T]) -> tuple[Callable[[Tx], T], list[set[str]]]:
+    """`fn`, and the list it fills with the memories its transaction changed (once it ran)."""
+    changed: list[set[str]] = []
+
+    def tracked(tx: Tx) -> T:
+        result = fn(tx)
+        changed.append(tx.changed_memories())
+        return result
+
+    return tracked, changed
+
+
 class WatchedStore:
     """A store whose write transactions announce the memories they changed to `coherence`
     before the write returns to its caller (see the module docstring)."""
@@ -301,13 +313,7 @@ class WatchedStore:
         the commit and the line after the `await` (nothing suspends in between), so the
         announcement is started right there, as its own task, only when the memory has watchers.
         A write nobody watches costs no task and no extra turn of the event loop."""
-        changed: list[set[str]] = []
-
-        def tracked(tx: Tx) -> T:
-            result = fn(tx)
-            changed.append(tx.changed_memories())
-            return result
-
+        tracked, changed = _tracking(fn)
         result = await self.inner.run(tenant, tracked, write=True, small=True)
         watched = [m for m in sorted(changed[-1]) if coherence.watching(tenant, m)] if changed else []
         if watched:
@@ -322,18 +328,10 @@ class WatchedStore:
             await coherence.changed(tenant, memory_id, skip)
 
     async def _write_and_announce(self, coherence: Coherence, tenant: str, fn: Callable[[Tx], T], small: bool) -> T:
-        changed: list[set[str]] = []
-
-        def tracked(tx: Tx) -> T:
-            result = fn(tx)
-            changed.append(tx.changed_memories())
-            return result
-
+        tracked, changed = _tracking(fn)
         result = await self.inner.run(tenant, tracked, write=True, small=small)
         if changed:
-            skip = _writer_watch.get()
-            for memory_id in sorted(changed[-1]):
-                await coherence.changed(tenant, memory_id, skip)
+            await self._announce(coherence, tenant, sorted(changed[-1]), _writer_watch.get())
         return result
 
     async def close(self) -> None:
