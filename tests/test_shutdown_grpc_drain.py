@@ -166,3 +166,25 @@ async def test_a_watch_ends_with_unavailable_when_the_server_drains(server_facto
         assert ended.value.code() == grpc.StatusCode.UNAVAILABLE
         assert "shutting down" in (ended.value.details() or "")
         await stopping
+
+
+async def test_a_coherent_watch_carrying_adds_ends_with_unavailable_when_the_server_drains(server_factory) -> None:
+    # The bidirectional stream waits for its next item with its request reader still running;
+    # draining ends that wait, and the stream, UNAVAILABLE (not CANCELLED).
+    server = await server_factory()
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        stub = pb_grpc.MemoryServiceStub(channel)
+        await stub.CreateMemory(pb.CreateMemoryRequest(memory_id="watched", kind=pb.MEMORY_KIND_IN_MEMORY))
+        watch = stub.WatchMessages()
+        await watch.write(pb.WatchMessagesRequest(memory_id="watched", renewal=1))
+        assert (await asyncio.wait_for(watch.read(), 10)).HasField("started")
+        await watch.write(pb.WatchMessagesRequest(add_id=1, add=pb.AddMessagesRequest(
+            messages=[msg_to_proto(U("a"))], request_id="r1")))
+        answer = await asyncio.wait_for(watch.read(), 10)
+        assert answer.added.add_id == 1 and answer.added.response.message_count == 1
+        stopping = asyncio.create_task(server.stop(5))
+        with pytest.raises(grpc.aio.AioRpcError) as ended:
+            await asyncio.wait_for(watch.read(), 10)
+        assert ended.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert "shutting down" in (ended.value.details() or "")
+        await stopping

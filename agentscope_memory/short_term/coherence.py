@@ -116,7 +116,9 @@ class Watcher:
     watch_id: str
     tenant: str
     memory_id: str
-    outbox: asyncio.Queue[Event] = field(default_factory=asyncio.Queue)
+    # The watch's events, in order. Its stream may queue items of its own in between (the answers
+    # to adds it carries), so they go out in the order they came: only `Event`s come from here.
+    outbox: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
     # Server clock; 0 once lapsed (a write stopped waiting for it).
     lease_until: float = 0.0
     # Announcements not acknowledged yet, by sequence.
@@ -227,7 +229,10 @@ class Coherence:
         if entry is None or not entry.watchers:
             return
         async with entry.lock:
-            current = await self._read_state(tenant, memory_id, entry.last, MAX_ANNOUNCED_MESSAGES)
+            # The added messages only when a watcher will be sent them: a write whose only watch
+            # is its writer's (skipped) needs just the new state, the base of the next delta.
+            told = any(not w.closed and w.watch_id != skip for w in entry.watchers.values())
+            current = await self._read_state(tenant, memory_id, entry.last, MAX_ANNOUNCED_MESSAGES if told else 0)
             previous = entry.last_etag
             entry.last, entry.last_etag = current.state, current.etag
             loop = asyncio.get_running_loop()

@@ -156,33 +156,43 @@ class MemoryServicer(AutoContextRpcs, pb_grpc.MemoryServiceServicer):
         if first is None:
             return
         watcher = await coherence.watch(tenant_of(context), first.memory_id)
+        # One queue carries all that goes out, in the order it came: the watch's events and the
+        # answers to its adds both land in `watcher.outbox`, so each waits for one wake-up of this
+        # task only (waiting on a queue per kind took a task per kind and a wait over them).
+        outbox = watcher.outbox
         adds = _StreamAdds(self, watcher)
         adds.take(first)
         reader = asyncio.ensure_future(_take_in(requests, coherence, watcher, adds))
-        event = asyncio.ensure_future(watcher.outbox.get())
-        added = asyncio.ensure_future(adds.answers.get())
+        reader.add_done_callback(lambda _: outbox.put_nowait(_LOOK))
+        loop = asyncio.get_running_loop()
+        looking: asyncio.TimerHandle | None = None
+
+        def look() -> None:
+            # gRPC may notice a vanished caller only on a write: look now and then.
+            nonlocal looking
+            outbox.put_nowait(_LOOK)
+            looking = loop.call_later(_LOOK_EVERY_S, look)
+
+        looking = loop.call_later(_LOOK_EVERY_S, look)
         try:
             while True:
-                while not (event.done() or added.done() or reader.done() or context.done()):
-                    # gRPC may notice a vanished caller only on a write: look now and then.
-                    await asyncio.wait({event, added, reader}, timeout=1.0, return_when=asyncio.FIRST_COMPLETED)
-                if event.done():
-                    yield _watch_event(event.result())
-                    event = asyncio.ensure_future(watcher.outbox.get())
-                elif added.done():
-                    yield added.result()
-                    added = asyncio.ensure_future(adds.answers.get())
-                elif reader.done() and not context.done() and not adds.idle():
-                    # The client closed its side with adds still to answer: answer them first.
-                    await asyncio.wait({event, added}, return_when=asyncio.FIRST_COMPLETED)
-                else:
-                    # The client closed its side (or its stream failed): the watch ends.
-                    if reader.done() and not reader.cancelled():
+                item = await outbox.get()
+                if isinstance(item, pb.WatchMessagesResponse):
+                    adds.answered()
+                    yield item
+                elif item is not _LOOK:
+                    yield _watch_event(item)
+                if context.done():
+                    return
+                # The client closed its side (or its stream failed): the watch ends, once the adds
+                # it sent before are answered.
+                if reader.done() and adds.idle():
+                    if not reader.cancelled():
                         reader.result()
                     return
         finally:
-            event.cancel()
-            added.cancel()
+            if looking is not None:
+                looking.cancel()
             reader.cancel()
             # Unless the client released it, writes wait until the lease its client may still
             # trust runs out. Closed only once the stream's own add under way (if any) is done:
@@ -192,33 +202,44 @@ class MemoryServicer(AutoContextRpcs, pb_grpc.MemoryServiceServicer):
             adds.stop(lambda: coherence.close(watcher, released=False))
 
 
+# Put in a watch's outbox to make its stream look at its caller and its request stream.
+_LOOK = object()
+_LOOK_EVERY_S = 1.0
+
+
 class _StreamAdds:
     """The adds of one `WatchMessages` stream, applied one at a time in the order they came, in a
     task of their own: an add waits for the memory's other watchers, and meanwhile the stream's
     own renewals and acknowledgements must go on being read. Each add is `AddMessages` itself
     (`MemoryServicer._add_messages`, observed as that RPC by `run_embedded`), as this watch's own
-    write."""
+    write. Answers go to the watch's outbox (`Watcher.outbox`), with its events."""
 
     def __init__(self, servicer: MemoryServicer, watcher: Watcher) -> None:
         self._servicer = servicer
         self._watcher = watcher
         self._queue: asyncio.Queue[tuple[int, pb.AddMessagesRequest]] = asyncio.Queue()
-        self.answers: asyncio.Queue[pb.WatchMessagesResponse] = asyncio.Queue()
         self._worker: asyncio.Future[None] | None = None
         self._busy = False
         self._stopped = False
+        # Adds taken whose answer has not been sent yet (queued, running, or in the outbox).
+        self._unanswered = 0
 
     def take(self, request: pb.WatchMessagesRequest) -> None:
         """Queues the request's add, if it has one."""
         if not request.HasField("add"):
             return
         self._queue.put_nowait((request.add_id, request.add))
+        self._unanswered += 1
         if self._worker is None:
             self._worker = asyncio.ensure_future(self._run())
 
+    def answered(self) -> None:
+        """An answer from the outbox was sent."""
+        self._unanswered -= 1
+
     def idle(self) -> bool:
         """True when no add waits, runs or has an answer still to send."""
-        return self._queue.empty() and not self._busy and self.answers.empty()
+        return self._unanswered == 0
 
     def stop(self, then: Callable[[], None]) -> None:
         """The stream ended: adds not started are dropped (their client retries them as
@@ -238,11 +259,16 @@ class _StreamAdds:
             add_id, add = await self._queue.get()
             self._busy = True
             drain = current_drain.get()
+            answered = False
             try:
                 with drain.running() if drain is not None else contextlib.nullcontext():
-                    self.answers.put_nowait(await self._apply(add_id, add))
+                    self._watcher.outbox.put_nowait(await self._apply(add_id, add))
+                    answered = True
             finally:
                 self._busy = False
+                if not answered:
+                    # Cancelled: no answer is coming, so the stream does not wait for one.
+                    self._unanswered -= 1
 
     async def _apply(self, add_id: int, add: pb.AddMessagesRequest) -> pb.WatchMessagesResponse:
         watcher = self._watcher
