@@ -160,12 +160,7 @@ async def test_a_watch_ends_with_unavailable_when_the_server_drains(server_facto
         assert (await stub.CompressIfNeeded(pb.CompressIfNeededRequest(memory_id="watched"))).compressed
         first = await asyncio.wait_for(watch.read(), 10)
         assert first.event.sequence == 1
-        stopping = asyncio.create_task(server.stop(5))
-        with pytest.raises(grpc.aio.AioRpcError) as ended:
-            await asyncio.wait_for(watch.read(), 10)
-        assert ended.value.code() == grpc.StatusCode.UNAVAILABLE
-        assert "shutting down" in (ended.value.details() or "")
-        await stopping
+        await _stop_and_expect_unavailable(server, watch)
 
 
 async def test_a_coherent_watch_carrying_adds_ends_with_unavailable_when_the_server_drains(server_factory) -> None:
@@ -182,9 +177,14 @@ async def test_a_coherent_watch_carrying_adds_ends_with_unavailable_when_the_ser
             messages=[msg_to_proto(U("a"))], request_id="r1")))
         answer = await asyncio.wait_for(watch.read(), 10)
         assert answer.added.add_id == 1 and answer.added.response.message_count == 1
-        stopping = asyncio.create_task(server.stop(5))
-        with pytest.raises(grpc.aio.AioRpcError) as ended:
-            await asyncio.wait_for(watch.read(), 10)
-        assert ended.value.code() == grpc.StatusCode.UNAVAILABLE
-        assert "shutting down" in (ended.value.details() or "")
-        await stopping
+        await _stop_and_expect_unavailable(server, watch)
+
+
+async def _stop_and_expect_unavailable(server, stream) -> None:
+    """Stop `server` (5 s grace) while `stream` waits for its next item: the stream ends UNAVAILABLE."""
+    stopping = asyncio.create_task(server.stop(5))
+    with pytest.raises(grpc.aio.AioRpcError) as ended:
+        await asyncio.wait_for(stream.read(), 10)
+    assert ended.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert "shutting down" in (ended.value.details() or "")
+    await stopping

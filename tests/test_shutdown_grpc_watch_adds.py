@@ -187,9 +187,7 @@ async def test_an_add_running_when_the_server_stops_finishes_and_a_resend_is_rep
         # ...and the add finishes before the store closes: the drain waited for it.
         await asyncio.wait_for(stopping, 60)
         assert gated.closed
-    messages = [r.getMessage() for r in caplog.records if r.name == "agentscope_memory_server"]
-    assert "drained" in messages and "grace period over; cancelling the calls left" not in messages
-    assert errors_logged(caplog) == []
+    _check_drained_within_grace(caplog)
 
     again = await server_factory(data_dir=data)
     async with grpc.aio.insecure_channel(again.address) as channel:
@@ -208,20 +206,13 @@ async def test_stopping_mid_pipeline_loses_and_duplicates_no_add(
     memories = [f"m{i}" for i in range(4)]
     async with grpc.aio.insecure_channel(server.address) as channel:
         stub = pb_grpc.MemoryServiceStub(channel)
-        for memory_id in memories:
-            await stub.CreateMemory(pb.CreateMemoryRequest(memory_id=memory_id, kind=pb.MEMORY_KIND_IN_MEMORY))
-        watches = [PipelinedWatch(m, adds_for(m, PIPELINED)) for m in memories]
-        running = [asyncio.ensure_future(w.run(stub, answers_wanted=20)) for w in watches]
-        # Every stream has answers and adds still to go when the stop begins.
-        await asyncio.wait_for(asyncio.gather(*(w.answers_seen.wait() for w in watches), *(w.sent.wait() for w in watches)), 60)
+        watches, running = await _start_pipelines(stub, memories)
         await server.stop(10)
         await asyncio.wait_for(asyncio.gather(*running), 30)
     for watch in watches:
         watch.check_ended_unavailable()
         assert 20 <= len(watch.answered) < PIPELINED
-    messages = [r.getMessage() for r in caplog.records if r.name == "agentscope_memory_server"]
-    assert "drained" in messages and "grace period over; cancelling the calls left" not in messages
-    assert errors_logged(caplog) == []
+    _check_drained_within_grace(caplog)
 
     again = await server_factory(data_dir=data)
     async with grpc.aio.insecure_channel(again.address) as channel:
@@ -241,11 +232,7 @@ async def test_sigterm_mid_pipeline_loses_and_duplicates_no_add(tmp_path: Path) 
     try:
         async with grpc.aio.insecure_channel(server.address) as channel:
             stub = pb_grpc.MemoryServiceStub(channel)
-            for memory_id in memories:
-                await stub.CreateMemory(pb.CreateMemoryRequest(memory_id=memory_id, kind=pb.MEMORY_KIND_IN_MEMORY))
-            watches = [PipelinedWatch(m, adds_for(m, PIPELINED)) for m in memories]
-            running = [asyncio.ensure_future(w.run(stub, answers_wanted=20)) for w in watches]
-            await asyncio.wait_for(asyncio.gather(*(w.answers_seen.wait() for w in watches), *(w.sent.wait() for w in watches)), 60)
+            watches, running = await _start_pipelines(stub, memories)
             server.proc.send_signal(signal.SIGTERM)
             await asyncio.wait_for(asyncio.gather(*running), 60)
         assert await asyncio.to_thread(server.proc.wait, 60) == 0
@@ -268,3 +255,21 @@ async def test_sigterm_mid_pipeline_loses_and_duplicates_no_add(tmp_path: Path) 
         assert " ERROR " not in log and "Traceback" not in log, log[-4000:]
     finally:
         again.close()
+
+
+async def _start_pipelines(stub, memories: list[str]) -> tuple[list[PipelinedWatch], list[asyncio.Future]]:
+    """A watch pipelining adds to each new memory of `memories`, returned once every stream has
+    answers and adds still to go (so a stop that begins then lands mid-pipeline)."""
+    for memory_id in memories:
+        await stub.CreateMemory(pb.CreateMemoryRequest(memory_id=memory_id, kind=pb.MEMORY_KIND_IN_MEMORY))
+    watches = [PipelinedWatch(m, adds_for(m, PIPELINED)) for m in memories]
+    running = [asyncio.ensure_future(w.run(stub, answers_wanted=20)) for w in watches]
+    await asyncio.wait_for(asyncio.gather(*(w.answers_seen.wait() for w in watches), *(w.sent.wait() for w in watches)), 60)
+    return watches, running
+
+
+def _check_drained_within_grace(caplog: pytest.LogCaptureFixture) -> None:
+    """The server logged that it drained (no call cancelled at the end of its grace) and no error."""
+    messages = [r.getMessage() for r in caplog.records if r.name == "agentscope_memory_server"]
+    assert "drained" in messages and "grace period over; cancelling the calls left" not in messages
+    assert errors_logged(caplog) == []
