@@ -12,21 +12,7 @@ import httpx
 
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
-from agentscope_memory.convert.to_proto import msg_to_proto
-from agentscope_memory.message import Msg, MsgRole
-
-KEYS = {"key-for-alice-000001": "alice", "key-for-bob-00000001": "bob"}
-ALICE = [("x-api-key", "key-for-alice-000001")]
-BOB = [("x-api-key", "key-for-bob-00000001")]
-
-
-def add(memory_id: str, *texts: str, request_id: str = "") -> pb.AddMessagesRequest:
-    return pb.AddMessagesRequest(memory_id=memory_id, request_id=request_id,
-                                 messages=[msg_to_proto(Msg.create(MsgRole.USER, t)) for t in texts])
-
-
-def texts(messages) -> list[str]:
-    return [m.content[0].text.text for m in messages]
+from tests.watch_helpers import ALICE, BOB, KEYS, add, texts
 
 
 async def start(server_factory, **settings):
