@@ -18,6 +18,7 @@ async def test_call_duration_by_service_method_and_status_code(server_factory) -
         await client.add_message("指标-1", Msg.create(MsgRole.USER, "hello"))
         entries, _ = await client.save_state("指标-1")  # a server-streaming call
         assert entries
+        await client.load_state("指标-1", entries)  # a client-streaming call
         with pytest.raises(NotFoundError):
             await client.get_memory("missing")
     async with httpx.AsyncClient() as http:
@@ -36,5 +37,6 @@ async def test_call_duration_by_service_method_and_status_code(server_factory) -
     assert count("agentscope.memory.v1.MemoryService", "AddMessages", 0) == 1
     assert count("agentscope.memory.v1.MemoryService", "GetMemory", 5) == 1
     assert count("agentscope.memory.v1.StateService", "StreamSaveState", 0) == 1
+    assert count("agentscope.memory.v1.StateService", "StreamLoadState", 0) == 1
     # The server's own names stay (dashboards built on them keep working).
     assert 'agentscope_memory_rpc_calls_total{code="NOT_FOUND",method="/agentscope.memory.v1.MemoryService/GetMemory"} 1.0' in text

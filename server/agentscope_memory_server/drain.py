@@ -25,6 +25,8 @@ from typing import Any
 
 import grpc
 
+from agentscope_memory_server.handlers import Behaviour, wrap_behaviour
+
 log = logging.getLogger("agentscope_memory_server")
 
 # grpc's own services (health, reflection) keep answering while the server drains: health is
@@ -180,37 +182,20 @@ class DrainInterceptor(grpc.aio.ServerInterceptor):
         if handler is None or method.startswith(_EXEMPT_PREFIX):
             return handler
         drain = self._drain
-        if handler.unary_unary is not None:
-            unary = handler.unary_unary
 
-            async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                return await drain.run_unary(unary, request, context)
+        # A client stream (StreamLoadState) is one call with one answer: drained as unary. A
+        # server stream or a watch (WatchMessages) never ends by itself: it ends at once, UNAVAILABLE.
+        def answered_once(behaviour: Behaviour) -> Behaviour:
+            async def run(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                return await drain.run_unary(behaviour, request, context)
 
-            return handler._replace(unary_unary=unary_unary)
-        if handler.unary_stream is not None:
-            stream = handler.unary_stream
+            return run
 
-            # An async generator function itself: grpc tells stream handlers apart by that.
-            async def unary_stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-                async for item in drain.run_stream(stream, request, context):
+        def streamed(behaviour: Behaviour) -> Behaviour:
+            async def run(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+                async for item in drain.run_stream(behaviour, request, context):
                     yield item
 
-            return handler._replace(unary_stream=unary_stream)
-        if handler.stream_unary is not None:
-            # A client stream (StreamLoadState) is one call with one answer: drained as unary.
-            upload = handler.stream_unary
+            return run
 
-            async def stream_unary(requests: Any, context: grpc.aio.ServicerContext) -> Any:
-                return await drain.run_unary(upload, requests, context)
-
-            return handler._replace(stream_unary=stream_unary)
-        if handler.stream_stream is not None:
-            # A watch (WatchMessages) never ends by itself either: it ends at once, UNAVAILABLE.
-            bidi = handler.stream_stream
-
-            async def stream_stream(requests: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-                async for item in drain.run_stream(bidi, requests, context):
-                    yield item
-
-            return handler._replace(stream_stream=stream_stream)
-        return handler
+        return wrap_behaviour(handler, answered_once, streamed)

@@ -9,6 +9,8 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 import grpc
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 
+from agentscope_memory_server.handlers import Behaviour, wrap_behaviour
+
 
 # The metrics of the server running the current call (set by `MetricsInterceptor`), for calls
 # carried inside a stream (`embedded_calls`), which the interceptor does not see one by one.
@@ -106,23 +108,19 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
             return handler
         method = details.method
         metrics = self._metrics
-        if handler.unary_unary is not None:
-            inner = handler.unary_unary
 
+        def answered_once(behaviour: Behaviour) -> Behaviour:
             async def observed(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 started = time.perf_counter()
                 code = "OK"
                 try:
-                    return await inner(request, context)
+                    return await behaviour(request, context)
                 except BaseException as exc:
                     code = _code_of(exc, context)
                     raise
                 finally:
                     metrics.observe(method, code, time.perf_counter() - started, unary=True)
 
-            return handler._replace(unary_unary=observed)
-        if handler.unary_stream is not None:
-            return handler._replace(unary_stream=_observed_stream(handler.unary_stream, method, metrics))
-        if handler.stream_stream is not None:
-            return handler._replace(stream_stream=_observed_stream(handler.stream_stream, method, metrics))
-        return handler
+            return observed
+
+        return wrap_behaviour(handler, answered_once, lambda behaviour: _observed_stream(behaviour, method, metrics))

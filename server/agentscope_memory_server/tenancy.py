@@ -18,6 +18,7 @@ import grpc
 
 from agentscope_memory.errors import UnauthenticatedError
 from agentscope_memory.short_term.manager import DEFAULT_TENANT
+from agentscope_memory_server.handlers import Behaviour, wrap_behaviour
 
 _tenant: contextvars.ContextVar[str] = contextvars.ContextVar("tenant", default=DEFAULT_TENANT)
 
@@ -115,41 +116,26 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
 
 
 def _as_tenant(handler: grpc.RpcMethodHandler, tenant: str) -> grpc.RpcMethodHandler:
-    if handler.unary_unary is not None:
-        inner = handler.unary_unary
-
-        async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+    def answered_once(behaviour: Behaviour) -> Behaviour:
+        async def run(request: Any, context: grpc.aio.ServicerContext) -> Any:
             _tenant.set(tenant)
-            return await inner(request, context)
+            return await behaviour(request, context)
 
-        return handler._replace(unary_unary=unary)
-    if handler.unary_stream is not None:
-        inner_stream = handler.unary_stream
+        return run
 
-        async def stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
+    def streamed(behaviour: Behaviour) -> Behaviour:
+        async def run(request: Any, context: grpc.aio.ServicerContext) -> Any:
             _tenant.set(tenant)
-            async for item in inner_stream(request, context):
+            async for item in behaviour(request, context):
                 yield item
 
-        return handler._replace(unary_stream=stream)
-    if handler.stream_stream is not None:
-        inner_bidi = handler.stream_stream
+        return run
 
-        async def bidi(requests: Any, context: grpc.aio.ServicerContext) -> Any:
-            _tenant.set(tenant)
-            async for item in inner_bidi(requests, context):
-                yield item
-
-        return handler._replace(stream_stream=bidi)
-    raise NotImplementedError("client-streaming RPCs are not part of the contract")
+    return wrap_behaviour(handler, answered_once, streamed)
 
 
 def _rejecting(handler: grpc.RpcMethodHandler, message: str) -> grpc.RpcMethodHandler:
     async def reject(request: Any, context: grpc.aio.ServicerContext) -> Any:
         await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
 
-    if handler.unary_unary is not None:
-        return handler._replace(unary_unary=reject)
-    if handler.stream_stream is not None:
-        return handler._replace(stream_stream=reject)
-    return handler._replace(unary_stream=reject)
+    return wrap_behaviour(handler, lambda _: reject, lambda _: reject)

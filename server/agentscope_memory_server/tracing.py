@@ -16,6 +16,7 @@ from typing import Any
 import grpc
 
 from agentscope_memory.tracing import current_tracer
+from agentscope_memory_server.handlers import wrap_behaviour
 
 # gRPC codes that make a server span an error, per OpenTelemetry's RPC semantic conventions.
 _SERVER_ERRORS = {
@@ -135,12 +136,4 @@ class TracingInterceptor(grpc.aio.ServerInterceptor):
 
             return traced
 
-        if handler.unary_unary is not None:
-            return handler._replace(unary_unary=unary_response(handler.unary_unary))
-        if handler.stream_unary is not None:
-            return handler._replace(stream_unary=unary_response(handler.stream_unary))
-        if handler.unary_stream is not None:
-            return handler._replace(unary_stream=stream_response(handler.unary_stream))
-        if handler.stream_stream is not None:
-            return handler._replace(stream_stream=stream_response(handler.stream_stream))
-        return handler
+        return wrap_behaviour(handler, unary_response, stream_response)

@@ -1,0 +1,34 @@
+"""Wrapping a gRPC method handler's behaviour, whatever its kind, for the interceptors.
+
+A handler carries its behaviour under one of four names (`unary_unary`, `unary_stream`,
+`stream_unary`, `stream_stream`). An interceptor that wraps only the kinds it thought of passes
+the others through untouched: that is how a client-streaming call (`StreamLoadState`) once ran
+with no tenant and no key check. Every interceptor that wraps behaviours goes through here, so
+each kind is wrapped, by the wrapper for calls answered once or for calls answered by a stream.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import grpc
+
+# A handler's behaviour: `(request or request iterator, context)` to a response, or to an async
+# iterator of responses.
+Behaviour = Callable[[Any, grpc.aio.ServicerContext], Any]
+
+
+def wrap_behaviour(handler: grpc.RpcMethodHandler, answered_once: Callable[[Behaviour], Behaviour],
+                   streamed: Callable[[Behaviour], Behaviour]) -> grpc.RpcMethodHandler:
+    """`handler` with its behaviour wrapped: by `answered_once` for unary and client-streaming
+    calls, by `streamed` for server-streaming and bidirectional ones (an async generator function,
+    which grpc iterates, or a coroutine function that answers with a status only)."""
+    if handler.unary_unary is not None:
+        return handler._replace(unary_unary=answered_once(handler.unary_unary))
+    if handler.stream_unary is not None:
+        return handler._replace(stream_unary=answered_once(handler.stream_unary))
+    if handler.unary_stream is not None:
+        return handler._replace(unary_stream=streamed(handler.unary_stream))
+    if handler.stream_stream is not None:
+        return handler._replace(stream_stream=streamed(handler.stream_stream))
+    return handler
