@@ -1,5 +1,6 @@
 package dev.agentscopememory.agentscope1;
 
+import static dev.agentscopememory.agentscope1.SampleMessages.texts;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -157,14 +158,6 @@ class CoherentCacheTest {
             Thread.sleep(10);
         }
         assertTrue(condition.getAsBoolean(), "the watch did not start");
-    }
-
-    private static List<String> texts(List<Msg> messages) {
-        List<String> out = new ArrayList<>();
-        for (Msg m : messages) {
-            out.add(m.getTextContent());
-        }
-        return out;
     }
 
     @Test

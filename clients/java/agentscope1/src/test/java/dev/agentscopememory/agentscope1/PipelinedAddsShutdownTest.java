@@ -1,5 +1,6 @@
 package dev.agentscopememory.agentscope1;
 
+import static dev.agentscopememory.agentscope1.SampleMessages.texts;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -34,14 +35,6 @@ class PipelinedAddsShutdownTest {
 
     private static Msg text(String text) {
         return Msg.builder().role(MsgRole.USER).name("user").textContent(text).build();
-    }
-
-    private static List<String> texts(List<Msg> messages) {
-        List<String> out = new ArrayList<>();
-        for (Msg m : messages) {
-            out.add(m.getTextContent());
-        }
-        return out;
     }
 
     /** Counts the unary AddMessages calls made over {@code channel}. */

@@ -1,5 +1,6 @@
 package dev.agentscopememory.agentscope1;
 
+import static dev.agentscopememory.agentscope1.SampleMessages.texts;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -156,14 +157,6 @@ class PipelinedAddsTest {
 
     private static JsonNode json(List<Msg> messages) throws Exception {
         return TREES.readTree(JsonUtils.getJsonCodec().toJson(messages));
-    }
-
-    private static List<String> texts(List<Msg> messages) {
-        List<String> out = new ArrayList<>();
-        for (Msg m : messages) {
-            out.add(m.getTextContent());
-        }
-        return out;
     }
 
     /** Waits (at most 10 s) for something the background (watch, answers) brings about. */

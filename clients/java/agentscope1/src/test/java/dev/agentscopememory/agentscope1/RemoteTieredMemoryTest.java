@@ -1,5 +1,6 @@
 package dev.agentscopememory.agentscope1;
 
+import static dev.agentscopememory.agentscope1.SampleMessages.texts;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -14,7 +15,6 @@ import io.agentscope.core.state.SimpleSessionKey;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
 import org.junit.jupiter.api.BeforeAll;
@@ -32,14 +32,6 @@ class RemoteTieredMemoryTest {
 
     static Msg user(String text) {
         return Msg.builder().role(MsgRole.USER).name("user").textContent(text).build();
-    }
-
-    static List<String> texts(List<Msg> messages) {
-        List<String> out = new ArrayList<>();
-        for (Msg m : messages) {
-            out.add(m.getTextContent());
-        }
-        return out;
     }
 
     static RemoteTieredMemory.Builder fresh() {

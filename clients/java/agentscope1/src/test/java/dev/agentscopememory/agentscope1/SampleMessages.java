@@ -124,4 +124,13 @@ public final class SampleMessages {
                 .timestamp("2026-04-30 10:51:36.000").build());
         return out;
     }
+
+    /** The text of each message, in order: what most assertions on a history compare. */
+    public static List<String> texts(List<Msg> messages) {
+        List<String> out = new ArrayList<>();
+        for (Msg m : messages) {
+            out.add(m.getTextContent());
+        }
+        return out;
+    }
 }

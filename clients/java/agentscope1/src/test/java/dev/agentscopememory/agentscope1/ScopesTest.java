@@ -1,5 +1,6 @@
 package dev.agentscopememory.agentscope1;
 
+import static dev.agentscopememory.agentscope1.SampleMessages.texts;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
@@ -13,7 +14,6 @@ import io.agentscope.core.ReActAgent;
 import io.agentscope.core.message.ContentBlock;
 import io.agentscope.core.message.TextBlock;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
 import org.junit.jupiter.api.AfterAll;
@@ -39,14 +39,6 @@ class ScopesTest {
 
     static Msg user(String text) {
         return Msg.builder().role(MsgRole.USER).name("user").textContent(text).build();
-    }
-
-    static List<String> texts(List<Msg> messages) {
-        List<String> out = new ArrayList<>();
-        for (Msg m : messages) {
-            out.add(m.getTextContent());
-        }
-        return out;
     }
 
     @Test
