@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 
 from agentscope_memory.paging import ListState
-from agentscope_memory.short_term.coherence import Changed, Coherence, Started, WatchedStore, WatchState
+from agentscope_memory.short_term.coherence import Changed, Coherence, Started, WatchedStore, WatchState, Written, writes_of
 from agentscope_memory.store import MemoryRecord
 from agentscope_memory.store.in_process import InProcessStore
 
@@ -148,3 +148,62 @@ async def test_a_small_write_whose_caller_was_cancelled_while_announcing_is_stil
         assert await inner.run("t", lambda tx: tx.get_memory("m").version, write=False) == 2
     finally:
         await inner.close()
+
+
+async def test_a_write_watched_only_by_its_writer_is_taken_in_from_its_own_account() -> None:
+    # A watching client's own add is not announced to it: with no other watch, the new state
+    # (the base of the next announcement's delta) comes from the writer's account, not a read.
+    states = States()
+    reads: list[str] = []
+
+    async def read(tenant: str, memory_id: str, since: ListState | None, max_messages: int) -> WatchState:
+        reads.append(memory_id)
+        return await states.read(tenant, memory_id, since, max_messages)
+
+    coherence = Coherence(read, lease_s=30)
+    store = WatchedStore(InProcessStore())
+    store.coherence = coherence
+    try:
+        await store.run("t", lambda tx: tx.insert_memory(MemoryRecord("m", "IN_MEMORY", version=1)), small=True)
+        own = await coherence.watch("t", "m")
+        assert isinstance(own.outbox.get_nowait(), Started)
+
+        def add_as(previous: str):
+            def add(tx) -> None:
+                states.version = tx.touch_memory("m")
+                written["m"] = Written(previous, f"etag-{states.version}", states.now().state)
+            return add
+
+        reads.clear()
+        with writes_of(own.watch_id) as written:
+            await store.run("t", add_as("etag-1"), small=True)
+        assert reads == [] and states.version == 2
+
+        # Someone else's write is announced as following the account.
+        def touch(tx) -> None:
+            states.version = tx.touch_memory("m")
+
+        someone = asyncio.ensure_future(store.run("t", touch, small=True))
+        changed = await asyncio.wait_for(own.outbox.get(), 5)
+        assert isinstance(changed, Changed) and (changed.previous_etag, changed.etag) == ("etag-2", "etag-3")
+        coherence.ack(own, changed.sequence)
+        await someone
+
+        # An account that does not follow the state last taken in is not trusted: it is read.
+        reads.clear()
+        with writes_of(own.watch_id) as written:
+            await store.run("t", add_as("etag-elsewhere"), small=True)
+        assert reads == ["m"]
+
+        # With another watch, the change must be told: read and announced, as always.
+        other = await coherence.watch("t", "m")
+        assert isinstance(other.outbox.get_nowait(), Started)
+        reads.clear()
+        with writes_of(own.watch_id) as written:
+            adding = asyncio.ensure_future(store.run("t", add_as("etag-4"), small=True))
+            changed = await asyncio.wait_for(other.outbox.get(), 5)
+        assert isinstance(changed, Changed) and changed.etag == "etag-5" and reads == ["m"]
+        coherence.ack(other, changed.sequence)
+        await adding
+    finally:
+        await store.close()

@@ -193,3 +193,49 @@ async def test_an_undecodable_watch_request_is_invalid_argument(channel) -> None
     call, started = await watch(stub, "会话-watch")
     assert started.etag
     call.cancel()
+
+
+async def test_a_watch_can_create_its_memory_and_says_how_many_messages_it_holds(channel) -> None:
+    stub = pb_grpc.MemoryServiceStub(channel)
+    config = pb.CreateMemoryRequest(kind=pb.MEMORY_KIND_IN_MEMORY, labels={"对话": "新"})
+    call = stub.WatchMessages(metadata=ALICE)
+    await call.write(pb.WatchMessagesRequest(memory_id="会话-1", renewal=1, create=config))
+    started = (await call.read()).started
+    got = await stub.GetMemory(pb.GetMemoryRequest(memory_id="会话-1"), metadata=ALICE)
+    assert got.memory.labels["对话"] == "新" and got.memory.message_count == 0
+    current = await stub.GetMessages(pb.GetMessagesRequest(memory_id="会话-1"), metadata=ALICE)
+    assert started.message_count == 0 and started.etag == current.etag and started.accepts_adds
+    # The stream goes on as any watch: an add over it, then another client's add, announced.
+    await call.write(pb.WatchMessagesRequest(add=add("", "你好"), add_id=1))
+    assert (await call.read()).added.response.message_count == 1
+    call.cancel()
+    # An existing memory is watched as it is (allow_existing), with its count; other tenants'
+    # memories are not touched.
+    call = stub.WatchMessages(metadata=ALICE)
+    await call.write(pb.WatchMessagesRequest(memory_id="会话-1", renewal=1,
+                                             create=pb.CreateMemoryRequest(kind=pb.MEMORY_KIND_IN_MEMORY)))
+    assert (await call.read()).started.message_count == 1
+    call.cancel()
+    with pytest.raises(grpc.aio.AioRpcError) as missing:
+        await stub.GetMemory(pb.GetMemoryRequest(memory_id="会话-1"), metadata=BOB)
+    assert missing.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+async def test_a_watch_that_cannot_create_its_memory_ends_with_create_memorys_error(channel) -> None:
+    stub = pb_grpc.MemoryServiceStub(channel)
+    cases = [
+        (pb.WatchMessagesRequest(memory_id="m", create=pb.CreateMemoryRequest(memory_id="other")), "create.memory_id"),
+        (pb.WatchMessagesRequest(memory_id="m", create=pb.CreateMemoryRequest(
+            kind=pb.MEMORY_KIND_IN_MEMORY, labels={"": "x"})), "labels"),
+        (pb.WatchMessagesRequest(memory_id="", create=pb.CreateMemoryRequest(kind=pb.MEMORY_KIND_IN_MEMORY)),
+         "memory_id"),
+    ]
+    for request, field in cases:
+        call = stub.WatchMessages(metadata=ALICE)
+        await call.write(request)
+        with pytest.raises(grpc.aio.AioRpcError) as failed:
+            await call.read()
+        assert failed.value.code() == grpc.StatusCode.INVALID_ARGUMENT, failed.value.details()
+        assert field in failed.value.details()
+    listed = await stub.ListMemories(pb.ListMemoriesRequest(), metadata=ALICE)
+    assert [m.memory_id for m in listed.memories] == []

@@ -48,17 +48,34 @@ MAX_ANNOUNCED_MESSAGES = 100
 # The watch of the client whose write is running: it learns the outcome from the write's own
 # response, so the write does not wait for it to acknowledge an announcement.
 _writer_watch: contextvars.ContextVar[str] = contextvars.ContextVar("writer_watch", default="")
+_written: contextvars.ContextVar[dict[str, Written] | None] = contextvars.ContextVar("written", default=None)
+
+
+@dataclass(frozen=True)
+class Written:
+    """A write's own account of a memory it changed: the etags before and after, and the state
+    after. When nobody but the writer's own watch watches the memory, its announcement takes the
+    new state from here instead of reading it again."""
+
+    previous_etag: str
+    etag: str
+    state: ListState
 
 
 @contextlib.contextmanager
-def writes_of(watch_id: str) -> Iterator[None]:
+def writes_of(watch_id: str) -> Iterator[dict[str, Written]]:
     """Within this block, write transactions do not wait for the watch `watch_id` (the writer's
     own, whose client applies the write's response itself). Wrap exactly the transaction whose
-    outcome the response reports: a later one (a TIERED pass after an add) must be announced."""
+    outcome the response reports: a later one (a TIERED pass after an add) must be announced.
+    The transaction may put its account of what it wrote (`Written`, by memory id) in the dict
+    this yields."""
     token = _writer_watch.set(watch_id)
+    written: dict[str, Written] = {}
+    written_token = _written.set(written)
     try:
-        yield
+        yield written
     finally:
+        _written.reset(written_token)
         _writer_watch.reset(token)
 
 
@@ -70,6 +87,8 @@ class Started:
     watch_id: str
     etag: str
     lease_s: float
+    # Messages at `etag`.
+    count: int = 0
 
 
 @dataclass(frozen=True)
@@ -174,7 +193,8 @@ class Coherence:
             if not current.exists:
                 raise NotFoundError(f"memory {memory_id!r} does not exist")
             entry.last, entry.last_etag = current.state, current.etag
-            watcher.outbox.put_nowait(Started(watcher.watch_id, current.etag, self.lease_s))
+            count = current.state.count if current.state is not None else 0
+            watcher.outbox.put_nowait(Started(watcher.watch_id, current.etag, self.lease_s, count))
         except BaseException:
             watcher.closed = True
             entry.watchers.pop(watcher.watch_id, None)
@@ -221,6 +241,21 @@ class Coherence:
         if (not entry.watchers and not entry.joining and not entry.lock.locked()
                 and self._memories.get((tenant, memory_id)) is entry):
             del self._memories[(tenant, memory_id)]
+
+    def settled(self, tenant: str, memory_id: str, skip: str, written: Written | None) -> bool:
+        """Takes in a committed change with nothing to announce, when that can be done at once:
+        the memory's only watch is the writer's own (`skip`, not told of its own writes), no
+        announcement is under way, and the writer's account (`written`) follows the state last
+        taken in, so it becomes the base of the next announcement's delta with no read. False:
+        announce it with `changed`."""
+        entry = self._memories.get((tenant, memory_id))
+        if entry is None or not entry.watchers:
+            return True
+        if (written is None or entry.lock.locked() or entry.joining or entry.last_etag != written.previous_etag
+                or any(w.closed or w.watch_id != skip for w in entry.watchers.values())):
+            return False
+        entry.last, entry.last_etag = written.state, written.etag
+        return True
 
     async def changed(self, tenant: str, memory_id: str, skip: str = "") -> None:
         """Announce a committed change of `memory_id` to its watchers (except `skip`) and return
@@ -321,8 +356,10 @@ class WatchedStore:
         tracked, changed = _tracking(fn)
         result = await self.inner.run(tenant, tracked, write=True, small=True)
         watched = [m for m in sorted(changed[-1]) if coherence.watching(tenant, m)] if changed else []
+        skip, written = _writer_watch.get(), _written.get() or {}
+        watched = [m for m in watched if not coherence.settled(tenant, m, skip, written.get(m))]
         if watched:
-            task = asyncio.ensure_future(self._announce(coherence, tenant, watched, _writer_watch.get()))
+            task = asyncio.ensure_future(self._announce(coherence, tenant, watched, skip))
             task.add_done_callback(_consume_outcome)
             await asyncio.shield(task)
         return result

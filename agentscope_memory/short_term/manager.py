@@ -28,7 +28,7 @@ from agentscope_memory.paging import ListState, PageTokens, Snapshot, cut_to_bud
 from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES
 from agentscope_memory.store.codec import decode_msg, encode_msg, stored_bytes
 from agentscope_memory.session.state import StateEntry
-from agentscope_memory.short_term.coherence import WatchState, writes_of
+from agentscope_memory.short_term.coherence import WatchState, Written, writes_of
 from agentscope_memory.store.base import MemoryRecord, RequestRecord, Row, Store, Tx
 
 __all__ = [
@@ -215,7 +215,9 @@ class MemoryManager:
             tx.insert_memory(record)
             return MemoryInfo(record, 0), True
 
-        return await self.store.run(tenant, create)
+        # One row: on the event loop, unless its configuration is large (custom prompts).
+        size = len(config_json or "") + sum(len(k) + len(v) for k, v in labels.items())
+        return await self.store.run(tenant, create, small=size < SMALL_TRANSACTION_BYTES)
 
     def _check_labels(self, labels: dict[str, str]) -> None:
         if len(labels) > self.limits.max_labels:
@@ -341,9 +343,11 @@ class MemoryManager:
             if after_add is not None:
                 after_add(tx, record, len(encoded))
             version = tx.touch_memory(memory_id)
-            result = AddResult(handler.count(tx, record), version, replayed=False,
-                               etag=self._etag_now(tx, tenant, replace(record, version=version), handler),
-                               previous_etag=previous_etag)
+            count = handler.count(tx, record)
+            state = ListState.of(replace(record, version=version), count, handler.next_seq(tx, record))
+            etag = self.tokens.etag(tenant, memory_id, state)
+            written[memory_id] = Written(previous_etag, etag, state)
+            result = AddResult(count, version, replayed=False, etag=etag, previous_etag=previous_etag)
             if request_id is not None:
                 tx.request_put(
                     memory_id,
@@ -355,7 +359,7 @@ class MemoryManager:
                 )
             return result
 
-        with writes_of(watch_id):
+        with writes_of(watch_id) as written:
             result = await self.store.run(tenant, add, small=small)
         callback = self._after_add.get(kinds[-1]) if kinds else None
         if callback is not None and not result.replayed:

@@ -49,6 +49,9 @@ class MemoryServicer(AutoContextRpcs, pb_grpc.MemoryServiceServicer):
 
     @grpc_errors
     async def CreateMemory(self, request: pb.CreateMemoryRequest, context: grpc.aio.ServicerContext) -> pb.CreateMemoryResponse:
+        return await self._create_memory(tenant_of(context), request)
+
+    async def _create_memory(self, tenant: str, request: pb.CreateMemoryRequest) -> pb.CreateMemoryResponse:
         kind = kind_from_proto(request.kind)
         config_json = "{}"
         if request.HasField("auto_context_config"):
@@ -63,7 +66,7 @@ class MemoryServicer(AutoContextRpcs, pb_grpc.MemoryServiceServicer):
         elif kind == "TIERED" and request.HasField("auto_context_config"):
             raise InvalidArgumentError("auto_context_config", "is not allowed for MEMORY_KIND_TIERED memories")
         info, created = await self.manager.create_memory(
-            tenant_of(context),
+            tenant,
             request.memory_id,
             kind,
             config_json,
@@ -155,6 +158,13 @@ class MemoryServicer(AutoContextRpcs, pb_grpc.MemoryServiceServicer):
                 "write, and the coherent_cache setting on); read with GetMessages if_none_match instead")
         if first is None:
             return
+        if first.HasField("create"):
+            if first.create.memory_id not in ("", first.memory_id):
+                raise InvalidArgumentError("create.memory_id", "must be empty or the watched memory's id")
+            create = pb.CreateMemoryRequest()
+            create.CopyFrom(first.create)
+            create.memory_id, create.allow_existing = first.memory_id, True
+            await self._create_memory(tenant_of(context), create)
         watcher = await coherence.watch(tenant_of(context), first.memory_id)
         # One queue carries all that goes out, in the order it came: the watch's events and the
         # answers to its adds both land in `watcher.outbox`, so each waits for one wake-up of this
@@ -315,4 +325,5 @@ def _watch_event(event: Event) -> pb.WatchMessagesResponse:
         return pb.WatchMessagesResponse(lease_granted=pb.LeaseGranted(
             renewal=event.renewal, lease_duration=_duration(event.lease_s)))
     return pb.WatchMessagesResponse(started=pb.WatchStarted(
-        watch_id=event.watch_id, etag=event.etag, lease_duration=_duration(event.lease_s), accepts_adds=True))
+        watch_id=event.watch_id, etag=event.etag, lease_duration=_duration(event.lease_s), accepts_adds=True,
+        message_count=event.count))

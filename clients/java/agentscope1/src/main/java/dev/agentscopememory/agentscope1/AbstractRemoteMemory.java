@@ -1,7 +1,7 @@
 package dev.agentscopememory.agentscope1;
 
 import dev.agentscopememory.agentscope1.internal.MsgConverter;
-import dev.agentscopememory.agentscope1.internal.MsgCopies;
+import dev.agentscopememory.agentscope1.internal.CopiedOnRead;
 import dev.agentscopememory.client.Ids;
 import dev.agentscopememory.client.MemoryKind;
 import dev.agentscopememory.client.ConnectionOptions;
@@ -27,7 +27,9 @@ import dev.agentscopememory.grpc.v1.MessagesChanged;
 import dev.agentscopememory.grpc.v1.SetParentRequest;
 import io.agentscope.core.memory.Memory;
 import io.agentscope.core.message.Msg;
+import io.agentscope.core.message.MsgRole;
 import io.grpc.Status;
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -39,6 +41,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -84,17 +87,41 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
      * without the messages, and when messages were only added since (by this client or another),
      * it sends just those (a delta) to append here. AgentScope calls getMessages about 2 + 4N times
      * a turn, so this keeps long conversations from crossing the wire, and being decoded, again and
-     * again. Never handed out: callers get copies.
+     * again. Never handed out: callers get copies ({@code handedOut}), each made when a caller
+     * first reads that message and handed out again by later reads, as InMemoryMemory hands out
+     * the same message objects each time.
      */
-    private record Snapshot(String etag, List<Msg> messages) {}
+    private record Snapshot(String etag, List<Msg> messages, AtomicReferenceArray<Msg> handedOut) {
+        Snapshot(String etag, List<Msg> messages) {
+            this(etag, messages, new AtomicReferenceArray<>(messages.size()));
+        }
+
+        /** This state with {@code added} after its messages, named {@code etag}; the copies handed out so far stay. */
+        Snapshot then(String etag, List<Msg> added) {
+            List<Msg> all = concat(messages, added);
+            AtomicReferenceArray<Msg> copies = new AtomicReferenceArray<>(all.size());
+            for (int i = 0; i < messages.size(); i++) {
+                copies.setPlain(i, handedOut.getPlain(i));
+            }
+            return new Snapshot(etag, all, copies);
+        }
+
+        /** A new list of the messages, followed by {@code ahead}'s, for a caller. */
+        List<Msg> read(List<Msg> ahead) {
+            return new CopiedOnRead(ahead.isEmpty() ? messages : concat(messages, ahead), handedOut);
+        }
+    }
 
     private final AtomicReference<Snapshot> snapshot = new AtomicReference<>();
 
     /** Coherent caching (the builder's {@code coherentCache}); null when off. */
     private final MessageWatch watch;
 
-    /** The builder's {@code pipelinedAdds}: adds over the watch do not wait for their answers. */
+    /** Adds over the watch do not all wait for their answers (the builder's {@code addConfirmation}). */
     private final boolean pipelined;
+
+    /** Which adds wait for their confirmation; {@link AddConfirmation#EVERY_ADD} without coherent caching. */
+    private final AddConfirmation confirmation;
 
     /**
      * A pipelined add whose answer has not been taken in: its request (sent again, same request
@@ -146,11 +173,11 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         this.parentMemoryId = b.parentMemoryId == null ? null : Ids.checkId(b.parentMemoryId, "parent_memory_id");
         this.visibility = b.visibility;
         this.includeInherited = b.includeInherited != null ? b.includeInherited : b.parentMemoryId != null;
-        if (b.pipelinedAdds && !b.coherentCache) {
-            throw new IllegalArgumentException("pipelinedAdds: needs coherentCache(true)");
-        }
-        this.watch = b.coherentCache ? new MessageWatch(connection, memoryId, this::applyAnnounced) : null;
-        this.pipelined = b.pipelinedAdds;
+        this.watch = b.coherentCache
+                ? new MessageWatch(connection, memoryId, this::applyAnnounced, b.watchIdleTimeout.toNanos())
+                : null;
+        this.confirmation = b.coherentCache ? b.addConfirmation : AddConfirmation.EVERY_ADD;
+        this.pipelined = confirmation != AddConfirmation.EVERY_ADD;
     }
 
     /** Extends the cached copy with messages another client added, when it is the state they follow. */
@@ -167,9 +194,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
             if (added == null) {
                 added = MsgConverter.fromProto(changed.getMessagesList());
             }
-            List<Msg> messages = new ArrayList<>(cached.messages());
-            messages.addAll(added);
-            if (snapshot.compareAndSet(cached, new Snapshot(changed.getEtag(), List.copyOf(messages)))) {
+            if (snapshot.compareAndSet(cached, cached.then(changed.getEtag(), added))) {
                 return;
             }
         }
@@ -203,10 +228,12 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     public void addMessages(List<Msg> messages) {
         List<dev.agentscopememory.grpc.v1.Msg> batch = new ArrayList<>();
         long batchBytes = 0;
+        boolean modelOutput = false;
         for (Msg m : messages) {
             if (m == null) {
                 continue;
             }
+            modelOutput |= m.getRole() == MsgRole.ASSISTANT;
             dev.agentscopememory.grpc.v1.Msg p = MsgConverter.toProto(m);
             int size = p.getSerializedSize();
             if (!batch.isEmpty()
@@ -220,6 +247,11 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         }
         if (!batch.isEmpty()) {
             sendBatch(batch);
+        }
+        if (modelOutput && confirmation == AddConfirmation.MODEL_OUTPUT) {
+            // The model's output is what a tool call or a reply to the user follows: it, and all
+            // before it, must be stored before either happens.
+            flush();
         }
     }
 
@@ -271,9 +303,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         }
         if (before != null && !response.getEtag().isEmpty() && before.etag().equals(response.getPreviousEtag())) {
             // Nothing else changed the memory since the snapshot: the server now holds it plus this batch.
-            List<Msg> messages = new ArrayList<>(before.messages());
-            messages.addAll(MsgConverter.fromProto(batch));
-            snapshot.compareAndSet(before, new Snapshot(response.getEtag(), List.copyOf(messages)));
+            snapshot.compareAndSet(before, before.then(response.getEtag(), MsgConverter.fromProto(batch)));
         }
         if (own && response.getEtag().isEmpty()) {
             // A replay (an earlier attempt was stored, its answer lost): our watch was not told
@@ -309,6 +339,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
             synchronized (copyLock) {
                 pending.addLast(add);
             }
+            ExitFlush.register(this);
             MessageWatch.Sent sent = watch.addPipelined(request, onStream, answer -> answered(add, answer));
             if (sent != null) {
                 add.sent = sent;
@@ -337,7 +368,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
             AddMessagesResponse response = answer.getResponse();
             Snapshot before = snapshot.get();
             if (before == null || response.getEtag().isEmpty() || !before.etag().equals(response.getPreviousEtag())
-                    || !snapshot.compareAndSet(before, new Snapshot(response.getEtag(), concat(before.messages(), add.messages)))) {
+                    || !snapshot.compareAndSet(before, before.then(response.getEtag(), add.messages))) {
                 // Not the state this add followed (another change came between): read it all again.
                 snapshot.set(null);
             }
@@ -383,16 +414,16 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     }
 
     /**
-     * With {@code pipelinedAdds}: waits until every add sent so far is answered, and throws the
-     * first failure among them (as {@code AddMessages} would have; the failure is thrown once).
+     * Waits until every add sent without waiting ({@link AddConfirmation}) is answered, and throws
+     * the first failure among them (as {@code AddMessages} would have; the failure is thrown once).
      * Adds whose watch stream ended before their answer are sent again first, in order, as {@code
      * AddMessages} with their request ids (which stores nothing twice). An add not answered
      * within the connection's deadline throws {@link RemoteMemoryException.DeadlineExceeded} (it
      * may or may not be stored, as with a call that ran out of time). After {@code flush()}
      * returns, every add made before it is durable. Every other call that reaches the server
      * (deletes, clears, state, a read the copy cannot answer) flushes first, and {@link #close()}
-     * does. Without {@code pipelinedAdds}, adds are acknowledged before they return and this does
-     * nothing.
+     * does, and so does the JVM's exit. With {@link AddConfirmation#EVERY_ADD} (or without
+     * coherent caching), adds are acknowledged before they return and this does nothing.
      *
      * @throws RemoteMemoryException the first failure of a pending add
      */
@@ -497,6 +528,9 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
      * unless {@code includeInherited}); what {@code saveTo} saves.
      */
     public List<Msg> ownMessages() {
+        if (watch != null) {
+            createWithWatch();
+        }
         ensureMemory();
         if (watch != null) {
             watch.ensureOpen();
@@ -514,15 +548,14 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
                 }
                 if (cached != null && !orphans && !overdue() && watch.current(cached.etag())) {
                     // The copy is current, and this client's own adds on their way follow it.
-                    return ahead.isEmpty() ? MsgCopies.copies(cached.messages())
-                            : MsgCopies.copies(concat(cached.messages(), ahead));
+                    return cached.read(ahead);
                 }
                 flush();
             } else {
                 Snapshot cached = snapshot.get();
                 if (cached != null && watch.current(cached.etag())) {
                     // Lease fresh and no change announced since this copy: no call needed.
-                    return MsgCopies.copies(cached.messages());
+                    return cached.read(List.of());
                 }
             }
         }
@@ -544,15 +577,13 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
                     GetMessagesResponse page = connection.call("MemoryService/GetMessages", true,
                             () -> connection.memoryService().getMessages(built));
                     if (page.getNotModified()) {
-                        return MsgCopies.copies(cached.messages());
+                        return cached.read(List.of());
                     }
                     if (page.getDelta()) {
                         // Only added since the cached state: the cached messages, then these.
-                        List<Msg> messages = new ArrayList<>(cached.messages());
-                        messages.addAll(MsgConverter.fromProto(page.getMessagesList()));
-                        List<Msg> current = List.copyOf(messages);
-                        snapshot.compareAndSet(cached, new Snapshot(page.getEtag(), current));
-                        return MsgCopies.copies(current);
+                        Snapshot current = cached.then(page.getEtag(), MsgConverter.fromProto(page.getMessagesList()));
+                        snapshot.compareAndSet(cached, current);
+                        return current.read(List.of());
                     }
                     if (firstEtag == null) {
                         firstEtag = page.getEtag();
@@ -570,9 +601,21 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
                 }
                 continue;
             }
-            List<Msg> messages = MsgConverter.fromProto(wire);
-            snapshot.compareAndSet(cached, firstEtag.isEmpty() ? null : new Snapshot(firstEtag, List.copyOf(messages)));
-            return MsgCopies.copies(messages);
+            Snapshot read = new Snapshot(firstEtag, List.copyOf(MsgConverter.fromProto(wire)));
+            snapshot.compareAndSet(cached, firstEtag.isEmpty() ? null : read);
+            return read.read(List.of());
+        }
+    }
+
+    /** Whether the coherent cache's watch stream is open (for tests). */
+    boolean watchOpen() {
+        return watch != null && watch.isOpen();
+    }
+
+    /** Whether adds sent without waiting are not answered yet (for tests). */
+    boolean hasPendingAdds() {
+        synchronized (copyLock) {
+            return !pending.isEmpty();
         }
     }
 
@@ -659,16 +702,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
             if (ensured) {
                 return;
             }
-            CreateMemoryRequest.Builder request = CreateMemoryRequest.newBuilder()
-                    .setMemoryId(memoryId)
-                    .setKind(WireEnums.toProto(kind))
-                    .putAllLabels(labels)
-                    .setAllowExisting(true);
-            if (autoContextConfig != null) {
-                request.setAutoContextConfig(autoContextConfig);
-            }
-            configureCreate(request);
-            CreateMemoryRequest built = request.build();
+            CreateMemoryRequest built = createRequest();
             connection.call("MemoryService/CreateMemory", true,
                     () -> connection.memoryService().createMemory(built));
             if (parentMemoryId != null) {
@@ -677,6 +711,46 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
                 connection.call("ScopeService/SetParent", true, () -> connection.scopeService().setParent(parent));
             }
             ensured = true;
+        }
+    }
+
+    private CreateMemoryRequest createRequest() {
+        CreateMemoryRequest.Builder request = CreateMemoryRequest.newBuilder()
+                .setMemoryId(memoryId)
+                .setKind(WireEnums.toProto(kind))
+                .putAllLabels(labels)
+                .setAllowExisting(true);
+        if (autoContextConfig != null) {
+            request.setAutoContextConfig(autoContextConfig);
+        }
+        configureCreate(request);
+        return request.build();
+    }
+
+    /**
+     * Before the first read, with coherent caching: creates the memory (if missing) and starts the
+     * watch in one round trip, instead of a {@code CreateMemory} call and then a read; a memory
+     * with no messages yet (a new conversation) then needs no read at all. Leaves the memory
+     * unensured when the watch could not do it (a server without coherent caching, or one that
+     * refused the create): {@link #ensureMemory} then calls {@code CreateMemory}, which reports
+     * any error.
+     */
+    private void createWithWatch() {
+        if (ensured || !createIfMissing || parentMemoryId != null) {
+            return;
+        }
+        synchronized (createLock) {
+            if (ensured) {
+                return;
+            }
+            MessageWatch.Started started = watch.openCreating(createRequest(), connection.deadline().toNanos());
+            if (started == null) {
+                return;
+            }
+            ensured = true;
+            if (started.messageCount() == 0 && !started.etag().isEmpty()) {
+                snapshot.compareAndSet(null, new Snapshot(started.etag(), List.of()));
+            }
         }
     }
 
@@ -707,15 +781,16 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     }
 
     /**
-     * Closes the connection if this memory created it. The stored messages are kept. With {@code
-     * pipelinedAdds}, first waits for the pending adds ({@link #flush()}), and throws the first
-     * failure among them once all is closed.
+     * Closes the connection if this memory created it. The stored messages are kept. With adds
+     * pending, first waits for them ({@link #flush()}), and throws the first failure among them
+     * once all is closed.
      */
     @Override
     public void close() {
         try {
             flush();
         } finally {
+            ExitFlush.unregister(this);
             if (watch != null) {
                 watch.close();
             }
@@ -735,25 +810,29 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         private String parentMemoryId;
         private Visibility visibility = Visibility.LOCAL;
         private Boolean includeInherited;
-        private boolean coherentCache;
-        private boolean pipelinedAdds;
+        private boolean coherentCache = true;
+        private AddConfirmation addConfirmation = AddConfirmation.MODEL_OUTPUT;
+        private Duration watchIdleTimeout = Duration.ofSeconds(60);
 
         protected AbstractBuilder() {}
 
         /**
-         * Coherent caching (default off): the memory watches its messages on the server
+         * Coherent caching (default on): the memory watches its messages on the server
          * ({@code MemoryService.WatchMessages}) with a short lease it renews in the background, and
          * {@link #getMessages()} answers from its own copy, with no call, while the lease is fresh
          * and no change was announced. Every guarantee stays: the server acknowledges any client's
          * write only after this memory took in the change (or its lease ran out), so a read after
          * an acknowledged write sees it. The cost: each write to a watched memory waits for its
          * other watchers (one round trip, up to a lease of 2 s when a watcher stalls), and each
-         * memory keeps a stream open. Servers that cannot see every write (PostgreSQL replicas)
-         * refuse the watch, and reads stay conditional ({@code if_none_match}), as they do
-         * whenever the stream is down. While the watch is open, adds travel over it too (cheaper
-         * than an {@code AddMessages} call each; same answers, errors and durability); when it
-         * breaks before an add's answer, the add is sent again as {@code AddMessages} with the same
-         * request id, which stores nothing twice. Call {@link #close()} to end the watch.
+         * memory in use keeps a stream open (released after {@link #watchIdleTimeout} unused).
+         * Servers that cannot see every write (PostgreSQL replicas) refuse the watch, and reads
+         * stay conditional ({@code if_none_match}), as they do whenever the stream is down. While
+         * the watch is open, adds travel over it too (cheaper than an {@code AddMessages} call
+         * each; same answers, errors and durability), and only some of them wait for their
+         * answers ({@link #addConfirmation}); when it breaks before an add's answer, the add is
+         * sent again as {@code AddMessages} with the same request id, which stores nothing twice.
+         * Off: every read and every add is a call of its own. Call {@link #close()} to end the
+         * watch.
          */
         public B coherentCache(boolean coherentCache) {
             this.coherentCache = coherentCache;
@@ -761,26 +840,46 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         }
 
         /**
-         * Pipelined adds (default off; only with {@link #coherentCache}): {@code addMessage} and
-         * {@code addMessages} send over the watch and return without waiting for the answer, and
-         * this memory's reads show the messages at once. An add is acknowledged (durable) when its
-         * answer arrives; {@link AbstractRemoteMemory#flush()} waits for all of them, and every
-         * other call that reaches the server (deletes, clears, state, a read the copy cannot
-         * answer, {@code closePendingToolCalls}) and {@link AbstractRemoteMemory#close()} flush
-         * first, so the server sees this client's operations in order. The adds are applied in
-         * the order sent, each on its own: a failed one (the same {@link RemoteMemoryException}
-         * as {@code AddMessages}) is thrown by the next call of this memory, which also drops the
-         * local copy so the next read is the server's; the adds after it are applied (or fail)
-         * independently. When the watch breaks before their answers, pending adds are sent again,
-         * in order, as {@code AddMessages} with their request ids at the next call (none lost,
-         * none stored twice); one not answered within the connection's deadline throws {@link
-         * RemoteMemoryException.DeadlineExceeded} at the next call. Other clients see an add only
-         * once it is committed, and this memory's reads still see other clients' acknowledged
-         * writes. What is given up: an add that returned is not yet durable, and its failure is
-         * thrown later, by another call.
+         * Which adds wait for the server's confirmation (default {@link
+         * AddConfirmation#MODEL_OUTPUT}: the model's output waits, and with it every add before
+         * it; user input and tool results go ahead). Applies with {@link #coherentCache} only:
+         * without it every add waits. Adds that do not wait are sent over the watch and show in
+         * this memory's reads at once; they are applied in the order sent, each on its own, and a
+         * failed one (the same {@link RemoteMemoryException} as {@code AddMessages}) is thrown by
+         * the next call of this memory that waits (the next add that waits, {@link
+         * AbstractRemoteMemory#flush()}, any call that reaches the server, {@link
+         * AbstractRemoteMemory#close()}, or a read), which also drops the local copy so the next
+         * read is the server's. When the watch breaks before their answers, pending adds are sent
+         * again, in order, as {@code AddMessages} with their request ids at the next call (none
+         * lost, none stored twice); one not answered within the connection's deadline throws
+         * {@link RemoteMemoryException.DeadlineExceeded}. Other clients see an add only once it
+         * is committed. Adds still pending when the JVM exits are flushed by a shutdown hook.
+         */
+        public B addConfirmation(AddConfirmation addConfirmation) {
+            this.addConfirmation = Objects.requireNonNull(addConfirmation, "addConfirmation");
+            return (B) this;
+        }
+
+        /**
+         * {@code true}: {@code addConfirmation(ON_FLUSH)}, no add waits; {@code false}: {@code
+         * addConfirmation(EVERY_ADD)}. Kept for earlier callers; see {@link #addConfirmation}.
          */
         public B pipelinedAdds(boolean pipelinedAdds) {
-            this.pipelinedAdds = pipelinedAdds;
+            return addConfirmation(pipelinedAdds ? AddConfirmation.ON_FLUSH : AddConfirmation.EVERY_ADD);
+        }
+
+        /**
+         * How long the coherent cache's watch stays open without this memory being read or added
+         * to (default 60 s): then it is released, so an idle conversation holds no stream and
+         * sends no renewals, and the next read opens it again (that read, and those until the
+         * server answers, are conditional calls). Not released while adds are pending.
+         */
+        public B watchIdleTimeout(Duration watchIdleTimeout) {
+            Objects.requireNonNull(watchIdleTimeout, "watchIdleTimeout");
+            if (watchIdleTimeout.isNegative() || watchIdleTimeout.isZero()) {
+                throw new IllegalArgumentException("watchIdleTimeout: must be positive");
+            }
+            this.watchIdleTimeout = watchIdleTimeout;
             return (B) this;
         }
 

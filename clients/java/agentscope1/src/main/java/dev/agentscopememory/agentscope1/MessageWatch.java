@@ -5,6 +5,7 @@ import dev.agentscopememory.client.RemoteMemoryException;
 import dev.agentscopememory.grpc.v1.AddFailure;
 import dev.agentscopememory.grpc.v1.AddMessagesRequest;
 import dev.agentscopememory.grpc.v1.AddMessagesResponse;
+import dev.agentscopememory.grpc.v1.CreateMemoryRequest;
 import dev.agentscopememory.grpc.v1.LeaseGranted;
 import dev.agentscopememory.grpc.v1.MessagesAdded;
 import dev.agentscopememory.grpc.v1.MessagesChanged;
@@ -63,6 +64,9 @@ final class MessageWatch implements AutoCloseable {
     private final String memoryId;
     /** Applies an announcement to the memory's cached copy, before it is acknowledged. */
     private final Consumer<MessagesChanged> onChanged;
+    /** Unused this long (no read, no add), the watch is released. */
+    private final long idleNanos;
+    private volatile long lastUsedNanos = System.nanoTime();
 
     private final Object lock = new Object();
     private StreamObserver<WatchMessagesRequest> requests;
@@ -89,25 +93,69 @@ final class MessageWatch implements AutoCloseable {
     /** For pipelined adds ({@link #addPipelined}): what applies each one's answer to the copy, by add id. */
     private final Map<Long, Consumer<MessagesAdded>> appliers = new HashMap<>();
 
-    MessageWatch(RemoteConnection connection, String memoryId, Consumer<MessagesChanged> onChanged) {
+    MessageWatch(RemoteConnection connection, String memoryId, Consumer<MessagesChanged> onChanged, long idleNanos) {
         this.connection = connection;
         this.memoryId = memoryId;
         this.onChanged = onChanged;
+        this.idleNanos = idleNanos;
     }
 
     /** Opens the stream unless it is open, closed, unavailable or failed just now. Never blocks. */
     void ensureOpen() {
+        lastUsedNanos = System.nanoTime();
         synchronized (lock) {
-            if (requests != null || closed || unavailable || System.nanoTime() < reopenAfterNanos) {
-                return;
-            }
-            long renewal = nextRenewal++;
-            StreamObserver<WatchMessagesRequest> opened =
-                    connection.memoryServiceAsync().watchMessages(new Responses(++generation, renewal));
-            requests = opened;
-            renewalsSent.put(renewal, System.nanoTime());
-            opened.onNext(WatchMessagesRequest.newBuilder().setMemoryId(memoryId).setRenewal(renewal).build());
+            open(null);
         }
+    }
+
+    /** What the server said when the watch started. */
+    record Started(String etag, long messageCount) {}
+
+    /**
+     * Opens the stream with a subscription that creates the memory first ({@code
+     * WatchMessagesRequest.create}) and waits, at most {@code timeoutNanos}, until the watch has
+     * started. Returns null when no stream was opened (one is open already, or the watch is closed,
+     * unavailable or failed just now) or it ended before starting (a server without coherent
+     * caching, or the create failed): then the caller creates the memory with {@code
+     * CreateMemory}, which reports any error.
+     */
+    Started openCreating(CreateMemoryRequest create, long timeoutNanos) {
+        lastUsedNanos = System.nanoTime();
+        CompletableFuture<Started> started;
+        synchronized (lock) {
+            started = open(create);
+        }
+        if (started == null) {
+            return null;
+        }
+        try {
+            return started.get(timeoutNanos, TimeUnit.NANOSECONDS);
+        } catch (ExecutionException | TimeoutException e) {
+            return null;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new RemoteMemoryException(OPEN, Status.Code.CANCELLED, "interrupted", e);
+        }
+    }
+
+    /** With the lock held: opens a stream (see {@link #ensureOpen}); its start, or null when none was opened. */
+    private CompletableFuture<Started> open(CreateMemoryRequest create) {
+        if (requests != null || closed || unavailable || System.nanoTime() < reopenAfterNanos) {
+            return null;
+        }
+        long renewal = nextRenewal++;
+        CompletableFuture<Started> started = new CompletableFuture<>();
+        StreamObserver<WatchMessagesRequest> opened =
+                connection.memoryServiceAsync().watchMessages(new Responses(++generation, renewal, started));
+        requests = opened;
+        renewalsSent.put(renewal, System.nanoTime());
+        WatchMessagesRequest.Builder subscription =
+                WatchMessagesRequest.newBuilder().setMemoryId(memoryId).setRenewal(renewal);
+        if (create != null) {
+            subscription.setCreate(create);
+        }
+        opened.onNext(subscription.build());
+        return started;
     }
 
     /** True when a copy named {@code etag} is the memory's current messages. */
@@ -147,6 +195,7 @@ final class MessageWatch implements AutoCloseable {
      * this write (it is not announced to it): the caller need not call {@link #ownWrite}.
      */
     AddMessagesResponse add(AddMessagesRequest request, long timeoutNanos) {
+        lastUsedNanos = System.nanoTime();
         CompletableFuture<MessagesAdded> answer = new CompletableFuture<>();
         synchronized (lock) {
             if (requests == null || !acceptsAdds || watchId.isEmpty()) {
@@ -185,7 +234,7 @@ final class MessageWatch implements AutoCloseable {
 
     /**
      * Sends {@code request} over the open watch without waiting for its answer ({@code
-     * pipelinedAdds}). {@code apply} takes in the answer (success or failure) on the stream's
+     * addConfirmation}). {@code apply} takes in the answer (success or failure) on the stream's
      * thread, before the watch takes in the add's etag, so a read that finds the copy current
      * finds it with the add. Returns null, having sent nothing, when no watch that takes adds is
      * open, or when {@code onlyOnGeneration} is not negative and is not the open stream (adds
@@ -194,6 +243,7 @@ final class MessageWatch implements AutoCloseable {
      * never called: the caller sends the request again as {@code AddMessages}.
      */
     Sent addPipelined(AddMessagesRequest request, long onlyOnGeneration, Consumer<MessagesAdded> apply) {
+        lastUsedNanos = System.nanoTime();
         CompletableFuture<MessagesAdded> answer = new CompletableFuture<>();
         synchronized (lock) {
             if (requests == null || !acceptsAdds || watchId.isEmpty()
@@ -209,6 +259,7 @@ final class MessageWatch implements AutoCloseable {
     }
 
     private static final String ADD = "MemoryService/AddMessages";
+    private static final String OPEN = "MemoryService/WatchMessages";
 
     private void send(WatchMessagesRequest request) {
         // Called with the lock held: a stream observer takes one message at a time.
@@ -220,6 +271,12 @@ final class MessageWatch implements AutoCloseable {
     private void renew() {
         synchronized (lock) {
             if (requests == null) {
+                return;
+            }
+            if (System.nanoTime() - lastUsedNanos > idleNanos && pendingAdds.isEmpty()) {
+                // Nobody used the copy for a while: stop holding a stream (and renewing) for it.
+                // Released outside the lock, on this scheduler's thread.
+                RENEWALS.execute(this::releaseIfIdle);
                 return;
             }
             long renewal = nextRenewal++;
@@ -273,6 +330,23 @@ final class MessageWatch implements AutoCloseable {
         release(false);
     }
 
+    private void releaseIfIdle() {
+        synchronized (lock) {
+            if (requests == null || System.nanoTime() - lastUsedNanos <= idleNanos || !pendingAdds.isEmpty()) {
+                return;
+            }
+        }
+        log.debug("memory {}: watch unused for {} ms, released", memoryId, TimeUnit.NANOSECONDS.toMillis(idleNanos));
+        release(false);
+    }
+
+    /** Whether a stream is open (for tests). */
+    boolean isOpen() {
+        synchronized (lock) {
+            return requests != null;
+        }
+    }
+
     @Override
     public void close() {
         release(true);
@@ -314,10 +388,13 @@ final class MessageWatch implements AutoCloseable {
         private final long ofGeneration;
         /** The renewal number of the stream's first message (the subscription). */
         private final long firstRenewal;
+        /** Completed when the watch starts; with null when the stream ends first. */
+        private final CompletableFuture<Started> started;
 
-        Responses(long ofGeneration, long firstRenewal) {
+        Responses(long ofGeneration, long firstRenewal, CompletableFuture<Started> started) {
             this.ofGeneration = ofGeneration;
             this.firstRenewal = firstRenewal;
+            this.started = started;
         }
 
         @Override
@@ -329,15 +406,16 @@ final class MessageWatch implements AutoCloseable {
             }
             switch (response.getEventCase()) {
                 case STARTED -> {
-                    WatchStarted started = response.getStarted();
+                    WatchStarted start = response.getStarted();
                     synchronized (lock) {
-                        watchId = started.getWatchId();
-                        acceptsAdds = started.getAcceptsAdds();
-                        announcedEtag = started.getEtag();
-                        granted(firstRenewal, nanos(started.getLeaseDuration()));
+                        watchId = start.getWatchId();
+                        acceptsAdds = start.getAcceptsAdds();
+                        announcedEtag = start.getEtag();
+                        granted(firstRenewal, nanos(start.getLeaseDuration()));
                         long period = Math.max(leaseNanos / 3, TimeUnit.MILLISECONDS.toNanos(10));
                         renewer = RENEWALS.scheduleAtFixedRate(MessageWatch.this::renew, period, period, TimeUnit.NANOSECONDS);
                     }
+                    started.complete(new Started(start.getEtag(), start.getMessageCount()));
                 }
                 case LEASE_GRANTED -> {
                     LeaseGranted grant = response.getLeaseGranted();
@@ -400,11 +478,13 @@ final class MessageWatch implements AutoCloseable {
                 log.debug("memory {}: watch ended ({}); reads are conditional until it is open again", memoryId, status);
             }
             ended(ofGeneration, unavailableHere);
+            started.complete(null);
         }
 
         @Override
         public void onCompleted() {
             ended(ofGeneration, false);
+            started.complete(null);
         }
     }
 }

@@ -137,11 +137,13 @@ class CoherentCacheTest {
     }
 
     private RemoteMemory watching(String id) {
-        return RemoteMemory.builder().channel(observed).memoryId(id).coherentCache(true).build();
+        // Adds that wait for their answers: what this class tests is the watch, not pipelining.
+        return RemoteMemory.builder().channel(observed).memoryId(id).coherentCache(true)
+                .addConfirmation(AddConfirmation.EVERY_ADD).build();
     }
 
     private RemoteMemory plain(String id) {
-        return RemoteMemory.builder().channel(channel).memoryId(id).build();
+        return RemoteMemory.builder().channel(channel).memoryId(id).coherentCache(false).build();
     }
 
     private static Msg text(MsgRole role, String text) {
@@ -273,7 +275,7 @@ class CoherentCacheTest {
                         .memoryId("coherent-errors").build()) {
             own = Grpc.newChannelBuilder(server.target(), InsecureChannelCredentials.create()).build();
             RemoteMemory memory = RemoteMemory.builder().channel(observe(own))
-                    .memoryId("coherent-errors").coherentCache(true).build();
+                    .memoryId("coherent-errors").coherentCache(true).addConfirmation(AddConfirmation.EVERY_ADD).build();
             memory.addMessage(text(MsgRole.USER, "hello"));
             unary.addMessage(text(MsgRole.USER, "there"));
             memory.getMessages();

@@ -102,9 +102,14 @@ class CrashRideThroughTest {
         TestServer second = null;
         try (RemoteMemory memory = RemoteMemory.builder().target(first.target()).memoryId("cut-off")
                 .deadline(Duration.ofSeconds(3)).build()) {
+            // The reply twice: with the default AddConfirmation.MODEL_OUTPUT, the tool's result goes
+            // ahead without waiting, so the agent may reason once more (taking a reply) before the
+            // failure to store it surfaces, at the reply's add.
+            List<ContentBlock> interrupted =
+                    List.of(TextBlock.builder().text("The booking was interrupted; shall I try again?").build());
             List<List<ContentBlock>> script = List.of(
                     List.of(new ToolUseBlock("call_book", "book_table", Map.of(), "{}", Map.of())),
-                    List.of(TextBlock.builder().text("The booking was interrupted; shall I try again?").build()));
+                    interrupted, interrupted);
             ScriptedModel model = new ScriptedModel(script);
             ReActAgent agent = agent(memory, model, new CrashingTools(first));
             // The server dies while the tool runs: its result cannot be stored and the turn fails.

@@ -39,6 +39,8 @@ public final class MemoryTurnBenchmark {
         final Memory inner;
         long nanos;
         long getNanos;
+        /** The whole {@code agent.call}, memory calls and all. */
+        long wallNanos;
         int gets;
         int adds;
 
@@ -110,8 +112,10 @@ public final class MemoryTurnBenchmark {
         toolkit.registerTool(new WeatherTools());
         ReActAgent agent = ReActAgent.builder().name("Assistant").sysPrompt("sys")
                 .model(new ScriptedModel(threeToolRounds())).toolkit(toolkit).memory(timed).maxIters(6).build();
+        long t = System.nanoTime();
         agent.call(Msg.builder().role(MsgRole.USER).name("user").textContent("Weather in three cities?").build())
                 .block(Duration.ofSeconds(60));
+        timed.wallNanos = System.nanoTime() - t;
         return timed;
     }
 
@@ -140,13 +144,14 @@ public final class MemoryTurnBenchmark {
      * starting with that many messages goes on turn after turn, on both memories. With {@code
      * other} (a second client on its own connection), that client adds a message to the same
      * conversation before every turn, untimed, so the agent's client finds the history changed by
-     * someone else each turn (the same message goes to the in-memory baseline). With {@code
-     * pipelined} (only with {@code coherent}), adds do not wait for their answers; the turn's
-     * pending adds are flushed after it, timed apart ({@code flush_ms_after_turn}), as an
-     * application that wants the turn durable before answering would.
+     * someone else each turn (the same message goes to the in-memory baseline). {@code coherent}
+     * and {@code confirmation} are the builder's {@code coherentCache} and {@code
+     * addConfirmation} (the defaults: true, {@code MODEL_OUTPUT}); adds still pending after the
+     * turn ({@code ON_FLUSH}) are flushed after it, timed apart ({@code flush_ms_after_turn}), as
+     * an application that wants the turn durable before answering would.
      */
     static void scenario(RemoteConnection conn, int history, int turns, int warmup, RemoteConnection other,
-            boolean coherent, boolean pipelined) {
+            boolean coherent, AddConfirmation confirmation, boolean report) {
         Supplier<Memory> local;
         Supplier<Memory> remote;
         Runnable before = () -> { };
@@ -159,7 +164,7 @@ public final class MemoryTurnBenchmark {
                     last[0].close();
                 }
                 last[0] = RemoteMemory.builder().connection(conn).memoryId("bench-" + UUID.randomUUID())
-                        .coherentCache(coherent).pipelinedAdds(pipelined).build();
+                        .coherentCache(coherent).addConfirmation(confirmation).build();
                 return last[0];
             };
         } else {
@@ -167,14 +172,14 @@ public final class MemoryTurnBenchmark {
             history(history).forEach(localMemory::addMessage);
             String memoryId = "bench-long-" + UUID.randomUUID();
             RemoteMemory remoteMemory = RemoteMemory.builder().connection(conn).memoryId(memoryId)
-                    .coherentCache(coherent).pipelinedAdds(pipelined).build();
+                    .coherentCache(coherent).addConfirmation(confirmation).build();
             remoteMemory.addMessages(history(history));
             local = () -> localMemory;
             remote = () -> remoteMemory;
             if (other != null) {
                 // The other agent's client is configured as this one.
                 RemoteMemory otherMemory = RemoteMemory.builder().connection(other).memoryId(memoryId)
-                        .coherentCache(coherent).pipelinedAdds(pipelined).build();
+                        .coherentCache(coherent).addConfirmation(confirmation).build();
                 before = () -> {
                     Msg note = Msg.builder().role(MsgRole.USER).name("observer")
                             .textContent("A note from another agent: " + UUID.randomUUID()).build();
@@ -193,32 +198,48 @@ public final class MemoryTurnBenchmark {
         long[] remoteNanos = new long[turns];
         long[] remoteGets = new long[turns];
         long[] flushNanos = new long[turns];
+        long[] localWall = new long[turns];
+        long[] remoteWall = new long[turns];
+        long[] wallOverhead = new long[turns];
         int gets = 0;
         int adds = 0;
         for (int i = 0; i < turns; i++) {
             before.run();
-            localNanos[i] = turn(local.get()).nanos;
+            TimedMemory l = turn(local.get());
+            localNanos[i] = l.nanos;
+            localWall[i] = l.wallNanos;
             TimedMemory r = turn(remote.get());
             remoteNanos[i] = r.nanos;
+            remoteWall[i] = r.wallNanos;
+            wallOverhead[i] = r.wallNanos - l.wallNanos;
             remoteGets[i] = r.getNanos;
             flushNanos[i] = flush(r);
             gets = r.gets;
             adds = r.adds;
         }
+        if (!report) {
+            return;
+        }
         double l = median(localNanos) / 1e6;
         double rm = median(remoteNanos) / 1e6;
+        // The added cost of the remote memory per turn: the turn's whole time against the same
+        // turn on InMemoryMemory (taken just before it), not only the time inside memory calls: a
+        // remote read copies each message when the agent first reads it from the list, after the
+        // call returned.
         System.out.printf(
-                "{\"history_messages\":%d,\"other_writer\":%b,\"coherent_cache\":%b,\"pipelined_adds\":%b,"
+                "{\"history_messages\":%d,\"other_writer\":%b,\"coherent_cache\":%b,\"add_confirmation\":\"%s\","
                         + "\"flush_ms_after_turn\":%.3f,\"turns\":%d,\"warmup_turns\":%d,\"tool_rounds\":3,"
                         + "\"getMessages_per_turn\":%d,\"addMessage_per_turn\":%d,"
-                        + "\"in_memory_ms_per_turn\":%.3f,\"remote_ms_per_turn\":%.3f,"
-                        + "\"overhead_ms_per_turn\":%.3f,\"ratio\":%.1f,"
+                        + "\"overhead_ms_per_turn\":%.3f,\"in_memory_turn_ms\":%.3f,\"remote_turn_ms\":%.3f,"
+                        + "\"ratio\":%.1f,\"in_memory_calls_ms_per_turn\":%.3f,\"remote_calls_ms_per_turn\":%.3f,"
                         + "\"remote_getMessages_ms_per_call\":%.3f,\"remote_addMessage_ms_per_call\":%.3f}%n",
-                history, other != null, coherent, pipelined, median(flushNanos) / 1e6, turns, warmup, gets, adds, l, rm, rm - l, rm / l,
+                history, other != null, coherent, coherent ? confirmation : AddConfirmation.EVERY_ADD,
+                median(flushNanos) / 1e6, turns, warmup, gets, adds, median(wallOverhead) / 1e6,
+                median(localWall) / 1e6, median(remoteWall) / 1e6, median(remoteWall) / median(localWall), l, rm,
                 median(remoteGets) / 1e6 / gets, (rm - median(remoteGets) / 1e6) / adds);
     }
 
-    /** Flushes the turn's pending adds (pipelined adds); returns how long that took. */
+    /** Flushes the turn's pending adds (those that did not wait); returns how long that took. */
     static long flush(TimedMemory turn) {
         long t = System.nanoTime();
         ((AbstractRemoteMemory) turn.inner).flush();
@@ -233,7 +254,7 @@ public final class MemoryTurnBenchmark {
      */
     static void addCost(RemoteConnection conn, int n, int warmup, boolean coherent) throws InterruptedException {
         try (RemoteMemory memory = RemoteMemory.builder().connection(conn).memoryId("bench-adds-" + UUID.randomUUID())
-                .coherentCache(coherent).build()) {
+                .coherentCache(coherent).addConfirmation(AddConfirmation.EVERY_ADD).build()) {
             memory.addMessages(history(100));
             // Reads open the watch (in the background); wait until reads are served from the copy.
             for (int i = 0; i < 500 && coherent && !memory.servesFromCache(); i++) {
@@ -266,13 +287,25 @@ public final class MemoryTurnBenchmark {
             for (boolean coherent : new boolean[] {false, true}) {
                 addCost(conn, 4 * turns, 4 * warmup, coherent);
             }
-            // Plain, coherent cache, coherent cache with pipelined adds.
-            for (int mode = 0; mode < 3; mode++) {
-                boolean coherent = mode > 0;
-                boolean pipelined = mode == 2;
-                scenario(conn, 0, turns, warmup, null, coherent, pipelined);
-                scenario(conn, history, turns / 2, 10, null, coherent, pipelined);
-                scenario(conn, history, turns / 2, 10, other, coherent, pipelined);
+            // The defaults (coherent cache, the model's output waits), then without coherent
+            // caching (a call per read and per add), then every add waiting, then none.
+            Object[][] modes = {
+                {true, AddConfirmation.MODEL_OUTPUT},
+                {false, AddConfirmation.EVERY_ADD},
+                {true, AddConfirmation.EVERY_ADD},
+                {true, AddConfirmation.ON_FLUSH},
+            };
+            // First every mode briefly, unreported: the JIT compiles each one's paths, so no
+            // mode is measured on code still being compiled (the first one measured otherwise is).
+            for (boolean report : new boolean[] {false, true}) {
+                for (Object[] mode : modes) {
+                    boolean coherent = (Boolean) mode[0];
+                    AddConfirmation confirmation = (AddConfirmation) mode[1];
+                    int n = report ? turns : turns / 4;
+                    scenario(conn, 0, n, warmup, null, coherent, confirmation, report);
+                    scenario(conn, history, n / 2, 10, null, coherent, confirmation, report);
+                    scenario(conn, history, n / 2, 10, other, coherent, confirmation, report);
+                }
             }
         }
     }

@@ -3,6 +3,7 @@ package dev.agentscopememory.agentscope1;
 import static dev.agentscopememory.agentscope1.SampleMessages.texts;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -87,11 +88,11 @@ class MessageCacheTest {
     }
 
     private RemoteMemory cached(String id) {
-        return RemoteMemory.builder().channel(observed).memoryId(id).build();
+        return RemoteMemory.builder().channel(observed).memoryId(id).coherentCache(false).build();
     }
 
     private RemoteMemory other(String id) {
-        return RemoteMemory.builder().channel(channel).memoryId(id).build();
+        return RemoteMemory.builder().channel(channel).memoryId(id).coherentCache(false).build();
     }
 
     private static JsonNode json(List<Msg> messages) throws Exception {
@@ -113,21 +114,29 @@ class MessageCacheTest {
             assertTrue(lastAnswer().getNotModified(), "the add extended the cached copy");
             assertEquals(json(other(id).getMessages()), json(got));
         }
-        // Lists are new and mutable, messages are new objects each time: changing what one call
-        // returned changes nothing the next call returns.
+        // Lists are new and mutable; as with InMemoryMemory, a message read again is the same
+        // object. What a caller changes in one never reaches the cached copy: it is not sent, and
+        // a read that replaces the local copies (after a change by someone else) shows the
+        // stored messages.
         JsonNode stored = json(other(id).getMessages());
         List<Msg> first = memory.getMessages();
         List<Msg> again = memory.getMessages();
+        assertNotSame(first, again);
         for (int i = 0; i < first.size(); i++) {
-            assertNotSame(first.get(i), again.get(i));
+            assertSame(first.get(i), again.get(i));
         }
         for (Msg m : first) {
             m.getMetadata().put("changed", Map.of("by", "the caller"));
             m.getMetadata().values().forEach(MessageCacheTest::scribble);
         }
         first.clear();
-        assertEquals(stored, json(memory.getMessages()));
+        assertEquals(again.size(), memory.getMessages().size());
         assertTrue(lastAnswer().getNotModified());
+        assertEquals(stored, json(other(id).getMessages()));
+        other(id).deleteMessage(0);
+        List<Msg> afterDelete = memory.getMessages();
+        assertEquals(json(other(id).getMessages()), json(afterDelete));
+        assertEquals(stored.size() - 1, afterDelete.size());
     }
 
     /** Changes every mutable map and list inside, at any depth. */
@@ -238,7 +247,7 @@ class MessageCacheTest {
     @Test
     void aHistoryRewrittenBetweenPagesIsReadAgain() throws Exception {
         String id = "cache-" + UUID.randomUUID();
-        RemoteMemory memory = RemoteMemory.builder().channel(observed).memoryId(id).pageSize(3).build();
+        RemoteMemory memory = RemoteMemory.builder().channel(observed).memoryId(id).pageSize(3).coherentCache(false).build();
         RemoteMemory someoneElse = other(id);
         List<Msg> before = new ArrayList<>();
         for (int i = 0; i < 10; i++) {
@@ -263,7 +272,7 @@ class MessageCacheTest {
     @Test
     void pagedReadsAreCachedOnlyWhenNothingChangedInBetween() throws Exception {
         String id = "cache-" + UUID.randomUUID();
-        RemoteMemory memory = RemoteMemory.builder().channel(observed).memoryId(id).pageSize(3).build();
+        RemoteMemory memory = RemoteMemory.builder().channel(observed).memoryId(id).pageSize(3).coherentCache(false).build();
         List<Msg> batch = new ArrayList<>();
         for (int i = 0; i < 10; i++) {
             batch.add(Msg.builder().role(MsgRole.USER).name("user").textContent("m" + i).build());

@@ -178,9 +178,15 @@ class PipelinedAddsTest {
     }
 
     @Test
-    void pipelinedAddsNeedCoherentCaching() {
-        assertThrows(IllegalArgumentException.class,
-                () -> RemoteMemory.builder().channel(channel).memoryId("p-" + UUID.randomUUID()).pipelinedAdds(true).build());
+    void withoutCoherentCachingEveryAddWaitsAndThrowsItsOwnFailure() throws Exception {
+        try (TestServer server = TestServer.start(Map.of("AGENTSCOPE_MEMORY_MAX_MESSAGE_BYTES", "2000"));
+                RemoteMemory memory = RemoteMemory.builder().target(server.target()).memoryId("p-" + UUID.randomUUID())
+                        .coherentCache(false).addConfirmation(AddConfirmation.ON_FLUSH).build()) {
+            memory.addMessage(text(MsgRole.USER, "hello"));
+            assertThrows(RemoteMemoryException.ResourceExhausted.class,
+                    () -> memory.addMessage(text(MsgRole.USER, "x".repeat(3000))));
+            assertEquals(List.of("hello"), texts(memory.getMessages()));
+        }
     }
 
     @Test
