@@ -24,7 +24,11 @@ final class ExitFlush {
             Collections.synchronizedSet(Collections.newSetFromMap(new WeakHashMap<>()));
 
     static {
-        Runtime.getRuntime().addShutdownHook(new Thread(ExitFlush::flushAll, "agentscope-memory-exit-flush"));
+        try {
+            Runtime.getRuntime().addShutdownHook(new Thread(ExitFlush::flushAll, "agentscope-memory-exit-flush"));
+        } catch (IllegalStateException exiting) {
+            // First used while the JVM is already exiting: there is no later exit to flush at.
+        }
     }
 
     private ExitFlush() {}
