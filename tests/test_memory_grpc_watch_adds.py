@@ -203,3 +203,31 @@ async def test_adds_on_a_watch_are_counted_as_add_messages_calls(server_factory)
     assert f'agentscope_memory_rpc_calls_total{{code="INVALID_ARGUMENT",method="{method}"}} 1.0' in text
     assert ('rpc_server_call_duration_seconds_count{rpc_grpc_status_code="3",rpc_method="AddMessages",'
             'rpc_service="agentscope.memory.v1.MemoryService",rpc_system="grpc"} 1.0') in text
+
+
+async def test_a_streams_queued_adds_leave_the_event_loop_a_turn_between_them() -> None:
+    # An add can complete without ever suspending (an inline SQLite write nobody else watches):
+    # a stream's queued adds must not run back to back and hold every other call meanwhile.
+    from agentscope_memory.short_term.coherence import Watcher
+    from agentscope_memory_server.memory_servicer import _StreamAdds
+
+    applied: list[int] = []
+    seen_by_another_call: list[int] = []
+
+    class Instant:
+        async def _add_messages(self, tenant: str, request: pb.AddMessagesRequest) -> pb.AddMessagesResponse:
+            if not applied:
+                # Another call, ready to run once the loop gets a turn.
+                asyncio.get_running_loop().call_soon(lambda: seen_by_another_call.append(len(applied)))
+            applied.append(len(applied))
+            return pb.AddMessagesResponse(message_count=len(applied))
+
+    watcher = Watcher("w", "t", "m")
+    adds = _StreamAdds(Instant(), watcher)  # type: ignore[arg-type]
+    for i in range(100):
+        adds.take(pb.WatchMessagesRequest(add=add("m", f"t{i}"), add_id=i + 1))
+    for _ in range(100):
+        assert (await asyncio.wait_for(watcher.outbox.get(), 5)).added.response.message_count > 0
+    assert len(applied) == 100
+    assert seen_by_another_call and seen_by_another_call[0] < 5, seen_by_another_call
+    adds.stop(lambda: None)

@@ -133,8 +133,9 @@ def errors_logged(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 class GatedStore:
-    """Wraps the server's store: the write transaction numbered `hold_at` (from 0) waits at a gate,
-    so an add stays in flight while the test stops the server."""
+    """Wraps the server's store: write transactions from the one numbered `hold_at` (from 0) on
+    wait at a gate, so adds stay in flight (and more queued behind them) while the test stops the
+    server."""
 
     def __init__(self, inner, hold_at: int) -> None:
         self.inner = inner
@@ -148,7 +149,7 @@ class GatedStore:
         if write:
             number = self.writes
             self.writes += 1
-            if number == self.hold_at:
+            if number >= self.hold_at:
                 self.holding.set()
                 await self.gate.wait()
         return await self.inner.run(tenant, fn, write=write, small=small)
@@ -206,9 +207,19 @@ async def test_stopping_mid_pipeline_loses_and_duplicates_no_add(
     memories = [f"m{i}" for i in range(4)]
     async with grpc.aio.insecure_channel(server.address) as channel:
         stub = pb_grpc.MemoryServiceStub(channel)
-        watches, running = await _start_pipelines(stub, memories)
-        await server.stop(10)
+        # Writes pause once the streams have had about 60 adds each (the server runs on this
+        # test's event loop and would otherwise apply all 400 before the stop lands).
+        for memory_id in memories:
+            await stub.CreateMemory(pb.CreateMemoryRequest(memory_id=memory_id, kind=pb.MEMORY_KIND_IN_MEMORY))
+        gated = GatedStore(server.service.memories.store, hold_at=4 * 60)
+        server.service.memories.store = server.service.store = gated
+        watches, running = await _start_pipelines(stub, memories, create=False)
+        stopping = asyncio.ensure_future(server.stop(10))
+        # The streams end at once, UNAVAILABLE, with adds running (held) and more queued...
         await asyncio.wait_for(asyncio.gather(*running), 30)
+        gated.gate.set()
+        # ...the running ones finish before the stores close, the queued ones are dropped.
+        await asyncio.wait_for(stopping, 60)
     for watch in watches:
         watch.check_ended_unavailable()
         assert 20 <= len(watch.answered) < PIPELINED
@@ -257,10 +268,11 @@ async def test_sigterm_mid_pipeline_loses_and_duplicates_no_add(tmp_path: Path) 
         again.close()
 
 
-async def _start_pipelines(stub, memories: list[str]) -> tuple[list[PipelinedWatch], list[asyncio.Future]]:
-    """A watch pipelining adds to each new memory of `memories`, returned once every stream has
-    answers and adds still to go (so a stop that begins then lands mid-pipeline)."""
-    for memory_id in memories:
+async def _start_pipelines(stub, memories: list[str], create: bool = True) -> tuple[list[PipelinedWatch], list[asyncio.Future]]:
+    """A watch pipelining adds to each new memory of `memories` (created first unless `create` is
+    false), returned once every stream has answers and adds still to go (so a stop that begins
+    then lands mid-pipeline)."""
+    for memory_id in memories if create else []:
         await stub.CreateMemory(pb.CreateMemoryRequest(memory_id=memory_id, kind=pb.MEMORY_KIND_IN_MEMORY))
     watches = [PipelinedWatch(m, adds_for(m, PIPELINED)) for m in memories]
     running = [asyncio.ensure_future(w.run(stub, answers_wanted=20)) for w in watches]

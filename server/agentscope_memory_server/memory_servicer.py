@@ -279,6 +279,10 @@ class _StreamAdds:
                 if not answered:
                     # Cancelled: no answer is coming, so the stream does not wait for one.
                     self._unanswered -= 1
+            # One turn of the event loop between adds: a small add may complete without ever
+            # suspending (inline SQLite write, nobody else to tell), and a stream's queued adds
+            # would then run back to back, holding every other call and the server's stop.
+            await asyncio.sleep(0)
 
     async def _apply(self, add_id: int, add: pb.AddMessagesRequest) -> pb.WatchMessagesResponse:
         watcher = self._watcher
