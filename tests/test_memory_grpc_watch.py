@@ -204,7 +204,8 @@ async def test_a_watch_can_create_its_memory_and_says_how_many_messages_it_holds
     got = await stub.GetMemory(pb.GetMemoryRequest(memory_id="会话-1"), metadata=ALICE)
     assert got.memory.labels["对话"] == "新" and got.memory.message_count == 0
     current = await stub.GetMessages(pb.GetMessagesRequest(memory_id="会话-1"), metadata=ALICE)
-    assert started.message_count == 0 and started.etag == current.etag and started.accepts_adds
+    assert started.HasField("message_count") and started.message_count == 0
+    assert started.etag == current.etag and started.accepts_adds
     # The stream goes on as any watch: an add over it, then another client's add, announced.
     await call.write(pb.WatchMessagesRequest(add=add("", "你好"), add_id=1))
     assert (await call.read()).added.response.message_count == 1

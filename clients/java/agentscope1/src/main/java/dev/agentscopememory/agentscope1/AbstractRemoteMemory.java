@@ -534,30 +534,11 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         ensureMemory();
         if (watch != null) {
             watch.ensureOpen();
-            if (pipelined) {
-                throwPendingFailure();
-                Snapshot cached;
-                List<Msg> ahead = new ArrayList<>();
-                boolean orphans = false;
-                synchronized (copyLock) {
-                    cached = snapshot.get();
-                    for (PendingAdd p : pending) {
-                        ahead.addAll(p.messages);
-                        orphans |= p.orphaned();
-                    }
-                }
-                if (cached != null && !orphans && !overdue() && watch.current(cached.etag())) {
-                    // The copy is current, and this client's own adds on their way follow it.
-                    return cached.read(ahead);
-                }
-                flush();
-            } else {
-                Snapshot cached = snapshot.get();
-                if (cached != null && watch.current(cached.etag())) {
-                    // Lease fresh and no change announced since this copy: no call needed.
-                    return cached.read(List.of());
-                }
+            List<Msg> fromCopy = readFromCopy();
+            if (fromCopy != null) {
+                return fromCopy;
             }
+            flush();
         }
         for (int attempt = 1; ; attempt++) {
             Snapshot cached = snapshot.get();
@@ -605,6 +586,40 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
             snapshot.compareAndSet(cached, firstEtag.isEmpty() ? null : read);
             return read.read(List.of());
         }
+    }
+
+    /**
+     * The messages from this client's copy (and its adds on their way) when the watch says the
+     * copy is current, else null. The stream's thread moves the copy first and the watch's etag
+     * after it, so a read in between finds them apart for a moment: it looks again (a few times)
+     * rather than ask the server.
+     */
+    private List<Msg> readFromCopy() {
+        for (int look = 0; look < 3; look++) {
+            Snapshot cached;
+            List<Msg> ahead = new ArrayList<>();
+            boolean orphans = false;
+            synchronized (copyLock) {
+                throwPendingFailure();
+                cached = snapshot.get();
+                for (PendingAdd p : pending) {
+                    ahead.addAll(p.messages);
+                    orphans |= p.orphaned();
+                }
+            }
+            if (cached == null || orphans || overdue()) {
+                return null;
+            }
+            if (watch.current(cached.etag())) {
+                // Lease fresh, no change announced since this copy; this client's own adds on
+                // their way follow it.
+                return cached.read(ahead);
+            }
+            if (snapshot.get() == cached) {
+                return null; // not a move under way: the copy is behind
+            }
+        }
+        return null;
     }
 
     /** Whether the coherent cache's watch stream is open (for tests). */

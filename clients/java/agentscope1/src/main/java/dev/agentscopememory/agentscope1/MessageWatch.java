@@ -108,7 +108,7 @@ final class MessageWatch implements AutoCloseable {
         }
     }
 
-    /** What the server said when the watch started. */
+    /** What the server said when the watch started; {@code messageCount} -1 when it did not say. */
     record Started(String etag, long messageCount) {}
 
     /**
@@ -415,7 +415,8 @@ final class MessageWatch implements AutoCloseable {
                         long period = Math.max(leaseNanos / 3, TimeUnit.MILLISECONDS.toNanos(10));
                         renewer = RENEWALS.scheduleAtFixedRate(MessageWatch.this::renew, period, period, TimeUnit.NANOSECONDS);
                     }
-                    started.complete(new Started(start.getEtag(), start.getMessageCount()));
+                    // -1: a server older than message_count did not say (the client must read).
+                    started.complete(new Started(start.getEtag(), start.hasMessageCount() ? start.getMessageCount() : -1));
                 }
                 case LEASE_GRANTED -> {
                     LeaseGranted grant = response.getLeaseGranted();

@@ -11,6 +11,7 @@ import dev.agentscopememory.client.RemoteMemoryException;
 import dev.agentscopememory.client.TestServer;
 import dev.agentscopememory.grpc.v1.GetMemoryRequest;
 import dev.agentscopememory.grpc.v1.MemoryServiceGrpc;
+import dev.agentscopememory.grpc.v1.WatchMessagesResponse;
 import io.agentscope.core.ReActAgent;
 import io.agentscope.core.message.ContentBlock;
 import io.agentscope.core.message.Msg;
@@ -25,9 +26,12 @@ import io.grpc.Channel;
 import io.grpc.ClientCall;
 import io.grpc.ClientInterceptor;
 import io.grpc.ClientInterceptors;
+import io.grpc.ForwardingClientCall;
+import io.grpc.ForwardingClientCallListener;
 import io.grpc.Grpc;
 import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -201,6 +205,41 @@ class AddConfirmationTest {
             assertEquals(List.of("你好"), texts(again.getMessages()));
             assertEquals(1, reads.get());
             assertEquals(0, creates.get());
+        }
+    }
+
+    /** The channel as a server older than {@code WatchStarted.message_count} would answer. */
+    private static Channel withoutMessageCount(Channel channel) {
+        return ClientInterceptors.intercept(channel, new ClientInterceptor() {
+            @Override
+            public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
+                return new ForwardingClientCall.SimpleForwardingClientCall<>(next.newCall(method, options)) {
+                    @Override
+                    public void start(Listener<R> listener, Metadata headers) {
+                        super.start(new ForwardingClientCallListener.SimpleForwardingClientCallListener<>(listener) {
+                            @Override
+                            @SuppressWarnings("unchecked")
+                            public void onMessage(R message) {
+                                if (message instanceof WatchMessagesResponse r && r.hasStarted()) {
+                                    message = (R) r.toBuilder().setStarted(r.getStarted().toBuilder().clearMessageCount()).build();
+                                }
+                                super.onMessage(message);
+                            }
+                        }, headers);
+                    }
+                };
+            }
+        });
+    }
+
+    @Test
+    void aServerThatDoesNotSayHowManyMessagesThereAreIsRead() throws Exception {
+        String id = "older-server-" + UUID.randomUUID();
+        RemoteMemory writer = plain(id);
+        writer.addMessage(user("one"));
+        writer.addMessage(user("two"));
+        try (RemoteMemory memory = RemoteMemory.builder().channel(withoutMessageCount(channel)).memoryId(id).build()) {
+            assertEquals(List.of("one", "two"), texts(memory.getMessages()));
         }
     }
 

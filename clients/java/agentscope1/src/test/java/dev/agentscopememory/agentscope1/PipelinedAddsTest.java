@@ -255,9 +255,12 @@ class PipelinedAddsTest {
             assertEquals(List.of("hello"), texts(memory.getMessages()));
             assertEquals(readsBefore + 1, reads.get());
 
-            // Adds after a failed one are applied on their own; flush throws the failure.
+            // Adds after a failed one are applied on their own; flush throws the failure. (Answers
+            // held until both are sent: the failure, once in, would be thrown by the second add.)
+            hold();
             memory.addMessage(large);
             memory.addMessage(text(MsgRole.ASSISTANT, "after"));
+            release();
             RemoteMemoryException flushed = assertThrows(RemoteMemoryException.class, memory::flush);
             assertEquals(RemoteMemoryException.ResourceExhausted.class, flushed.getClass());
             assertEquals(List.of("hello", "after"), texts(memory.getMessages()));
