@@ -128,6 +128,7 @@ def test_memories_messages_long_term_scores_and_health(tmp_path: Path, browser) 
 
 
 def test_keys_decide_the_tenant_and_only_an_admin_key_deletes(tmp_path: Path, browser) -> None:
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -173,8 +174,10 @@ def test_keys_decide_the_tenant_and_only_an_admin_key_deletes(tmp_path: Path, br
         # Even an admin's cookie does not delete without the page's token (a cross-site form).
         assert browser.execute_script(forge) == 403
         browser.find_element(By.ID, "delete").click()
-        WebDriverWait(browser, 30).until(lambda b: b.find_elements(By.TAG_NAME, "h1")
-                                         and b.find_element(By.TAG_NAME, "h1").text == "Memories")
+        # The page may change between finding its heading and reading it (the delete's redirect
+        # lands): a stale heading is looked for again.
+        WebDriverWait(browser, 30, ignored_exceptions=[StaleElementReferenceException]).until(
+            lambda b: b.find_elements(By.TAG_NAME, "h1") and b.find_element(By.TAG_NAME, "h1").text == "Memories")
         assert browser.find_elements(By.CSS_SELECTOR, "#memories tbody tr") == []
         with MemoryClient(server.address, api_key=READER) as client:
             assert [m.memory_id for m in client.list_memories()] == []
