@@ -1,7 +1,7 @@
-"""Java client: time spent in memory calls during a ReActAgent turn with three tool rounds, the
-remote memory against AgentScope's InMemoryMemory in the same run: a new conversation every turn,
-one long conversation (1,000 earlier messages) going on, and the same with a second client adding
-a message to that conversation before every turn. Each with the default client (coherent caching,
+"""Java client: what the remote memory adds to a ReActAgent turn with three tool rounds, against
+AgentScope's InMemoryMemory in the same run: a new conversation every turn, one long conversation
+(1,000 earlier messages) going on, and the same with a second client adding a message to that
+conversation before every turn. Each with the default client (coherent caching,
 and adds of the model's output waiting for their confirmation: `AddConfirmation.MODEL_OUTPUT`),
 whose entries carry no suffix; then without coherent caching (`coherentCache(false)`: a call per
 read and per add), with every add waiting (`EVERY_ADD`), and with none waiting (`ON_FLUSH`: the

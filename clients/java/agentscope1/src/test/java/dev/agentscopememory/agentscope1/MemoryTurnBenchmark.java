@@ -20,8 +20,9 @@ import java.util.UUID;
 import java.util.function.Supplier;
 
 /**
- * Not a test: time spent inside memory calls during a ReActAgent turn with three tool rounds,
- * on the remote memory and on InMemoryMemory, measured in the same run. Prints one JSON object.
+ * Not a test: what the remote memory adds to a ReActAgent turn with three tool rounds (the whole
+ * turn against the same turn on InMemoryMemory, and the time inside memory calls of each),
+ * measured in the same run. Prints one JSON object per scenario.
  *
  * <pre>
  * cd clients/java
