@@ -157,6 +157,8 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     private final Object copyLock = new Object();
     /** Pipelined adds not yet answered (or to be sent again), in the order they were sent. */
     private final ArrayDeque<PendingAdd> pending = new ArrayDeque<>();
+    /** Listed for the JVM's exit flush ({@link ExitFlush}); set under {@link #pipelineLock}. */
+    private boolean exitFlushed;
     /** The first failure of a pipelined add not thrown yet. */
     private RuntimeException pendingFailure;
 
@@ -339,7 +341,11 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
             synchronized (copyLock) {
                 pending.addLast(add);
             }
-            ExitFlush.register(this);
+            if (!exitFlushed) {
+                // Once: listed until close(), a synchronized map insert per add would be wasted.
+                ExitFlush.register(this);
+                exitFlushed = true;
+            }
             MessageWatch.Sent sent = watch.addPipelined(request, onStream, answer -> answered(add, answer));
             if (sent != null) {
                 add.sent = sent;

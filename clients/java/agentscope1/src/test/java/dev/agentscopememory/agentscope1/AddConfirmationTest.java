@@ -26,12 +26,9 @@ import io.grpc.Channel;
 import io.grpc.ClientCall;
 import io.grpc.ClientInterceptor;
 import io.grpc.ClientInterceptors;
-import io.grpc.ForwardingClientCall;
-import io.grpc.ForwardingClientCallListener;
 import io.grpc.Grpc;
 import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
-import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -210,26 +207,9 @@ class AddConfirmationTest {
 
     /** The channel as a server older than {@code WatchStarted.message_count} would answer. */
     private static Channel withoutMessageCount(Channel channel) {
-        return ClientInterceptors.intercept(channel, new ClientInterceptor() {
-            @Override
-            public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
-                return new ForwardingClientCall.SimpleForwardingClientCall<>(next.newCall(method, options)) {
-                    @Override
-                    public void start(Listener<R> listener, Metadata headers) {
-                        super.start(new ForwardingClientCallListener.SimpleForwardingClientCallListener<>(listener) {
-                            @Override
-                            @SuppressWarnings("unchecked")
-                            public void onMessage(R message) {
-                                if (message instanceof WatchMessagesResponse r && r.hasStarted()) {
-                                    message = (R) r.toBuilder().setStarted(r.getStarted().toBuilder().clearMessageCount()).build();
-                                }
-                                super.onMessage(message);
-                            }
-                        }, headers);
-                    }
-                };
-            }
-        });
+        return AnswerTaps.eachAnswer(channel, message -> message instanceof WatchMessagesResponse r && r.hasStarted()
+                ? r.toBuilder().setStarted(r.getStarted().toBuilder().clearMessageCount()).build()
+                : message);
     }
 
     @Test

@@ -16,18 +16,10 @@ import dev.agentscopememory.grpc.v1.MemoryServiceGrpc;
 import io.agentscope.core.message.Msg;
 import io.agentscope.core.message.MsgRole;
 import io.agentscope.core.util.JsonUtils;
-import io.grpc.CallOptions;
 import io.grpc.Channel;
-import io.grpc.ClientCall;
-import io.grpc.ClientInterceptor;
-import io.grpc.ClientInterceptors;
-import io.grpc.ForwardingClientCall;
-import io.grpc.ForwardingClientCallListener;
 import io.grpc.Grpc;
 import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
-import io.grpc.Metadata;
-import io.grpc.MethodDescriptor;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -57,28 +49,15 @@ class MessageCacheTest {
     @BeforeEach
     void connect() throws Exception {
         channel = Grpc.newChannelBuilder(TestServer.shared().target(), InsecureChannelCredentials.create()).build();
-        observed = ClientInterceptors.intercept(channel, new ClientInterceptor() {
-            @Override
-            public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
-                return new ForwardingClientCall.SimpleForwardingClientCall<>(next.newCall(method, options)) {
-                    @Override
-                    public void start(Listener<R> listener, Metadata headers) {
-                        super.start(new ForwardingClientCallListener.SimpleForwardingClientCallListener<>(listener) {
-                            @Override
-                            public void onMessage(R message) {
-                                if (message instanceof GetMessagesResponse response) {
-                                    answers.add(response);
-                                    Runnable change = response.getNextPageToken().isEmpty() ? null : betweenPages.getAndSet(null);
-                                    if (change != null) {
-                                        change.run();
-                                    }
-                                }
-                                super.onMessage(message);
-                            }
-                        }, headers);
-                    }
-                };
+        observed = AnswerTaps.eachAnswer(channel, message -> {
+            if (message instanceof GetMessagesResponse response) {
+                answers.add(response);
+                Runnable change = response.getNextPageToken().isEmpty() ? null : betweenPages.getAndSet(null);
+                if (change != null) {
+                    change.run();
+                }
             }
+            return message;
         });
     }
 
