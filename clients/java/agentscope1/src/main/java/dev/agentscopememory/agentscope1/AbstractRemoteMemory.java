@@ -38,6 +38,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.UUID;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
@@ -131,13 +132,47 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     private static final class PendingAdd {
         final AddMessagesRequest request;
         final List<Msg> messages;
-        final long sentNanos = System.nanoTime();
-        /** Null until sent (only for a moment: it is queued before it goes out). */
+        /**
+         * The adds it was made of, each as it would have gone alone: just {@link #request}, unless
+         * adds held back were sent together ({@link #HOLD_NANOS}). A failure of the whole is not
+         * theirs to share: they are then sent again one by one ({@link #split}).
+         */
+        final List<AddMessagesRequest> parts;
+        /** When its first part was added (how long it has waited is counted from there). */
+        final long sentNanos;
+        /** Null until sent: held back for a moment ({@link #HOLD_NANOS}), or queued before it goes out. */
         volatile MessageWatch.Sent sent;
+        /** Answered with a failure while made of several adds: to be sent again one add at a time. */
+        volatile boolean split;
 
         PendingAdd(AddMessagesRequest request, List<Msg> messages) {
+            this(request, messages, List.of(request), System.nanoTime());
+        }
+
+        private PendingAdd(AddMessagesRequest request, List<Msg> messages, List<AddMessagesRequest> parts, long sentNanos) {
             this.request = request;
             this.messages = messages;
+            this.parts = parts;
+            this.sentNanos = sentNanos;
+        }
+
+        /** Whether {@code next} fits in one request with this (held) add: the batch limits of {@link #addMessages}. */
+        boolean fits(AddMessagesRequest next) {
+            return request.getMessagesCount() + next.getMessagesCount() <= ADD_BATCH_MESSAGES
+                    && (long) request.getSerializedSize() + next.getSerializedSize() <= ADD_BATCH_BYTES;
+        }
+
+        /** This held add and {@code next} after it, as one add with a request id of its own. */
+        PendingAdd then(AddMessagesRequest next, List<Msg> nextMessages) {
+            AddMessagesRequest both = request.toBuilder()
+                    .addAllMessages(next.getMessagesList())
+                    .setRequestId(UUID.randomUUID().toString())
+                    .build();
+            List<AddMessagesRequest> all = new ArrayList<>(parts);
+            all.add(next);
+            List<Msg> msgs = new ArrayList<>(messages);
+            msgs.addAll(nextMessages);
+            return new PendingAdd(both, List.copyOf(msgs), List.copyOf(all), sentNanos);
         }
 
         /** Its stream ended before the answer: it must be sent again as {@code AddMessages}. */
@@ -147,8 +182,21 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         }
     }
 
+    /**
+     * How long an add that does not wait may be held back before it is sent. A user's input or a
+     * tool result is mostly followed at once by the model's output (a fast model, a tool that
+     * answers at once) or by more adds; sent together they are one transaction on the server
+     * instead of two, and the model output's wait is shorter. Reads show a held add at once, as
+     * any add on its way; {@link #flush()}, every call that reaches the server, and the next add
+     * that waits send it right away. Other clients see it at most this much later than they would
+     * have.
+     */
+    static final long HOLD_NANOS = TimeUnit.MILLISECONDS.toNanos(2);
+
     /** Serialises pipelined adds and {@link #flush()}, so adds go out (and out again) in order. */
     private final Object pipelineLock = new Object();
+    /** Sends the held add ({@link #HOLD_NANOS}) when nothing else did first; set under {@link #pipelineLock}. */
+    private ScheduledFuture<?> holdTimer;
     /**
      * Guards {@link #pending} and {@link #pendingFailure} and, with them, the moves of the copy
      * they take part in, so a read composes the copy and the pending adds of one moment. Never
@@ -319,49 +367,133 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     // ---------------------------------------------------------------- pipelined adds
 
     /**
-     * Sends an add over the watch without waiting for its answer; its messages show in reads at
-     * once. Without an open watch that takes adds, waits for the pending adds and then sends it as
-     * {@link #sendAndWait} does.
+     * Queues an add that does not wait: its messages show in reads at once. It is held back for
+     * at most {@link #HOLD_NANOS}, so an add right after it goes out with it, as one request; the
+     * next add that waits, {@link #flush()} and every call that reaches the server send it sooner.
      */
     private void sendPipelined(AddMessagesRequest.Builder builder) {
         AddMessagesRequest request = builder.build();
+        List<Msg> messages = MsgConverter.fromProto(request.getMessagesList());
         synchronized (pipelineLock) {
             throwPendingFailure();
-            long onStream;
-            synchronized (copyLock) {
-                PendingAdd first = pending.peekFirst();
-                onStream = first == null || first.sent == null ? -1 : first.sent.generation();
+            PendingAdd held = heldAdd();
+            if (held != null && !held.fits(request)) {
+                sendHeld();
+                held = null;
             }
-            if (onStream >= 0 && (anyOrphaned() || overdue())) {
-                // Adds left by an ended stream go again (as AddMessages) before this one.
-                flush();
-                onStream = -1;
-            }
-            PendingAdd add = new PendingAdd(request, MsgConverter.fromProto(request.getMessagesList()));
             synchronized (copyLock) {
-                pending.addLast(add);
+                if (held != null) {
+                    pending.remove(held);
+                }
+                pending.addLast(held == null ? new PendingAdd(request, messages) : held.then(request, messages));
             }
             if (!exitFlushed) {
                 // Once: listed until close(), a synchronized map insert per add would be wasted.
                 ExitFlush.register(this);
                 exitFlushed = true;
             }
-            MessageWatch.Sent sent = watch.addPipelined(request, onStream, answer -> answered(add, answer));
-            if (sent != null) {
-                add.sent = sent;
-                return;
+            if (!watch.takesAdds()) {
+                // No open watch to send it over later without waiting: it goes now, and waits (as AddMessages).
+                sendHeld();
+            } else if (holdTimer == null) {
+                holdTimer = HeldAdds.sendLater(this::sendHeldInBackground, HOLD_NANOS);
             }
-            synchronized (copyLock) {
-                pending.remove(add);
+        }
+    }
+
+    /** The add held back from sending (the last pending one, not sent yet), or null. */
+    private PendingAdd heldAdd() {
+        synchronized (copyLock) {
+            PendingAdd last = pending.peekLast();
+            return last != null && last.sent == null ? last : null;
+        }
+    }
+
+    /** The hold ran out with nothing else sending the held add: sends it, keeping a failure for the next call. */
+    private void sendHeldInBackground() {
+        synchronized (pipelineLock) {
+            holdTimer = null;
+            try {
+                sendHeld();
+            } catch (RuntimeException e) {
+                keepFailure(e);
             }
-            flush();
-            sendAndWait(builder, request.getMessagesList());
+        }
+    }
+
+    private void keepFailure(RuntimeException e) {
+        synchronized (copyLock) {
+            if (pendingFailure == null) {
+                pendingFailure = e;
+            }
+        }
+    }
+
+    /**
+     * With {@link #pipelineLock} held: sends the held add, if any, over the watch without waiting
+     * for its answer. Without an open watch that takes adds, waits for the adds before it and
+     * sends its parts as {@link #sendAndWait} does (throwing the first failure).
+     */
+    private void sendHeld() {
+        if (holdTimer != null) {
+            holdTimer.cancel(false);
+            holdTimer = null;
+        }
+        PendingAdd add = heldAdd();
+        if (add == null) {
+            return;
+        }
+        long onStream;
+        synchronized (copyLock) {
+            PendingAdd first = pending.peekFirst();
+            onStream = first == null || first.sent == null ? -1 : first.sent.generation();
+        }
+        if (onStream >= 0 && (anyOrphaned() || overdue())) {
+            // Adds left by an ended stream go again (as AddMessages) before this one.
+            awaitSent();
+            onStream = -1;
+        }
+        MessageWatch.Sent sent = watch.addPipelined(add.request, onStream, answer -> answered(add, answer));
+        if (sent != null) {
+            add.sent = sent;
+            return;
+        }
+        synchronized (copyLock) {
+            pending.remove(add);
+        }
+        awaitSent();
+        sendParts(add);
+    }
+
+    /** Sends each part of {@code add} as it would have gone alone, in order; throws the first failure once all went. */
+    private void sendParts(PendingAdd add) {
+        RuntimeException first = null;
+        for (AddMessagesRequest part : add.parts) {
+            try {
+                sendAndWait(part.toBuilder(), part.getMessagesList());
+            } catch (RuntimeException e) {
+                synchronized (copyLock) {
+                    snapshot.set(null);
+                }
+                if (first == null) {
+                    first = e;
+                }
+            }
+        }
+        if (first != null) {
+            throw first;
         }
     }
 
     /** Takes in a pipelined add's answer (on the stream's thread, before the watch takes its etag). */
     private void answered(PendingAdd add, MessagesAdded answer) {
         synchronized (copyLock) {
+            if (answer.hasFailure() && add.parts.size() > 1) {
+                // Nothing of it was stored: its adds go again one by one (flush), so each fails or
+                // is stored as it would have alone. Reads ask the server until then.
+                add.split = true;
+                return;
+            }
             pending.remove(add);
             if (answer.hasFailure()) {
                 if (pendingFailure == null) {
@@ -391,7 +523,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     private boolean anyOrphaned() {
         synchronized (copyLock) {
             for (PendingAdd p : pending) {
-                if (p.orphaned()) {
+                if (p.orphaned() || p.split) {
                     return true;
                 }
             }
@@ -420,8 +552,8 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     }
 
     /**
-     * Waits until every add sent without waiting ({@link AddConfirmation}) is answered, and throws
-     * the first failure among them (as {@code AddMessages} would have; the failure is thrown once).
+     * Sends the add held back, if any ({@link #HOLD_NANOS}), then waits until every add sent
+     * without waiting ({@link AddConfirmation}) is answered, and throws the first failure among them (as {@code AddMessages} would have; the failure is thrown once).
      * Adds whose watch stream ended before their answer are sent again first, in order, as {@code
      * AddMessages} with their request ids (which stores nothing twice). An add not answered
      * within the connection's deadline throws {@link RemoteMemoryException.DeadlineExceeded} (it
@@ -438,65 +570,106 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
             return;
         }
         synchronized (pipelineLock) {
-            RuntimeException first = null;
-            while (true) {
-                PendingAdd add;
-                synchronized (copyLock) {
-                    add = pending.peekFirst();
-                }
-                if (add == null) {
-                    break;
-                }
-                try {
-                    MessageWatch.Sent sent = add.sent;
-                    long left = connection.deadline().toNanos() - (System.nanoTime() - add.sentNanos);
-                    sent.answer().get(Math.max(left, 0), TimeUnit.NANOSECONDS);
-                    // Answered: answered() took it in (and out of pending).
-                    synchronized (copyLock) {
-                        pending.remove(add);
-                    }
-                    continue;
-                } catch (ExecutionException streamEnded) {
-                    // sent again below
-                } catch (TimeoutException e) {
-                    synchronized (copyLock) {
-                        pending.remove(add);
-                        snapshot.set(null);
-                    }
-                    // Its fate is unknown and our watch may never hear of it: start over.
-                    watch.restart();
-                    if (first == null) {
-                        first = RemoteMemoryException.of("MemoryService/AddMessages", Status.DEADLINE_EXCEEDED
-                                .withDescription("no answer to a pipelined add within the deadline").asRuntimeException());
-                    }
-                    continue;
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new RemoteMemoryException("MemoryService/AddMessages", Status.Code.CANCELLED, "interrupted", e);
-                }
+            try {
+                sendHeld();
+            } catch (RuntimeException e) {
+                keepFailure(e);
+            }
+            awaitSent();
+            throwPendingFailure();
+        }
+    }
+
+    /**
+     * With {@link #pipelineLock} held: waits until every add sent is answered, sending again those
+     * whose stream ended first (and, one by one, the parts of those that failed as a whole); keeps
+     * the first failure for {@link #throwPendingFailure}.
+     */
+    private void awaitSent() {
+        RuntimeException first = null;
+        while (true) {
+            PendingAdd add;
+            synchronized (copyLock) {
+                add = pending.peekFirst();
+            }
+            if (add == null || add.sent == null) {
+                break;
+            }
+            try {
+                MessageWatch.Sent sent = add.sent;
+                long left = connection.deadline().toNanos() - (System.nanoTime() - add.sentNanos);
+                sent.answer().get(Math.max(left, 0), TimeUnit.NANOSECONDS);
+                // Answered: answered() took it in (and out of pending), unless it is to be split.
                 synchronized (copyLock) {
                     pending.remove(add);
                 }
-                try {
-                    sendAndWait(add.request.toBuilder(), add.request.getMessagesList());
-                } catch (RuntimeException e) {
-                    synchronized (copyLock) {
-                        snapshot.set(null);
-                    }
-                    if (first == null) {
-                        first = e;
+                if (add.split) {
+                    try {
+                        sendParts(add);
+                    } catch (RuntimeException e) {
+                        if (first == null) {
+                            first = e;
+                        }
                     }
                 }
-            }
-            if (first != null) {
+                continue;
+            } catch (ExecutionException streamEnded) {
+                // sent again below
+            } catch (TimeoutException e) {
                 synchronized (copyLock) {
-                    if (pendingFailure == null) {
-                        pendingFailure = first;
+                    pending.remove(add);
+                    snapshot.set(null);
+                }
+                // Its fate is unknown and our watch may never hear of it: start over.
+                watch.restart();
+                if (first == null) {
+                    first = RemoteMemoryException.of("MemoryService/AddMessages", Status.DEADLINE_EXCEEDED
+                            .withDescription("no answer to a pipelined add within the deadline").asRuntimeException());
+                }
+                continue;
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new RemoteMemoryException("MemoryService/AddMessages", Status.Code.CANCELLED, "interrupted", e);
+            }
+            synchronized (copyLock) {
+                pending.remove(add);
+            }
+            try {
+                // The same request id: whatever of it the server stored is not stored twice.
+                sendAndWait(add.request.toBuilder(), add.request.getMessagesList());
+            } catch (RuntimeException e) {
+                synchronized (copyLock) {
+                    snapshot.set(null);
+                }
+                RuntimeException failure = e;
+                if (add.parts.size() > 1 && refused(e)) {
+                    // The server refused the whole, so stored none of it: each part as it would have gone.
+                    try {
+                        sendParts(add);
+                        failure = null;
+                    } catch (RuntimeException partFailure) {
+                        failure = partFailure;
                     }
                 }
+                if (first == null) {
+                    first = failure;
+                }
             }
-            throwPendingFailure();
         }
+        if (first != null) {
+            keepFailure(first);
+        }
+    }
+
+    /** A failure by which the server refused an add outright (it stored none of it). */
+    private static boolean refused(RuntimeException e) {
+        if (!(e instanceof RemoteMemoryException r)) {
+            return false;
+        }
+        return switch (r.getCode()) {
+            case INVALID_ARGUMENT, RESOURCE_EXHAUSTED, FAILED_PRECONDITION, OUT_OF_RANGE, NOT_FOUND, PERMISSION_DENIED -> true;
+            default -> false;
+        };
     }
 
     /** A call that reaches the server: pending adds first, so the server sees what this client did, in order. */
@@ -610,7 +783,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
                 cached = snapshot.get();
                 for (PendingAdd p : pending) {
                     ahead.addAll(p.messages);
-                    orphans |= p.orphaned();
+                    orphans |= p.orphaned() || p.split;
                 }
             }
             if (cached == null || orphans || overdue()) {
@@ -638,6 +811,11 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         synchronized (copyLock) {
             return !pending.isEmpty();
         }
+    }
+
+    /** Whether an add is held back, not sent yet ({@link #HOLD_NANOS}; for tests). */
+    boolean holdsAnAdd() {
+        return heldAdd() != null;
     }
 
     /** Whether the next {@link #ownMessages()} would be answered from the cached copy, with no call. */

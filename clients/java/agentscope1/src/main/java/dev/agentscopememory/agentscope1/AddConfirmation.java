@@ -6,6 +6,10 @@ package dev.agentscopememory.agentscope1;
  * watch stream (coherent caching) and are confirmed in the background, in the order sent; without
  * an open watch every add waits.
  *
+ * <p>An add that does not wait is held back for a moment (at most 2 ms) and goes out with the add
+ * after it, as one request, when one follows that soon; refused as one, they are sent again one by
+ * one, so each is stored or fails as it would have alone.
+ *
  * <p>Whatever the choice, a confirmed add is durable, another client sees an add only once it is
  * stored, {@link AbstractRemoteMemory#flush()} waits for every add made before it, and every other
  * call that reaches the server, {@link AbstractRemoteMemory#close()} and the JVM's exit flush

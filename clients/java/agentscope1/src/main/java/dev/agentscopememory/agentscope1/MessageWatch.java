@@ -340,6 +340,13 @@ final class MessageWatch implements AutoCloseable {
         release(false);
     }
 
+    /** Whether an open stream takes adds ({@link #addPipelined} would send one). */
+    boolean takesAdds() {
+        synchronized (lock) {
+            return requests != null && acceptsAdds && !watchId.isEmpty();
+        }
+    }
+
     /** Whether a stream is open (for tests). */
     boolean isOpen() {
         synchronized (lock) {

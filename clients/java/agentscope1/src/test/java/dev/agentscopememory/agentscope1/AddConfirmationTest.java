@@ -194,6 +194,7 @@ class AddConfirmationTest {
             assertEquals(Map.of("用户", "小明"), MemoryServiceGrpc.newBlockingStub(channel).getMemory(get)
                     .getMemory().getLabelsMap());
             memory.addMessage(user("你好"));
+            memory.flush(); // a user's input does not wait; other clients see it once stored
             assertEquals(List.of("你好"), texts(plain(id).getMessages()));
         }
         // A memory that already has messages: the watch starts, and the first read fetches them.

@@ -10,6 +10,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.agentscopememory.client.RemoteMemoryException;
 import dev.agentscopememory.client.TestServer;
+import dev.agentscopememory.grpc.v1.WatchMessagesRequest;
 import dev.agentscopememory.grpc.v1.WatchMessagesResponse;
 import io.agentscope.core.message.Msg;
 import io.agentscope.core.message.MsgRole;
@@ -43,7 +44,9 @@ import org.junit.jupiter.api.Test;
  * Pipelined adds ({@code coherentCache(true).pipelinedAdds(true)}): adds return without waiting
  * for their answers and show in this client's reads at once; {@code flush()}, every other call
  * that reaches the server, and {@code close()} wait for them; a failed one is thrown by the next
- * call and drops the copy; adds whose stream broke are sent again once, in order.
+ * call and drops the copy; adds whose stream broke are sent again once, in order. An add that does
+ * not wait is held back a moment and goes out with the next add, as one, within the batch limits;
+ * refused as one, its adds are sent again one by one.
  */
 class PipelinedAddsTest {
 
@@ -54,6 +57,8 @@ class PipelinedAddsTest {
     private final AtomicInteger reads = new AtomicInteger();
     /** AddMessages calls (unary) the pipelining client made. */
     private final AtomicInteger unaryAdds = new AtomicInteger();
+    /** How many messages each add the pipelining client sent over a watch carried, in order. */
+    private final List<Integer> streamAdds = new CopyOnWriteArrayList<>();
     /** The pipelining client's WatchMessages calls, to cut them as a lost connection would. */
     private final List<ClientCall<?, ?>> watches = new CopyOnWriteArrayList<>();
     /** Add answers held back from the client while {@link #holding} (all delivery under this lock). */
@@ -94,6 +99,14 @@ class PipelinedAddsTest {
 
     private <Q, R> ClientCall<Q, R> holdingAddAnswers(ClientCall<Q, R> call) {
         return new ForwardingClientCall.SimpleForwardingClientCall<>(call) {
+            @Override
+            public void sendMessage(Q message) {
+                if (message instanceof WatchMessagesRequest r && r.hasAdd()) {
+                    streamAdds.add(r.getAdd().getMessagesCount());
+                }
+                super.sendMessage(message);
+            }
+
             @Override
             public void start(Listener<R> listener, Metadata headers) {
                 ClientCall<Q, R> self = this;
@@ -200,7 +213,9 @@ class PipelinedAddsTest {
             // Returned with no answer yet; this client's reads show the adds, with no call.
             assertEquals(List.of("hello", "one", "two", "three"), texts(memory.getMessages()));
             assertEquals(readsBefore, reads.get());
-            until(() -> heldAnswers() == 2);
+            // Added within the hold (HOLD_NANOS), the three went out as one add.
+            until(() -> heldAnswers() == 1);
+            assertEquals(3, streamAdds.get(streamAdds.size() - 1));
             CompletableFuture<Void> flushed = CompletableFuture.runAsync(memory::flush);
             assertFalse(flushed.isDone(), "flush waits for the answers");
             release();
@@ -292,9 +307,11 @@ class PipelinedAddsTest {
             // Stored, all three, but the answers are lost with the stream.
             hold();
             int unaryBefore = unaryAdds.get();
-            memory.addMessage(text(MsgRole.ASSISTANT, "a1"));
-            memory.addMessage(text(MsgRole.USER, "a2"));
-            memory.addMessage(text(MsgRole.ASSISTANT, "a3"));
+            // Each sent alone (its hold over before the next), so three adds are pending.
+            for (String a : List.of("a1", "a2", "a3")) {
+                memory.addMessage(text(a.equals("a2") ? MsgRole.USER : MsgRole.ASSISTANT, a));
+                until(() -> !memory.holdsAnAdd());
+            }
             until(() -> heldAnswers() == 3);
             watches.get(watches.size() - 1).cancel("connection lost (test)", null);
             until(() -> !memory.servesFromCache()); // the client knows the stream ended
@@ -318,6 +335,91 @@ class PipelinedAddsTest {
             assertTrue(unaryAdds.get() > unaryBefore, "sent again as AddMessages");
             assertEquals(List.of("hello", "a1", "a2", "a3", "b1", "b2", "b3"), texts(plain(id).getMessages()));
             assertEquals(json(plain(id).getMessages()), json(memory.getMessages()));
+        }
+    }
+
+    private RemoteMemory confirmingModelOutput(Channel on, String id) {
+        return RemoteMemory.builder().channel(observe(on)).memoryId(id).build(); // the defaults
+    }
+
+    @Test
+    void anInputHeldBackGoesOutWithTheModelOutputAfterItAsOneAdd() throws Exception {
+        String id = "held-" + UUID.randomUUID();
+        try (RemoteMemory memory = confirmingModelOutput(channel, id)) {
+            memory.getMessages(); // creates it and opens the watch
+            until(memory::servesFromCache);
+            memory.addMessage(text(MsgRole.USER, "what time is it?"));
+            assertTrue(memory.holdsAnAdd());
+            assertEquals(List.of("what time is it?"), texts(memory.getMessages()), "a held add shows at once");
+            memory.addMessage(text(MsgRole.ASSISTANT, "noon"));
+            assertEquals(List.of(2), streamAdds, "one add, with both messages");
+            assertFalse(memory.hasPendingAdds(), "the model output waited for both");
+            assertEquals(List.of("what time is it?", "noon"), texts(plain(id).getMessages()));
+            assertEquals(json(plain(id).getMessages()), json(memory.getMessages()));
+        }
+    }
+
+    @Test
+    void anAddHeldBackGoesOutAloneWhenNothingFollowsIt() throws Exception {
+        String id = "held-" + UUID.randomUUID();
+        try (RemoteMemory memory = confirmingModelOutput(channel, id)) {
+            memory.getMessages();
+            until(memory::servesFromCache);
+            memory.addMessage(text(MsgRole.USER, "你好，我是小明"));
+            // No further call from this client: the hold runs out and the add goes, and is stored.
+            RemoteMemory other = plain(id);
+            until(() -> texts(other.getMessages()).equals(List.of("你好，我是小明")));
+            until(() -> !memory.hasPendingAdds());
+            assertEquals(List.of(1), streamAdds);
+        }
+    }
+
+    @Test
+    void heldAddsGoTogetherOnlyWithinTheBatchLimit() throws Exception {
+        String id = "held-" + UUID.randomUUID();
+        try (RemoteMemory memory = pipelined(channel, id)) {
+            memory.getMessages();
+            until(memory::servesFromCache);
+            List<Msg> first = new ArrayList<>();
+            for (int i = 0; i < 400; i++) {
+                first.add(text(MsgRole.USER, "first " + i));
+            }
+            List<Msg> second = new ArrayList<>();
+            for (int i = 0; i < 200; i++) {
+                second.add(text(MsgRole.USER, "second " + i));
+            }
+            memory.addMessages(first);
+            memory.addMessages(second);
+            memory.flush();
+            // 600 messages would pass AbstractRemoteMemory.ADD_BATCH_MESSAGES (500): two adds.
+            assertEquals(List.of(400, 200), streamAdds);
+            assertEquals(600, plain(id).getMessages().size());
+        }
+    }
+
+    @Test
+    void aModelOutputSentWithARefusedInputIsStoredAsIfSentAlone() throws Exception {
+        ManagedChannel own = null;
+        try (TestServer server = TestServer.start(Map.of("AGENTSCOPE_MEMORY_MAX_MESSAGE_BYTES", "2000"))) {
+            own = Grpc.newChannelBuilder(server.target(), InsecureChannelCredentials.create()).build();
+            RemoteMemory unary = RemoteMemory.builder().target(server.target()).memoryId("held-refused").build();
+            RemoteMemory memory = confirmingModelOutput(own, "held-refused");
+            memory.getMessages();
+            until(memory::servesFromCache);
+            memory.addMessage(text(MsgRole.TOOL, "x".repeat(3000))); // held, too large
+            RemoteMemoryException thrown = assertThrows(RemoteMemoryException.class,
+                    () -> memory.addMessage(text(MsgRole.ASSISTANT, "after the tool")));
+            assertEquals(RemoteMemoryException.ResourceExhausted.class, thrown.getClass());
+            // Sent together first, refused as a whole, then each alone: the input failed, the output is stored.
+            assertEquals(2, streamAdds.get(0));
+            assertEquals(List.of("after the tool"), texts(unary.getMessages()));
+            assertEquals(json(unary.getMessages()), json(memory.getMessages()));
+            memory.close();
+            unary.close();
+        } finally {
+            if (own != null) {
+                own.shutdownNow();
+            }
         }
     }
 

@@ -67,6 +67,9 @@ class ScopesTest {
         researcher.deleteMessage(1);
         assertEquals(List.of("目标: 比较三家供应商"), texts(researcher.getMessages()));
         researcher.addMessage(user("researcher's own note"));
+        // A user's input does not wait for its confirmation (AddConfirmation.MODEL_OUTPUT): other
+        // clients see it once it is stored, which flush() waits for.
+        researcher.flush();
         RemoteMemory plainView = RemoteMemory.builder().connection(connection).memoryId(id + "/研究员").build();
         assertEquals(List.of("researcher's own note"), texts(plainView.getMessages()));
         assertEquals(List.of("草稿: 只给自己看", "目标: 比较三家供应商"), texts(planner.getMessages()));
