@@ -195,6 +195,8 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
 
     /** Serialises pipelined adds and {@link #flush()}, so adds go out (and out again) in order. */
     private final Object pipelineLock = new Object();
+    /** {@link #HOLD_NANOS}; tests set it longer, so that what they send within it goes together for certain. */
+    volatile long holdNanos = HOLD_NANOS;
     /** Sends the held add ({@link #HOLD_NANOS}) when nothing else did first; set under {@link #pipelineLock}. */
     private ScheduledFuture<?> holdTimer;
     /**
@@ -396,7 +398,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
                 // No open watch to send it over later without waiting: it goes now, and waits (as AddMessages).
                 sendHeld();
             } else if (holdTimer == null) {
-                holdTimer = HeldAdds.sendLater(this::sendHeldInBackground, HOLD_NANOS);
+                holdTimer = HeldAdds.sendLater(this::sendHeldInBackground, holdNanos);
             }
         }
     }
