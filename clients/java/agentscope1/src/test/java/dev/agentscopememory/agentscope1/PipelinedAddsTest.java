@@ -29,12 +29,17 @@ import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
@@ -427,6 +432,58 @@ class PipelinedAddsTest {
             if (own != null) {
                 own.shutdownNow();
             }
+        }
+    }
+
+    @Test
+    void addsFromSeveralThreadsAreEachStoredOnceInTheOrderEachThreadMadeThem() throws Exception {
+        String id = "held-" + UUID.randomUUID();
+        try (RemoteMemory memory = confirmingModelOutput(channel, id)) {
+            int threads = 4;
+            int each = 60;
+            ExecutorService pool = Executors.newFixedThreadPool(threads + 1);
+            try {
+                List<Future<?>> work = new ArrayList<>();
+                for (int t = 0; t < threads; t++) {
+                    int thread = t;
+                    work.add(pool.submit(() -> {
+                        for (int i = 0; i < each; i++) {
+                            // Inputs held back and model outputs that wait, interleaved across threads.
+                            MsgRole role = i % 3 == 2 ? MsgRole.ASSISTANT : MsgRole.USER;
+                            memory.addMessage(text(role, "线程" + thread + "-" + i));
+                        }
+                        return null;
+                    }));
+                }
+                AtomicBoolean adding = new AtomicBoolean(true);
+                Future<?> reader = pool.submit(() -> {
+                    while (adding.get()) {
+                        List<String> seen = texts(memory.getMessages());
+                        assertEquals(seen.size(), new HashSet<>(seen).size(), "a read shows no message twice");
+                    }
+                    return null;
+                });
+                for (Future<?> w : work) {
+                    w.get(60, TimeUnit.SECONDS);
+                }
+                adding.set(false);
+                reader.get(60, TimeUnit.SECONDS);
+            } finally {
+                pool.shutdownNow();
+            }
+            memory.flush();
+            List<String> stored = texts(plain(id).getMessages());
+            assertEquals(threads * each, stored.size());
+            assertEquals(stored.size(), new HashSet<>(stored).size(), "none stored twice");
+            for (int t = 0; t < threads; t++) {
+                String prefix = "线程" + t + "-";
+                List<String> own = stored.stream().filter(x -> x.startsWith(prefix)).toList();
+                for (int i = 0; i < each; i++) {
+                    assertEquals(prefix + i, own.get(i));
+                }
+            }
+            assertEquals(json(plain(id).getMessages()), json(memory.getMessages()));
+            assertTrue(streamAdds.size() < threads * each, "some adds went together");
         }
     }
 
