@@ -21,15 +21,10 @@ import io.agentscope.core.message.ToolUseBlock;
 import io.agentscope.core.tool.Tool;
 import io.agentscope.core.tool.Toolkit;
 import io.agentscope.core.util.JsonUtils;
-import io.grpc.CallOptions;
 import io.grpc.Channel;
-import io.grpc.ClientCall;
-import io.grpc.ClientInterceptor;
-import io.grpc.ClientInterceptors;
 import io.grpc.Grpc;
 import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
-import io.grpc.MethodDescriptor;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -70,24 +65,9 @@ class AddConfirmationTest {
         channel.shutdownNow();
     }
 
-    /** The channel with GetMessages and AddMessages calls counted. */
+    /** The channel with GetMessages, AddMessages and CreateMemory calls counted. */
     private Channel counted(Channel channel) {
-        return ClientInterceptors.intercept(channel, new ClientInterceptor() {
-            @Override
-            public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
-                String name = method.getFullMethodName();
-                if (name.endsWith("/GetMessages")) {
-                    reads.incrementAndGet();
-                }
-                if (name.endsWith("/AddMessages")) {
-                    unaryAdds.incrementAndGet();
-                }
-                if (name.endsWith("/CreateMemory")) {
-                    creates.incrementAndGet();
-                }
-                return next.newCall(method, options);
-            }
-        });
+        return CountedCalls.on(channel, Map.of("GetMessages", reads, "AddMessages", unaryAdds, "CreateMemory", creates));
     }
 
     /** A client that reads the server's messages with a call each time (no copy of its own). */

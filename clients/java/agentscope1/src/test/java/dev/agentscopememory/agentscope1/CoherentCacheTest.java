@@ -73,19 +73,14 @@ class CoherentCacheTest {
 
     /** The channel with the watching client's calls counted and, on request, answers lost. */
     private Channel observe(Channel channel) {
-        return ClientInterceptors.intercept(channel, new ClientInterceptor() {
+        Channel counted = CountedCalls.on(channel, Map.of("GetMessages", reads, "AddMessages", unaryAdds));
+        return ClientInterceptors.intercept(counted, new ClientInterceptor() {
             @Override
             public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
-                if (method.getFullMethodName().endsWith("/GetMessages")) {
-                    reads.incrementAndGet();
-                }
                 ClientCall<Q, R> call = next.newCall(method, options);
                 if (method.getFullMethodName().endsWith("/WatchMessages")) {
                     call = breakingBeforeAddAnswer(call);
                     watches.add(call);
-                }
-                if (method.getFullMethodName().endsWith("/AddMessages")) {
-                    unaryAdds.incrementAndGet();
                 }
                 if (method.getFullMethodName().endsWith("/AddMessages") && loseNextAddAnswer.getAndSet(false)) {
                     return new ForwardingClientCall.SimpleForwardingClientCall<>(call) {

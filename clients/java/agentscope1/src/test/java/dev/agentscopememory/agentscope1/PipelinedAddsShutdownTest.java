@@ -8,17 +8,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.agentscopememory.client.TestServer;
 import io.agentscope.core.message.Msg;
 import io.agentscope.core.message.MsgRole;
-import io.grpc.CallOptions;
 import io.grpc.Channel;
-import io.grpc.ClientCall;
-import io.grpc.ClientInterceptor;
-import io.grpc.ClientInterceptors;
 import io.grpc.Grpc;
 import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
-import io.grpc.MethodDescriptor;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
@@ -37,19 +33,6 @@ class PipelinedAddsShutdownTest {
         return Msg.builder().role(MsgRole.USER).name("user").textContent(text).build();
     }
 
-    /** Counts the unary AddMessages calls made over {@code channel}. */
-    private static Channel countingAdds(Channel channel, AtomicInteger unaryAdds) {
-        return ClientInterceptors.intercept(channel, new ClientInterceptor() {
-            @Override
-            public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
-                if (method.getFullMethodName().endsWith("/AddMessages")) {
-                    unaryAdds.incrementAndGet();
-                }
-                return next.newCall(method, options);
-            }
-        });
-    }
-
     @Test
     void addsUnansweredWhenTheServerStopsAreStoredOnceInOrderAfterARestart() throws Exception {
         TestServer first = TestServer.start();
@@ -57,7 +40,8 @@ class PipelinedAddsShutdownTest {
         ManagedChannel channel = Grpc.newChannelBuilder(first.target(), InsecureChannelCredentials.create()).build();
         AtomicInteger unaryAdds = new AtomicInteger();
         String id = "stopping-" + UUID.randomUUID();
-        try (RemoteMemory memory = RemoteMemory.builder().channel(countingAdds(channel, unaryAdds)).memoryId(id)
+        Channel counted = CountedCalls.on(channel, Map.of("AddMessages", unaryAdds));
+        try (RemoteMemory memory = RemoteMemory.builder().channel(counted).memoryId(id)
                 .coherentCache(true).pipelinedAdds(true).build()) {
             List<String> expected = new ArrayList<>(List.of("hello"));
             memory.addMessage(text("hello"));

@@ -83,18 +83,12 @@ class PipelinedAddsTest {
 
     /** The channel with the client's calls counted and, while {@link #holding}, add answers held back. */
     private Channel observe(Channel channel) {
-        return ClientInterceptors.intercept(channel, new ClientInterceptor() {
+        Channel counted = CountedCalls.on(channel, Map.of("GetMessages", reads, "AddMessages", unaryAdds));
+        return ClientInterceptors.intercept(counted, new ClientInterceptor() {
             @Override
             public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
-                String name = method.getFullMethodName();
-                if (name.endsWith("/GetMessages")) {
-                    reads.incrementAndGet();
-                }
-                if (name.endsWith("/AddMessages")) {
-                    unaryAdds.incrementAndGet();
-                }
                 ClientCall<Q, R> call = next.newCall(method, options);
-                if (name.endsWith("/WatchMessages")) {
+                if (method.getFullMethodName().endsWith("/WatchMessages")) {
                     call = holdingAddAnswers(call);
                     watches.add(call);
                 }
