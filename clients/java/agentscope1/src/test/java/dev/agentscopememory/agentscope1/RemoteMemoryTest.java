@@ -24,6 +24,8 @@ import io.grpc.ClientInterceptor;
 import io.grpc.ClientInterceptors;
 import io.grpc.ForwardingClientCall;
 import io.grpc.ForwardingClientCallListener;
+import io.grpc.Grpc;
+import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
 import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
@@ -305,12 +307,47 @@ class RemoteMemoryTest {
 
     @Test
     void deadlineExceededIsReported() {
-        RemoteMemory memory = RemoteMemory.builder().target(server.target()).memoryId("t-" + UUID.randomUUID())
-                .deadline(Duration.ofNanos(1)).build();
+        // A slow server, however fast this one is: each unary call starts 50 ms late (past its
+        // deadline: an attempt is given at least 1 ms, in which a local server can answer a small
+        // call), and the watch's answers come 50 ms late (past the wait for its start).
+        ManagedChannel own = Grpc.newChannelBuilder(server.target(), InsecureChannelCredentials.create()).build();
+        Channel slow = ClientInterceptors.intercept(own, new ClientInterceptor() {
+            @Override
+            public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
+                if (method.getType() == MethodDescriptor.MethodType.UNARY) {
+                    pause();
+                    return next.newCall(method, options);
+                }
+                return new ForwardingClientCall.SimpleForwardingClientCall<>(next.newCall(method, options)) {
+                    @Override
+                    public void start(Listener<R> listener, Metadata headers) {
+                        super.start(new ForwardingClientCallListener.SimpleForwardingClientCallListener<>(listener) {
+                            @Override
+                            public void onMessage(R message) {
+                                pause();
+                                super.onMessage(message);
+                            }
+                        }, headers);
+                    }
+                };
+            }
+
+            private void pause() {
+                try {
+                    Thread.sleep(50);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        });
+        RemoteMemory memory = RemoteMemory.builder().channel(slow).memoryId("t-" + UUID.randomUUID())
+                .deadline(Duration.ofMillis(10)).build();
         try (memory) {
             RemoteMemoryException e = assertThrows(RemoteMemoryException.class, memory::getMessages);
             assertInstanceOf(RemoteMemoryException.DeadlineExceeded.class, e);
             assertEquals(Status.Code.DEADLINE_EXCEEDED, e.getCode());
+        } finally {
+            own.shutdownNow();
         }
     }
 
