@@ -64,9 +64,11 @@ class ListState:
     next_seq: int
 
     @staticmethod
-    def of(record: MemoryRecord, count: int, next_seq: int | None) -> ListState:
-        snapshot = Snapshot.of(record)
-        return ListState(snapshot.created_us, snapshot.version, count, next_seq or 0)
+    def of(record: MemoryRecord, count: int, next_seq: int | None, version: int | None = None) -> ListState:
+        """The state of `record` holding `count` messages; `version`: the record's version after a
+        change made in the same transaction (the record read before it has the old one)."""
+        return ListState(round(record.create_time * 1_000_000), record.version if version is None else version,
+                         count, next_seq or 0)
 
 
 def _frame(parts: Binding) -> bytes:
@@ -83,7 +85,11 @@ class PageTokens:
 
     def __init__(self, store: Store | None, secret: str | None = None) -> None:
         self._store = store
-        self._key: bytes | None = None if secret is None else hashlib.sha256(secret.encode()).digest()
+        self._key: bytes | None = None
+        # HMAC keyed once: each tag copies it (keying costs as much as the rest of a tag).
+        self._keyed: hmac.HMAC | None = None
+        if secret is not None:
+            self._set_key(hashlib.sha256(secret.encode()).digest())
         self._lock = asyncio.Lock()
 
     async def ready(self) -> None:
@@ -94,20 +100,25 @@ class PageTokens:
             if self._key is not None:
                 return
             if self._store is None:
-                self._key = secrets.token_bytes(32)
+                self._set_key(secrets.token_bytes(32))
                 return
             fresh = secrets.token_hex(32)
 
             def load(tx: Tx) -> str:
                 return tx.meta_setdefault(META_KEY, fresh)
 
-            self._key = bytes.fromhex(await self._store.run("", load))
+            self._set_key(bytes.fromhex(await self._store.run("", load)))
+
+    def _set_key(self, key: bytes) -> None:
+        self._keyed = hmac.new(key, digestmod=hashlib.sha256)
+        self._key = key
 
     def _tag(self, listing: str, binding: Binding, payload: bytes) -> bytes:
-        if self._key is None:
+        if self._keyed is None:
             raise RuntimeError("PageTokens.ready() was not awaited")
-        message = _frame([listing, *binding]) + b"|" + payload
-        return hmac.new(self._key, message, hashlib.sha256).digest()[:TAG_BYTES]
+        mac = self._keyed.copy()
+        mac.update(_frame([listing, *binding]) + b"|" + payload)
+        return mac.digest()[:TAG_BYTES]
 
     def issue(self, listing: str, binding: Binding, values: Sequence[int], text: str = "") -> str:
         """A token for `listing` bound to `binding`, carrying `values` (non-negative ints) and

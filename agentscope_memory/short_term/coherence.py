@@ -22,13 +22,12 @@ setting turns it off).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import logging
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Iterator, TypeVar
+from typing import Any, Awaitable, Callable, TypeVar
 
 from agentscope_memory.errors import NotFoundError
 from agentscope_memory.paging import ListState
@@ -62,21 +61,30 @@ class Written:
     state: ListState
 
 
-@contextlib.contextmanager
-def writes_of(watch_id: str) -> Iterator[dict[str, Written]]:
+class writes_of:
     """Within this block, write transactions do not wait for the watch `watch_id` (the writer's
     own, whose client applies the write's response itself). Wrap exactly the transaction whose
     outcome the response reports: a later one (a TIERED pass after an add) must be announced.
     The transaction may put its account of what it wrote (`Written`, by memory id) in the dict
-    this yields."""
-    token = _writer_watch.set(watch_id)
-    written: dict[str, Written] = {}
-    written_token = _written.set(written)
-    try:
-        yield written
-    finally:
+    this yields.
+
+    A class rather than a generator-based context manager: it wraps every add, and a
+    generator's set-up costs more than the two context variables it sets."""
+
+    __slots__ = ("_watch_id", "_tokens")
+
+    def __init__(self, watch_id: str) -> None:
+        self._watch_id = watch_id
+
+    def __enter__(self) -> dict[str, Written]:
+        written: dict[str, Written] = {}
+        self._tokens = (_writer_watch.set(self._watch_id), _written.set(written))
+        return written
+
+    def __exit__(self, *exc: object) -> None:
+        watch_token, written_token = self._tokens
         _written.reset(written_token)
-        _writer_watch.reset(token)
+        _writer_watch.reset(watch_token)
 
 
 @dataclass(frozen=True)

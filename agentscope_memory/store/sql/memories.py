@@ -254,7 +254,8 @@ def _memory_record(row: Sequence[Any]) -> MemoryRecord:
         memory_id=memory_id,
         kind=kind,
         config_json=config_json,
-        labels=json.loads(labels_json),
+        # Most memories have no labels: "{}" is read on every add, so it skips the parser.
+        labels={} if labels_json == "{}" else json.loads(labels_json),
         create_time=float(create_time),
         update_time=float(update_time),
         version=int(version),
