@@ -106,10 +106,13 @@ public final class RemoteConnection implements AutoCloseable {
      * who needs an RPC no adapter wraps; they name generated types, which follow the proto.
      */
 
-    /** Inside {@link #call}, the time its deadline has left; elsewhere the whole deadline. */
+    /**
+     * Inside {@link #call}, the time its deadline has left (none once it passed: the attempt then
+     * fails at once with {@code DEADLINE_EXCEEDED} and nothing is sent); elsewhere the whole deadline.
+     */
     private long attemptNanos() {
         Long end = callEnd.get();
-        return end == null ? deadline.toNanos() : Math.max(end - System.nanoTime(), 1_000_000L);
+        return end == null ? deadline.toNanos() : Math.max(end - System.nanoTime(), 0L);
     }
 
     /**

@@ -8,9 +8,21 @@ import dev.agentscopememory.client.internal.WireEnums;
 import dev.agentscopememory.grpc.v1.CreateMemoryRequest;
 import dev.agentscopememory.grpc.v1.GetMemoryRequest;
 import dev.agentscopememory.grpc.v1.Memory;
+import io.grpc.CallOptions;
+import io.grpc.Channel;
+import io.grpc.ClientCall;
+import io.grpc.ClientInterceptor;
+import io.grpc.ClientInterceptors;
+import io.grpc.ManagedChannel;
+import io.grpc.ManagedChannelBuilder;
+import io.grpc.MethodDescriptor;
 import io.grpc.Status;
 import java.nio.channels.ClosedChannelException;
+import java.time.Duration;
+import java.util.List;
 import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
@@ -79,6 +91,51 @@ class RemoteConnectionTest {
                 throw Status.UNKNOWN.withDescription("boom").asRuntimeException();
             }));
             assertEquals(1, serverError.get());
+        }
+    }
+
+    @Test
+    void aCallMadeAfterItsDeadlinePassedFailsAtOnceWithoutReachingTheServer() throws Exception {
+        String memoryId = "core-late-" + UUID.randomUUID();
+        CreateMemoryRequest create = CreateMemoryRequest.newBuilder()
+                .setMemoryId(memoryId).setKind(WireEnums.toProto(MemoryKind.IN_MEMORY)).build();
+        ManagedChannel channel = ManagedChannelBuilder.forTarget(TestServer.shared().target()).usePlaintext().build();
+        // The time each call is started with (ns left on its deadline), as the server would get it.
+        List<Long> deadlines = new CopyOnWriteArrayList<>();
+        Channel recording = ClientInterceptors.intercept(channel, new ClientInterceptor() {
+            @Override
+            public <ReqT, RespT> ClientCall<ReqT, RespT> interceptCall(
+                    MethodDescriptor<ReqT, RespT> method, CallOptions options, Channel next) {
+                deadlines.add(options.getDeadline().timeRemaining(TimeUnit.NANOSECONDS));
+                return next.newCall(method, options);
+            }
+        });
+        try (RemoteConnection connection = RemoteConnection.builder().channel(recording)
+                .deadline(Duration.ofMillis(300)).build()) {
+            connection.call("MemoryService/CreateMemory", false, () -> connection.memoryService().createMemory(create));
+            assertTrue(deadlines.get(0) > 0, deadlines.toString());
+            // A stub taken inside a call whose deadline has passed (its caller did slow work first)
+            // gets no time at all: the call ends DEADLINE_EXCEEDED, started already expired, so
+            // gRPC sends nothing (given even a millisecond, a local server might answer instead).
+            RemoteMemoryException.DeadlineExceeded late = assertThrows(RemoteMemoryException.DeadlineExceeded.class,
+                    () -> connection.call("MemoryService/CreateMemory", false, () -> {
+                        sleep(350);
+                        return connection.memoryService().createMemory(create);
+                    }));
+            assertEquals("MemoryService/CreateMemory", late.getOperation());
+            assertEquals(2, deadlines.size());
+            assertTrue(deadlines.get(1) <= 0, deadlines.toString());
+        } finally {
+            channel.shutdownNow();
+        }
+    }
+
+    private static void sleep(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
         }
     }
 }
