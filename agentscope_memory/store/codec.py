@@ -1,11 +1,11 @@
 """The at-rest format of messages: a message is stored as its serialized `Msg` proto.
 
-Why the wire proto and not AgentScope's JSON: a page of GetMessages is then bytes copied out of
-the store and parsed in C, with no Python conversion per message; the proto is lossless for
-every AgentScope-Java message (`convert/` proves the round trip); and it is compact. What is
-stored is normalised by one round trip through the library type, so every stored message is
-one the library can read back. JSON is produced only where AgentScope's JSON is the contract
-(session state, JsonSession files, offloads).
+Why the wire proto and not AgentScope's JSON: a page of GetMessages is then the stored bytes
+copied into the response as they are (`convert/encoded.py`), with no parsing or conversion per
+message; the proto is lossless for every AgentScope-Java message (`convert/` proves the round
+trip); and it is compact. What is stored is normalised by one round trip through the library
+type, so every stored message is one the library can read back. JSON is produced only where
+AgentScope's JSON is the contract (session state, JsonSession files, offloads).
 """
 
 from __future__ import annotations

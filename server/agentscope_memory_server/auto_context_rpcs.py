@@ -7,10 +7,10 @@ from typing import AsyncIterator
 import grpc
 
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
+from agentscope_memory.convert.encoded import Encoded, with_stored_messages
 from agentscope_memory.convert.from_proto import msg_from_proto, plan_from_proto
 from agentscope_memory.convert.to_proto import event_to_proto, msg_to_proto, msgs_to_proto
 from agentscope_memory.short_term.auto_context.service import AutoContextService, CompressOutcome
-from agentscope_memory.store.codec import stored_to_proto
 from agentscope_memory_server.errors import grpc_errors, grpc_stream_errors
 from agentscope_memory_server.tenancy import tenant_of
 
@@ -41,12 +41,11 @@ class AutoContextRpcs:
                                                 **outcome)
 
     @grpc_errors
-    async def GetOriginalMessages(self, request: pb.GetOriginalMessagesRequest, context: grpc.aio.ServicerContext) -> pb.GetOriginalMessagesResponse:
+    async def GetOriginalMessages(self, request: pb.GetOriginalMessagesRequest, context: grpc.aio.ServicerContext) -> Encoded:
         page = await self.auto_context.original_page(
             tenant_of(context), request.memory_id, request.page_size, request.page_token)
-        return pb.GetOriginalMessagesResponse(
-            messages=[stored_to_proto(d) for d in page.items], next_page_token=page.next_page_token,
-            total_size=page.total_size)
+        return with_stored_messages(pb.GetOriginalMessagesResponse(
+            next_page_token=page.next_page_token, total_size=page.total_size), page.items)
 
     @grpc_errors
     async def GetInteractionMessages(self, request: pb.GetInteractionMessagesRequest, context: grpc.aio.ServicerContext) -> pb.GetInteractionMessagesResponse:

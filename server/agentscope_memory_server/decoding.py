@@ -6,6 +6,9 @@ recursion limit (a tool result in a tool result, a hundred times). This intercep
 deserializer of every handler the server resolves, so services registered later are covered
 too: a failed decode becomes a marker, and the wrapped behaviour answers INVALID_ARGUMENT with
 the reason instead of calling the servicer.
+
+On the way out it lets a unary servicer answer with a response already in its wire form
+(`convert.encoded.Encoded`, a page of stored messages), which is sent as it is.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
+
+from agentscope_memory.convert.encoded import Encoded
 
 
 class _Undecodable:
@@ -44,6 +49,16 @@ def _wrap_deserializer(deserialize: Callable[[bytes], Any] | None) -> Callable[[
             return _Undecodable(_reason(exc))
 
     return safe
+
+
+def _passing_encoded(serialize: Callable[[Any], bytes] | None) -> Callable[[Any], bytes] | None:
+    if serialize is None:
+        return None
+
+    def encode(response: Any) -> bytes:
+        return response.data if isinstance(response, Encoded) else serialize(response)
+
+    return encode
 
 
 def _wrap_unary(behaviour: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
@@ -120,6 +135,7 @@ class DecodeErrorInterceptor(grpc.aio.ServerInterceptor):
         if handler.unary_unary is not None:
             return handler._replace(
                 request_deserializer=_wrap_deserializer(handler.request_deserializer),
+                response_serializer=_passing_encoded(handler.response_serializer),
                 unary_unary=_wrap_unary(handler.unary_unary),
             )
         if handler.unary_stream is not None:
