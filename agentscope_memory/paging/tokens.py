@@ -67,8 +67,8 @@ class ListState:
     def of(record: MemoryRecord, count: int, next_seq: int | None, version: int | None = None) -> ListState:
         """The state of `record` holding `count` messages; `version`: the record's version after a
         change made in the same transaction (the record read before it has the old one)."""
-        return ListState(round(record.create_time * 1_000_000), record.version if version is None else version,
-                         count, next_seq or 0)
+        snapshot = Snapshot.of(record)
+        return ListState(snapshot.created_us, snapshot.version if version is None else version, count, next_seq or 0)
 
 
 def _frame(parts: Binding) -> bytes:
@@ -85,8 +85,8 @@ class PageTokens:
 
     def __init__(self, store: Store | None, secret: str | None = None) -> None:
         self._store = store
-        self._key: bytes | None = None
-        # HMAC keyed once: each tag copies it (keying costs as much as the rest of a tag).
+        # The server's key, as an HMAC keyed once (None until `ready`): each tag copies it, since
+        # keying costs as much as the rest of a tag.
         self._keyed: hmac.HMAC | None = None
         if secret is not None:
             self._set_key(hashlib.sha256(secret.encode()).digest())
@@ -94,10 +94,10 @@ class PageTokens:
 
     async def ready(self) -> None:
         """Load (or create, once per database) the key; cheap after the first call."""
-        if self._key is not None:
+        if self._keyed is not None:
             return
         async with self._lock:
-            if self._key is not None:
+            if self._keyed is not None:
                 return
             if self._store is None:
                 self._set_key(secrets.token_bytes(32))
@@ -111,7 +111,6 @@ class PageTokens:
 
     def _set_key(self, key: bytes) -> None:
         self._keyed = hmac.new(key, digestmod=hashlib.sha256)
-        self._key = key
 
     def _tag(self, listing: str, binding: Binding, payload: bytes) -> bytes:
         if self._keyed is None:
