@@ -308,8 +308,8 @@ class RemoteMemoryTest {
     @Test
     void deadlineExceededIsReported() {
         // A slow server, however fast this one is: each unary call starts 50 ms late (past its
-        // deadline: an attempt is given at least 1 ms, in which a local server can answer a small
-        // call), and the watch's answers come 50 ms late (past the wait for its start).
+        // deadline, so it fails without reaching the server), and the watch's answers come 50 ms
+        // late (past the wait for its start).
         ManagedChannel own = Grpc.newChannelBuilder(server.target(), InsecureChannelCredentials.create()).build();
         Channel slow = ClientInterceptors.intercept(own, new ClientInterceptor() {
             @Override
