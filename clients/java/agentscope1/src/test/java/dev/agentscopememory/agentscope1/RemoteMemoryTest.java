@@ -308,37 +308,21 @@ class RemoteMemoryTest {
     @Test
     void deadlineExceededIsReported() {
         // A slow server, however fast this one is: each unary call starts 50 ms late (past its
-        // deadline, so it fails without reaching the server), and the watch's answers come 50 ms
-        // late (past the wait for its start).
+        // deadline, so it fails without reaching the server), and every answer comes 50 ms late
+        // (the watch's: past the wait for its start).
         ManagedChannel own = Grpc.newChannelBuilder(server.target(), InsecureChannelCredentials.create()).build();
-        Channel slow = ClientInterceptors.intercept(own, new ClientInterceptor() {
+        Channel unaryLate = ClientInterceptors.intercept(own, new ClientInterceptor() {
             @Override
             public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
                 if (method.getType() == MethodDescriptor.MethodType.UNARY) {
                     pause();
-                    return next.newCall(method, options);
                 }
-                return new ForwardingClientCall.SimpleForwardingClientCall<>(next.newCall(method, options)) {
-                    @Override
-                    public void start(Listener<R> listener, Metadata headers) {
-                        super.start(new ForwardingClientCallListener.SimpleForwardingClientCallListener<>(listener) {
-                            @Override
-                            public void onMessage(R message) {
-                                pause();
-                                super.onMessage(message);
-                            }
-                        }, headers);
-                    }
-                };
+                return next.newCall(method, options);
             }
-
-            private void pause() {
-                try {
-                    Thread.sleep(50);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            }
+        });
+        Channel slow = AnswerTaps.eachAnswer(unaryLate, answer -> {
+            pause();
+            return answer;
         });
         RemoteMemory memory = RemoteMemory.builder().channel(slow).memoryId("t-" + UUID.randomUUID())
                 .deadline(Duration.ofMillis(10)).build();
@@ -374,5 +358,13 @@ class RemoteMemoryTest {
                 () -> RemoteMemory.builder().connection(connection).target("x:1").memoryId("m").build());
         assertThrows(IllegalArgumentException.class, () -> RemoteMemory.builder().deadline(Duration.ZERO));
         assertThrows(IllegalArgumentException.class, () -> RemoteMemory.builder().pageSize(-1));
+    }
+
+    private static void pause() {
+        try {
+            Thread.sleep(50);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 }
