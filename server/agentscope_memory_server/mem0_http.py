@@ -25,6 +25,7 @@ from typing import Any
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agentscope_memory import errors
@@ -140,7 +141,11 @@ def create_app(engine: LongTermEngine | None, keys: ApiKeys) -> FastAPI:
         user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
         top_k: int | None = None, t: str = Tenant, m: Mem0Api = Api,
     ) -> dict[str, Any]:
-        request = ListRequest.model_validate({"user_id": user_id, "agent_id": agent_id, "run_id": run_id, "top_k": top_k})
+        try:
+            request = ListRequest.model_validate({"user_id": user_id, "agent_id": agent_id, "run_id": run_id, "top_k": top_k})
+        except ValidationError as exc:
+            # The query string broke the model's limits (top_k=0): a client error like any other.
+            raise RequestValidationError([{**e, "loc": ("query", *e["loc"])} for e in exc.errors()]) from None
         return {"results": await m.list_memories(t, request)}
 
     @app.post("/v3/memories/", tags=["mem0 platform"], summary="List memories matching filters")
