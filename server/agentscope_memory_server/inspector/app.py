@@ -18,7 +18,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from agentscope_memory.errors import MemoryServiceError, NotFoundError, UnauthenticatedError
+from agentscope_memory.errors import InvalidArgumentError, MemoryServiceError, NotFoundError, UnauthenticatedError
 from agentscope_memory.long_term.engine import Scope
 from agentscope_memory.message import (
     AudioBlock,
@@ -68,6 +68,17 @@ def _block_view(block: Any) -> dict[str, Any]:
             safe = source.media_type.lower().startswith(kind + "/") and ";" not in source.media_type
         return {"kind": kind, "url": url if safe else None, "label": url if not safe else ""}
     return {"kind": "other", "text": type(block).__name__}
+
+
+def _position(request: Request, name: str) -> int:
+    """A non-negative position from the query string (`start`, `after`); absent or empty is 0.
+    Anything else is the client's mistake, answered with an error page, never a 500."""
+    raw = request.query_params.get(name, "")
+    if not raw:
+        return 0
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 18:
+        raise InvalidArgumentError(name, f"must be a whole number from 0 up, not {raw[:40]!r}")
+    return int(raw)
 
 
 def _msg_view(msg: Msg, index: int) -> dict[str, Any]:
@@ -132,7 +143,7 @@ class Inspector:
         memory_id = request.path_params["memory_id"]
         info = await self.service.memories.get_memory(tenant, memory_id)
         token = request.query_params.get("page", "")
-        start = int(request.query_params.get("start", "0") or 0)
+        start = _position(request, "start")
         page = await self.service.memories.get_messages_page(tenant, memory_id, PAGE_SIZE, token)
         messages = [_msg_view(decode_msg(s), start + i) for i, s in enumerate(page.stored)]
         events: list[dict[str, Any]] = []
@@ -218,8 +229,8 @@ class Inspector:
             return self.render(request, "pool.html", tenant=tenant, pool_id="", entries=[], events=[],
                                next_page="", next_events="", rendered=None)
         entries = await self.service.pools.list(tenant, pool_id, q.get("prefix", ""), PAGE_SIZE, q.get("page", ""))
-        after = int(q.get("after", "0") or 0)
-        events = await self.service.pools.events(tenant, pool_id, max(after, 0), PAGE_SIZE)
+        after = _position(request, "after")
+        events = await self.service.pools.events(tenant, pool_id, after, PAGE_SIZE)
         rendered = await self.service.pools.render(tenant, [pool_id], 0)
         return self.render(request, "pool.html", tenant=tenant, pool_id=pool_id, prefix=q.get("prefix", ""),
                            entries=[{"key": e.key, "content": e.content_json, "version": e.version,

@@ -1,0 +1,37 @@
+"""The web inspector over plain HTTP (no browser): what a careless or hostile client sends in a
+URL gets an error page with a 4xx status, and every link a page draws leads where it says."""
+
+from __future__ import annotations
+
+
+import httpx
+import pytest
+
+from agentscope_memory.client import AsyncMemoryClient, AsyncPoolClient
+from agentscope_memory.message import Msg, MsgRole
+
+KEY = "inspector-http-key-0001"
+
+
+@pytest.fixture
+async def inspector(server_factory):
+    server = await server_factory(inspector_port=0, api_keys={KEY: "tenant-a"})
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.inspector_port}",
+                                 headers={"X-API-Key": KEY}, timeout=60) as client:
+        yield server, client
+
+
+async def test_bad_positions_in_the_query_string_are_client_errors(inspector) -> None:
+    server, http = inspector
+    async with AsyncMemoryClient(server.address, api_key=KEY) as memories:
+        await memories.create_memory("chat")
+        await memories.add_messages("chat", [Msg.create(MsgRole.USER, "hello")])
+    async with AsyncPoolClient(server.address, api_key=KEY) as pools:
+        await pools.write("team", "k", {"v": 1}, writer="w")
+    for path in ("/memories/chat?start=abc", "/memories/chat?start=-1", "/memories/chat?start=1e3",
+                 "/pools/team?after=abc", "/pools?pool_id=team&after=-5", "/pools/team?after=９"):
+        response = await http.get(path)
+        assert response.status_code == 400, (path, response.text)
+        assert "must be a whole number" in response.text, path
+    assert (await http.get("/memories/chat?start=7")).status_code == 200
+    assert (await http.get("/pools/team?after=0")).status_code == 200
