@@ -4,6 +4,8 @@ URL gets an error page with a 4xx status, and every link a page draws leads wher
 from __future__ import annotations
 
 
+import re
+
 import httpx
 import pytest
 
@@ -35,3 +37,28 @@ async def test_bad_positions_in_the_query_string_are_client_errors(inspector) ->
         assert "must be a whole number" in response.text, path
     assert (await http.get("/memories/chat?start=7")).status_code == 200
     assert (await http.get("/pools/team?after=0")).status_code == 200
+
+
+def _link(page: httpx.Response, link_id: str) -> str:
+    found = re.search(rf'<a id="{link_id}" href="([^"]*)"', page.text)
+    assert found, f"no #{link_id} link on {page.url}"
+    return str(page.url.join(found.group(1).replace("&amp;", "&")))
+
+
+def _entries(page: httpx.Response) -> str:
+    found = re.search(r'<table id="entries">.*?</table>', page.text, re.S)
+    return found.group(0) if found else ""
+
+
+async def test_a_pool_opened_from_the_form_pages_through_its_entries_and_events(inspector) -> None:
+    # The pool form opens /pools?pool_id=...; its "next" links must stay on that pool.
+    server, http = inspector
+    async with AsyncPoolClient(server.address, api_key=KEY) as pools:
+        for i in range(60):
+            await pools.write("team", f"k{i:03d}", {"v": i}, writer="w")
+    first = await http.get("/pools", params={"pool_id": "team"})
+    assert first.status_code == 200 and "k000" in _entries(first) and "k055" not in _entries(first)
+    entries = await http.get(_link(first, "next"))
+    assert entries.status_code == 200 and "k055" in _entries(entries), entries.url
+    events = await http.get(_link(first, "next-events"))
+    assert events.status_code == 200 and re.search(r'<td class="num">5[1-9]</td><td>', events.text), events.url
