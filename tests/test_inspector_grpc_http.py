@@ -62,3 +62,28 @@ async def test_a_pool_opened_from_the_form_pages_through_its_entries_and_events(
     assert entries.status_code == 200 and "k055" in _entries(entries), entries.url
     events = await http.get(_link(first, "next-events"))
     assert events.status_code == 200 and re.search(r'<td class="num">5[1-9]</td><td>', events.text), events.url
+
+
+async def test_links_to_ids_holding_slashes_and_dot_segments_lead_to_them(inspector) -> None:
+    # A browser (and httpx) resolves "/../" and "/./" in a link before sending it, so an id
+    # such as "team/../chat" must travel as one escaped path segment.
+    server, http = inspector
+    ids = ["team/../chat", "a/./b", "alice/team/chat", "会话/😀"]
+    async with AsyncMemoryClient(server.address, api_key=KEY) as memories:
+        for memory_id in ids:
+            await memories.create_memory(memory_id)
+            await memories.add_messages(memory_id, [Msg.create(MsgRole.USER, f"in {memory_id}")])
+    async with AsyncPoolClient(server.address, api_key=KEY) as pools:
+        await pools.write("org/../team", "k", {"v": 1}, writer="w")
+    index = await http.get("/")
+    for memory_id in ids:
+        href = re.search(rf'<a href="([^"]*)">{re.escape(memory_id)}</a>', index.text)
+        assert href, memory_id
+        page = await http.get(str(index.url.join(href.group(1))))
+        assert page.status_code == 200, (memory_id, page.url)
+        assert f"in {memory_id}" in page.text, (memory_id, page.url)
+    pool = await http.get("/pools", params={"pool_id": "org/../team"})
+    action = re.search(r'<form method="get" action="(/pools/[^"]*)"', pool.text)
+    assert action
+    filtered = await http.get(str(pool.url.join(action.group(1))))
+    assert filtered.status_code == 200 and "<code>k</code>" in _entries(filtered), filtered.url

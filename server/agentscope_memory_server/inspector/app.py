@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
@@ -98,6 +99,9 @@ class Inspector:
         self._csrf_secret = os.urandom(32)
         self.templates = Environment(loader=FileSystemLoader(HERE / "templates"),
                                      autoescape=select_autoescape(["html"]))
+        # An id as one URL path segment: "/" is escaped too, or an id holding "/../" would be
+        # resolved away by the browser before the route (`{memory_id:path}`) ever saw it.
+        self.templates.filters["segment"] = lambda value: quote(str(value), safe="")
         self.templates.filters["datetime"] = lambda t: (
             time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t)) if t else "-")
 
