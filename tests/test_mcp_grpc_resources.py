@@ -79,6 +79,8 @@ BAD_URIS = [
     ("agentscope-memory://working-memory/chat?page_token=forged", "Invalid argument page_token"),
     ("agentscope-memory://working-memory/chat?limit=3", "Invalid argument limit: is not a parameter"),
     ("agentscope-memory://working-memory/%2E%2E", "Invalid argument working_memory_id"),
+    ("agentscope-memory://working-memory/%ff%fe", "Invalid argument working_memory_id: is not percent-encoded UTF-8"),
+    ("agentscope-memory://working-memory/chat%E4", "Invalid argument working_memory_id: is not percent-encoded UTF-8"),
     ("agentscope-memory://long-term", "Invalid argument uri: at least one of agent_name, user_id or run_name"),
     ("agentscope-memory://long-term?user_id=u&page_token=forged", "Invalid argument page_token"),
     ("agentscope-memory://elsewhere/x", "Not found: unknown resource"),

@@ -78,7 +78,10 @@ async def read_resource(access: MemoryAccess, conn: Connection, uri: str) -> dic
         raise InvalidArgumentError("uri", f"has a malformed query: {exc}") from exc
     allowed_paging = {"page_size", "page_token"}
     if parts.netloc == WORKING:
-        memory_id = unquote(parts.path.lstrip("/"), errors="strict")
+        try:
+            memory_id = unquote(parts.path.lstrip("/"), errors="strict")
+        except UnicodeDecodeError as exc:
+            raise InvalidArgumentError("working_memory_id", f"is not percent-encoded UTF-8 ({exc.reason})") from exc
         check_id(memory_id, "working_memory_id")
         if conn.working_memory_id and memory_id != conn.working_memory_id:
             raise NotFoundError(f"working memory {memory_id!r} does not exist")
