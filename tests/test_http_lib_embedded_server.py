@@ -69,3 +69,32 @@ def test_missing_and_unknown_keys_are_refused_with_the_reason() -> None:
     with pytest.raises(UnauthenticatedError, match="unknown API key"):
         keys.authenticate({"Authorization": "Token wrong-key-000000000"})
     assert ApiKeys({}).authenticate({}) == "default"
+
+
+async def test_every_http_surface_refuses_a_body_over_the_limit_before_reading_it_all(server_factory) -> None:
+    # Before, each surface buffered whatever arrived (a 1 GB body with a wrong key cost the
+    # server gigabytes); now a body over grpc_max_receive_bytes is answered 413 as JSON, whether
+    # its length was declared or it came chunked, and the server goes on serving.
+    limit = 256 * 1024
+    server = await server_factory(mem0_rest_port=0, mcp_port=0, inspector_port=0, api_keys={KEY: "tenant-a"},
+                                  grpc_max_receive_bytes=limit)
+    surfaces = [(server.mem0_rest_port, "/memories", "detail"), (server.mcp_port, "/mcp", "error"),
+                (server.inspector_port, "/login", "detail")]
+
+    async def chunked():  # no Content-Length: the limit is found while reading
+        yield b'{"messages": "'
+        for _ in range(8):
+            yield b"x" * (64 * 1024)
+        yield b'", "user_id": "alice"}'
+
+    for port, path, key in surfaces:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+            for body in (b"x" * (limit + 1), chunked()):
+                response = await client.post(path, content=body, headers={"X-API-Key": "wrong-key-000000000"})
+                assert response.status_code == 413, (path, response.text)
+                assert f"larger than {limit} bytes" in response.json()[key], path
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.mem0_rest_port}", timeout=60) as client:
+        # A body under the limit still reaches the app whole (here: parsed, then refused on its merits).
+        under = await client.post("/search", headers={"X-API-Key": KEY},
+                                  json={"query": " " * (limit // 2), "user_id": "alice"})
+        assert under.status_code == 400 and under.json()["detail"] == "query: must not be empty", under.text

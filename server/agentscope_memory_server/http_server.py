@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import math
 import socket
@@ -63,6 +64,63 @@ class HttpServer:
         log.info("http stopped", extra={"fields": {"name": self.name}})
 
 
+class BodyLimit:
+    """ASGI middleware: a request body larger than `limit` bytes is answered 413 with a JSON
+    error (`error_key`: message) before the app sees it, whatever the route, key or content
+    type; the app gets the body as one buffered message, so memory per request is bounded.
+
+    Without it every HTTP surface read whatever arrived into memory before authenticating or
+    validating (a 1 GB body with a wrong key cost the server gigabytes)."""
+
+    def __init__(self, app: Any, limit: int, error_key: str = "detail") -> None:
+        self.app = app
+        self.limit = limit
+        self.error_key = error_key
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = next((v for k, v in scope.get("headers", []) if k.lower() == b"content-length"), None)
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            await self._refuse(receive, send, more=True)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        pending: list[dict[str, Any]] = []
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                pending.append(message)  # the client left; the app finds out as usual
+                break
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            more = bool(message.get("more_body", False))
+            if size > self.limit:
+                await self._refuse(receive, send, more=more)
+                return
+            if not more:
+                pending.append({"type": "http.request", "body": b"".join(chunks), "more_body": False})
+                break
+
+        async def replay() -> Any:
+            return pending.pop(0) if pending else await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, receive: Any, send: Any, *, more: bool) -> None:
+        # Read (and drop) the rest, so the client is not cut off mid-send and gets the answer.
+        while more:
+            message = await receive()
+            more = message["type"] == "http.request" and bool(message.get("more_body", False))
+        detail = f"request body: is larger than {self.limit} bytes, the limit (grpc_max_receive_bytes)"
+        data = json.dumps({self.error_key: detail}).encode()
+        await send({"type": "http.response.start", "status": 413, "headers": [
+            (b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()),
+            (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": data})
+
+
 def _whole_seconds(grace: float) -> int:
     # uvicorn takes whole seconds and reads 0 as "already late" (logging an error); requests
     # in flight are all it waits for, so an idle server still stops at once.
@@ -83,10 +141,14 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def serve_asgi(app: Any, host: str, port: int, *, name: str, grace: float = 10.0) -> HttpServer:
+async def serve_asgi(app: Any, host: str, port: int, *, name: str, grace: float = 10.0,
+                     max_body_bytes: int | None = None, error_key: str = "detail") -> HttpServer:
     """Start serving `app` on host:port (0 picks a free port) and return once it accepts
-    connections. The app's lifespan (if any) has run its startup by then."""
+    connections. The app's lifespan (if any) has run its startup by then. With
+    `max_body_bytes`, larger request bodies get 413 (`{error_key: message}`)."""
     sock = _bind(host, port)
+    if max_body_bytes is not None:
+        app = BodyLimit(app, max_body_bytes, error_key)
     config = uvicorn.Config(
         app,
         lifespan="auto",
