@@ -84,3 +84,23 @@ async def test_a_failing_call_does_not_end_the_session(server_factory) -> None:
             assert (await s.call_tool("no_such_tool", {})).isError
             assert (await s.call_tool("read_working_memory", {"working_memory_id": "../etc"})).isError
         assert len((await s.list_tools()).tools) == 9
+
+
+async def test_a_body_that_is_not_utf8_or_is_nested_too_deeply_is_a_parse_error(server_factory) -> None:
+    # The SDK answered both with HTTP 500 ("Error handling POST request"); they are the
+    # client's mistake: JSON-RPC -32700 with the reason, and the session goes on.
+    server = await server_factory(mcp_port=0)
+    url = f"http://127.0.0.1:{server.mcp_port}/mcp"
+    async with httpx.AsyncClient(timeout=30) as http:
+        session_id, _ = await _session(http, url, mcp.types.LATEST_PROTOCOL_VERSION)
+        headers = {**ACCEPT, "mcp-session-id": session_id, "content-type": "application/json"}
+        for body, reason in ((b'{"jsonrpc":"2.0","id":1,"method":"ping","x":"\xff"}', "not UTF-8"),
+                             (b'{"jsonrpc":"2.0","id":1,"method":"ping","x":' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+                              "nested too deeply")):
+            response = await http.post(url, headers=headers, content=body)
+            assert response.status_code == 400, response.text
+            error = response.json()["error"]
+            assert error["code"] == -32700 and reason in error["message"], error
+        bad_json = await http.post(url, headers=headers, content=b"{not json")
+        assert bad_json.status_code == 400 and bad_json.json()["error"]["code"] == -32700
+        assert _rpc(await http.post(url, headers=headers, json={"jsonrpc": "2.0", "id": 2, "method": "ping"}))["result"] == {}

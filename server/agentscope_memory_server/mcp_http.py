@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl
 from mcp.server.lowlevel import Server
 from mcp.server.sse import SseServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from agentscope_memory.errors import InvalidArgumentError, UnauthenticatedError
 from agentscope_memory.memory_tools import Connection, ServiceAccess
@@ -97,11 +97,50 @@ class McpHttpApp:
             return
         scope.setdefault("state", {})[REQUEST_STATE_KEY] = bound
         if path.rstrip("/") == STREAMABLE_PATH:
+            if scope.get("method") == "POST":
+                checked = await self._checked_body(receive, send)
+                if checked is None:
+                    return
+                receive = checked
             await self.manager.handle_request(scope, receive, send)
         elif path.rstrip("/") == SSE_PATH:
             await self._sse_session(bound, scope, receive, send)
         else:
             await self.sse.handle_post_message(scope, receive, send)
+
+    async def _checked_body(self, receive: Receive, send: Send) -> Receive | None:
+        """The POSTed body, read whole and replayed to the SDK; None once a JSON-RPC parse
+        error is answered. The SDK catches only JSONDecodeError: a body that is not UTF-8 or
+        is nested past Python's recursion limit became an HTTP 500 there."""
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        try:
+            json.loads(body)
+        except UnicodeDecodeError as exc:
+            reason = f"the body is not UTF-8 ({exc.reason} at byte {exc.start})"
+        except RecursionError:
+            reason = "the body is nested too deeply"
+        except ValueError:
+            reason = ""  # plain bad JSON: the SDK's own parse error says where
+        else:
+            reason = ""
+        if reason:
+            await _json(send, 400, {"jsonrpc": "2.0", "id": None,
+                                    "error": {"code": -32700, "message": f"Parse error: {reason}"}})
+            return None
+        replay: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
+
+        async def replayed() -> Message:
+            return replay.pop() if replay else await receive()
+
+        return replayed
 
     async def _sse_session(self, bound: Binding, scope: Scope, receive: Receive, send: Send) -> None:
         # The messages of an SSE session arrive as separate POSTs that carry only the session
