@@ -119,6 +119,8 @@ ERROR_CASES = [
         ("post", "/search", {"json": {"query": "tea", "user_id": "a", "filters": {"user_id": "b"}}}, 400, "user_id"),
         ("post", "/search", {"json": {"query": "x", "filters": {"user_id": "a", "created_at": {"gte": "2026"}}}}, 400, "operator"),
         ("post", "/search", {"json": {"query": "x", "user_id": "a\x00b"}}, 400, "NUL"),
+        ("post", "/search", {"content": b'{"query": "x", "user_id": "a", "threshold": NaN}',
+                             "headers": {"Content-Type": "application/json"}}, 400, "threshold"),
         ("get", "/memories", {}, 400, "at least one of user_id"),
         ("get", "/memories?user_id=alice&top_k=0", {}, 400, "query.top_k: Input should be greater than or equal to 1"),
         ("get", "/memories?user_id=alice&top_k=-5", {}, 400, "query.top_k"),

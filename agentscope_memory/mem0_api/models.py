@@ -50,7 +50,7 @@ class SearchRequest(Ids):
     filters: dict[str, Any] | None = Field(None, description='e.g. {"user_id": "alice", "category": "travel"}')
     top_k: int | None = Field(None, ge=1, le=1000, description="at most this many results (default 10)")
     limit: int | None = Field(None, ge=1, le=1000, description="older name of top_k")
-    threshold: float | None = Field(None, description="drop results scoring below this")
+    threshold: float | None = Field(None, allow_inf_nan=False, description="drop results scoring below this")
 
 
 class ListRequest(Ids):
