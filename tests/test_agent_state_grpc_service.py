@@ -172,6 +172,13 @@ async def test_bad_input_names_the_field_and_changes_nothing(state) -> None:
         (slot, "k", "{not json", "json"),
         (slot, "k", "", "json"),
         (slot, "k", "NaN", "json"),
+        # The service's one JSON rule (README Limits), as for every other state entry: no
+        # INTERNAL from a recursion, no lone surrogate, no number Java would turn into a string.
+        (slot, "k", "[" * 5000, "json"),
+        (slot, "k", '{"a":' + "[" * 300 + "]" * 300 + "}", "json"),
+        (slot, "k", '{"a":"\\ud800"}', "json"),
+        (slot, "k", '{"a":1e999}', "json"),
+        (slot, "k", "1" * 1001, "json"),
     ]
     for bad_slot, key, text, field in cases:
         with pytest.raises(InvalidArgumentError) as error:
@@ -181,6 +188,8 @@ async def test_bad_input_names_the_field_and_changes_nothing(state) -> None:
         await state.put_value(slot, "k", "{}", expected_version=-1)
     with pytest.raises(InvalidArgumentError, match=r"items\[1\]"):
         await state.put_list(slot, "l", ["1", "[", "3"])
+    with pytest.raises(InvalidArgumentError, match=r"items\[1\]"):
+        await state.append_list(slot, "l", ["1", "[" * 5000], expected_length=0)
     with pytest.raises(ResourceExhaustedError) as error:
         await state.put_value(slot, "k", json.dumps("x" * (4 * 1024 * 1024)))
     assert error.value.field == "json"

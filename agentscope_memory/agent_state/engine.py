@@ -20,6 +20,7 @@ from agentscope_memory.errors import (
 )
 from agentscope_memory.store import Store, Tx
 from agentscope_memory.store.base import StateWrite
+from agentscope_memory.validation.json_text import MAX_STATE_DEPTH, parse_json
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -124,22 +125,17 @@ def check_text_id(value: str, field: str, max_bytes: int, *, required: bool) -> 
 
 
 def _check_json(text: str, field: str, max_bytes: int) -> int:
-    """Validates one JSON document; returns its UTF-8 size."""
+    """Validates one JSON document under the service's one JSON rule (nesting, numbers, lone
+    surrogate escapes: `validation.json_text`); returns its UTF-8 size."""
     try:
         size = len(text.encode("utf-8"))
     except UnicodeEncodeError:
         raise InvalidArgumentError(field, "contains an unpaired surrogate (not valid Unicode text)") from None
     if size > max_bytes:
         raise ResourceExhaustedError(field, f"is {size} bytes; at most {max_bytes} per value")
-    try:
-        json.loads(text, parse_constant=_reject_constant)
-    except ValueError as exc:
-        raise InvalidArgumentError(field, f"is not a JSON document: {exc}") from None
+    # A state wraps messages (2.x's `context` list), so it may nest as deep as a 1.x state entry.
+    parse_json(text, field, MAX_STATE_DEPTH)
     return size
-
-
-def _reject_constant(name: str) -> None:
-    raise ValueError(f"{name} is not JSON")
 
 
 def _list_id(slot: Slot, key: str) -> str:
