@@ -268,3 +268,50 @@ async def test_keys_are_listed_by_key_list_before_value_and_paged(state) -> None
     first = await state.keys_page(slot, page_size=3)
     rest = await state.keys_page(slot, page_size=3, page_token=first.next_page_token)
     assert first.keys + rest.keys == await state.keys(slot) and rest.next_page_token == ""
+
+
+async def test_page_tokens_are_signed_and_bound_to_tenant_slot_and_key(server_factory) -> None:
+    """Tokens used to be base64 JSON: a forged offset (10**30) or a forged last key holding a
+    lone surrogate reached the store and answered INTERNAL, and a token moved to another tenant's
+    slot of the same name was accepted. Now each is `page_token: invalid or expired`."""
+    import base64
+
+    keys = {"key-for-alice-000001": "alice", "key-for-bob-00000001": "bob"}
+    server = await server_factory(api_keys=keys)
+    async with AsyncAgentStateClient(server.address, api_key="key-for-alice-000001") as alice, \
+            AsyncAgentStateClient(server.address, api_key="key-for-bob-00000001") as bob:
+        slot = Slot("u", "s")
+        for client in (alice, bob):
+            await client.put_list(slot, "l", ["1", "2", "3"])
+            await client.put_value(slot, "a", "1")
+            await client.put_value(Slot("u", "s2"), "a", "1")
+        list_token = (await alice.get_list_page(slot, "l", page_size=1)).next_page_token
+        keys_token = (await alice.keys_page(slot, page_size=1)).next_page_token
+        ids_token = (await alice.list_session_ids_page("u", page_size=1)).next_page_token
+        assert list_token and keys_token and ids_token
+        # Each follows on in its own tenant, slot and key.
+        assert (await alice.get_list_page(slot, "l", page_size=1, page_token=list_token)).items == ["2"]
+        assert (await alice.keys_page(slot, page_size=1, page_token=keys_token)).keys
+        assert (await alice.list_session_ids_page("u", page_size=1, page_token=ids_token)).session_ids == ["s2"]
+
+        def forged(text: str) -> str:
+            return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+        refused = [
+            (bob.get_list_page(slot, "l", page_size=1, page_token=list_token)),
+            (alice.get_list_page(Slot("u", "s2"), "l", page_size=1, page_token=list_token)),
+            (alice.get_list_page(slot, "a", page_size=1, page_token=list_token)),
+            (alice.keys_page(slot, page_size=1, page_token=list_token)),
+            (bob.keys_page(slot, page_size=1, page_token=keys_token)),
+            (bob.list_session_ids_page("u", page_size=1, page_token=ids_token)),
+            (alice.list_session_ids_page("v", page_size=1, page_token=ids_token)),
+            (alice.get_list_page(slot, "l", page_size=1, page_token=forged('{"o": 1000000000000000000000000000000, "v": 1}'))),
+            (alice.get_list_page(slot, "l", page_size=1, page_token=forged("[" * 100000))),
+            (alice.keys_page(slot, page_size=1, page_token=forged('{"k": "list", "a": "\\ud800"}'))),
+            (alice.list_session_ids_page("u", page_size=1, page_token=forged('{"u": "u", "a": "\\udc00"}'))),
+            (alice.list_session_ids_page("u", page_size=1, page_token="%%%")),
+        ]
+        for call in refused:
+            with pytest.raises(InvalidArgumentError, match="invalid or expired") as error:
+                await call
+            assert error.value.field == "page_token"

@@ -4,9 +4,6 @@ opaque JSON text, stored and returned byte for byte."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import json
 import time
 import unicodedata
 from collections.abc import Sequence
@@ -18,6 +15,7 @@ from agentscope_memory.errors import (
     InvalidArgumentError,
     ResourceExhaustedError,
 )
+from agentscope_memory.paging.tokens import INVALID_TOKEN, PageTokens
 from agentscope_memory.store import Store, Tx
 from agentscope_memory.store.base import StateWrite
 from agentscope_memory.validation.json_text import MAX_STATE_DEPTH, parse_json
@@ -138,35 +136,27 @@ def _check_json(text: str, field: str, max_bytes: int) -> int:
     return size
 
 
-def _list_id(slot: Slot, key: str) -> str:
-    digest = hashlib.sha256(f"{slot.user_id}\0{slot.session_id}\0{key}".encode())
-    return digest.hexdigest()[:16]
-
-
-def _encode_token(payload: dict[str, object]) -> str:
-    return base64.urlsafe_b64encode(json.dumps(payload).encode("utf-8")).decode("ascii").rstrip("=")
-
-
-def _decode_token(token: str, field: str = "page_token") -> dict[str, object]:
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        payload = json.loads(raw)
-        if isinstance(payload, dict):
-            return payload
-    except ValueError:
-        pass
-    raise InvalidArgumentError(field, "is not a page token issued for this listing")
+# Which kind a ListKeys token's last row was (a token carries integers and one text).
+_KINDS = ("list", "value")
 
 
 class AgentStateEngine:
     """Every operation of AgentScope-Java 2.x's `AgentStateStore`, plus compare-and-set."""
 
     def __init__(
-        self, store: Store, limits: AgentStateLimits | None = None, legacy: LegacyMessages | None = None
+        self,
+        store: Store,
+        limits: AgentStateLimits | None = None,
+        legacy: LegacyMessages | None = None,
+        tokens: PageTokens | None = None,
     ) -> None:
         self.store = store
         self.limits = limits or AgentStateLimits()
         self.legacy = legacy
+        # Page tokens are signed with the server's key and bound to the tenant, the slot and the
+        # key, so a forged or moved token is `page_token: invalid or expired` before any value
+        # of it reaches the store.
+        self.tokens = tokens or PageTokens(store)
 
     # -- validation -------------------------------------------------------------------------
 
@@ -293,14 +283,11 @@ class AgentStateEngine:
         slot = self._slot(slot)
         self._key(key)
         size = self._page_size(page_size)
-        list_id = _list_id(slot, key)
+        await self.tokens.ready()
+        binding = [tenant, slot.user_id, slot.session_id, key]
         offset, token_version = 0, None
         if page_token:
-            payload = _decode_token(page_token)
-            token_offset, token_v = payload.get("o"), payload.get("v")
-            if payload.get("l") != list_id or not isinstance(token_offset, int) or not isinstance(token_v, int) or token_offset < 0:
-                raise InvalidArgumentError("page_token", "is not a page token issued for this list")
-            offset, token_version = token_offset, token_v
+            offset, token_version = self.tokens.read(page_token, "state_list", binding, 2)
         budget = self.limits.max_page_bytes
 
         def read(tx: Tx) -> tuple[bool, int, int, list[str]]:
@@ -320,7 +307,7 @@ class AgentStateEngine:
         if token_version is not None and token_version != version:
             raise StateConflictError(f"list {key!r}", version, length)
         end = offset + len(items)
-        token = _encode_token({"l": list_id, "v": version, "o": end}) if found and end < length else ""
+        token = self.tokens.issue("state_list", binding, [end, version]) if found and end < length else ""
         return ListPage(found, items, version, length, token)
 
     def _legacy_page(self, items: list[str], offset: int, size: int) -> list[str]:
@@ -385,14 +372,14 @@ class AgentStateEngine:
         """What the slot holds, as (kind, key) with kind `value` or `list`, paged."""
         slot = self._slot(slot)
         size = self._page_size(page_size)
-        list_id = _list_id(slot, "")
+        await self.tokens.ready()
+        binding = [tenant, slot.user_id, slot.session_id]
         after: tuple[str, str] | None = None
         if page_token:
-            payload = _decode_token(page_token)
-            kind, key = payload.get("k"), payload.get("a")
-            if payload.get("l") != list_id or not isinstance(kind, str) or not isinstance(key, str):
-                raise InvalidArgumentError("page_token", "is not a page token issued for this slot's keys")
-            after = (kind, key)
+            values, key = self.tokens.read_with_text(page_token, "state_keys", binding, 1)
+            if values[0] >= len(_KINDS):
+                raise InvalidArgumentError("page_token", INVALID_TOKEN)
+            after = (_KINDS[values[0]], key)
 
         def keys(tx: Tx) -> list[tuple[str, str]]:
             return tx.state_keys(slot.user_id, slot.session_id, after, size + 1)
@@ -400,19 +387,17 @@ class AgentStateEngine:
         rows = await self.store.run(tenant, keys, write=False)
         more = len(rows) > size
         rows = rows[:size]
-        token = _encode_token({"l": list_id, "k": rows[-1][0], "a": rows[-1][1]}) if more else ""
+        token = self.tokens.issue("state_keys", binding, [_KINDS.index(rows[-1][0])], rows[-1][1]) if more else ""
         return KeyPage(rows, token)
 
     async def list_session_ids(self, tenant: str, user_id: str, page_size: int = 0, page_token: str = "") -> SessionIdPage:
         user_id = self._user(user_id, "user_id")
         size = self._page_size(page_size)
+        await self.tokens.ready()
+        binding = [tenant, user_id]
         after: str | None = None
         if page_token:
-            payload = _decode_token(page_token)
-            last = payload.get("a")
-            if payload.get("u") != user_id or not isinstance(last, str):
-                raise InvalidArgumentError("page_token", "is not a page token issued for this user's listing")
-            after = last
+            after = self.tokens.read_with_text(page_token, "state_session_ids", binding, 0)[1]
 
         def list_(tx: Tx) -> list[str]:
             return tx.state_session_ids(user_id, after, size + 1)
@@ -420,5 +405,5 @@ class AgentStateEngine:
         ids = await self.store.run(tenant, list_, write=False)
         more = len(ids) > size
         ids = ids[:size]
-        token = _encode_token({"u": user_id, "a": ids[-1]}) if more else ""
+        token = self.tokens.issue("state_session_ids", binding, [], ids[-1]) if more else ""
         return SessionIdPage(ids, token)

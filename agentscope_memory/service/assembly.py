@@ -212,7 +212,7 @@ def build_service(settings: ServiceSettings | None = None) -> Service:
         jobs=jobs,
         sessions=SessionExchange(memories, settings.sessions_root()),
         agent_state=AgentStateEngine(
-            store, settings.agent_state_limits(), MemoryBackedLegacyMessages(memories)
+            store, settings.agent_state_limits(), MemoryBackedLegacyMessages(memories), tokens
         ),
     )
     if settings.long_term_enabled:
