@@ -170,6 +170,30 @@ async def test_adds_still_queued_when_the_client_closes_its_side_are_answered(se
         assert await call.read() == grpc.aio.EOF
 
 
+async def test_a_release_in_the_first_message_ends_the_watch_once_its_add_is_answered(server_factory) -> None:
+    """A one-shot add (watch, add and release in one message) used to leave the stream open, its
+    `release` ignored: the client waited for an end that never came, and cancelling it then kept
+    other writers waiting for its lease (30 s here)."""
+    _, channel, stub = await start(server_factory)
+    async with channel:
+        call = stub.WatchMessages(metadata=ALICE)
+        await call.write(pb.WatchMessagesRequest(memory_id="m", renewal=1, add=add("", "once"), add_id=7,
+                                                 release=True))
+        assert (await asyncio.wait_for(call.read(), 5)).WhichOneof("event") == "started"
+        answer = (await asyncio.wait_for(call.read(), 5)).added
+        assert answer.add_id == 7 and answer.response.message_count == 1
+        assert await asyncio.wait_for(call.read(), 5) == grpc.aio.EOF
+        assert await call.code() == grpc.StatusCode.OK
+        # Released: another write does not wait for the watch's lease.
+        await asyncio.wait_for(stub.AddMessages(add("m", "next"), metadata=ALICE), 5)
+        # A release alone in the first message ends the watch at once, after `started`.
+        call = stub.WatchMessages(metadata=ALICE)
+        await call.write(pb.WatchMessagesRequest(memory_id="m", renewal=1, release=True))
+        assert (await asyncio.wait_for(call.read(), 5)).started.message_count == 2
+        assert await asyncio.wait_for(call.read(), 5) == grpc.aio.EOF
+        await asyncio.wait_for(stub.AddMessages(add("m", "last"), metadata=ALICE), 5)
+
+
 async def test_adds_on_a_watch_act_for_the_streams_tenant(server_factory) -> None:
     _, channel, stub = await start(server_factory)
     async with channel:

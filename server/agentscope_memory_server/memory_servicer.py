@@ -171,7 +171,10 @@ class MemoryServicer(AutoContextRpcs, pb_grpc.MemoryServiceServicer):
         outbox = watcher.outbox
         adds = _StreamAdds(self, watcher)
         adds.take(first)
-        reader = asyncio.ensure_future(_take_in(requests, coherence, watcher, adds))
+        # The first message's `release` ends the watch as a later one's would (a one-shot add:
+        # watch, add, release): no more requests are read, and the stream ends once its add is
+        # answered.
+        reader = asyncio.ensure_future(_take_in(requests, coherence, watcher, adds, first.release))
         reader.add_done_callback(lambda _: outbox.put_nowait(_LOOK))
         loop = asyncio.get_running_loop()
         looking: asyncio.TimerHandle | None = None
@@ -301,7 +304,10 @@ class _StreamAdds:
 
 
 async def _take_in(requests: AsyncIterator[pb.WatchMessagesRequest], coherence: Coherence, watcher: Watcher,
-                   adds: _StreamAdds) -> None:
+                   adds: _StreamAdds, released: bool = False) -> None:
+    if released:
+        coherence.close(watcher, released=True)
+        return
     async for request in requests:
         if request.ack_sequence > 0:
             coherence.ack(watcher, request.ack_sequence)
