@@ -15,6 +15,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import tiered_memory_service_
 from agentscope_memory._proto.agentscope.memory.v1 import tiered_memory_service_pb2_grpc as pb_grpc
 from agentscope_memory.client import AsyncMemoryClient
 from agentscope_memory.client.tiered import AsyncTieredClient, TieredClient
+from agentscope_memory.convert.to_proto import msg_to_proto
 from agentscope_memory.errors import InvalidArgumentError, NotFoundError
 from agentscope_memory.message import Msg, MsgRole
 from agentscope_memory.short_term.tiered import MARKER_TEXT, TieredConfig
@@ -225,3 +226,20 @@ async def test_memory_clients_create_tiered_memories(server, tmp_path) -> None: 
             assert plain.tiered_config is None
         with pytest.raises(InvalidArgumentError, match="tiered_config"):
             await remote.create_memory("错", "IN_MEMORY", tiered_config=CONFIG)
+
+
+async def test_a_query_hit_of_a_message_near_the_size_limit_fits_a_stock_channel(server_factory) -> None:  # type: ignore[no-untyped-def]
+    """A message hit carries its content twice (text and message): a 3 MiB message made a 6 MiB
+    response that a stock 4 MiB channel refused (RESOURCE_EXHAUSTED on the client). The hit now
+    keeps its message whole and its text cut to fit."""
+    server = await server_factory(long_term_enabled=False)
+    async with grpc.aio.insecure_channel(server.address) as channel:  # gRPC's default 4 MiB limit
+        memories, tiered = mem_grpc.MemoryServiceStub(channel), pb_grpc.TieredMemoryServiceStub(channel)
+        await memories.CreateMemory(mem_pb.CreateMemoryRequest(memory_id="大", kind=mem_pb.MEMORY_KIND_TIERED,
+                                                               tiered_config=mem_pb.TieredConfig(l1_budget=10**8)))
+        big = "樱桃 cherry " * 250_000  # 3.5 MB of UTF-8
+        await tiered.AddTieredItems(pb.AddTieredItemsRequest(memory_id="大", items=[
+            pb.TieredItemInput(message=msg_to_proto(Msg.create(MsgRole.USER, big)))]))
+        hits = (await tiered.QueryTiers(pb.QueryTiersRequest(memory_id="大", query="cherry", limit=10))).hits
+        assert hits[0].tier == pb.TIER_L1 and hits[0].message.content[0].text.text == big
+        assert 0 < len(hits[0].text) < len(big) and big.startswith(hits[0].text)

@@ -106,6 +106,8 @@ class TieredServicer(pb_grpc.TieredMemoryServiceServicer):
         hits = await self.tiered.query(tenant_of(context), request.memory_id, request.query, request.limit, tiers,
                                        weights_from_proto(request.weights))
         out = [hit_to_proto(h) for h in hits]
+        if out:
+            _fit_hit(out[0], MAX_RESPONSE_BYTES)
         kept = cut_to_budget(out, lambda h: h.ByteSize(), MAX_RESPONSE_BYTES)
         return pb.QueryTiersResponse(hits=out[:kept])
 
@@ -148,3 +150,14 @@ class TieredServicer(pb_grpc.TieredMemoryServiceServicer):
                               ) -> AsyncIterator[pb.WatchTierEventsResponse]:
         async for seq, event in self.tiered.watch(tenant_of(context), request.memory_id, request.after_sequence):
             yield pb.WatchTierEventsResponse(event=event_to_proto(seq, event))
+
+
+def _fit_hit(hit: pb.TierHit, budget: int) -> None:
+    """A message hit carries its content twice (`text`, and `message` whole), so one of a message
+    near the size limit (4 MiB) would be twice the limit, and the first hit always travels: it
+    keeps its message whole and as much of its text as fits the response."""
+    over = hit.ByteSize() + 16 - budget
+    if over <= 0 or not hit.HasField("message"):
+        return
+    text = hit.text.encode("utf-8")
+    hit.text = text[: max(0, len(text) - over)].decode("utf-8", "ignore")
