@@ -46,6 +46,14 @@ def test_pieces_that_do_not_fit_together_are_rejected() -> None:
         join_pieces([cut, state_pb.StateEntry(key="b", json="}")], 100)
     with pytest.raises(ResourceExhaustedError, match="entries"):
         join_pieces([state_pb.StateEntry(key="a", json="x" * 101)], 100)
+    # A partial list piece with no items has no item to cut (it was an IndexError: INTERNAL
+    # from StreamLoadState), whether the stream starts with it or it follows a piece of the list.
+    empty_cut = state_pb.StateEntry(key="a", list=state_pb.JsonList(), partial=True)
+    rest = state_pb.StateEntry(key="a", list=state_pb.JsonList(items=["1"]))
+    for pieces in ([empty_cut, rest], [rest, empty_cut, rest]):
+        with pytest.raises(InvalidArgumentError, match="cannot be partial") as error:
+            join_pieces(pieces, 100)
+        assert error.value.field.endswith(".partial")
 
 
 def test_a_page_keeps_its_first_item_and_stops_at_the_budget() -> None:

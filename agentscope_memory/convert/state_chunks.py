@@ -115,6 +115,9 @@ def join_pieces(pieces: Iterator[state_pb.StateEntry] | Iterable[state_pb.StateE
             raise InvalidArgumentError(field_name, f"state {piece.key!r} has no value: set json or list")
         is_list = kind == "list"
         values = list(piece.list.items) if is_list else [piece.json]
+        if piece.partial and not values:
+            # Nothing to cut: the next piece would have no item to continue.
+            raise InvalidArgumentError(f"{field_name}.partial", "a list piece with no items cannot be partial")
         total += sum(len(v) for v in values)
         if total > max_bytes:
             raise ResourceExhaustedError("entries", f"hold more than {max_bytes} bytes in all")
