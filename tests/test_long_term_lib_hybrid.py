@@ -103,6 +103,18 @@ async def test_record_keeps_each_text_once_and_retrieve_joins_like_java(engine) 
     assert await engine.retrieve("t", scope, None) == ("", [])
 
 
+async def test_whitespace_only_messages_are_not_recorded(engine) -> None:
+    # A blank text is no text (update refuses it too): stored, it came back as a blank line of
+    # every retrieve.
+    scope = Scope(user_id="u-blank")
+    items = await engine.record("t", scope, [user("   \n\t "), user("\u3000"), user("I like tea")])
+    assert [i.text for i in items] == ["I like tea"]
+    assert [i.text for i in await engine.list("t", scope)] == ["I like tea"]
+    assert await engine.record("t", scope, [user(" ")]) == []
+    text, _ = await engine.retrieve("t", scope, user("tea"))
+    assert text == "I like tea"
+
+
 async def test_scores_carry_every_component_and_rankings_differ(engine) -> None:
     scope = Scope(user_id="u")
     await engine.record("t", scope, [user("My sister Anna lives in Berlin"), user("I play chess on Sundays"),

@@ -35,13 +35,16 @@ def content_hash(text: str) -> str:
 
 
 def recordable(msgs: Sequence[Msg | None]) -> list[Recorded]:
-    """What AgentScope-Java records of `msgs`: messages with text, not compressed summaries."""
+    """What AgentScope-Java records of `msgs`: messages with text, not compressed summaries.
+    Text that is only whitespace counts as none: mem0 extracts nothing from it, and stored
+    verbatim it would come back as a blank line of every `retrieve` (an update to such a text
+    is refused for the same reason)."""
     out: list[Recorded] = []
     for i, msg in enumerate(msgs):
         if msg is None:
             continue
         text = msg.text_content
-        if not text or COMPRESSED_TAG in text:
+        if not text or not text.strip() or COMPRESSED_TAG in text:
             continue
         if msg.role is None:
             raise InvalidArgumentError(f"messages[{i}].role", "is required to record a message")
