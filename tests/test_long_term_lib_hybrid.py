@@ -233,6 +233,28 @@ async def test_update_and_history(engine) -> None:
     assert [i.text for i in await engine.record("t", scope, [user("I like jazz")])] == ["I like jazz"]
 
 
+async def test_update_holds_records_rules_under_its_own_field_names(engine) -> None:
+    scope = Scope(user_id="u-upd")
+    # 30,000 CJK characters (90 KB of UTF-8): Record takes them, so an edit of them is taken too.
+    [item] = await engine.record("t", scope, [user("我" * 30_000)])
+    edited = await engine.update("t", item.id, text="我" * 29_999 + "你")
+    assert edited.text.endswith("你")
+    with pytest.raises(InvalidArgumentError) as err:
+        await engine.update("t", item.id, text="a\x00b")
+    assert err.value.field == "text"
+    # Merges cannot grow the metadata past Record's 64 KiB: one memory must fit any response.
+    await engine.update("t", item.id, metadata={"a": "x" * 40_000})
+    with pytest.raises(ResourceExhaustedError) as err:
+        await engine.update("t", item.id, metadata={"b": "y" * 40_000})
+    assert err.value.field == "metadata_json"
+    with pytest.raises(InvalidArgumentError) as err:
+        await engine.update("t", item.id, metadata={"k": "\x00"})
+    assert err.value.field == "metadata_json"
+    got = await engine.get("t", item.id)
+    assert set(got.metadata) == {"a"} and got.text == edited.text
+    assert [h.event for h in await engine.history("t", item.id)] == ["ADD", "UPDATE", "UPDATE"]
+
+
 async def test_bad_input(engine) -> None:
     scope = Scope(user_id="u")
     [item] = await engine.record("t", scope, [user("x")])

@@ -40,9 +40,20 @@ def check_record(msgs: Sequence[Msg | None], metadata: dict[str, Any] | None, fi
         _no_nul(msg.text_content or "", f"{where}.content")
     if metadata:
         check_json_value(metadata, "metadata_json", allow_nul=False)
-        from agentscope_memory.message import to_json_text
+        check_metadata_size(metadata)
 
-        check_text(to_json_text(metadata), "metadata_json", MAX_LONG_TERM_TEXT_BYTES)
+
+def check_metadata_size(metadata: dict[str, Any], field: str = "metadata_json") -> None:
+    """A memory's metadata as stored (for an update: after the merge) is at most 64 KiB of JSON,
+    however it was built up: one memory must fit any response that carries it."""
+    from agentscope_memory.message import to_json_text
+
+    check_text(to_json_text(metadata), field, MAX_LONG_TERM_TEXT_BYTES)
+
+
+def check_update_text(text: str, field: str = "text") -> None:
+    """`UpdateLongTermMemory.text`: no NUL (the length rule is Record's, checked by the engine)."""
+    _no_nul(text, field)
 
 
 def check_record_texts(thinking: str | None, content: Sequence[str | None] | None) -> None:

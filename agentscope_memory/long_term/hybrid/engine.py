@@ -68,7 +68,7 @@ from agentscope_memory.scopes.long_term import LongTermScopes, visibility_of_key
 from agentscope_memory.message import Msg
 from agentscope_memory.validation.ids import check_id
 from agentscope_memory.validation.messages import check_json_value
-from agentscope_memory.validation.long_term import check_record, check_record_texts
+from agentscope_memory.validation.long_term import check_metadata_size, check_record, check_update_text
 from agentscope_memory.store.base import NO_TENANT, LongTermFilter, LongTermRow, Store, Tx
 from agentscope_memory.tracing import TracedEmbedder
 
@@ -598,11 +598,13 @@ class HybridEngine:
             raise ResourceExhaustedError("text", f"has {len(text)} characters; at most {MAX_TEXT_CHARS}")
         if importance is not None and not (math.isfinite(importance) and 0.0 <= importance <= 1.0):
             raise InvalidArgumentError("importance", f"must be between 0 and 1, not {importance}")
-        _check_metadata(metadata, "metadata")
+        _check_metadata(metadata, "metadata_json")
         if text is not None:
-            check_record_texts(None, [text])
+            # Record's rules (at most MAX_TEXT_CHARS characters, no NUL), under this field's name:
+            # an update may give any text a Record could have stored.
+            check_update_text(text)
         if metadata:
-            check_json_value(metadata, "metadata", allow_nul=False)
+            check_json_value(metadata, "metadata_json", allow_nul=False)
         current = await self._row(tenant, memory_id)
         key = current.scope_key
         vector: bytes | None = None
@@ -624,8 +626,11 @@ class HybridEngine:
                     row.lex_terms = " ".join(tokenize(text))
                     row.embedding, row.embedding_model = vector, self.embedding_model
                 if metadata is not None:
-                    detail["metadata"] = {"old": row.metadata, "new": {**row.metadata, **metadata}}
-                    row.metadata = {**row.metadata, **metadata}
+                    merged = {**row.metadata, **metadata}
+                    # Record's limit holds for the merge too: merges cannot grow a memory past it.
+                    check_metadata_size(merged)
+                    detail["metadata"] = {"old": row.metadata, "new": merged}
+                    row.metadata = merged
                 if importance is not None:
                     detail["importance"] = {"old": row.importance, "new": importance}
                     row.importance, row.importance_method = float(importance), "user"
