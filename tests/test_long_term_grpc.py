@@ -92,6 +92,8 @@ async def test_bad_input(ltm) -> None:
         (ltm.Record, pb.RecordRequest(messages=[user("x")]), "scope"),
         (ltm.Retrieve, pb.RetrieveRequest(scope=pb.Scope(user_id="a\x00b"), message=user("x")), "scope.user_id"),
         (ltm.Retrieve, pb.RetrieveRequest(scope=ALICE, message=user("x"), limit=-1), "limit"),
+        # Not `top_k` (the search's name for it): the request has no such field.
+        (ltm.Retrieve, pb.RetrieveRequest(scope=ALICE, message=user("x"), limit=100_000), "limit:"),
         (ltm.Record, pb.RecordRequest(scope=ALICE, messages=[user("x")], metadata_json="[1]"), "metadata_json"),
         (ltm.BeginTurn, pb.BeginTurnRequest(memory_id="m", scope=ALICE), "mode"),
         (ltm.GetLongTermMemory, pb.GetLongTermMemoryRequest(), "id"),

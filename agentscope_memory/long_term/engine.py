@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from agentscope_memory.long_term.hybrid.ranking import RankOptions
 
 DEFAULT_TOP_K = 5
+# The most memories one `retrieve` returns (the ranked search's own top_k limit).
+MAX_RETRIEVE_LIMIT = 1000
 _SCOPE_FIELDS = ("agent_name", "user_id", "run_name")
 
 
@@ -185,6 +187,9 @@ async def retrieve_by_search(
     """AgentScope-Java `retrieve(msg)`: the memories found for the message's text, joined with
     newlines; a message without text gives "" (reference/agentscope-java-core.md §6.4)."""
     scope.validate()
+    if not 0 <= limit <= MAX_RETRIEVE_LIMIT:
+        # Checked here, under the caller's name for it: the search below calls it top_k.
+        raise InvalidArgumentError("limit", f"must be between 0 (meaning {DEFAULT_TOP_K}) and {MAX_RETRIEVE_LIMIT}, not {limit}")
     if msg is not None:
         check_msg(msg, "message")
     if msg is None or not msg.text_content:
