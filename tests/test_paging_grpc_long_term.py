@@ -49,3 +49,37 @@ async def test_long_term_memories_page_and_tokens_are_bound(server) -> None:
         scope = Scope(agent_name="Assistant", user_id="alice")
         assert sorted(i.text for i in await client.list(scope, limit=1000)) == sorted(facts)
         assert len(await client.list(scope, limit=5)) == 5
+
+
+async def test_record_search_and_retrieve_answers_fit_a_stock_client(server) -> None:
+    # 80 memories carrying 64 KB of metadata each are 5 MB: Record's echo of them, a search with
+    # a large top_k and a retrieve with a large limit each used to answer more than a stock
+    # client's 4 MiB, failing after the records were stored. Each answer now carries the best
+    # memories that fit (the rest stay stored and listed).
+    import json
+
+    scope = pb.Scope(user_id="big-metadata")
+    texts = [f"entry {i} about sailing boats" for i in range(80)]
+    async with grpc.aio.insecure_channel(server.address) as channel:  # gRPC's default 4 MiB limit
+        ltm = pb_grpc.LongTermMemoryServiceStub(channel)
+        recorded = await ltm.Record(pb.RecordRequest(
+            scope=scope, messages=[msg_to_proto(Msg.create(MsgRole.USER, t)) for t in texts],
+            metadata_json=json.dumps({"blob": "m" * 65_000})))
+        assert 50 < len(recorded.memories) < 80 and recorded.ByteSize() <= 4 * 1024 * 1024
+        listed: list[str] = []
+        token = ""
+        while True:
+            page = await ltm.ListLongTermMemories(pb.ListLongTermMemoriesRequest(scope=scope, page_token=token))
+            listed += [m.memory for m in page.memories]
+            token = page.next_page_token
+            if not token:
+                break
+        assert sorted(listed) == sorted(texts)
+        found = await ltm.SearchLongTermMemories(pb.SearchLongTermMemoriesRequest(
+            scope=scope, query="sailing boats", top_k=1000, top_k_semantic=1000))
+        assert 50 < len(found.results) < 80
+        finals = [r.scores.final for r in found.results]
+        assert finals == sorted(finals, reverse=True)
+        got = await ltm.Retrieve(pb.RetrieveRequest(scope=scope, message=msg_to_proto(Msg.create(MsgRole.USER, "sailing")),
+                                                    limit=1000))
+        assert 0 < len(got.memories) < 80 and got.text == "\n".join(m.memory for m in got.memories)

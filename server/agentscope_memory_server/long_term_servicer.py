@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import grpc
 
 from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2 as pb
@@ -28,7 +30,7 @@ from agentscope_memory.scopes.engine import ScopeEngine
 from agentscope_memory.long_term.engine import LongTermEngine
 from agentscope_memory.long_term.paging import list_page
 from agentscope_memory.paging import PageTokens
-from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES
+from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES, cut_to_budget
 from agentscope_memory.long_term.tools import TOOLS, as_tool_result_text, record_to_memory, retrieve_from_memory
 from agentscope_memory.long_term.turns import Turns
 from agentscope_memory_server.errors import grpc_errors
@@ -37,6 +39,16 @@ from agentscope_memory_server.tenancy import tenant_of
 
 def _tools() -> list[pb.ToolSchema]:
     return [tool_schema_to_proto(t) for t in TOOLS]
+
+
+def _fit(protos: list[Any], budget: int, extra: Callable[[int], int] = lambda i: 0) -> int:
+    """How many leading `protos` (best first) a response of `budget` bytes carries; `extra(i)`
+    is what item i adds beside its own message (its line of Retrieve's text). A Record of many
+    memories with large metadata, or a search with a large top_k, could otherwise answer more
+    than a stock client's 4 MiB; what is cut is the tail (stored all the same, and listed by
+    ListLongTermMemories)."""
+    sizes = [p.ByteSize() + extra(i) for i, p in enumerate(protos)]
+    return cut_to_budget(range(len(protos)), lambda i: sizes[i], budget)
 
 
 class LongTermServicer(pb_grpc.LongTermMemoryServiceServicer):
@@ -60,7 +72,8 @@ class LongTermServicer(pb_grpc.LongTermMemoryServiceServicer):
                                                        metadata, visibility_from_proto(request.visibility))
         else:
             items = await self.engine.record(tenant_of(context), scope_from_proto(request.scope), msgs, metadata)
-        return pb.RecordResponse(memories=[long_term_item_to_proto(i) for i in items])
+        memories = [long_term_item_to_proto(i) for i in items]
+        return pb.RecordResponse(memories=memories[:_fit(memories, self.max_page_bytes)])
 
     @grpc_errors
     async def Retrieve(self, request: pb.RetrieveRequest, context: grpc.aio.ServicerContext) -> pb.RetrieveResponse:
@@ -68,7 +81,12 @@ class LongTermServicer(pb_grpc.LongTermMemoryServiceServicer):
             raise InvalidArgumentError("limit", "must not be negative")
         msg = msg_from_proto(request.message, "message") if request.HasField("message") else None
         text, items = await self.engine.retrieve(tenant_of(context), scope_from_proto(request.scope), msg, request.limit or 5)
-        return pb.RetrieveResponse(text=text, memories=[long_term_item_to_proto(i) for i in items])
+        memories = [long_term_item_to_proto(i) for i in items]
+        # The text repeats each memory's text: both count against the budget.
+        kept = _fit(memories, self.max_page_bytes, lambda i: len(items[i].text.encode("utf-8")) + 1)
+        if kept < len(items):
+            text = "\n".join(i.text for i in items[:kept] if i.text)
+        return pb.RetrieveResponse(text=text, memories=memories[:kept])
 
     @grpc_errors
     async def RecordToMemory(self, request: pb.RecordToMemoryRequest, context: grpc.aio.ServicerContext) -> pb.RecordToMemoryResponse:
@@ -144,11 +162,15 @@ class LongTermServicer(pb_grpc.LongTermMemoryServiceServicer):
             items, domain, summary = await self.compressed.search(
                 tenant_of(context), scope, request.query, options, route=request.route_query,
                 min_results=request.compress_min_results, max_chars=request.compress_max_chars)
+            text = summary.summary if summary else ""
+            results = [long_term_result_to_proto(i) for i in items]
+            budget = self.max_page_bytes - len(text.encode("utf-8"))
             return pb.SearchLongTermMemoriesResponse(
-                results=[long_term_result_to_proto(i) for i in items], routed_domain=domain,
-                summary=summary.summary if summary else "", summary_method=summary.method if summary else "")
+                results=results[:_fit(results, budget)], routed_domain=domain,
+                summary=text, summary_method=summary.method if summary else "")
         items, domain = await self.engine.search_ranked(tenant_of(context), scope, request.query, options, route=request.route_query)
-        return pb.SearchLongTermMemoriesResponse(results=[long_term_result_to_proto(i) for i in items], routed_domain=domain)
+        results = [long_term_result_to_proto(i) for i in items]
+        return pb.SearchLongTermMemoriesResponse(results=results[:_fit(results, self.max_page_bytes)], routed_domain=domain)
 
     @grpc_errors
     async def UpdateLongTermMemory(self, request: pb.UpdateLongTermMemoryRequest, context: grpc.aio.ServicerContext) -> pb.UpdateLongTermMemoryResponse:
