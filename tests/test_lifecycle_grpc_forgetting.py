@@ -57,6 +57,22 @@ async def test_forget_dry_run_restore_and_purge(server) -> None:
         assert [h.event for h in await ltm.history(train)][-2:] == ["FORGET", "PURGE"]
 
 
+async def test_forget_answer_fits_a_stock_client(server) -> None:
+    # 80 memories with 64 KB of metadata each: the forgotten list (default max_results 100) was
+    # 5 MB, so a stock client got RESOURCE_EXHAUSTED after they were forgotten.
+    scope = Scope(user_id="big-metadata")
+    async with AsyncLongTermClient(server.address) as ltm, AsyncReflectionClient(server.address) as life:
+        await ltm.record(scope, [Msg.create(MsgRole.USER, f"note {i} about tomatoes") for i in range(80)],
+                         {"blob": "m" * 65_000})
+        dry = await life.forget(scope, dry_run=True, threshold=0.99)
+        assert dry.total == 80 and 50 < len(dry.forgotten) < 80
+        retentions = [f.retention for f in dry.forgotten]
+        assert retentions == sorted(retentions)
+        done = await life.forget(scope, threshold=0.99)
+        assert done.total == 80 and 50 < len(done.forgotten) < 80
+        assert await ltm.list(scope) == []
+
+
 async def test_bad_input_names_the_field(server) -> None:
     async with AsyncReflectionClient(server.address) as life:
         for overrides, field in (({"threshold": 2.0}, "threshold"), ({"base_retention": 1.0}, "base_retention"),

@@ -196,7 +196,7 @@ async def _serve(settings: Settings, service: Service, tracing: Tracing | None =
         from agentscope_memory_server.reflection_servicer import LifecycleMetrics, ReflectionServicer
 
         lifecycle_service_pb2_grpc.add_LongTermLifecycleServiceServicer_to_server(
-            ReflectionServicer(service.reflect_lifecycle), server)
+            ReflectionServicer(service.reflect_lifecycle, service.memories.limits.max_page_bytes), server)
         if metrics is not None:
             LifecycleMetrics(metrics.registry).observe(service.reflect_lifecycle)
     else:

@@ -21,6 +21,7 @@ from agentscope_memory.convert.to_proto import long_term_item_to_proto
 from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.validation.ids import check_id
 from agentscope_memory.lifecycle.reflect_service import ReflectLifecycle
+from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES, cut_to_budget
 from agentscope_memory_server.errors import grpc_errors
 from agentscope_memory_server.tenancy import tenant_of
 
@@ -53,6 +54,7 @@ class ForgettingRpcs:
     """Forget, RestoreLongTermMemory and PurgeLongTermMemories over `self.reflect_lifecycle`."""
 
     reflect_lifecycle: ReflectLifecycle
+    max_page_bytes: int = DEFAULT_PAGE_BYTES
 
     @grpc_errors
     async def Forget(self, request: pb.ForgetRequest, context: grpc.aio.ServicerContext) -> pb.ForgetResponse:
@@ -63,7 +65,13 @@ class ForgettingRpcs:
         report = await self.reflect_lifecycle.forgetter.forget(
             tenant_of(context), scope_from_proto(request.scope), dry_run=request.dry_run,
             **forget_overrides_from_proto(request))
-        return forget_report_to_proto(report, request.max_results)
+        response = forget_report_to_proto(report, request.max_results)
+        # Up to 1000 whole memories (64 KiB of metadata each) could outgrow a stock client's
+        # 4 MiB, after the memories were forgotten: the list (lowest retention first) keeps what
+        # fits; total_forgotten still counts all.
+        kept = cut_to_budget(response.forgotten, lambda f: f.ByteSize(), self.max_page_bytes)
+        del response.forgotten[kept:]
+        return response
 
     @grpc_errors
     async def RestoreLongTermMemory(self, request: pb.RestoreLongTermMemoryRequest,
@@ -83,8 +91,9 @@ class ForgettingRpcs:
 class ReflectionServicer(ReflectionRpcs, ForgettingRpcs, pb_grpc.LongTermLifecycleServiceServicer):
     """`LongTermLifecycleService`: reflection, consolidation, forgetting, restore and purge."""
 
-    def __init__(self, reflect_lifecycle: ReflectLifecycle) -> None:
+    def __init__(self, reflect_lifecycle: ReflectLifecycle, max_page_bytes: int = DEFAULT_PAGE_BYTES) -> None:
         self.reflect_lifecycle = reflect_lifecycle
+        self.max_page_bytes = max_page_bytes
 
 
 class LifecycleMetrics:
