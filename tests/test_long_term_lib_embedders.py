@@ -97,6 +97,27 @@ def test_e5_embeds_queries_and_passages_differently() -> None:
     assert 0.8 < float(query @ passage) < 0.9999
 
 
+def test_e5_embeds_a_long_text_on_its_first_512_tokens() -> None:
+    e5 = load_embedder("e5-small")
+    assert isinstance(e5, E5Small)
+    short = "我每天早上喝一杯绿茶。 I cycle to work every day."
+    assert e5.window(short) == short
+    # A text longer than the model's window: what follows its first 512 tokens does not change
+    # its vector (so its cost is one window's, however long it is), what precedes them does.
+    head = "My sister Lena moved to Vancouver last spring and works at a bakery near the harbour. " * 40
+    long_a, long_b = head + "xyzzy " * 20000, head + "完全不同的结尾。" * 8000
+    vectors = e5.embed([long_a, long_b, "Something else entirely. " + head])
+    assert float(vectors[0] @ vectors[1]) > 0.9999
+    assert float(vectors[0] @ vectors[2]) < 0.9999
+    window = e5.window(long_a)
+    assert len(window) < len(head) and long_a.startswith(window)
+    count = e5._model.token_count
+    assert count(window, False) <= E5Small.MAX_TOKENS < count(long_a[: len(window) + 1], False)
+    # Queries too (a query may be 65,536 characters).
+    query = e5.window("你好" * 30000, is_query=True)
+    assert count(query, True) <= E5Small.MAX_TOKENS < count(query + "你", True)
+
+
 def test_unknown_embedder_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown embedder 'bge'"):
         load_embedder("bge")  # type: ignore[arg-type]

