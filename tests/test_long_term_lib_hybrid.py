@@ -233,6 +233,48 @@ async def test_update_and_history(engine) -> None:
     assert [i.text for i in await engine.record("t", scope, [user("I like jazz")])] == ["I like jazz"]
 
 
+async def test_history_is_read_a_page_at_a_time_from_the_store(engine) -> None:
+    from agentscope_memory.convert.to_proto import long_term_history_to_proto
+    from agentscope_memory.mem0_api.facade import Mem0Api
+    from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES
+
+    scope = Scope(user_id="u-history")
+    [item] = await engine.record("t", scope, [user("第 0 版")])
+    for i in range(1, 8):
+        await engine.update("t", item.id, text=f"第 {i} 版")
+    page = await engine.history_page("t", item.id, 3)
+    assert [e.new_text for e in page.entries] == ["第 0 版", "第 1 版", "第 2 版"]
+    assert page.cursors == [1, 2, 3] and page.more
+    page = await engine.history_page("t", item.id, 3, 3)
+    assert [e.new_text for e in page.entries] == ["第 3 版", "第 4 版", "第 5 版"] and page.more
+    page = await engine.history_page("t", item.id, 3, 5)
+    assert [e.new_text for e in page.entries] == ["第 5 版", "第 6 版", "第 7 版"] and not page.more
+    assert (await engine.history_page("t", item.id, 3, 8)).entries == []
+    assert [e.new_text for e in await engine.history("t", item.id)] == [f"第 {i} 版" for i in range(8)]
+    for tenant, memory_id in (("t", "missing"), ("other-tenant", item.id)):
+        with pytest.raises(NotFoundError):
+            await engine.history_page(tenant, memory_id, 3)
+
+    # Large entries: the read stops soon after the byte budget, not at the page size.
+    [big] = await engine.record("t", scope, [user("big metadata")])
+    for i in range(40):
+        await engine.update("t", big.id, metadata={"blob": f"{i:02d}" + "m" * 60_000})
+    page = await engine.history_page("t", big.id, 1000, 0, 500_000)
+    assert 4 <= len(page.entries) <= 16 and page.more
+    assert len(await engine.history("t", big.id)) == 41
+    # mem0's REST history follows the pages (texts only), and is bounded by its byte budget.
+    assert len(await Mem0Api(engine).history("t", big.id)) == 41
+    assert len(await Mem0Api(engine, max_history_bytes=1).history("t", big.id)) == 1
+
+    # The largest entry (an UPDATE of the longest text, in 4-byte characters, and of the
+    # largest metadata) is far below a page's byte budget: one entry always travels.
+    [huge] = await engine.record("t", scope, [user("𝄞" * 65_536)], {"blob": "a" * 65_000})
+    await engine.update("t", huge.id, text="𝄢" * 65_536, metadata={"blob": "b" * 65_000})
+    entry = (await engine.history("t", huge.id))[-1]
+    size = long_term_history_to_proto(entry).ByteSize()
+    assert entry.event == "UPDATE" and 640_000 < size < 700 * 1024 < DEFAULT_PAGE_BYTES
+
+
 async def test_update_holds_records_rules_under_its_own_field_names(engine) -> None:
     scope = Scope(user_id="u-upd")
     # 30,000 CJK characters (90 KB of UTF-8): Record takes them, so an edit of them is taken too.

@@ -25,6 +25,7 @@ from agentscope_memory.client.long_term import Turn
 from agentscope_memory.convert.to_proto import kind_to_proto
 from agentscope_memory.errors import UnimplementedError
 from agentscope_memory.long_term.engine import HistoryEntry, LongTermEngine, LongTermItem, Scope
+from agentscope_memory.long_term.paging import history_page
 from agentscope_memory.long_term.modes import Mode, parse_mode
 from agentscope_memory.long_term.tools import record_to_memory, retrieve_from_memory
 from agentscope_memory.long_term.turns import Turns
@@ -216,6 +217,13 @@ class AsyncLocalLongTermClient(_LocalClient):
 
     async def history(self, memory_id: str) -> builtins.list[HistoryEntry]:
         return await (await self._engine()).history(self.tenant, memory_id)
+
+    async def history_page(self, memory_id: str, page_size: int = 0,
+                           page_token: str = "") -> tuple[builtins.list[HistoryEntry], str]:
+        engine = await self._engine()
+        memories = (await self._handle.get()).memories
+        return await history_page(engine, memories.tokens, self.tenant, memory_id, page_size, page_token,
+                                  memories.limits.max_page_bytes)
 
     async def delete(self, memory_id: str) -> None:
         await (await self._engine()).delete(self.tenant, memory_id)

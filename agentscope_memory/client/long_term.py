@@ -103,9 +103,22 @@ class AsyncLongTermClient(AsyncGrpcClient):
         return long_term_item_from_proto((await self._call(self._stub.UpdateLongTermMemory, request, retry=False)).memory)
 
     async def history(self, memory_id: str) -> builtins.list[HistoryEntry]:
-        """Every change of a memory, oldest first (ADD, UPDATE, ASSESS, DELETE)."""
-        response = await self._call(self._stub.GetLongTermMemoryHistory, pb.GetLongTermMemoryHistoryRequest(id=memory_id))
-        return [long_term_history_from_proto(e) for e in response.entries]
+        """Every change of a memory, oldest first (ADD, UPDATE, ASSESS, DELETE), following pages."""
+        entries: builtins.list[HistoryEntry] = []
+        token = ""
+        while True:
+            page, token = await self.history_page(memory_id, page_token=token)
+            entries.extend(page)
+            if not token:
+                return entries
+
+    async def history_page(self, memory_id: str, page_size: int = 0,
+                           page_token: str = "") -> tuple[builtins.list[HistoryEntry], str]:
+        """One page of a memory's history (`page_size` 0 means the server's default, 100) and
+        the next page's token ("" after the last); send the token with the same `page_size`."""
+        request = pb.GetLongTermMemoryHistoryRequest(id=memory_id, page_size=page_size, page_token=page_token)
+        response = await self._call(self._stub.GetLongTermMemoryHistory, request)
+        return [long_term_history_from_proto(e) for e in response.entries], response.next_page_token
 
     async def delete(self, memory_id: str) -> None:
         await self._call(self._stub.DeleteLongTermMemory, pb.DeleteLongTermMemoryRequest(id=memory_id), retry=False)
@@ -181,9 +194,22 @@ class LongTermClient(BlockingGrpcClient):
         return long_term_item_from_proto(self._call(self._stub.UpdateLongTermMemory, request, retry=False).memory)
 
     def history(self, memory_id: str) -> builtins.list[HistoryEntry]:
-        """Every change of a memory, oldest first (ADD, UPDATE, ASSESS, DELETE)."""
-        response = self._call(self._stub.GetLongTermMemoryHistory, pb.GetLongTermMemoryHistoryRequest(id=memory_id))
-        return [long_term_history_from_proto(e) for e in response.entries]
+        """Every change of a memory, oldest first (ADD, UPDATE, ASSESS, DELETE), following pages."""
+        entries: builtins.list[HistoryEntry] = []
+        token = ""
+        while True:
+            page, token = self.history_page(memory_id, page_token=token)
+            entries.extend(page)
+            if not token:
+                return entries
+
+    def history_page(self, memory_id: str, page_size: int = 0,
+                     page_token: str = "") -> tuple[builtins.list[HistoryEntry], str]:
+        """One page of a memory's history (`page_size` 0 means the server's default, 100) and
+        the next page's token ("" after the last); send the token with the same `page_size`."""
+        request = pb.GetLongTermMemoryHistoryRequest(id=memory_id, page_size=page_size, page_token=page_token)
+        response = self._call(self._stub.GetLongTermMemoryHistory, request)
+        return [long_term_history_from_proto(e) for e in response.entries], response.next_page_token
 
     def delete(self, memory_id: str) -> None:
         self._call(self._stub.DeleteLongTermMemory, pb.DeleteLongTermMemoryRequest(id=memory_id), retry=False)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 from agentscope_memory.errors import InvalidArgumentError
+from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES
 from agentscope_memory.validation.ids import check_id
 from agentscope_memory.validation.messages import check_msg
 from agentscope_memory.message import Msg
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
     from agentscope_memory.long_term.hybrid.ranking import RankOptions
 
 DEFAULT_TOP_K = 5
+# How many history entries `all_history` asks for at a time (the byte budget may cut a page).
+HISTORY_READ_BATCH = 1000
 # The most memories one `retrieve` returns (the ranked search's own top_k limit).
 MAX_RETRIEVE_LIMIT = 1000
 _SCOPE_FIELDS = ("agent_name", "user_id", "run_name")
@@ -90,6 +93,32 @@ class HistoryEntry:
     updated_at: str = ""
     # What else changed (metadata, importance, domain), old and new.
     detail: dict[str, Any] = field(default_factory=dict)
+
+
+def history_entry_size(entry: HistoryEntry) -> int:
+    """About how many bytes `entry` takes in a response (its texts, its detail as JSON and a
+    little for the rest): what an engine counts against a page's byte budget while reading."""
+    import json
+
+    size = 64 + len(entry.memory_id) + len(entry.event)
+    for text in (entry.old_text, entry.new_text):
+        if text:
+            size += len(text.encode("utf-8", "surrogatepass"))
+    if entry.detail:
+        size += len(json.dumps(entry.detail, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    return size
+
+
+@dataclass(frozen=True)
+class LongTermHistoryPage:
+    """A page of a memory's history from `LongTermEngine.history_page`."""
+
+    entries: list[HistoryEntry]
+    # cursors[i] is where the history continues after entries[i]: a positive position the
+    # engine's `history_page` understands (the server signs it into a page token).
+    cursors: list[int]
+    # True when changes follow the last entry.
+    more: bool
 
 
 @dataclass(frozen=True)
@@ -171,8 +200,30 @@ class LongTermEngine(Protocol):
         ...
 
     async def history(self, tenant: str, memory_id: str) -> builtins.list[HistoryEntry]:
-        """Every change of a memory, oldest first."""
+        """Every change of a memory, oldest first (`all_history`: read page by page)."""
         ...
+
+    async def history_page(self, tenant: str, memory_id: str, limit: int, after: int = 0,
+                           budget: int = DEFAULT_PAGE_BYTES) -> LongTermHistoryPage:
+        """Up to `limit` changes of a memory, oldest first, after position `after` (0 for the
+        first; otherwise one of the `cursors` this engine returned). Reading stops soon after
+        the entries exceed `budget` bytes (`history_entry_size`), so a page of large entries
+        does not read the rest of a long history; `more` says whether changes follow.
+        NOT_FOUND for a memory that never existed (or is another tenant's)."""
+        ...
+
+
+async def all_history(engine: LongTermEngine, tenant: str, memory_id: str) -> list[HistoryEntry]:
+    """Every change of a memory, oldest first, read a page (of the default byte budget) at a
+    time. A history only grows and its entries never change, so the pages are one list."""
+    out: list[HistoryEntry] = []
+    after = 0
+    while True:
+        page = await engine.history_page(tenant, memory_id, HISTORY_READ_BATCH, after)
+        out.extend(page.entries)
+        if not page.more or not page.entries:
+            return out
+        after = page.cursors[-1]
 
 
 class Searches(Protocol):

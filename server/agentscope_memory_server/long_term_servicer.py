@@ -28,7 +28,7 @@ from agentscope_memory.errors import FailedPreconditionError, InvalidArgumentErr
 from agentscope_memory.lifecycle.compressed import CompressedSearch
 from agentscope_memory.scopes.engine import ScopeEngine
 from agentscope_memory.long_term.engine import LongTermEngine
-from agentscope_memory.long_term.paging import list_page
+from agentscope_memory.long_term.paging import history_page, list_page
 from agentscope_memory.paging import PageTokens
 from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES, cut_to_budget
 from agentscope_memory.long_term.tools import TOOLS, as_tool_result_text, record_to_memory, retrieve_from_memory
@@ -185,5 +185,8 @@ class LongTermServicer(pb_grpc.LongTermMemoryServiceServicer):
 
     @grpc_errors
     async def GetLongTermMemoryHistory(self, request: pb.GetLongTermMemoryHistoryRequest, context: grpc.aio.ServicerContext) -> pb.GetLongTermMemoryHistoryResponse:
-        entries = await self.engine.history(tenant_of(context), request.id)
-        return pb.GetLongTermMemoryHistoryResponse(entries=[long_term_history_to_proto(e) for e in entries])
+        entries, token = await history_page(
+            self.engine, self.tokens, tenant_of(context), request.id, request.page_size, request.page_token,
+            self.max_page_bytes, lambda entry: long_term_history_to_proto(entry).ByteSize())
+        return pb.GetLongTermMemoryHistoryResponse(entries=[long_term_history_to_proto(e) for e in entries],
+                                                   next_page_token=token)

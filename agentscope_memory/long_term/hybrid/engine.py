@@ -43,9 +43,12 @@ from agentscope_memory.long_term.domains import GENERAL_CHAT
 from agentscope_memory.long_term.engine import (
     DEFAULT_TOP_K,
     HistoryEntry,
+    LongTermHistoryPage,
     LongTermItem,
     LongTermListPage,
     Scope,
+    all_history,
+    history_entry_size,
     retrieve_by_search,
 )
 from agentscope_memory.long_term.hybrid.embedders import Embedder
@@ -69,7 +72,8 @@ from agentscope_memory.message import Msg
 from agentscope_memory.validation.ids import check_id
 from agentscope_memory.validation.messages import check_json_value
 from agentscope_memory.validation.long_term import check_metadata_size, check_record, check_update_text
-from agentscope_memory.store.base import NO_TENANT, LongTermFilter, LongTermRow, Store, Tx
+from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES, read_within_budget
+from agentscope_memory.store.base import NO_TENANT, LongTermFilter, LongTermHistoryRow, LongTermRow, Store, Tx
 from agentscope_memory.tracing import TracedEmbedder
 
 log = logging.getLogger("agentscope_memory.long_term")
@@ -138,6 +142,11 @@ def _check_metadata(metadata: dict[str, Any] | None, field_name: str) -> None:
     for key in RESERVED_METADATA:
         if metadata and key in metadata:
             raise InvalidArgumentError(field_name, f"{key!r} is reserved")
+
+
+def _history_entry(row: LongTermHistoryRow) -> HistoryEntry:
+    return HistoryEntry(memory_id=row.memory_id, event=row.event, old_text=row.old_text, new_text=row.new_text,
+                        created_at=iso(row.created), updated_at=iso(row.created), detail=row.detail)
 
 
 class HybridEngine:
@@ -680,18 +689,32 @@ class HybridEngine:
 
     async def history(self, tenant: str, memory_id: str) -> builtins.list[HistoryEntry]:
         """Every change of a memory, soft-deleted ones included (reflected, merged, deleted:
-        their history says where they went)."""
+        their history says where they went), read a page at a time."""
+        return await all_history(self, tenant, memory_id)
+
+    async def history_page(self, tenant: str, memory_id: str, limit: int, after: int = 0,
+                           budget: int = DEFAULT_PAGE_BYTES) -> LongTermHistoryPage:
+        """Changes after the one numbered `after` (a history's entries are numbered 1, 2, ...
+        and never change), in batches that stop soon after `budget` bytes, in one read."""
         check_id(memory_id, "id")
         await self._ready()
-        # A purged memory's history outlives it (the audit trail of what was forgotten).
-        rows = await self._store.run(tenant, lambda tx: tx.ltm_history(memory_id), write=False)
-        if not rows and await self._store.run(tenant, lambda tx: tx.ltm_get(memory_id), write=False, small=True) is None:
+
+        def read(tx: Tx) -> tuple[builtins.list[LongTermHistoryRow], bool, bool]:
+            rows = read_within_budget(lambda n, count: tx.ltm_history(memory_id, n, count), lambda r: r.n,
+                                      lambda r: history_entry_size(_history_entry(r)), after, limit + 1, budget)
+            more = len(rows) > limit
+            rows = rows[:limit]
+            if not more and rows:
+                # The read stopped at the budget, or at the end: one more row tells which.
+                more = bool(tx.ltm_history(memory_id, rows[-1].n, 1))
+            # A purged memory's history outlives it (the audit trail of what was forgotten).
+            exists = bool(rows) or after > 0 or tx.ltm_get(memory_id) is not None
+            return rows, more, exists
+
+        rows, more, exists = await self._store.run(tenant, read, write=False)
+        if not exists:
             raise NotFoundError(f"long-term memory {memory_id!r} does not exist")
-        return [
-            HistoryEntry(memory_id=r.memory_id, event=r.event, old_text=r.old_text, new_text=r.new_text,
-                         created_at=iso(r.created), updated_at=iso(r.created), detail=r.detail)
-            for r in rows
-        ]
+        return LongTermHistoryPage([_history_entry(r) for r in rows], [r.n for r in rows], more)
 
     async def delete(self, tenant: str, memory_id: str) -> None:
         row = await self._row(tenant, memory_id)

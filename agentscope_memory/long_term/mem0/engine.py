@@ -20,15 +20,18 @@ from agentscope_memory.errors import InvalidArgumentError, NotFoundError, Resour
 from agentscope_memory.long_term.engine import (
     DEFAULT_TOP_K,
     HistoryEntry,
+    LongTermHistoryPage,
     LongTermItem,
     LongTermListPage,
     Scope,
+    history_entry_size,
     retrieve_by_search,
 )
 from agentscope_memory.long_term.hybrid import records
 from agentscope_memory.long_term.hybrid.records import MAX_TEXT_CHARS
 from agentscope_memory.long_term.mem0.backend import TENANT_KEY, Mem0Backend
 from agentscope_memory.message import Msg
+from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES, cut_to_budget
 
 log = logging.getLogger("agentscope_memory.long_term")
 
@@ -211,6 +214,15 @@ class Mem0Engine:
         # The old text's hash no longer names a stored memory of that (exact) scope.
         self._known.pop((tenant, scope), None)
         return _item(await self._owned(tenant, memory_id))
+
+    async def history_page(self, tenant: str, memory_id: str, limit: int, after: int = 0,
+                           budget: int = DEFAULT_PAGE_BYTES) -> LongTermHistoryPage:
+        # mem0's history has no cursor: the cursor is an offset into its (append-only) list, so
+        # a page costs what reading the list costs. Its entries hold text only (no metadata).
+        entries = await self.history(tenant, memory_id)
+        page = entries[after:after + limit]
+        kept = cut_to_budget(page, history_entry_size, budget)
+        return LongTermHistoryPage(page[:kept], [after + i + 1 for i in range(kept)], len(entries) > after + kept)
 
     async def history(self, tenant: str, memory_id: str) -> builtins.list[HistoryEntry]:
         # A deleted memory keeps its history, but only its tenant may read it: ownership is

@@ -393,12 +393,15 @@ class LongTermStatements(SqlTxBase):
              for m, event, old, new, detail, now in entries],
         )
 
-    def ltm_history(self, memory_id: str) -> list[LongTermHistoryRow]:
-        rows = self._all(
-            "SELECT memory_id, n, event, old_text, new_text, detail_json, created FROM {ltm_history}"
-            " WHERE tenant = ? AND memory_id = ? ORDER BY n",
-            (self.tenant, memory_id),
-        )
+    def ltm_history(self, memory_id: str, after: int = 0, limit: int | None = None) -> list[LongTermHistoryRow]:
+        # The primary key (tenant, memory_id, n) serves the range: a page reads just its rows.
+        sql = ("SELECT memory_id, n, event, old_text, new_text, detail_json, created FROM {ltm_history}"
+               " WHERE tenant = ? AND memory_id = ? AND n > ? ORDER BY n")
+        params: list[Any] = [self.tenant, memory_id, after]
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        rows = self._all(sql, params)
         return [LongTermHistoryRow(r[0], int(r[1]), r[2], r[3], r[4], json.loads(r[5]), float(r[6])) for r in rows]
 
     # -- PostgreSQL candidate search ----------------------------------------------------------
