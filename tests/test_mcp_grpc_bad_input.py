@@ -61,6 +61,8 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("delete_long_term_memory", {"memory_id": ID}, "Not found:"),
     ("get_long_term_memory_history", {"memory_id": None}, "Invalid argument memory_id: is required"),
     ("get_long_term_memory_history", {"memory_id": ID}, "Not found:"),
+    ("get_long_term_memory_history", {"memory_id": "MEMID", "page_size": 1000}, "page_size: is 1000; must be from 1 to 100"),
+    ("get_long_term_memory_history", {"memory_id": "MEMID", "page_token": "not-a-token"}, "Invalid argument page_token"),
     ("read_working_memory", {}, "Invalid argument working_memory_id: is required"),
     ("read_working_memory", {"working_memory_id": "a\x01"}, "Invalid argument working_memory_id: contains a"),
     ("read_working_memory", {"working_memory_id": "chat"}, "Not found: memory 'chat' does not exist"),

@@ -67,6 +67,11 @@ async def test_target_forwards_to_the_server_as_the_keys_tenant(server_factory) 
         history = data(await s.call_tool("get_long_term_memory_history", {"memory_id": memory_id}))
         assert [(h["event"], h["new_text"]) for h in history["history"] if h["event"] != "ASSESS"] == [
             ("ADD", "Bob 的生日是三月十二日"), ("UPDATE", "Bob 的生日是三月十三日")]
+        first = data(await s.call_tool("get_long_term_memory_history", {"memory_id": memory_id, "page_size": 1}))
+        assert first["history"] == history["history"][:1] and first["next_page_token"]
+        second = data(await s.call_tool("get_long_term_memory_history", {
+            "memory_id": memory_id, "page_size": 1, "page_token": first["next_page_token"]}))
+        assert second["history"] == history["history"][1:2]
     # Tenant A's gRPC clients see what the MCP session wrote; tenant B's do not.
     async with AsyncMemoryClient(server.address, api_key=KEY_A) as a, AsyncMemoryClient(server.address, api_key=KEY_B) as b:
         assert [m.text_content for m in await a.get_messages("chat-9")] == ["记住我的生日", "好的"]

@@ -70,6 +70,18 @@ async def test_long_term_tools_round_trip_in_chinese_and_english(server_factory)
         history = data(await s.call_tool("get_long_term_memory_history", {"memory_id": peanut["id"]}))
         assert [(h["event"], h["old_text"], h["new_text"]) for h in history["history"] if h["event"] != "ASSESS"] == [
             ("ADD", None, "用户对花生过敏"), ("UPDATE", "用户对花生过敏", "用户对花生和腰果过敏")]
+        # A page at a time: the token leads to the next change.
+        paged, token = [], ""
+        while True:
+            page = data(await s.call_tool("get_long_term_memory_history",
+                                          {"memory_id": peanut["id"], "page_size": 1, "page_token": token}))
+            assert len(page["history"]) == 1
+            paged += page["history"]
+            token = page["next_page_token"]
+            if not token:
+                break
+        # (background scoring may have added an ASSESS since)
+        assert paged[:len(history["history"])] == history["history"] and history["next_page_token"] == ""
 
         listed = data(await s.call_tool("list_long_term_memories", {"user_id": "alice"}))
         assert len(listed["memories"]) == 2 and listed["next_page_token"] == ""

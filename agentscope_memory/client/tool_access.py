@@ -19,8 +19,9 @@ from agentscope_memory.client.aio import AsyncMemoryClient
 from agentscope_memory.client.long_term import AsyncLongTermClient, _items
 from agentscope_memory.convert.to_proto import msg_to_proto, scope_to_proto
 from agentscope_memory.errors import NotFoundError
-from agentscope_memory.long_term.engine import HistoryEntry, LongTermItem, Scope
+from agentscope_memory.long_term.engine import LongTermItem, Scope
 from agentscope_memory.memory_tools.access import (
+    HistoryPage,
     MessagesPage,
     WorkingMemoriesPage,
     WorkingMemoryInfo,
@@ -67,8 +68,9 @@ class RemoteAccess:
     async def delete(self, memory_id: str) -> None:
         await self.long_term.delete(memory_id)
 
-    async def history(self, memory_id: str) -> list[HistoryEntry]:
-        return await self.long_term.history(memory_id)
+    async def history_page(self, memory_id: str, page_size: int, page_token: str) -> HistoryPage:
+        entries, token = await self.long_term.history_page(memory_id, page_size, page_token)
+        return HistoryPage(entries, token)
 
     async def read_messages(self, memory_id: str, page_size: int, page_token: str) -> MessagesPage:
         client = self.memories

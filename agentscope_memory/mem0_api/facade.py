@@ -29,10 +29,14 @@ from agentscope_memory.mem0_api.models import (
     UpdateRequest,
 )
 from agentscope_memory.message import Msg, MsgRole
+from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES
 
 DEFAULT_SEARCH_TOP_K = 10
 DEFAULT_LIST_TOP_K = 100
 MAX_TOP_K = 1000
+# The most entries one history answer holds, and how many the engine is asked for at a time.
+MAX_HISTORY_ENTRIES = 1000
+HISTORY_READ_PAGE = 200
 _ROLES = {"user": MsgRole.USER, "assistant": MsgRole.ASSISTANT, "system": MsgRole.SYSTEM, "tool": MsgRole.TOOL}
 _ID_KEYS = ("user_id", "agent_id", "run_id")
 
@@ -166,8 +170,10 @@ def to_msgs(messages: Sequence[Mem0Message] | str) -> list[Msg]:
 class Mem0Api:
     """mem0's REST operations for one tenant at a time over a `LongTermEngine`."""
 
-    def __init__(self, engine: LongTermEngine) -> None:
+    def __init__(self, engine: LongTermEngine, max_history_bytes: int = DEFAULT_PAGE_BYTES) -> None:
         self.engine = engine
+        # What one `GET /memories/{id}/history` answer may hold (the server's page byte budget).
+        self.max_history_bytes = max_history_bytes
 
     @property
     def has_llm(self) -> bool:
@@ -235,7 +241,26 @@ class Mem0Api:
         return {"message": "Memories deleted successfully!", "deleted": deleted}
 
     async def history(self, tenant: str, memory_id: str) -> list[dict[str, Any]]:
-        entries = await self.engine.history(tenant, memory_id)
-        # mem0's events only: the engine's own (ASSESS: background importance scoring) stay in
-        # GetLongTermMemoryHistory.
-        return [history_json(e) for e in entries if e.event in MEM0_EVENTS]
+        """mem0's array of a memory's changes, oldest first, read from the engine a page at a
+        time. mem0's REST API has no paging, so one answer is bounded instead: at most
+        `MAX_HISTORY_ENTRIES` entries and about `max_history_bytes` of them (the first always
+        goes); a longer history ends there (`GetLongTermMemoryHistory` and the MCP tool page
+        through all of it). mem0's events only: the engine's own (ASSESS: background
+        importance scoring; lifecycle jobs) stay in GetLongTermMemoryHistory."""
+        out: list[dict[str, Any]] = []
+        used = 0
+        after = 0
+        while True:
+            page = await self.engine.history_page(tenant, memory_id, HISTORY_READ_PAGE, after, self.max_history_bytes)
+            for entry in page.entries:
+                if entry.event not in MEM0_EVENTS:
+                    continue
+                # Only the texts travel (mem0's entries carry no metadata).
+                size = 200 + sum(len(t.encode("utf-8", "surrogatepass")) for t in (entry.old_text, entry.new_text) if t)
+                if out and (len(out) >= MAX_HISTORY_ENTRIES or used + size > self.max_history_bytes):
+                    return out
+                out.append(history_json(entry))
+                used += size
+            if not page.more or not page.entries:
+                return out
+            after = page.cursors[-1]

@@ -19,6 +19,7 @@ from agentscope_memory.long_term.engine import (
     LongTermItem,
     Scope,
 )
+from agentscope_memory.long_term.paging import history_page
 from agentscope_memory.message import Msg
 from agentscope_memory.service import Service
 
@@ -30,6 +31,14 @@ class MessagesPage:
     messages: list[Msg]
     next_page_token: str
     total_size: int
+
+
+@dataclass(frozen=True)
+class HistoryPage:
+    """Changes of a long-term memory, oldest first, and the token of the next page."""
+
+    entries: list[HistoryEntry]
+    next_page_token: str
 
 
 @dataclass(frozen=True)
@@ -70,7 +79,10 @@ class MemoryAccess(Protocol):
     async def get(self, memory_id: str) -> LongTermItem: ...
     async def update(self, memory_id: str, text: str | None, metadata: dict[str, Any] | None) -> LongTermItem: ...
     async def delete(self, memory_id: str) -> None: ...
-    async def history(self, memory_id: str) -> list[HistoryEntry]: ...
+    async def history_page(self, memory_id: str, page_size: int, page_token: str) -> HistoryPage:
+        """A page of a memory's changes, as `GetLongTermMemoryHistory` pages them (at most
+        `page_size` and the server's page byte budget; the token bound to the memory)."""
+        ...
     async def read_messages(self, memory_id: str, page_size: int, page_token: str) -> MessagesPage: ...
     async def append_messages(self, memory_id: str, msgs: Sequence[Msg]) -> int:
         """Append to the working memory, creating it (IN_MEMORY) when it does not exist yet;
@@ -115,8 +127,11 @@ class ServiceAccess:
     async def delete(self, memory_id: str) -> None:
         await self._engine().delete(self.tenant, memory_id)
 
-    async def history(self, memory_id: str) -> list[HistoryEntry]:
-        return await self._engine().history(self.tenant, memory_id)
+    async def history_page(self, memory_id: str, page_size: int, page_token: str) -> HistoryPage:
+        memories = self.service.memories
+        entries, token = await history_page(self._engine(), memories.tokens, self.tenant, memory_id, page_size,
+                                            page_token, memories.limits.max_page_bytes)
+        return HistoryPage(entries, token)
 
     async def read_messages(self, memory_id: str, page_size: int, page_token: str) -> MessagesPage:
         page = await self.service.memories.get_messages_page(self.tenant, memory_id, page_size, page_token)

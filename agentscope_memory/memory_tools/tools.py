@@ -175,8 +175,14 @@ def tool_definitions(conn: Connection | None = None) -> list[ToolDefinition]:
         ),
         ToolDefinition(
             HISTORY, "Memory history",
-            "Every change of a long-term memory, oldest first: when it was added, updated (old and new text) or deleted.",
-            _object({"memory_id": _MEMORY_ID}, ["memory_id"]), read_only=True,
+            "Every change of a long-term memory, oldest first, a page at a time: when it was added, "
+            "updated (old and new text) or deleted.",
+            _object({
+                "memory_id": _MEMORY_ID,
+                "page_size": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE, "default": 20,
+                              "description": "Changes per page (default 20)."},
+                "page_token": _PAGE_TOKEN,
+            }, ["memory_id"]), read_only=True,
         ),
         ToolDefinition(
             READ, "Read the conversation",
@@ -514,8 +520,12 @@ class MemoryTools:
 
     async def _history(self, a: _Args) -> dict[str, Any]:
         memory_id = a.memory_id()
+        page_size = a.integer("page_size", 20, 1, MAX_PAGE_SIZE)
+        token = a.token()
         await self._owned(memory_id)
-        return {"memory_id": memory_id, "history": [_history_json(e) for e in await self.access.history(memory_id)]}
+        page = await self.access.history_page(memory_id, page_size, token)
+        return {"memory_id": memory_id, "history": [_history_json(e) for e in page.entries],
+                "next_page_token": page.next_page_token}
 
     async def _read(self, a: _Args) -> dict[str, Any]:
         memory_id = a.working_memory_id()

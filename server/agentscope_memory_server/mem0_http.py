@@ -30,6 +30,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agentscope_memory import errors
 from agentscope_memory.long_term.engine import LongTermEngine
+from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES
 from agentscope_memory.mem0_api import (
     AddRequest,
     Ids,
@@ -76,8 +77,9 @@ def _validation_detail(exc: RequestValidationError) -> str:
     return "; ".join(problems) or "invalid request"
 
 
-def create_app(engine: LongTermEngine | None, keys: ApiKeys) -> FastAPI:
-    """The facade as an ASGI app; `engine` None means long-term memory is off (501)."""
+def create_app(engine: LongTermEngine | None, keys: ApiKeys, max_page_bytes: int = DEFAULT_PAGE_BYTES) -> FastAPI:
+    """The facade as an ASGI app; `engine` None means long-term memory is off (501).
+    `max_page_bytes` bounds one history answer (mem0's history has no paging)."""
     app = FastAPI(
         title="agentscope-memory: mem0-compatible REST API",
         description="mem0's memory routes over the agentscope-memory long-term engine. "
@@ -86,7 +88,7 @@ def create_app(engine: LongTermEngine | None, keys: ApiKeys) -> FastAPI:
         "a server without an LLM stores the messages verbatim and answers `inferred: false`.",
         version="1",
     )
-    api = Mem0Api(engine) if engine is not None else None
+    api = Mem0Api(engine, max_page_bytes) if engine is not None else None
 
     @app.exception_handler(errors.MemoryServiceError)
     async def _library_error(request: Request, exc: errors.MemoryServiceError) -> JSONResponse:

@@ -21,6 +21,7 @@ from starlette.staticfiles import StaticFiles
 
 from agentscope_memory.errors import InvalidArgumentError, MemoryServiceError, NotFoundError, UnauthenticatedError
 from agentscope_memory.long_term.engine import Scope
+from agentscope_memory.long_term.paging import history_page
 from agentscope_memory.message import (
     AudioBlock,
     Base64Source,
@@ -252,8 +253,12 @@ class Inspector:
         if self.service.long_term is None:
             raise NotFoundError("long-term memory is switched off on this server")
         memory_id = request.path_params["memory_id"]
-        entries = await self.service.long_term.history(tenant, memory_id)
-        return self.render(request, "history.html", tenant=tenant, memory_id=memory_id, entries=[
+        # A page at a time (PAGE_SIZE entries within the page byte budget), as
+        # GetLongTermMemoryHistory pages: a long history never makes one huge page.
+        memories = self.service.memories
+        entries, next_page = await history_page(self.service.long_term, memories.tokens, tenant, memory_id, PAGE_SIZE,
+                                                request.query_params.get("page", ""), memories.limits.max_page_bytes)
+        return self.render(request, "history.html", tenant=tenant, memory_id=memory_id, next_page=next_page, entries=[
             {"event": e.event, "old": e.old_text, "new": e.new_text, "at": e.created_at,
              "detail": json.dumps(e.detail, ensure_ascii=False) if e.detail else ""} for e in entries])
 
