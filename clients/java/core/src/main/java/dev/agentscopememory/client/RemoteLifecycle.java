@@ -5,6 +5,7 @@ import dev.agentscopememory.grpc.v1.ConsolidateResponse;
 import dev.agentscopememory.grpc.v1.ForgetRequest;
 import dev.agentscopememory.grpc.v1.ForgetResponse;
 import dev.agentscopememory.grpc.v1.GetLongTermMemoryHistoryRequest;
+import dev.agentscopememory.grpc.v1.GetLongTermMemoryHistoryResponse;
 import dev.agentscopememory.grpc.v1.LongTermLifecycleServiceGrpc;
 import dev.agentscopememory.grpc.v1.PurgeLongTermMemoriesRequest;
 import dev.agentscopememory.grpc.v1.RestoreLongTermMemoryRequest;
@@ -242,16 +243,23 @@ public final class RemoteLifecycle {
 
     /**
      * Every change of a memory, oldest first: lifecycle jobs included, and a purged memory's too.
+     * Read page by page ({@code GetLongTermMemoryHistory} answers within the server's page byte
+     * budget, so a history of any size passes a stock 4 MiB channel); a history only grows, so
+     * the pages are one list.
      *
      * @param memoryId the memory's id
      * @return its history
      */
     public List<HistoryEntry> history(String memoryId) {
-        GetLongTermMemoryHistoryRequest request = GetLongTermMemoryHistoryRequest.newBuilder().setId(memoryId).build();
-        return connection.call("LongTermMemoryService/GetLongTermMemoryHistory", true,
-                () -> connection.longTermMemoryService().getLongTermMemoryHistory(request)).getEntriesList().stream()
-                .map(e -> new HistoryEntry(e.getEvent(), e.hasOldText() ? e.getOldText() : null,
-                        e.hasNewText() ? e.getNewText() : null, e.getDetailJson(), e.getCreatedAt()))
-                .toList();
+        return PagedRead.readAll(token -> {
+            GetLongTermMemoryHistoryRequest request = GetLongTermMemoryHistoryRequest.newBuilder()
+                    .setId(memoryId).setPageToken(token).build();
+            GetLongTermMemoryHistoryResponse page = connection.call("LongTermMemoryService/GetLongTermMemoryHistory",
+                    true, () -> connection.longTermMemoryService().getLongTermMemoryHistory(request));
+            return new PagedRead.Page<>(page.getEntriesList().stream()
+                    .map(e -> new HistoryEntry(e.getEvent(), e.hasOldText() ? e.getOldText() : null,
+                            e.hasNewText() ? e.getNewText() : null, e.getDetailJson(), e.getCreatedAt()))
+                    .toList(), page.getNextPageToken());
+        });
     }
 }

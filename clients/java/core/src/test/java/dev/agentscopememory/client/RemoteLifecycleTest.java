@@ -6,17 +6,23 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.agentscopememory.grpc.v1.ContentBlock;
+import dev.agentscopememory.grpc.v1.GetLongTermMemoryHistoryRequest;
+import dev.agentscopememory.grpc.v1.GetLongTermMemoryHistoryResponse;
 import dev.agentscopememory.grpc.v1.ListLongTermMemoriesRequest;
 import dev.agentscopememory.grpc.v1.Msg;
 import dev.agentscopememory.grpc.v1.RecordRequest;
 import dev.agentscopememory.grpc.v1.Role;
 import dev.agentscopememory.grpc.v1.Scope;
 import dev.agentscopememory.grpc.v1.TextBlock;
+import dev.agentscopememory.grpc.v1.UpdateLongTermMemoryRequest;
 import io.grpc.Status;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-/** {@link RemoteLifecycle} against the real server: reflection on demand with overrides, a consolidation dry run, bad input. */
+/**
+ * {@link RemoteLifecycle} against the real server: reflection on demand with overrides, a
+ * consolidation dry run, bad input, forgetting, and a history larger than 4 MiB read page by page.
+ */
 class RemoteLifecycleTest {
 
     private static Msg user(String text) {
@@ -100,6 +106,46 @@ class RemoteLifecycleTest {
             assertEquals("ADD", events.get(0));
             assertEquals(List.of("FORGET", "PURGE"), events.subList(events.size() - 2, events.size()));
             assertTrue(lifecycle.history(english).get(events.size() - 2).detailJson().contains("retention"));
+        }
+    }
+
+    @Test
+    void historyLargerThanFourMibIsReadPageByPage() throws Exception {
+        // No background scoring: its ASSESS entries would make the history grow while it is read.
+        try (TestServer server = TestServer.start(java.util.Map.of("AGENTSCOPE_MEMORY_LONG_TERM_SCORING", "false"));
+             RemoteConnection connection = RemoteConnection.builder().target(server.target())
+                     .deadline(java.time.Duration.ofSeconds(60)).build()) {
+            Scope scope = RemoteLifecycle.scope("助手", "java-history", "");
+            String id = connection.longTermMemoryService().record(RecordRequest.newBuilder().setScope(scope)
+                    .addMessages(user("用户喜欢喝绿茶")).build()).getMemories(0).getId();
+            int updates = 45;
+            for (int i = 0; i < updates; i++) {
+                // Each UPDATE entry holds the old and the new metadata: about 120 KB, 5.4 MB in all.
+                String blob = String.format("%03d", i) + "m".repeat(60_000);
+                connection.longTermMemoryService().updateLongTermMemory(UpdateLongTermMemoryRequest.newBuilder()
+                        .setId(id).setMetadataJson("{\"blob\": \"" + blob + "\"}").build());
+            }
+            // One page does not hold it (and fits the channel's stock 4 MiB limit) ...
+            GetLongTermMemoryHistoryResponse first = connection.longTermMemoryService()
+                    .getLongTermMemoryHistory(GetLongTermMemoryHistoryRequest.newBuilder().setId(id).build());
+            assertFalse(first.getNextPageToken().isEmpty());
+            assertTrue(first.getEntriesCount() < updates + 1);
+            // ... the client follows the pages.
+            List<RemoteLifecycle.HistoryEntry> history = new RemoteLifecycle(connection).history(id);
+            assertEquals(updates + 1, history.size());
+            assertEquals("ADD", history.get(0).event());
+            assertEquals("用户喜欢喝绿茶", history.get(0).newText());
+            for (int i = 0; i < updates; i++) {
+                assertEquals("UPDATE", history.get(i + 1).event());
+                assertTrue(history.get(i + 1).detailJson().contains(String.format("\"%03dmmm", i)), "entry " + (i + 1));
+            }
+            // A bad page size is named.
+            RemoteMemoryException bad = assertThrows(RemoteMemoryException.class, () -> connection.call(
+                    "LongTermMemoryService/GetLongTermMemoryHistory", true, () -> connection.longTermMemoryService()
+                            .getLongTermMemoryHistory(GetLongTermMemoryHistoryRequest.newBuilder().setId(id)
+                                    .setPageSize(1001).build())));
+            assertEquals(Status.Code.INVALID_ARGUMENT, bad.getCode());
+            assertTrue(bad.getMessage().contains("page_size"), bad.getMessage());
         }
     }
 }
