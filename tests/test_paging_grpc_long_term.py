@@ -83,3 +83,9 @@ async def test_record_search_and_retrieve_answers_fit_a_stock_client(server) -> 
         got = await ltm.Retrieve(pb.RetrieveRequest(scope=scope, message=msg_to_proto(Msg.create(MsgRole.USER, "sailing")),
                                                     limit=1000))
         assert 0 < len(got.memories) < 80 and got.text == "\n".join(m.memory for m in got.memories)
+    # The Python client reads them all although the byte budget cuts its pages short (a page
+    # token is bound to the page size, so each page must ask for the same size).
+    async with AsyncLongTermClient(server.address) as client:
+        listed_by_client = await client.list(Scope(user_id="big-metadata"), limit=1000)
+        assert sorted(i.text for i in listed_by_client) == sorted(texts)
+        assert len(await client.list(Scope(user_id="big-metadata"), limit=70)) == 70

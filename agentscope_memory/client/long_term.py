@@ -25,6 +25,7 @@ from agentscope_memory.convert.from_proto import (
 from agentscope_memory.convert.to_proto import scope_to_proto
 from agentscope_memory.long_term.engine import HistoryEntry, LongTermItem, Scope
 from agentscope_memory.long_term.modes import Mode
+from agentscope_memory.long_term.paging import MAX_PAGE_SIZE as MAX_LIST_PAGE_SIZE
 from agentscope_memory.message import Msg
 
 if TYPE_CHECKING:
@@ -73,8 +74,11 @@ class AsyncLongTermClient(AsyncGrpcClient):
         """Up to `limit` memories of the scope, following pages."""
         items: list[LongTermItem] = []
         token = ""
+        # One page size throughout: a page token is bound to it, and the byte budget may cut a
+        # page short of it.
+        size = min(limit, MAX_LIST_PAGE_SIZE)
         while len(items) < limit:
-            response = await self._call(self._stub.ListLongTermMemories, _requests.long_term_pages(scope, limit - len(items), token))
+            response = await self._call(self._stub.ListLongTermMemories, _requests.long_term_pages(scope, size, token))
             items.extend(_items(response))
             token = response.next_page_token
             if not token:
@@ -169,8 +173,11 @@ class LongTermClient(BlockingGrpcClient):
         """Up to `limit` memories of the scope, following pages."""
         items: list[LongTermItem] = []
         token = ""
+        # One page size throughout: a page token is bound to it, and the byte budget may cut a
+        # page short of it.
+        size = min(limit, MAX_LIST_PAGE_SIZE)
         while len(items) < limit:
-            response = self._call(self._stub.ListLongTermMemories, _requests.long_term_pages(scope, limit - len(items), token))
+            response = self._call(self._stub.ListLongTermMemories, _requests.long_term_pages(scope, size, token))
             items.extend(_items(response))
             token = response.next_page_token
             if not token:
