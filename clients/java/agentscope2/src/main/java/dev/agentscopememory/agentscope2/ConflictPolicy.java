@@ -7,7 +7,8 @@ package dev.agentscopememory.agentscope2;
  * <p>A 2.0 {@code ReActAgent} reads its state with {@code get} at the start of a call and writes
  * it with {@code save} at the end, never calling the versioning methods. The store therefore
  * remembers the version each {@code get} returned (per returned object, so concurrent calls on one
- * slot do not mix) and checks it when that object is saved.
+ * slot do not mix) and checks it when that object is saved; a new state saved after a {@code get}
+ * that found nothing is checked as a create (version 0).
  */
 public enum ConflictPolicy {
 

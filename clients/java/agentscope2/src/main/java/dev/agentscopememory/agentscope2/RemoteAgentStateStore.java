@@ -67,7 +67,10 @@ import org.slf4j.LoggerFactory;
  * <p><b>Concurrency.</b> The server versions every value. A 2.0 {@code ReActAgent} calls {@code
  * get} at the start of a call and {@code save} at the end; this store remembers the version each
  * {@code get} returned and makes the {@code save} of that state a compare-and-set, resolved by the
- * {@link ConflictPolicy} (default {@link ConflictPolicy#MERGE_APPENDED}). A save that follows no
+ * {@link ConflictPolicy} (default {@link ConflictPolicy#MERGE_APPENDED}). A state the agent built
+ * after its {@code get} found the slot absent is saved as a create, so agents of one process
+ * sharing this store that start the same session at once do not overwrite each other's first
+ * turn. A save that follows no
  * successful read of the slot only creates: over a stored state it is refused under {@code FAIL}
  * and {@code MERGE_APPENDED} (upstream #2741: a failed load makes the agent start from an empty
  * state and save it), so a transient error cannot wipe a session. {@link #supportsVersioning()}, {@link #getVersioned} and {@link #saveIfVersion} have
@@ -131,6 +134,13 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
         }
     });
     private final Map<Slot, Seen> slots = new ConcurrentHashMap<>();
+    /**
+     * Reads of a slot that found it absent and whose fresh state is not saved yet, per slot. Each
+     * stands for one caller (a 2.0 ReActAgent builds a new state after such a read): its save is
+     * a create, whatever this process wrote to the slot since, so two agents of one process
+     * starting the same session cannot overwrite each other's first turn.
+     */
+    private final Map<Slot, Integer> absentReads = new ConcurrentHashMap<>();
     private final Map<Slot, ListSeen> lists = new ConcurrentHashMap<>();
 
     protected RemoteAgentStateStore(Builder b) {
@@ -175,8 +185,11 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
         }
         Seen base = reads.remove(new Identity(value));
         if (base == null || !base.slot().equals(slot)) {
-            // Not an object get() returned (a fresh state): the slot's last read decides.
-            base = slots.get(slot);
+            // Not an object get() returned (a fresh state). After a read that found the slot
+            // absent it is that caller's first save: a create, even if another caller of this
+            // store created the slot meanwhile (its version here is not this caller's).
+            // Otherwise the slot's last read or write in this process decides.
+            base = takeAbsentRead(slot) ? new Seen(slot, 0, null) : slots.get(slot);
         }
         // Not read by this process (or its read failed): only a create is safe. Refusing to
         // overwrite is what keeps a failed load (upstream #2741) from wiping the stored state.
@@ -416,6 +429,9 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
         }
         if (!response.getFound()) {
             slots.put(slot, new Seen(slot, 0, null));
+            if (conflictPolicy != ConflictPolicy.OVERWRITE) {
+                absentReads.merge(slot, 1, Integer::sum);
+            }
             return new VersionedState<>(null, 0);
         }
         T value = JsonUtils.getJsonCodec().fromJson(response.getJson(), type);
@@ -509,6 +525,16 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
     private ConcurrentStateModificationException conflict(Slot slot, long currentVersion, String reason) {
         return new ConcurrentStateModificationException(
                 slot.userId().isEmpty() ? null : slot.userId(), slot.sessionId(), slot.key(), currentVersion, reason);
+    }
+
+    /** Consumes one pending absent read of the slot; false when there is none. */
+    private boolean takeAbsentRead(Slot slot) {
+        boolean[] taken = {false};
+        absentReads.computeIfPresent(slot, (s, n) -> {
+            taken[0] = true;
+            return n > 1 ? n - 1 : null;
+        });
+        return taken[0];
     }
 
     private void remember(Slot slot, long version, String json) {
