@@ -245,6 +245,32 @@ async def test_a_1x_memory_resumes_as_the_slots_memory_messages(server, state) -
     assert (await state.get_list(slot, "memory_messages")).items == ['{"id":"new"}']
 
 
+async def test_a_deleted_slot_no_longer_resumes_its_1x_memory(server, state) -> None:
+    async with AsyncMemoryClient(server.address) as memory:
+        await memory.create_memory("forget-me")
+        await memory.add_message("forget-me", Msg.create(MsgRole.USER, "我的密码是 1234"))
+        await memory.create_memory("keep-list")
+        await memory.add_message("keep-list", Msg.create(MsgRole.USER, "old"))
+    slot = Slot("", "forget-me")
+    await state.put_value(slot, "agent_state", '{"context":[]}')
+    assert (await state.get_list(slot, "memory_messages")).found is True
+    assert (await state.delete_session(slot)) == 1
+    # Neither AgentScope's legacy loader nor exists() brings the deleted conversation back.
+    assert await state.session_exists(slot) is False
+    assert (await state.get_list(slot, "memory_messages")).found is False
+    assert slot.session_id not in [s async for s in state.iter_session_ids("")]
+    # The slot lives on as a new one; the 1.x memory itself is untouched.
+    await state.put_value(slot, "agent_state", '{"context":[]}')
+    assert await state.keys(slot) == [("value", "agent_state")]
+    assert (await state.delete_session(slot)) == 1
+    async with AsyncMemoryClient(server.address) as memory:
+        assert len(await memory.get_messages("forget-me")) == 1
+    # Deleting just the list detaches it as well.
+    other = Slot("", "keep-list")
+    assert (await state.delete_key(other, "memory_messages", list_=True)) is True
+    assert (await state.get_list(other, "memory_messages")).found is False
+
+
 def test_local_mode_has_the_same_methods(tmp_path) -> None:
     with local_agent_state_client(ServiceSettings(data_dir=tmp_path, long_term_enabled=False)) as state:
         slot = Slot("", "本地")

@@ -290,17 +290,21 @@ class AgentStateEngine:
             offset, token_version = self.tokens.read(page_token, "state_list", binding, 2)
         budget = self.limits.max_page_bytes
 
-        def read(tx: Tx) -> tuple[bool, int, int, list[str]]:
+        resumable = key == LEGACY_MESSAGES_KEY and self.legacy is not None
+
+        def read(tx: Tx) -> tuple[bool, int, int, list[str], bool]:
             head = tx.state_head(slot.user_id, slot.session_id, "list", key)
             if head is None:
-                return False, 0, 0, []
+                detached = resumable and tx.state_legacy_detached(slot.user_id, slot.session_id, key)
+                return False, 0, 0, [], detached
             if token_version is not None and token_version != head.version:
-                return True, head.version, head.length, []
+                return True, head.version, head.length, [], False
             items = tx.state_read_list(slot.user_id, slot.session_id, key, offset, size, budget)
-            return True, head.version, head.length, items
+            return True, head.version, head.length, items, False
 
-        found, version, length, items = await self.store.run(tenant, read, write=False)
-        if not found and key == LEGACY_MESSAGES_KEY and self.legacy is not None:
+        found, version, length, items, detached = await self.store.run(tenant, read, write=False)
+        if not found and resumable and not detached:
+            assert self.legacy is not None
             legacy = await self.legacy.messages(tenant, slot)
             if legacy is not None:
                 found, version, length, items = True, 0, len(legacy), self._legacy_page(legacy, offset, size)
@@ -342,31 +346,51 @@ class AgentStateEngine:
     async def session_exists(self, tenant: str, slot: Slot) -> bool:
         slot = self._slot(slot)
 
-        def exists(tx: Tx) -> bool:
-            return tx.state_slot_exists(slot.user_id, slot.session_id)
+        def exists(tx: Tx) -> tuple[bool, bool]:
+            if tx.state_slot_exists(slot.user_id, slot.session_id):
+                return True, False
+            return False, tx.state_legacy_detached(slot.user_id, slot.session_id, LEGACY_MESSAGES_KEY)
 
-        if await self.store.run(tenant, exists, write=False, small=True):
+        found, detached = await self.store.run(tenant, exists, write=False, small=True)
+        if found:
             return True
+        return self.legacy is not None and not detached and await self.legacy.messages(tenant, slot) is not None
+
+    async def _resumes_legacy(self, tenant: str, slot: Slot) -> bool:
+        """Whether the slot's `memory_messages` would be answered from a 1.x memory if absent."""
         return self.legacy is not None and await self.legacy.messages(tenant, slot) is not None
 
     async def delete_session(self, tenant: str, slot: Slot) -> int:
+        """Deletes everything of the slot. A 1.x memory it resumed from is left as it is, but no
+        longer answers for the slot: a deleted session does not come back from it."""
         slot = self._slot(slot)
+        detach = await self._resumes_legacy(tenant, slot)
+        now = time.time()
 
         def delete(tx: Tx) -> int:
-            return tx.state_delete_slot(slot.user_id, slot.session_id)
+            deleted = tx.state_delete_slot(slot.user_id, slot.session_id)
+            if detach:
+                tx.state_detach_legacy(slot.user_id, slot.session_id, LEGACY_MESSAGES_KEY, now)
+            return deleted
 
         return await self.store.run(tenant, delete)
 
     async def delete_key(self, tenant: str, slot: Slot, key: str, *, list_: bool = False) -> bool:
-        """Deletes the key's single value (as AgentScope's stores do), or its list."""
+        """Deletes the key's single value (as AgentScope's stores do), or its list (and then the
+        `memory_messages` list no longer resumes a 1.x memory either)."""
         slot = self._slot(slot)
         self._key(key)
         kind = "list" if list_ else "value"
+        detach = list_ and key == LEGACY_MESSAGES_KEY and await self._resumes_legacy(tenant, slot)
+        now = time.time()
 
         def delete(tx: Tx) -> int:
-            return tx.state_delete_key(slot.user_id, slot.session_id, kind, key)
+            deleted = tx.state_delete_key(slot.user_id, slot.session_id, kind, key)
+            if detach:
+                tx.state_detach_legacy(slot.user_id, slot.session_id, key, now)
+            return deleted
 
-        return await self.store.run(tenant, delete) > 0
+        return await self.store.run(tenant, delete) > 0 or detach
 
     async def keys(self, tenant: str, slot: Slot, page_size: int = 0, page_token: str = "") -> KeyPage:
         """What the slot holds, as (kind, key) with kind `value` or `list`, paged."""

@@ -7,6 +7,8 @@ slot has no `agent_state`. So the list `memory_messages` of a slot that has none
 read from the memory with id == session id, when that memory is IN_MEMORY and either carries no
 `user_id` label or one equal to the slot's user. The memory is only read; the 2.x agent then
 saves `agent_state`, which is authoritative from then on (2.x never deletes the old key).
+Deleting the slot (or its `memory_messages` list) detaches it from the memory for good, so a
+deleted session is not resumed again from it.
 """
 
 from __future__ import annotations

@@ -17,6 +17,9 @@ from agentscope_memory.store.sql.base import SqlTxBase
 
 VALUE = "value"
 LIST = "list"
+# A marker row, not state: the slot's list `key` no longer resumes a 1.x memory (it was deleted
+# through the agent-state API). Never listed, counted or deleted with the slot.
+DETACHED = "detached"
 
 # Items read per statement while filling a page up to its byte budget.
 _READ_CHUNK = 32
@@ -163,8 +166,9 @@ class AgentStateStatements(SqlTxBase):
 
     def state_slot_exists(self, user_id: str, session_id: str) -> bool:
         row = self._one(
-            "SELECT 1 FROM {agent_states} WHERE tenant = ? AND user_id = ? AND session_id = ? LIMIT 1",
-            (self.tenant, user_id, session_id),
+            "SELECT 1 FROM {agent_states} WHERE tenant = ? AND user_id = ? AND session_id = ?"
+            " AND kind <> ? LIMIT 1",
+            (self.tenant, user_id, session_id, DETACHED),
         )
         return row is not None
 
@@ -174,10 +178,22 @@ class AgentStateStatements(SqlTxBase):
             (self.tenant, user_id, session_id),
         )
         cursor = self._execute(
-            "DELETE FROM {agent_states} WHERE tenant = ? AND user_id = ? AND session_id = ?",
-            (self.tenant, user_id, session_id),
+            "DELETE FROM {agent_states} WHERE tenant = ? AND user_id = ? AND session_id = ? AND kind <> ?",
+            (self.tenant, user_id, session_id, DETACHED),
         )
         return int(cursor.rowcount)
+
+    def state_detach_legacy(self, user_id: str, session_id: str, key: str, now: float) -> None:
+        """Marks the slot's list `key` as no longer resumed from a 1.x memory."""
+        self._execute(
+            "INSERT INTO {agent_states} (tenant, user_id, session_id, kind, key, value, version, length,"
+            " size, update_time) VALUES (?, ?, ?, ?, ?, NULL, 1, 0, 0, ?)"
+            " ON CONFLICT (tenant, user_id, session_id, kind, key) DO NOTHING",
+            (self.tenant, user_id, session_id, DETACHED, key, now),
+        )
+
+    def state_legacy_detached(self, user_id: str, session_id: str, key: str) -> bool:
+        return self._one("SELECT 1 FROM {agent_states} WHERE " + _PK, (self.tenant, user_id, session_id, DETACHED, key)) is not None
 
     def state_delete_key(self, user_id: str, session_id: str, kind: str, key: str) -> int:
         if kind == LIST:
@@ -197,7 +213,8 @@ class AgentStateStatements(SqlTxBase):
         """(kind, key) of what a slot holds, by key then kind (`list` before `value`), after
         `after` = (kind, key)."""
         key = self._order("key")
-        where, params = "tenant = ? AND user_id = ? AND session_id = ?", [self.tenant, user_id, session_id]
+        where = "tenant = ? AND user_id = ? AND session_id = ? AND kind <> ?"
+        params = [self.tenant, user_id, session_id, DETACHED]
         if after is not None:
             where += f" AND ({key} > ? OR (key = ? AND kind > ?))"
             params += [after[1], after[1], after[0]]
@@ -209,7 +226,7 @@ class AgentStateStatements(SqlTxBase):
 
     def state_session_ids(self, user_id: str, after: str | None, limit: int) -> list[str]:
         session = self._order("session_id")
-        where, params = "tenant = ? AND user_id = ?", [self.tenant, user_id]
+        where, params = "tenant = ? AND user_id = ? AND kind <> ?", [self.tenant, user_id, DETACHED]
         if after is not None:
             where, params = where + f" AND {session} > ?", params + [after]
         rows = self._all(

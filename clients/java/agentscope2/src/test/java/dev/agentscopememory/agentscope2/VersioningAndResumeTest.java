@@ -166,7 +166,7 @@ class VersioningAndResumeTest {
             AddMessagesRequest request = add.build();
             connection.call("MemoryService/AddMessages", true, () -> connection.memoryService().addMessages(request));
         }
-        ScriptedModel model = new ScriptedModel(Scripts.answers("2.x", 1));
+        ScriptedModel model = new ScriptedModel(Scripts.answers("2.x", 2));
         try (RemoteAgentStateStore store = store(ConflictPolicy.MERGE_APPENDED)) {
             assertTrue(store.exists(null, sessionId));
             ReActAgent agent = Scripts.agent(model, store);
@@ -175,6 +175,14 @@ class VersioningAndResumeTest {
             assertTrue(seen.containsAll(List.of("我喜欢喝茶", "记住了: 你喜欢茶。", "我喜欢什么?")), seen.toString());
             AgentState state = store.get(null, sessionId, "agent_state", AgentState.class).orElseThrow();
             assertEquals(List.of("我喜欢喝茶", "记住了: 你喜欢茶。", "我喜欢什么?", "2.x answer 0"), texts(state));
+
+            // Deleted, the session stays deleted: the legacy loader does not bring the 1.x
+            // conversation back, and exists() agrees.
+            store.delete(null, sessionId);
+            assertFalse(store.exists(null, sessionId));
+            Scripts.call(agent, null, sessionId, "我喜欢什么?");
+            List<String> afterDelete = model.calls().get(1).stream().map(Msg::getTextContent).toList();
+            assertFalse(afterDelete.contains("我喜欢喝茶"), afterDelete.toString());
         }
     }
 }
