@@ -129,6 +129,27 @@ async def test_long_term_local_mode_matches_the_server(server_factory, tmp_path:
     assert over_grpc[0] == "我喜欢绿茶" and over_grpc[1] == "我喜欢绿茶" and over_grpc[3] is True
 
 
+async def test_long_term_local_search_takes_the_remote_options_and_errors(server_factory, tmp_path: Path) -> None:
+    async def searches(ltm) -> list:
+        await ltm.record(ALICE, [Msg.create(MsgRole.USER, "我喜欢绿茶 🍵")])
+        out: list = []
+        for query, options in (("绿茶", {"ranking": "rrf"}), ("绿茶", {"ranking": "lexical", "top_k": 1}),
+                               ("", {}), ("绿茶", {"top_k": -1}), ("绿茶", {"ranking": "nope"})):
+            try:
+                out.append([i.text for i in await ltm.search(ALICE, query, **options)])
+            except ValueError as exc:  # InvalidArgumentError is one
+                out.append((type(exc).__name__, str(exc)))
+        return out
+
+    server = await server_factory(data_dir=tmp_path / "remote")
+    async with AsyncLongTermClient(server.address) as remote:
+        over_grpc = await searches(remote)
+    async with AsyncLongTermClient.local(settings(tmp_path / "local")) as local:
+        in_process = await searches(local)
+    assert in_process == over_grpc
+    assert over_grpc[0] == ["我喜欢绿茶 🍵"] and over_grpc[2] == ("InvalidArgumentError", "query: is required")
+
+
 def test_blocking_long_term_client(threaded_server, tmp_path: Path) -> None:
     with MemoryClient(threaded_server.address) as memory, LongTermClient(threaded_server.address) as ltm:
         memory.create_memory("chat")

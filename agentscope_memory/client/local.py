@@ -16,14 +16,14 @@ import asyncio
 import functools
 import inspect
 import threading
-from dataclasses import replace
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Self, Sequence, TypeVar
 
 from agentscope_memory.client._common import LOCAL_TENANT
 from agentscope_memory.client._validate import check_request
 from agentscope_memory.client.long_term import Turn
+from agentscope_memory.convert.from_proto import search_options_from_proto
 from agentscope_memory.convert.to_proto import kind_to_proto
-from agentscope_memory.errors import UnimplementedError
+from agentscope_memory.errors import InvalidArgumentError, UnimplementedError
 from agentscope_memory.long_term.engine import HistoryEntry, LongTermEngine, LongTermItem, Scope
 from agentscope_memory.long_term.paging import history_page
 from agentscope_memory.long_term.modes import Mode, parse_mode
@@ -199,15 +199,18 @@ class AsyncLocalLongTermClient(_LocalClient):
         return await (await self._engine()).get(self.tenant, memory_id)
 
     async def search(self, scope: Scope, query: str, *, top_k: int = 0, memory_types: Sequence[str] = (),
-                     domains: Sequence[str] = (), route_query: bool = False, **weights: float | None) -> builtins.list[LongTermItem]:
+                     domains: Sequence[str] = (), route_query: bool = False, ranking: str = "",
+                     **weights: float | None) -> builtins.list[LongTermItem]:
         from agentscope_memory.client._requests import search as search_request
 
-        check_request(search_request(scope, query, top_k, weights, memory_types, domains, route_query))
+        # The request the remote client would send, read as the server reads it: the same
+        # options (`ranking` included) and the same errors.
+        request = search_request(scope, query, top_k, weights, memory_types, domains, route_query, ranking)
+        check_request(request)
+        if not query.strip():
+            raise InvalidArgumentError("query", "is required")
         engine = await self._engine()
-        defaults = engine.rank_defaults
-        where = replace(defaults.where, memory_types=tuple(memory_types) or defaults.where.memory_types,
-                        domains=tuple(domains) or defaults.where.domains)
-        options = defaults.with_overrides(top_k=top_k or None, where=where, **weights)
+        options = search_options_from_proto(request, engine.rank_defaults)
         items, _ = await engine.search_ranked(self.tenant, scope.validate(), query, options, route=route_query)
         return items
 
