@@ -282,6 +282,9 @@ def test_local_mode_has_the_same_methods(tmp_path) -> None:
         assert state.append_list(slot, "l", ["2"], 1).length == 2
         assert state.get_list(slot, "l").items == ["1", "2"]
         assert list(state.iter_session_ids("")) == ["本地"]
+        first = state.keys_page(slot, page_size=1)
+        assert first.keys == [("value", "agent_state")]
+        assert state.keys_page(slot, 1, first.next_page_token).keys == [("list", "l")]
 
 
 async def test_keys_are_listed_by_key_list_before_value_and_paged(state) -> None:

@@ -14,14 +14,15 @@ from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as 
 from agentscope_memory._proto.agentscope.memory.v1 import shared_pool_service_pb2 as pool_pb
 from agentscope_memory.client import _base
 from agentscope_memory.client._base import AsyncGrpcClient, BlockingGrpcClient
-from agentscope_memory.client.agent_state import AsyncAgentStateClient
+from agentscope_memory.client.agent_state import AsyncAgentStateClient, AsyncLocalAgentStateClient
 from agentscope_memory.client.aio import AsyncMemoryClient
-from agentscope_memory.client.lifecycle_reflect import AsyncReflectionClient, ReflectionClient
+from agentscope_memory.client.lifecycle_reflect import AsyncLocalReflectionClient, AsyncReflectionClient, ReflectionClient
+from agentscope_memory.client.local import AsyncLocalLongTermClient, AsyncLocalMemoryClient
 from agentscope_memory.client.long_term import AsyncLongTermClient, LongTermClient
-from agentscope_memory.client.pool import AsyncPoolClient, PoolClient
-from agentscope_memory.client.scopes import AsyncScopeClient, ScopeClient
+from agentscope_memory.client.pool import AsyncLocalPoolClient, AsyncPoolClient, PoolClient
+from agentscope_memory.client.scopes import AsyncLocalScopeClient, AsyncScopeClient, ScopeClient
 from agentscope_memory.client.sync import MemoryClient
-from agentscope_memory.client.tiered import AsyncTieredClient, TieredClient
+from agentscope_memory.client.tiered import AsyncLocalTieredClient, AsyncTieredClient, TieredClient
 from agentscope_memory.errors import InvalidArgumentError, UnavailableError
 
 ASYNC_CLIENTS = [AsyncMemoryClient, AsyncPoolClient, AsyncTieredClient, AsyncScopeClient, AsyncLongTermClient,
@@ -159,3 +160,22 @@ def test_call_checks_ids_before_sending() -> None:
     with pytest.raises(InvalidArgumentError, match="memory_id"):
         client._call(lambda request, **kwargs: sent.append(request), mem_pb.GetMemoryRequest(memory_id="a\x00b"))
     assert sent == []
+
+
+
+def _methods(cls: type) -> dict[str, list[tuple[str, Any]]]:
+    return {name: [(p.name, p.default) for p in inspect.signature(member).parameters.values()]
+            for name, member in inspect.getmembers(cls, inspect.isfunction)
+            if not name.startswith("_") and name not in ("local", "close")}
+
+
+@pytest.mark.parametrize(("remote", "local"), [
+    (AsyncMemoryClient, AsyncLocalMemoryClient), (AsyncLongTermClient, AsyncLocalLongTermClient),
+    (AsyncPoolClient, AsyncLocalPoolClient), (AsyncTieredClient, AsyncLocalTieredClient),
+    (AsyncScopeClient, AsyncLocalScopeClient), (AsyncReflectionClient, AsyncLocalReflectionClient),
+    (AsyncAgentStateClient, AsyncLocalAgentStateClient),
+])
+def test_the_local_mode_has_every_method_and_parameter_of_the_remote_client(remote: type, local: type) -> None:
+    """Local mode promises the remote client's methods: a missing one (agent state's
+    `keys_page`) raised AttributeError, a missing parameter (`progress=`, `ranking=`) TypeError."""
+    assert _methods(local) == _methods(remote)

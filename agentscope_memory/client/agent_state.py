@@ -208,6 +208,10 @@ class AsyncLocalAgentStateClient(_LocalClient, _SessionIds):
     async def delete_key(self, slot: Slot, key: str, *, list_: bool = False) -> bool:
         return bool(await (await self._engine()).delete_key(self.tenant, slot, key, list_=list_))
 
+    async def keys_page(self, slot: Slot, page_size: int = 0, page_token: str = "") -> KeyPage:
+        page: KeyPage = await (await self._engine()).keys(self.tenant, slot, page_size, page_token)
+        return page
+
     async def keys(self, slot: Slot) -> list[tuple[str, str]]:
         engine = await self._engine()
         out: list[tuple[str, str]] = []

@@ -156,12 +156,30 @@ class AsyncLocalMemoryClient(_LocalClient):
     async def clear(self, memory_id: str) -> None:
         await (await self._handle.get()).memories.clear_messages(self.tenant, memory_id)
 
-    async def save_state(self, memory_id: str) -> tuple[list[StateEntry], int]:
+    async def save_state(
+        self, memory_id: str, *, progress: Callable[[int], None] | None = None
+    ) -> tuple[list[StateEntry], int]:
         record, entries = await (await self._handle.get()).memories.save_state(self.tenant, memory_id)
+        _report(memory_id, entries, progress)
         return entries, record.version
 
-    async def load_state(self, memory_id: str, entries: list[StateEntry], *, expected_version: int | None = None) -> int:
-        return await (await self._handle.get()).memories.load_state(self.tenant, memory_id, entries, expected_version)
+    async def load_state(
+        self, memory_id: str, entries: list[StateEntry], *, expected_version: int | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        version = await (await self._handle.get()).memories.load_state(self.tenant, memory_id, entries, expected_version)
+        _report(memory_id, entries, progress)
+        return version
+
+
+def _report(memory_id: str, entries: list[StateEntry], progress: Callable[[int], None] | None) -> None:
+    """Tell `progress` the size of each piece the state would be over gRPC, as the remote
+    clients do (in-process there are no pieces; the total is the same)."""
+    if progress is not None and entries:
+        from agentscope_memory.client._requests import load_stream
+
+        for piece in load_stream(memory_id, entries, None):
+            progress(piece.ByteSize())
 
 
 class AsyncLocalLongTermClient(_LocalClient):
