@@ -179,3 +179,36 @@ def test_the_local_mode_has_every_method_and_parameter_of_the_remote_client(remo
     """Local mode promises the remote client's methods: a missing one (agent state's
     `keys_page`) raised AttributeError, a missing parameter (`progress=`, `ranking=`) TypeError."""
     assert _methods(local) == _methods(remote)
+
+
+async def test_scope_clients_never_repeat_a_record() -> None:
+    """Record has no request id: repeated after a lost reply it stores the memories twice, so
+    the scope clients send it once, as `LongTermClient.record` does (they used to retry it)."""
+    from agentscope_memory.long_term import Scope
+    from agentscope_memory.message import Msg, MsgRole
+
+    attempts = 0
+
+    def down(request: Any, **kwargs: Any) -> Any:
+        nonlocal attempts
+        attempts += 1
+        raise Unavailable()
+
+    async def down_async(request: Any, **kwargs: Any) -> Any:
+        nonlocal attempts
+        attempts += 1
+        raise grpc.aio.AioRpcError(grpc.StatusCode.UNAVAILABLE, grpc.aio.Metadata(), grpc.aio.Metadata(), "server gone")
+
+    msgs = [Msg.create(MsgRole.USER, "我住在北京")]
+    blocking = ScopeClient("127.0.0.1:1", retries=3)
+    blocking._long_term = type("Stub", (), {"Record": staticmethod(down)})()
+    with blocking, pytest.raises(UnavailableError):
+        blocking.record(Scope("代理", "用户"), msgs, visibility="GLOBAL")
+    assert attempts == 1
+
+    attempts = 0
+    async with AsyncScopeClient("127.0.0.1:1", retries=3) as client:
+        client._long_term = type("Stub", (), {"Record": staticmethod(down_async)})()
+        with pytest.raises(UnavailableError):
+            await client.record(Scope("代理", "用户"), msgs)
+    assert attempts == 1

@@ -78,7 +78,7 @@ def _scopes(scopes: Sequence[Any]) -> list[Scope]:
 
 class AsyncScopeClient(AsyncGrpcClient):
     """Parent/child scopes over gRPC (asyncio). Reads are retried on UNAVAILABLE until the
-    deadline; writes that are not safe to repeat (create, delete) are not."""
+    deadline; writes that are not safe to repeat (create, delete, record) are not."""
 
     def __init__(self, target: str = DEFAULT_TARGET, *, channel: grpc.aio.Channel | None = None,
                  api_key: str | None = None, root_certificates: bytes | None = None,
@@ -161,7 +161,9 @@ class AsyncScopeClient(AsyncGrpcClient):
 
     async def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any] | None = None, *,
                      visibility: str = LOCAL) -> list[LongTermItem]:
-        response = await self._call(self._long_term.Record, _record(scope, msgs, _metadata_json(metadata), visibility))
+        # Not retried: Record has no request id, and a repeat after a lost reply stores twice.
+        response = await self._call(self._long_term.Record, _record(scope, msgs, _metadata_json(metadata), visibility),
+                                    retry=False)
         return [long_term_item_from_proto(i) for i in response.memories]
 
     async def search(self, scope: Scope, query: str, top_k: int = 0) -> list[LongTermItem]:
@@ -244,7 +246,8 @@ class ScopeClient(BlockingGrpcClient):
 
     def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any] | None = None, *,
                visibility: str = LOCAL) -> list[LongTermItem]:
-        response = self._call(self._long_term.Record, _record(scope, msgs, _metadata_json(metadata), visibility))
+        response = self._call(self._long_term.Record, _record(scope, msgs, _metadata_json(metadata), visibility),
+                              retry=False)
         return [long_term_item_from_proto(i) for i in response.memories]
 
     def search(self, scope: Scope, query: str, top_k: int = 0) -> list[LongTermItem]:
