@@ -15,7 +15,7 @@ import pytest
 from agentscope_memory._proto.agentscope.memory.v1 import shared_pool_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import shared_pool_service_pb2_grpc as pb_grpc
 from agentscope_memory.client import AsyncPoolClient, PoolClient
-from agentscope_memory.errors import InvalidArgumentError, MemoryServiceError, NotFoundError
+from agentscope_memory.errors import InvalidArgumentError, MemoryServiceError, NotFoundError, UnavailableError
 from agentscope_memory.pool import PoolConflictError
 from conftest import ServerProcess
 
@@ -195,6 +195,52 @@ async def test_acknowledged_writes_survive_kill_9_and_watch_resumes(tmp_path: Pa
             restarted.close()
     finally:
         server.close()
+
+
+async def test_a_watch_redials_a_lost_server_with_pauses_and_gives_up_after_the_deadline(tmp_path: Path) -> None:
+    """A broken watch used to reopen its stream at once, in a loop: a server down for a second
+    was dialled about ten thousand times (a core at 100%), and one that never came back kept the
+    watcher spinning forever. Now it pauses between attempts (as the retry rule), resumes after
+    a restart without losing or repeating an event, and raises `UnavailableError` once the
+    client's deadline passed without reaching the server."""
+    data = tmp_path / "data"
+    data.mkdir()
+    server = ServerProcess(data)
+    restarted = None
+    try:
+        async with AsyncPoolClient(server.address, timeout=30) as pools:
+            await pools.write(POOL, "键", 1)
+            opened = 0
+            stub_watch = pools._stub.WatchPoolEvents
+
+            def counted(*args, **kwargs):
+                nonlocal opened
+                opened += 1
+                return stub_watch(*args, **kwargs)
+
+            pools._stub.WatchPoolEvents = counted  # type: ignore[method-assign]
+            stream = pools.watch(POOL)
+            assert (await stream.__anext__()).sequence == 1
+            server.kill()
+            following = asyncio.ensure_future(stream.__anext__())
+            await asyncio.sleep(1.5)
+            assert not following.done() and opened < 30
+            restarted = ServerProcess(data, server.port)
+            await pools.write(POOL, "键", 2)
+            assert (await asyncio.wait_for(following, 20)).sequence == 2
+            await stream.aclose()
+        restarted.kill()
+        async with AsyncPoolClient(restarted.address, timeout=1) as pools:
+            with pytest.raises(UnavailableError):
+                await asyncio.wait_for(pools.watch(POOL).__anext__(), 10)
+        with PoolClient(restarted.address, timeout=1) as blocking:
+            gone = asyncio.to_thread(lambda: next(iter(blocking.watch(POOL))))
+            with pytest.raises(UnavailableError):
+                await asyncio.wait_for(gone, 10)
+    finally:
+        server.close()
+        if restarted is not None:
+            restarted.close()
 
 
 async def test_rendering_newest_first_within_the_budget(server) -> None:
