@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agentscope_memory.client import MemoryClient
+from agentscope_memory.client import MemoryClient, TieredClient
 from agentscope_memory.message import Msg, MsgRole
 from agentscope_memory_server.cli import main
 
@@ -36,3 +36,28 @@ def test_import_creates_the_missing_memory_only_when_asked(threaded_server, tmp_
         assert client.get_messages("new-ac") == client.get_messages("ac")
     # An existing memory is loaded as before; --create changes nothing there.
     assert main(["session", "import", "--memory-id", "new-chat", "--session-id", "plain", "--create", *common]) == 0
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_a_tiered_session_round_trips_byte_for_byte(threaded_server, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """A TIERED memory's session (tieredMemory_* keys) used to import as nothing: --create made
+    an IN_MEMORY memory, and an existing TIERED memory was loaded with no entries."""
+    with TieredClient(threaded_server.address) as tiered:
+        tiered.create_memory("层-源")
+        tiered.add("层-源", [Msg.create(MsgRole.USER, "第一条 🎈"), Msg.create(MsgRole.ASSISTANT, "好的")])
+        tiered.create_memory("层-已有")
+    common = ["--target", threaded_server.address, "--session-id", "层"]
+    assert main(["session", "export", "--memory-id", "层-源", "--dir", str(tmp_path / "a"), *common]) == 0
+    assert main(["session", "import", "--memory-id", "层-新", "--create", "--dir", str(tmp_path / "a"), *common]) == 0
+    assert main(["session", "import", "--memory-id", "层-已有", "--dir", str(tmp_path / "a"), *common]) == 0
+    assert "created 层-新 (TIERED)" in capsys.readouterr().out
+    for copy in ("层-新", "层-已有"):
+        assert main(["session", "export", "--memory-id", copy, "--dir", str(tmp_path / copy), *common]) == 0
+        assert _files(tmp_path / copy) == _files(tmp_path / "a")
+    with MemoryClient(threaded_server.address) as client:
+        assert client.get_memory("层-新").kind == "TIERED"
+        assert client.get_memory("层-新").message_count == 2

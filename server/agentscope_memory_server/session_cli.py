@@ -18,17 +18,29 @@ from agentscope_memory.errors import MemoryServiceError, NotFoundError
 from agentscope_memory.message import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, msg_from_dict
 from agentscope_memory.session import JsonSession
 from agentscope_memory.session.exchange import read_entries, write_entries
+from agentscope_memory.session.state import StateEntry
+from agentscope_memory.short_term.auto_context.kind import AutoContextKind
+from agentscope_memory.short_term.in_memory import InMemoryKind
+from agentscope_memory.short_term.tiered.kind import TieredKind
 from agentscope_memory_server.progress import byte_progress
 
 DEFAULT_DIR = Path("./data/sessions/default")
-KNOWN_LIST_KEYS = [
-    ("memory_messages", True),
-    ("autoContextMemory_workingMessages", True),
-    ("autoContextMemory_originalMessages", True),
-    ("autoContextMemory_compressionEvents", True),
-    ("autoContextMemory_offloadContext", False),
-]
+# The state keys of each memory kind, (key, is_list), as the server's own ImportSession reads
+# them; a session's keys name its kind (`--create`).
+STATE_KEYS: dict[str, list[tuple[str, bool]]] = {
+    "IN_MEMORY": InMemoryKind.state_keys,
+    "AUTO_CONTEXT": AutoContextKind.state_keys,
+    "TIERED": TieredKind.state_keys,
+}
+KNOWN_LIST_KEYS = [key for keys in STATE_KEYS.values() for key in keys]
 
+
+def _kind_of(entries: list[StateEntry]) -> str:
+    """The kind whose state keys the session holds (IN_MEMORY when it holds none)."""
+    for kind in ("TIERED", "AUTO_CONTEXT"):
+        if any(key in {k for k, _ in STATE_KEYS[kind]} for key in (e.key for e in entries)):
+            return kind
+    return "IN_MEMORY"
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     session = commands.add_parser("session", help="JsonSession import/export/list/show")
@@ -45,8 +57,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         if name == "import":
             action.add_argument(
                 "--create", action="store_true",
-                help="create the memory when it does not exist (AUTO_CONTEXT when the session holds "
-                     "autoContextMemory_* keys, else IN_MEMORY)",
+                help="create the memory when it does not exist (TIERED when the session holds "
+                     "tieredMemory_* keys, AUTO_CONTEXT for autoContextMemory_* keys, else IN_MEMORY)",
             )
     listing = actions.add_parser("list", help="list the sessions in a JsonSession root")
     listing.add_argument("--dir", type=Path, default=DEFAULT_DIR)
@@ -85,11 +97,11 @@ def _import(args: argparse.Namespace) -> int:
         except NotFoundError:
             if not args.create:
                 raise
-            kind = "AUTO_CONTEXT" if any(e.key.startswith("autoContextMemory_") for e in entries) else "IN_MEMORY"
+            kind = _kind_of(entries)
             client.create_memory(args.memory_id, kind)
             print(f"created {args.memory_id} ({kind})")
-        prefix = "memory_" if kind == "IN_MEMORY" else "autoContextMemory_"
-        entries = [e for e in entries if e.key.startswith(prefix)]
+        keys = [key for key, _ in STATE_KEYS.get(kind, [])]
+        entries = [e for e in entries if e.key in keys]
         with byte_progress(f"import {args.memory_id}", force=args.progress) as progress:
             version = client.load_state(args.memory_id, entries, progress=progress)
     print(f"loaded {', '.join(e.key for e in entries) or 'nothing'} into {args.memory_id} (version {version})")
