@@ -61,3 +61,25 @@ def test_a_tiered_session_round_trips_byte_for_byte(threaded_server, tmp_path: P
     with MemoryClient(threaded_server.address) as client:
         assert client.get_memory("层-新").kind == "TIERED"
         assert client.get_memory("层-新").message_count == 2
+
+
+def test_a_session_of_another_kind_leaves_the_memory_unchanged(threaded_server, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Importing a session that holds none of the memory's state keys used to load an empty
+    state: the memory was emptied and the command said `loaded nothing` with exit code 0."""
+    with MemoryClient(threaded_server.address) as client:
+        client.create_memory("平")
+        client.add_messages("平", [Msg.create(MsgRole.USER, "你好")])
+        client.create_memory("自动", "AUTO_CONTEXT")
+        kept = [Msg.create(MsgRole.USER, f"第{i}条") for i in range(3)]
+        client.add_messages("自动", kept)
+        version = client.get_memory("自动").version
+    common = ["--target", threaded_server.address, "--dir", str(tmp_path), "--session-id", "平"]
+    assert main(["session", "export", "--memory-id", "平", *common]) == 0
+    capsys.readouterr()
+    assert main(["session", "import", "--memory-id", "自动", *common]) == 1
+    err = capsys.readouterr().err
+    assert "memory_messages" in err and "AUTO_CONTEXT" in err and "自动 left unchanged" in err
+    assert len(err.strip().splitlines()) == 1
+    with MemoryClient(threaded_server.address) as client:
+        assert client.get_messages("自动") == kept and client.get_memory("自动").version == version

@@ -101,7 +101,13 @@ def _import(args: argparse.Namespace) -> int:
             client.create_memory(args.memory_id, kind)
             print(f"created {args.memory_id} ({kind})")
         keys = [key for key, _ in STATE_KEYS.get(kind, [])]
+        found = [e.key for e in entries]
         entries = [e for e in entries if e.key in keys]
+        if not entries:
+            # Loading no entries would empty the memory: a session of another kind is refused.
+            print(f"session {args.session_id!r} holds {', '.join(found) or 'no state'}, none of the state of a "
+                  f"{kind} memory ({', '.join(keys)}); {args.memory_id} left unchanged", file=sys.stderr)
+            return 1
         with byte_progress(f"import {args.memory_id}", force=args.progress) as progress:
             version = client.load_state(args.memory_id, entries, progress=progress)
     print(f"loaded {', '.join(e.key for e in entries) or 'nothing'} into {args.memory_id} (version {version})")
