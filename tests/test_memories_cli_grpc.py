@@ -80,3 +80,13 @@ def test_each_key_sees_only_its_tenant(tmp_path: Path, capsys: pytest.CaptureFix
             assert a.get_memory("a-only").memory_id == "a-only"
     finally:
         server.stop()
+
+
+def test_python_dash_m_runs_the_same_command() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "agentscope_memory_server", "memories", "--help"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "usage: agentscope-memory memories" in done.stdout
