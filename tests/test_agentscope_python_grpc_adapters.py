@@ -114,3 +114,6 @@ async def test_agentscope1_remote_memory_under_a_react_agent(server_factory) -> 
     assert result["loaded_id"] == "py-chat-1" and result["loaded_size"] == 3
     assert result["loaded_summary"] == "SUMMARY"
     assert result["deleted"] == 1 and result["after_delete"] == 2
+    # A mark change raced by another client's add keeps that add and the other client's tool call.
+    assert result["race"] == {"marked": 1, "raced": 1, "texts": ["第一条", "", "added meanwhile"],
+                              "tool_use": [{"q": "杭州"}], "seen": ["第一条"]}

@@ -10,8 +10,10 @@ process and other clients can read them. Each stored message carries its text as
 (readable by the Java clients and long-term recording) and AgentScope-Python's own message
 JSON (`Msg.to_dict()`) with its marks in its metadata, so it comes back exactly as it was
 added: Python's message JSON differs from Java's (content may be a plain string, roles are
-lower case). Changing marks rewrites the conversation (clear and re-add): fine for
-AgentScope's compression, which marks a batch at a time.
+lower case). Changing marks (or deleting) rewrites the conversation in one step: the whole
+list is replaced atomically, and only if nobody changed it since it was read (otherwise it is
+read again and the change made again), so a message another client added meanwhile is kept
+and a failure leaves the conversation as it was.
 
 The module's state is the memory id and the compressed summary; `JSONSession` saves and loads
 it, and a loaded module reads the same server-side conversation.
@@ -19,17 +21,25 @@ it, and a loaded module reads the same server-side conversation.
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+
+from typing import Any, Callable
 
 from agentscope.memory import MemoryBase
 from agentscope.message import Msg as PyMsg
 
 from agentscope_memory.client import AsyncMemoryClient
+from agentscope_memory.errors import AbortedError, FailedPreconditionError
 from agentscope_memory.message import Msg, MsgRole, TextBlock
+from agentscope_memory.session.state import MEMORY_MESSAGES, StateEntry, messages_from_items, messages_to_items
 
 # Where a stored message keeps AgentScope-Python's own JSON and marks.
 METADATA_KEY = "agentscope_python"
 _ROLES = {"user": MsgRole.USER, "assistant": MsgRole.ASSISTANT, "system": MsgRole.SYSTEM}
+# How often a rewrite is tried again when another client changed the conversation meanwhile.
+REWRITE_ATTEMPTS = 8
+
+Entries = list[tuple[PyMsg, list[str]]]
 
 
 def _stored(msg: PyMsg, marks: list[str]) -> Msg:
@@ -38,6 +48,12 @@ def _stored(msg: PyMsg, marks: list[str]) -> Msg:
                content=[TextBlock(text)] if text else [],
                metadata={METADATA_KEY: {"msg": msg.to_dict(), "marks": list(marks)}},
                timestamp=msg.timestamp)
+
+
+def _remarked(stored: Msg, msg: PyMsg, marks: list[str]) -> Msg:
+    own = stored.metadata.get(METADATA_KEY)
+    kept = own["msg"] if isinstance(own, dict) else msg.to_dict()
+    return dataclasses.replace(stored, metadata={**stored.metadata, METADATA_KEY: {"msg": kept, "marks": list(marks)}})
 
 
 def _loaded(stored: Msg) -> tuple[PyMsg, list[str]]:
@@ -69,10 +85,39 @@ class RemoteMemory(MemoryBase):
             await self._client.create_memory(self.memory_id, allow_existing=True)
             self._ready = True
 
-    async def _rewrite(self, entries: list[tuple[PyMsg, list[str]]]) -> None:
-        await self._client.clear(self.memory_id)
-        if entries:
-            await self._client.add_messages(self.memory_id, [_stored(m, marks) for m, marks in entries])
+    async def _rewrite(self, change: Callable[[Entries], int]) -> int:
+        """Applies `change` (which edits the entries in place and says how many it changed) to
+        the conversation as one compare-and-set: read with its version, replaced whole (AgentScope
+        `loadFrom`) only at that version; a conversation changed meanwhile is read again."""
+        await self._ensure()
+        for attempt in range(1, REWRITE_ATTEMPTS + 1):
+            state, version = await self._client.save_state(self.memory_id)
+            lists = [e for e in state if e.key == MEMORY_MESSAGES]
+            if not lists and state:
+                # Another kind's state (AUTO_CONTEXT, TIERED): its messages are not this list.
+                raise FailedPreconditionError(
+                    f"memory {self.memory_id!r} is not an IN_MEMORY memory (it holds {', '.join(e.key for e in state)})")
+            stored = messages_from_items(lists[0]) if lists else []
+            entries = [_loaded(m) for m in stored]
+            # Each message is written back as it was stored (blocks of other clients' messages
+            # included), with only its marks changed where `change` changed them.
+            was = {id(m): (original, list(marks)) for (m, marks), original in zip(entries, stored, strict=True)}
+            changed = change(entries)
+            if not changed:
+                return 0
+            kept = []
+            for m, marks in entries:
+                original, marks_before = was[id(m)]
+                kept.append(original if marks == marks_before else _remarked(original, m, marks))
+            items = messages_to_items(kept)
+            try:
+                await self._client.load_state(self.memory_id, [StateEntry(MEMORY_MESSAGES, items=items)],
+                                              expected_version=version)
+                return changed
+            except AbortedError:
+                if attempt == REWRITE_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
 
     async def add(self, memories: PyMsg | list[PyMsg] | None, marks: str | list[str] | None = None,
                   allow_duplicates: bool = False, **kwargs: Any) -> None:
@@ -86,19 +131,24 @@ class RemoteMemory(MemoryBase):
             await self._client.add_messages(self.memory_id, [_stored(m, mark_list) for m in msgs])
 
     async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:
-        entries = await self._entries()
-        kept = [(m, marks) for m, marks in entries if m.id not in set(msg_ids)]
-        if len(kept) != len(entries):
-            await self._rewrite(kept)
-        return len(entries) - len(kept)
+        ids = set(msg_ids)
+
+        def drop(entries: Entries) -> int:
+            before = len(entries)
+            entries[:] = [(m, marks) for m, marks in entries if m.id not in ids]
+            return before - len(entries)
+
+        return await self._rewrite(drop)
 
     async def delete_by_mark(self, mark: str | list[str], *args: Any, **kwargs: Any) -> int:
         wanted = {mark} if isinstance(mark, str) else set(mark)
-        entries = await self._entries()
-        kept = [(m, marks) for m, marks in entries if not wanted & set(marks)]
-        if len(kept) != len(entries):
-            await self._rewrite(kept)
-        return len(entries) - len(kept)
+
+        def drop(entries: Entries) -> int:
+            before = len(entries)
+            entries[:] = [(m, marks) for m, marks in entries if not wanted & set(marks)]
+            return before - len(entries)
+
+        return await self._rewrite(drop)
 
     async def size(self) -> int:
         return len(await self._entries())
@@ -120,26 +170,26 @@ class RemoteMemory(MemoryBase):
 
     async def update_messages_mark(self, new_mark: str | None, old_mark: str | None = None,
                                    msg_ids: list[str] | None = None) -> int:
-        entries = await self._entries()
-        changed = 0
-        for msg, marks in entries:
-            if msg_ids is not None and msg.id not in msg_ids:
-                continue
-            if old_mark is not None and old_mark not in marks:
-                continue
-            if new_mark is None:
-                if old_mark in marks:
+        def remark(entries: Entries) -> int:
+            changed = 0
+            for msg, marks in entries:
+                if msg_ids is not None and msg.id not in msg_ids:
+                    continue
+                if old_mark is not None and old_mark not in marks:
+                    continue
+                if new_mark is None:
+                    if old_mark in marks:
+                        marks.remove(old_mark)
+                        changed += 1
+                    continue
+                if old_mark is not None:
                     marks.remove(old_mark)
-                    changed += 1
-                continue
-            if old_mark is not None:
-                marks.remove(old_mark)
-            if new_mark not in marks:
-                marks.append(new_mark)
-            changed += 1
-        if changed:
-            await self._rewrite(entries)
-        return changed
+                if new_mark not in marks:
+                    marks.append(new_mark)
+                changed += 1
+            return changed
+
+        return await self._rewrite(remark)
 
     async def close(self) -> None:
         await self._client.close()

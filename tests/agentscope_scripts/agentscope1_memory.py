@@ -35,7 +35,36 @@ async def main() -> None:
         await JSONSession(save_dir=d).save_session_state("s1", user_id="alice", memory=memory)
         other = RemoteMemory(TARGET, "another-id", api_key=KEY)
         await JSONSession(save_dir=d).load_session_state("s1", user_id="alice", memory=other)
+    # Marks are changed in one compare-and-set: a message another client adds meanwhile is
+    # kept, and another client's message (a Java tool call) is written back whole.
+    from agentscope_memory.client import AsyncMemoryClient
+    from agentscope_memory.message import Msg as StoredMsg, MsgRole, ToolUseBlock
+
+    racing, writer = RemoteMemory(TARGET, "py-chat-race", api_key=KEY), AsyncMemoryClient(TARGET, api_key=KEY)
+    await racing.add(Msg("user", "第一条", "user"))
+    await writer.add_messages("py-chat-race", [StoredMsg.create(
+        MsgRole.ASSISTANT, content=[ToolUseBlock(id="call-1", name="search", input={"q": "杭州"})])])
+    first_id, raced = (await racing.get_memory())[0].id, []
+
+    def raced_after(read):
+        # The other client adds right after the mark change has read the conversation.
+        async def read_then_race(*args, **kwargs):
+            result = await read(*args, **kwargs)
+            if not raced:
+                raced.append(True)
+                await writer.add_messages("py-chat-race", [StoredMsg.create(MsgRole.USER, "added meanwhile")])
+            return result
+        return read_then_race
+
+    for name in ("get_messages", "save_state"):
+        setattr(racing._client, name, raced_after(getattr(racing._client, name)))
+    race_marked = await racing.update_messages_mark("seen", msg_ids=[first_id])
+    race_stored = await writer.get_messages("py-chat-race")
+    race = {"marked": race_marked, "raced": len(raced), "texts": [m.text_content for m in race_stored],
+            "tool_use": [b.input for m in race_stored for b in m.content if isinstance(b, ToolUseBlock)],
+            "seen": [m.get_text_content() for m in await racing.get_memory(mark="seen")]}
     print(json.dumps({
+        "race": race,
         "reply": reply.get_text_content(), "size": await memory.size(), "marked": marked,
         "visible": [m.get_text_content() for m in visible], "hint_content": [m.content for m in hints],
         "loaded_id": other.memory_id, "loaded_size": await other.size(),
