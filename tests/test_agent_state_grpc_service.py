@@ -191,7 +191,11 @@ async def test_bad_input_names_the_field_and_changes_nothing(state) -> None:
     with pytest.raises(InvalidArgumentError, match=r"items\[1\]"):
         await state.append_list(slot, "l", ["1", "[" * 5000], expected_length=0)
     with pytest.raises(ResourceExhaustedError) as error:
-        await state.put_value(slot, "k", json.dumps("x" * (4 * 1024 * 1024)))
+        await state.put_value(slot, "k", json.dumps("x" * (4 * 1024 * 1024)), streamed=False)
+    assert error.value.field == "json"
+    # The same value in pieces is checked as a whole one is.
+    with pytest.raises(InvalidArgumentError) as error:
+        await state.put_value(slot, "k", "[" * 5000, streamed=True)
     assert error.value.field == "json"
     assert (await state.get_value(slot, "k")).json == '{"ok":true}'
     assert (await state.get_list(slot, "l")).found is False

@@ -11,6 +11,7 @@ from agentscope_memory.agent_state.engine import (
     Slot,
     StateConflictError,
     StoredValue,
+    ValueTooLargeError,
 )
 
 __all__ = [
@@ -23,4 +24,5 @@ __all__ = [
     "Slot",
     "StateConflictError",
     "StoredValue",
+    "ValueTooLargeError",
 ]

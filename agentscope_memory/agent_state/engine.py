@@ -12,6 +12,7 @@ from typing import Protocol
 
 from agentscope_memory.errors import (
     AbortedError,
+    FailedPreconditionError,
     InvalidArgumentError,
     ResourceExhaustedError,
 )
@@ -30,9 +31,14 @@ LEGACY_MESSAGES_KEY = "memory_messages"
 
 @dataclass(frozen=True)
 class AgentStateLimits:
-    """Sizes the engine accepts. The defaults keep every response under gRPC's 4 MiB."""
+    """Sizes the engine accepts. The defaults keep every response under gRPC's 4 MiB.
+
+    `max_value_bytes` bounds a value written or read whole in one message (`PutValue`,
+    `GetValue`); `max_streamed_value_bytes` bounds a value written or read in pieces
+    (`StreamPutValue`, `StreamGetValue`): the largest value the engine stores."""
 
     max_value_bytes: int = 4 * MiB - 64 * KiB
+    max_streamed_value_bytes: int = 64 * MiB
     max_list_items: int = 100_000
     max_list_bytes: int = 256 * MiB
     max_page_bytes: int = 4 * MiB - 64 * KiB
@@ -97,6 +103,16 @@ class StateConflictError(AbortedError):
         )
 
 
+class ValueTooLargeError(FailedPreconditionError):
+    """A value asked for whole is larger than one response carries: read it in pieces."""
+
+    def __init__(self, key: str, size: int, limit: int) -> None:
+        self.key = key
+        self.size = size
+        self.limit = limit
+        super().__init__(f"value {key!r} is {size} bytes, more than one response carries ({limit}); read it in pieces")
+
+
 class LegacyMessages(Protocol):
     """Where a slot without its own `memory_messages` list reads it from (a 1.x memory)."""
 
@@ -122,15 +138,16 @@ def check_text_id(value: str, field: str, max_bytes: int, *, required: bool) -> 
     return value
 
 
-def _check_json(text: str, field: str, max_bytes: int) -> int:
+def _check_json(text: str, field: str, max_bytes: int, more: str = "") -> int:
     """Validates one JSON document under the service's one JSON rule (nesting, numbers, lone
-    surrogate escapes: `validation.json_text`); returns its UTF-8 size."""
+    surrogate escapes: `validation.json_text`); returns its UTF-8 size. `more` follows the
+    message of a document over `max_bytes`."""
     try:
         size = len(text.encode("utf-8"))
     except UnicodeEncodeError:
         raise InvalidArgumentError(field, "contains an unpaired surrogate (not valid Unicode text)") from None
     if size > max_bytes:
-        raise ResourceExhaustedError(field, f"is {size} bytes; at most {max_bytes} per value")
+        raise ResourceExhaustedError(field, f"is {size} bytes; at most {max_bytes} per value{more}")
     # A state wraps messages (2.x's `context` list), so it may nest as deep as a 1.x state entry.
     parse_json(text, field, MAX_STATE_DEPTH)
     return size
@@ -191,13 +208,34 @@ class AgentStateEngine:
 
     # -- values -----------------------------------------------------------------------------
 
-    async def put_value(self, tenant: str, slot: Slot, key: str, json_text: str, expected_version: int | None = None) -> int:
+    def check_put(self, slot: Slot, key: str, expected_version: int | None, size: int = 0) -> None:
+        """What `put_value(..., streamed=True)` checks before the value itself: for refusing a
+        streamed value at its first piece, before the rest is sent. `size` 0: not known yet."""
+        self._slot(slot)
+        self._key(key)
+        self._expected(expected_version)
+        limit = self.limits.max_streamed_value_bytes
+        if size > limit:
+            raise ResourceExhaustedError("total_bytes", f"is {size} bytes; at most {limit} per value")
+
+    async def put_value(
+        self, tenant: str, slot: Slot, key: str, json_text: str, expected_version: int | None = None,
+        *, streamed: bool = False,
+    ) -> int:
         """Stores a value; returns this write's version. Raises `StateConflictError` when
-        `expected_version` is given and the stored version differs (0: the value exists)."""
+        `expected_version` is given and the stored version differs (0: the value exists).
+        At most `max_value_bytes`, or `max_streamed_value_bytes` when `streamed` (the value
+        came in pieces); one write either way."""
         slot = self._slot(slot)
         self._key(key)
         self._expected(expected_version)
-        size = _check_json(json_text, "json", self.limits.max_value_bytes)
+        if streamed:
+            size = _check_json(json_text, "json", self.limits.max_streamed_value_bytes)
+        else:
+            more = ""
+            if self.limits.max_streamed_value_bytes > self.limits.max_value_bytes:
+                more = f"; up to {self.limits.max_streamed_value_bytes} when sent in pieces (StreamPutValue)"
+            size = _check_json(json_text, "json", self.limits.max_value_bytes, more)
         now = time.time()
 
         def put(tx: Tx) -> StateWrite:
@@ -208,15 +246,30 @@ class AgentStateEngine:
             raise StateConflictError(f"value {key!r}", outcome.version)
         return outcome.version
 
-    async def get_value(self, tenant: str, slot: Slot, key: str) -> StoredValue:
+    async def get_value(self, tenant: str, slot: Slot, key: str, *, whole: bool = False) -> StoredValue:
+        """A value and its version. Unless `whole`, a value larger than `max_value_bytes` (one
+        response) raises `ValueTooLargeError` without being read; `whole` reads any value (to
+        send it in pieces, or in-process)."""
         slot = self._slot(slot)
         self._key(key)
+        if whole:
+            def get_whole(tx: Tx) -> tuple[str, int] | None:
+                return tx.state_value(slot.user_id, slot.session_id, key)
 
-        def get(tx: Tx) -> tuple[str, int] | None:
-            return tx.state_value(slot.user_id, slot.session_id, key)
+            found = await self.store.run(tenant, get_whole, write=False)
+            return StoredValue(False, "", 0) if found is None else StoredValue(True, found[0], found[1])
+        limit = self.limits.max_value_bytes
 
-        found = await self.store.run(tenant, get, write=False, small=True)
-        return StoredValue(False, "", 0) if found is None else StoredValue(True, found[0], found[1])
+        def get(tx: Tx) -> tuple[str | None, int, int] | None:
+            return tx.state_value_within(slot.user_id, slot.session_id, key, limit)
+
+        row = await self.store.run(tenant, get, write=False, small=True)
+        if row is None:
+            return StoredValue(False, "", 0)
+        text, version, size = row
+        if text is None:
+            raise ValueTooLargeError(key, size, limit)
+        return StoredValue(True, text, version)
 
     # -- lists ------------------------------------------------------------------------------
 

@@ -4,6 +4,12 @@ blocking, remote and local, in library types.
 Reads are retried on UNAVAILABLE; writes are retried only when conditional (a compare-and-set
 repeated after a lost reply fails with `StateConflictError` instead of writing twice). A
 conflict raises `StateConflictError` carrying the version that won.
+
+Values of any size up to the server's `max_state_streamed_value_bytes` (64 MiB by default):
+`put_value` sends a value larger than one message carries (`UNARY_VALUE_BYTES`, or the server's
+lower `max_state_value_bytes`) through `StreamPutValue`, in pieces; `get_value` asks `GetValue`
+and, for a value too large for it, reads it through `StreamGetValue`. Both work over a channel
+with gRPC's default 4 MiB message limit.
 """
 
 from __future__ import annotations
@@ -33,15 +39,21 @@ from agentscope_memory.client.local import Blocking, _LocalClient
 from agentscope_memory.convert.agent_state import (
     condition_to_proto,
     keys_from_proto,
+    put_stream_to_proto,
     list_page_from_proto,
     list_write_from_proto,
     session_ids_from_proto,
     slot_to_proto,
     value_from_proto,
+    value_from_stream,
 )
-from agentscope_memory.errors import AbortedError
+from agentscope_memory.errors import AbortedError, FailedPreconditionError, InvalidArgumentError, ResourceExhaustedError
 
 T = TypeVar("T")
+
+# The largest value `put_value` sends in one `PutValue`: a server's default (and greatest)
+# `max_state_value_bytes`. A larger one goes through `StreamPutValue`.
+UNARY_VALUE_BYTES = 4 * 1024 * 1024 - 64 * 1024
 
 _CURRENT = re.compile(r"(?:current length (\d+); )?current version (\d+)$")
 
@@ -98,13 +110,47 @@ class AsyncAgentStateClient(AsyncGrpcClient, _SessionIds):
         except AbortedError as exc:
             raise _conflict(exc) from None
 
-    async def put_value(self, slot: Slot, key: str, json_text: str, *, expected_version: int | None = None) -> int:
-        request = pb.PutValueRequest(slot=slot_to_proto(slot), key=key, json=json_text,
-                                     condition=condition_to_proto(expected_version))
-        return (await self._call(self._stub.PutValue, request, retry=expected_version is not None)).version
+    async def put_value(self, slot: Slot, key: str, json_text: str, *, expected_version: int | None = None,
+                        streamed: bool | None = None) -> int:
+        """Stores a value; returns this write's version. `streamed`: True sends it in pieces
+        (`StreamPutValue`), False whole (`PutValue`), None (default) whole when it fits one
+        message, else in pieces."""
+        retry = expected_version is not None
+        if streamed is None or not streamed:
+            try:
+                size = len(json_text.encode("utf-8"))
+            except UnicodeEncodeError:
+                raise InvalidArgumentError("json", "contains an unpaired surrogate (not valid Unicode text)") from None
+            if streamed is False or size <= UNARY_VALUE_BYTES:
+                request = pb.PutValueRequest(slot=slot_to_proto(slot), key=key, json=json_text,
+                                             condition=condition_to_proto(expected_version))
+                try:
+                    return (await self._call(self._stub.PutValue, request, retry=retry)).version
+                except ResourceExhaustedError as exc:
+                    # The server's max_state_value_bytes is lower than the default: in pieces.
+                    if streamed is False or exc.field != "json":
+                        raise
+        pieces = put_stream_to_proto(slot, key, json_text, expected_version)
+        return (await self._call(self._stub.StreamPutValue, pieces, retry=retry)).version
 
-    async def get_value(self, slot: Slot, key: str) -> StoredValue:
-        return value_from_proto(await self._call(self._stub.GetValue, pb.GetValueRequest(slot=slot_to_proto(slot), key=key)))
+    async def get_value(self, slot: Slot, key: str, *, streamed: bool | None = None) -> StoredValue:
+        """A value and its version. `streamed`: True reads it in pieces (`StreamGetValue`), False
+        whole (`GetValue`: fails for a value larger than one response), None (default) whole and,
+        when it is too large for that, in pieces."""
+        request = pb.GetValueRequest(slot=slot_to_proto(slot), key=key)
+        if not streamed:
+            try:
+                return value_from_proto(await self._call(self._stub.GetValue, request))
+            except FailedPreconditionError:
+                # GetValue's only FAILED_PRECONDITION: a value larger than one response.
+                if streamed is False:
+                    raise
+        stream_request = pb.StreamGetValueRequest(slot=slot_to_proto(slot), key=key)
+        return await self._call(self._read_value_stream, stream_request)
+
+    async def _read_value_stream(self, request: pb.StreamGetValueRequest, **kwargs: Any) -> StoredValue:
+        responses = [response async for response in self._stub.StreamGetValue(request, **kwargs)]
+        return value_from_stream(responses)
 
     async def put_list(self, slot: Slot, key: str, items: Sequence[str], *, expected_version: int | None = None) -> ListWrite:
         request = pb.PutListRequest(slot=slot_to_proto(slot), key=key, items=list(items),
@@ -174,11 +220,15 @@ class AsyncLocalAgentStateClient(_LocalClient, _SessionIds):
     async def _engine(self) -> Any:
         return await self._part("agent_state")
 
-    async def put_value(self, slot: Slot, key: str, json_text: str, *, expected_version: int | None = None) -> int:
-        return int(await (await self._engine()).put_value(self.tenant, slot, key, json_text, expected_version))
+    async def put_value(self, slot: Slot, key: str, json_text: str, *, expected_version: int | None = None,
+                        streamed: bool | None = None) -> int:
+        # In-process there are no messages: any value up to max_state_streamed_value_bytes, unless
+        # asked to behave as a whole `PutValue`.
+        engine = await self._engine()
+        return int(await engine.put_value(self.tenant, slot, key, json_text, expected_version, streamed=streamed is not False))
 
-    async def get_value(self, slot: Slot, key: str) -> StoredValue:
-        value: StoredValue = await (await self._engine()).get_value(self.tenant, slot, key)
+    async def get_value(self, slot: Slot, key: str, *, streamed: bool | None = None) -> StoredValue:
+        value: StoredValue = await (await self._engine()).get_value(self.tenant, slot, key, whole=streamed is not False)
         return value
 
     async def put_list(self, slot: Slot, key: str, items: Sequence[str], *, expected_version: int | None = None) -> ListWrite:

@@ -14,7 +14,7 @@ from typing import Iterable, Iterator
 from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2 as state_pb
 from agentscope_memory.errors import InvalidArgumentError, ResourceExhaustedError
 
-__all__ = ["join_pieces", "split_entries"]
+__all__ = ["join_pieces", "split_entries", "split_text", "split_utf8"]
 
 # The framing of an entry (key, tags, lengths) and of an item, counted generously.
 ENTRY_OVERHEAD = 32
@@ -31,6 +31,26 @@ def _cut(data: bytes, limit: int) -> tuple[bytes, bytes]:
     while end > 0 and (data[end] & 0xC0) == 0x80:
         end -= 1
     return data[:end], data[end:]
+
+
+def split_text(text: str, budget: int) -> list[str]:
+    """`text` as pieces of at most `budget` (>= 4) bytes of UTF-8 each, cut between characters,
+    so each is a valid proto3 string; joined in order they are `text`. At least one piece (""
+    for empty text). For values streamed whole (`StreamPutValue`, `StreamGetValue`)."""
+    return list(split_utf8(text.encode("utf-8", "surrogatepass"), budget))
+
+
+def split_utf8(data: bytes, budget: int) -> Iterator[str]:
+    """`split_text` of text already encoded as UTF-8 `data`."""
+    start, size = 0, len(data)
+    while True:
+        end = min(start + budget, size)
+        while start < end < size and (data[end] & 0xC0) == 0x80:
+            end -= 1
+        yield data[start:end].decode("utf-8", "surrogatepass")
+        start = end
+        if start >= size:
+            return
 
 
 class _Pieces:

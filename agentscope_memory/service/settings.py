@@ -56,8 +56,12 @@ class ServiceSettings(BaseModel):
     # store, so it survives restarts and replicas sharing one database agree on it. Set it
     # (alike on every replica) to rotate it, or for replicas that do not share a database.
     page_token_secret: SecretStr | None = None
-    # AgentScope-Java 2.x agent state (AgentStateService). A value must fit one response.
+    # AgentScope-Java 2.x agent state (AgentStateService). A value sent or read whole
+    # (PutValue, GetValue) must fit one message: at most max_state_value_bytes. A larger value,
+    # up to max_state_streamed_value_bytes, moves in pieces (StreamPutValue, StreamGetValue) and
+    # is held whole in the server's memory while it is written or read.
     max_state_value_bytes: int = Field(4 * MiB - 64 * 1024, gt=0, le=4 * MiB - 64 * 1024)
+    max_state_streamed_value_bytes: int = Field(64 * MiB, gt=0, le=1024 * MiB)
     max_state_list_items: int = Field(100_000, gt=0)
     max_state_list_bytes: int = Field(256 * MiB, gt=0)
 
@@ -134,6 +138,12 @@ class ServiceSettings(BaseModel):
             raise ValueError("store=postgres needs postgres_dsn")
         return self
 
+    @model_validator(mode="after")
+    def _streamed_values_not_smaller(self) -> "ServiceSettings":
+        if self.max_state_streamed_value_bytes < self.max_state_value_bytes:
+            raise ValueError("max_state_streamed_value_bytes must not be smaller than max_state_value_bytes")
+        return self
+
     def mem0_config(self) -> Mem0Config:
         """Where the mem0 engine of earlier versions kept its data (migrated once)."""
         # Earlier versions embedded with MiniLM or an OpenAI endpoint; vectors of another model
@@ -157,6 +167,7 @@ class ServiceSettings(BaseModel):
     def agent_state_limits(self) -> AgentStateLimits:
         return AgentStateLimits(
             max_value_bytes=self.max_state_value_bytes,
+            max_streamed_value_bytes=self.max_state_streamed_value_bytes,
             max_list_items=self.max_state_list_items,
             max_list_bytes=self.max_state_list_bytes,
             # Headroom for the response's own fields below gRPC's 4 MiB.

@@ -373,6 +373,10 @@ class Tx(Protocol):
     # the head row, so the returned version is the write's own.
     def state_head(self, user_id: str, session_id: str, kind: str, key: str) -> StateHead | None: ...
     def state_value(self, user_id: str, session_id: str, key: str) -> tuple[str, int] | None: ...
+    # (value, version, size), the value None when it is larger than `max_bytes` (not read).
+    def state_value_within(
+        self, user_id: str, session_id: str, key: str, max_bytes: int
+    ) -> tuple[str | None, int, int] | None: ...
     def state_put_value(
         self, user_id: str, session_id: str, key: str, json_text: str, size: int,
         expected: int | None, now: float,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
@@ -12,16 +12,19 @@ from agentscope_memory._proto.agentscope.memory.v1 import agent_state_service_pb
 from agentscope_memory._proto.agentscope.memory.v1 import (
     agent_state_service_pb2_grpc as pb_grpc,
 )
-from agentscope_memory.agent_state import AgentStateEngine, StateConflictError
+from agentscope_memory.agent_state import AgentStateEngine, StateConflictError, ValueTooLargeError
 from agentscope_memory.convert.agent_state import (
     expected_from_proto,
+    join_put_stream,
     keys_to_proto,
     list_page_to_proto,
     session_ids_to_proto,
     slot_from_proto,
     value_to_proto,
+    value_to_stream,
 )
-from agentscope_memory_server.errors import grpc_errors
+from agentscope_memory.errors import FailedPreconditionError
+from agentscope_memory_server.errors import grpc_errors, grpc_stream_errors
 from agentscope_memory_server.tenancy import tenant_of
 
 # Trailing metadata of an ABORTED compare-and-set: the version that won.
@@ -60,7 +63,39 @@ class AgentStateServicer(pb_grpc.AgentStateServiceServicer):
 
     @grpc_errors
     async def GetValue(self, request: pb.GetValueRequest, context: grpc.aio.ServicerContext) -> pb.GetValueResponse:
-        return value_to_proto(await self.engine.get_value(tenant_of(context), slot_from_proto(request), request.key))
+        try:
+            value = await self.engine.get_value(tenant_of(context), slot_from_proto(request), request.key)
+        except ValueTooLargeError as exc:
+            # Never a response a stock client could not receive (RESOURCE_EXHAUSTED from its
+            # transport, with no word on what to do).
+            raise FailedPreconditionError(
+                f"value {exc.key!r} is {exc.size} bytes, more than one GetValue response carries"
+                f" ({exc.limit}, max_state_value_bytes); read it with StreamGetValue"
+            ) from None
+        return value_to_proto(value)
+
+    @grpc_errors
+    @_conflicts
+    async def StreamPutValue(
+        self, requests: AsyncIterator[pb.StreamPutValueRequest], context: grpc.aio.ServicerContext
+    ) -> pb.StreamPutValueResponse:
+        # The pieces are held until the stream ends, then written in one transaction: a stream
+        # that fails or is cancelled midway stores nothing.
+        limit = self.engine.limits.max_streamed_value_bytes
+        joined = await join_put_stream(requests, limit, self.engine.check_put)
+        version = await self.engine.put_value(
+            tenant_of(context), joined.slot, joined.key, joined.json, joined.expected_version, streamed=True
+        )
+        return pb.StreamPutValueResponse(version=version)
+
+    @grpc_stream_errors
+    async def StreamGetValue(
+        self, request: pb.StreamGetValueRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.StreamGetValueResponse]:
+        # One read (a snapshot), then its pieces.
+        value = await self.engine.get_value(tenant_of(context), slot_from_proto(request), request.key, whole=True)
+        for piece in value_to_stream(value):
+            yield piece
 
     @grpc_errors
     @_conflicts

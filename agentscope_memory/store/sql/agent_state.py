@@ -46,6 +46,15 @@ class AgentStateStatements(SqlTxBase):
         )
         return None if row is None else (row[0], int(row[1]))
 
+    def state_value_within(
+        self, user_id: str, session_id: str, key: str, max_bytes: int
+    ) -> tuple[str | None, int, int] | None:
+        row = self._one(
+            "SELECT CASE WHEN size <= ? THEN value END, version, size FROM {agent_states} WHERE " + _PK,
+            (max_bytes, self.tenant, user_id, session_id, VALUE, key),
+        )
+        return None if row is None else (row[0], int(row[1]), int(row[2]))
+
     def _lock_head(self, pk: tuple[Any, ...]) -> StateHead | None:
         row = self._one(_HEAD + "{row_lock}", pk)
         return None if row is None else StateHead(int(row[0]), int(row[1]), int(row[2]), float(row[3]))
