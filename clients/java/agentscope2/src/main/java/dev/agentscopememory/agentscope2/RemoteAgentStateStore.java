@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.agentscopememory.client.ConnectionOptions;
 import dev.agentscopememory.client.RemoteConnection;
 import dev.agentscopememory.client.RemoteMemoryException;
+import dev.agentscopememory.grpc.v1.AgentStateServiceGrpc;
 import dev.agentscopememory.grpc.v1.AppendListRequest;
 import dev.agentscopememory.grpc.v1.AppendListResponse;
 import dev.agentscopememory.grpc.v1.DeleteKeyRequest;
@@ -22,6 +23,10 @@ import dev.agentscopememory.grpc.v1.PutListResponse;
 import dev.agentscopememory.grpc.v1.PutValueRequest;
 import dev.agentscopememory.grpc.v1.SessionExistsRequest;
 import dev.agentscopememory.grpc.v1.StateSlot;
+import dev.agentscopememory.grpc.v1.StreamGetValueRequest;
+import dev.agentscopememory.grpc.v1.StreamGetValueResponse;
+import dev.agentscopememory.grpc.v1.StreamPutValueRequest;
+import dev.agentscopememory.grpc.v1.StreamPutValueResponse;
 import dev.agentscopememory.grpc.v1.WriteCondition;
 import io.agentscope.core.state.AgentStateStore;
 import io.agentscope.core.state.State;
@@ -29,12 +34,15 @@ import io.agentscope.core.util.JsonUtils;
 import io.grpc.Metadata;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
+import io.grpc.stub.ClientCallStreamObserver;
+import io.grpc.stub.ClientResponseObserver;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -42,7 +50,10 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.slf4j.Logger;
@@ -77,6 +88,16 @@ import org.slf4j.LoggerFactory;
  * the signatures of upstream's post-2.0.0 {@code AgentStateStore} and take effect on releases that
  * call them.
  *
+ * <p><b>Large states.</b> A 2.0 {@code ReActAgent} saves its whole state (its context with every
+ * tool result and image) as one value after every call. Values larger than one gRPC message
+ * carries ({@link #UNARY_VALUE_BYTES}, or the server's lower {@code max_state_value_bytes}) are
+ * sent with {@code StreamPutValue} and read with {@code StreamGetValue}, in pieces of at most 1 MiB
+ * cut between characters (never inside a surrogate pair), so a state of up to the server's {@code
+ * max_state_streamed_value_bytes} (64 MiB by default) works over a channel with gRPC's default 4 MiB
+ * message limit; smaller values take the one-message {@code PutValue} and {@code GetValue}. Either
+ * way the write is atomic and the same compare-and-set, so every conflict policy below behaves the
+ * same whatever the state's size.
+ *
  * <p><b>Lists</b> ({@code save(u, s, key, List)}, used by the deprecated {@code Memory.saveTo}) are
  * sent whole the first time and then, while the list only grew since this process last read or
  * wrote it, as an append of the new items (O(appended) on the wire and in the store). A full
@@ -89,6 +110,15 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
 
     /** Upstream's {@code AgentStateStore.UNVERSIONED}: an unconditional write, or a conflict. */
     public static final long UNVERSIONED = -1L;
+
+    /**
+     * The largest value (UTF-8 bytes) sent whole with {@code PutValue}: the server's default (and
+     * greatest) {@code max_state_value_bytes}. Larger values go through {@code StreamPutValue}.
+     */
+    public static final int UNARY_VALUE_BYTES = 4 * 1024 * 1024 - 64 * 1024;
+
+    /** UTF-16 units per piece of a streamed value: at most 3 UTF-8 bytes each, so at most 1 MiB. */
+    private static final int PIECE_CHARS = 1024 * 1024 / 3;
 
     private static final Logger log = LoggerFactory.getLogger(RemoteAgentStateStore.class);
     private static final ObjectMapper TREES = new ObjectMapper();
@@ -104,6 +134,7 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
     private final ConflictPolicy conflictPolicy;
     private final int maxMergeAttempts;
     private final int pageSize;
+    private final int unaryValueBytes;
 
     /** What a read or a write of one value saw: its version and its JSON. */
     private record Seen(Slot slot, long version, String json) {}
@@ -149,6 +180,7 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
         this.conflictPolicy = b.conflictPolicy;
         this.maxMergeAttempts = b.maxMergeAttempts;
         this.pageSize = b.pageSize;
+        this.unaryValueBytes = b.unaryValueBytes;
     }
 
     public static Builder builder() {
@@ -485,30 +517,211 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
         }
     }
 
+    /**
+     * Stores a value: whole ({@code PutValue}) when it fits one message, else in pieces ({@code
+     * StreamPutValue}); also in pieces when the server's {@code max_state_value_bytes} is lower than
+     * {@link #UNARY_VALUE_BYTES} and it refused the whole value.
+     */
     private long putValue(Slot slot, String json, Long expected) {
-        PutValueRequest.Builder request = PutValueRequest.newBuilder().setSlot(wire(slot)).setKey(slot.key()).setJson(json);
-        if (expected != null) {
-            request.setCondition(WriteCondition.newBuilder().setExpectedVersion(expected));
-        }
-        PutValueRequest built = request.build();
-        java.util.concurrent.atomic.AtomicInteger attempts = new java.util.concurrent.atomic.AtomicInteger();
+        AtomicInteger attempts = new AtomicInteger();
         try {
-            // A replayed conditional write fails as a conflict, resolved by comparing contents.
-            return connection.call("AgentStateService/PutValue", true, () -> {
-                attempts.incrementAndGet();
-                return connection.agentStateService().putValue(built);
-            }).getVersion();
+            long size = utf8Length(json);
+            if (size > unaryValueBytes) {
+                return streamPutValue(slot, json, size, expected, attempts);
+            }
+            try {
+                return unaryPutValue(slot, json, expected, attempts);
+            } catch (RemoteMemoryException e) {
+                if (e.getCode() != Status.Code.RESOURCE_EXHAUSTED || !String.valueOf(e.getServerMessage()).startsWith("json:")) {
+                    throw e;
+                }
+                log.debug("{} of session {} is larger than the server takes in one message; sending it in pieces",
+                        slot.key(), slot.sessionId());
+                return streamPutValue(slot, json, size, expected, attempts);
+            }
         } catch (RemoteMemoryException e) {
             if (e.getCode() == Status.Code.ABORTED) {
+                // A replayed conditional write fails as a conflict, resolved by comparing contents.
                 throw new Conflict(currentVersionOf(e), attempts.get() > 1, e);
             }
             throw e;
         }
     }
 
+    private long unaryPutValue(Slot slot, String json, Long expected, AtomicInteger attempts) {
+        PutValueRequest.Builder request = PutValueRequest.newBuilder().setSlot(wire(slot)).setKey(slot.key()).setJson(json);
+        if (expected != null) {
+            request.setCondition(WriteCondition.newBuilder().setExpectedVersion(expected));
+        }
+        PutValueRequest built = request.build();
+        return connection.call("AgentStateService/PutValue", true, () -> {
+            attempts.incrementAndGet();
+            return connection.agentStateService().putValue(built);
+        }).getVersion();
+    }
+
+    /** {@code StreamPutValue}: the first message names the value, then pieces as the transport is ready. */
+    private long streamPutValue(Slot slot, String json, long size, Long expected, AtomicInteger attempts) {
+        return connection.call("AgentStateService/StreamPutValue", true, () -> {
+            attempts.incrementAndGet();
+            CompletableFuture<StreamPutValueResponse> done = new CompletableFuture<>();
+            Object ready = new Object();
+            @SuppressWarnings("unchecked")
+            ClientCallStreamObserver<StreamPutValueRequest>[] call = new ClientCallStreamObserver[1];
+            connection.stub(AgentStateServiceGrpc::newStub).streamPutValue(
+                    new ClientResponseObserver<StreamPutValueRequest, StreamPutValueResponse>() {
+                        @Override
+                        public void beforeStart(ClientCallStreamObserver<StreamPutValueRequest> requests) {
+                            call[0] = requests;
+                            requests.setOnReadyHandler(() -> {
+                                synchronized (ready) {
+                                    ready.notifyAll();
+                                }
+                            });
+                        }
+
+                        @Override
+                        public void onNext(StreamPutValueResponse value) {
+                            done.complete(value);
+                        }
+
+                        @Override
+                        public void onError(Throwable t) {
+                            done.completeExceptionally(t);
+                            synchronized (ready) {
+                                ready.notifyAll();
+                            }
+                        }
+
+                        @Override
+                        public void onCompleted() {
+                            done.complete(null);
+                        }
+                    });
+            ClientCallStreamObserver<StreamPutValueRequest> out = call[0];
+            try {
+                int from = 0;
+                do {
+                    int end = pieceEnd(json, from);
+                    StreamPutValueRequest.Builder piece = StreamPutValueRequest.newBuilder().setJsonPiece(json.substring(from, end));
+                    if (from == 0) {
+                        piece.setSlot(wire(slot)).setKey(slot.key()).setTotalBytes(size);
+                        if (expected != null) {
+                            piece.setCondition(WriteCondition.newBuilder().setExpectedVersion(expected));
+                        }
+                    }
+                    // Flow control: hold the next piece until the transport takes it (the server
+                    // may also have answered early, e.g. refusing the announced size).
+                    synchronized (ready) {
+                        while (!out.isReady() && !done.isDone()) {
+                            ready.wait(100);
+                        }
+                    }
+                    if (done.isDone()) {
+                        break;
+                    }
+                    out.onNext(piece.build());
+                    from = end;
+                } while (from < json.length());
+                if (!done.isDone()) {
+                    out.onCompleted();
+                }
+                StreamPutValueResponse response = done.get();
+                if (response == null) {
+                    throw Status.INTERNAL.withDescription("the server sent no response").asRuntimeException();
+                }
+                return response;
+            } catch (InterruptedException e) {
+                out.cancel("interrupted", e);
+                Thread.currentThread().interrupt();
+                throw Status.CANCELLED.withDescription("interrupted").withCause(e).asRuntimeException();
+            } catch (ExecutionException e) {
+                Throwable cause = e.getCause();
+                throw cause instanceof StatusRuntimeException sre ? sre : Status.fromThrowable(cause).asRuntimeException();
+            } catch (RuntimeException e) {
+                out.cancel("the stream failed on the client", e);
+                throw e;
+            }
+        }).getVersion();
+    }
+
+    /** Where the piece from {@code from} ends: at most {@link #PIECE_CHARS} units, never inside a surrogate pair. */
+    static int pieceEnd(String s, int from) {
+        int end = Math.min(from + PIECE_CHARS, s.length());
+        if (end < s.length() && end > from + 1 && Character.isHighSurrogate(s.charAt(end - 1))
+                && Character.isLowSurrogate(s.charAt(end))) {
+            end--;
+        }
+        return end;
+    }
+
+    /**
+     * Reads a value: whole ({@code GetValue}) unless this process last saw it larger than one
+     * message, and in pieces ({@code StreamGetValue}) when the server says it is too large for
+     * {@code GetValue} (its only {@code FAILED_PRECONDITION}).
+     */
     private GetValueResponse getValue(Slot slot) {
+        Seen seen = slots.get(slot);
+        if (unaryValueBytes == 0 || (seen != null && seen.json() != null && seen.json().length() > unaryValueBytes)) {
+            return streamGetValue(slot);
+        }
         GetValueRequest request = GetValueRequest.newBuilder().setSlot(wire(slot)).setKey(slot.key()).build();
-        return connection.call("AgentStateService/GetValue", true, () -> connection.agentStateService().getValue(request));
+        try {
+            return connection.call("AgentStateService/GetValue", true, () -> connection.agentStateService().getValue(request));
+        } catch (RemoteMemoryException e) {
+            if (e.getCode() != Status.Code.FAILED_PRECONDITION) {
+                throw e;
+            }
+            return streamGetValue(slot);
+        }
+    }
+
+    private GetValueResponse streamGetValue(Slot slot) {
+        StreamGetValueRequest request = StreamGetValueRequest.newBuilder().setSlot(wire(slot)).setKey(slot.key()).build();
+        return connection.call("AgentStateService/StreamGetValue", true, () -> {
+            Iterator<StreamGetValueResponse> stream = connection.stub(AgentStateServiceGrpc::newBlockingStub).streamGetValue(request);
+            StreamGetValueResponse first = null;
+            StringBuilder json = null;
+            while (stream.hasNext()) {
+                StreamGetValueResponse piece = stream.next();
+                if (first == null) {
+                    first = piece;
+                    json = new StringBuilder((int) Math.min(piece.getTotalBytes(), Integer.MAX_VALUE - 16));
+                }
+                json.append(piece.getJsonPiece());
+            }
+            if (first == null || !first.getFound()) {
+                return GetValueResponse.getDefaultInstance();
+            }
+            String text = json.toString();
+            if (utf8Length(text) != first.getTotalBytes()) {
+                throw Status.DATA_LOSS.withDescription("the value's pieces add up to " + utf8Length(text)
+                        + " bytes, not " + first.getTotalBytes()).asRuntimeException();
+            }
+            return GetValueResponse.newBuilder().setFound(true).setJson(text).setVersion(first.getVersion()).build();
+        });
+    }
+
+    /** UTF-8 bytes of {@code s} as protobuf encodes it (an unpaired surrogate becomes {@code ?}). */
+    static long utf8Length(String s) {
+        long bytes = 0;
+        int n = s.length();
+        for (int i = 0; i < n; i++) {
+            char c = s.charAt(i);
+            if (c < 0x80) {
+                bytes += 1;
+            } else if (c < 0x800) {
+                bytes += 2;
+            } else if (Character.isHighSurrogate(c) && i + 1 < n && Character.isLowSurrogate(s.charAt(i + 1))) {
+                bytes += 4;
+                i++;
+            } else if (Character.isSurrogate(c)) {
+                bytes += 1;
+            } else {
+                bytes += 3;
+            }
+        }
+        return bytes;
     }
 
     private static long currentVersionOf(RemoteMemoryException e) {
@@ -576,8 +789,15 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
         private ConflictPolicy conflictPolicy = ConflictPolicy.MERGE_APPENDED;
         private int maxMergeAttempts = 5;
         private int pageSize;
+        private int unaryValueBytes = UNARY_VALUE_BYTES;
 
         private Builder() {}
+
+        /** Values up to this many UTF-8 bytes are sent whole; for tests and measurements (0: always in pieces). */
+        Builder unaryValueBytes(int bytes) {
+            this.unaryValueBytes = Math.max(0, Math.min(bytes, UNARY_VALUE_BYTES));
+            return this;
+        }
 
         /** How {@code save} resolves a concurrent modification (default MERGE_APPENDED). */
         public Builder conflictPolicy(ConflictPolicy policy) {
