@@ -31,6 +31,7 @@ from agentscope_memory.long_term.text import tokenize
 
 DATA = Path(__file__).resolve().parent / "data" / "ltm_recall" / "recall_set.json"
 DATA_B = Path(__file__).resolve().parent / "data" / "ltm_recall" / "recall_set_b.json"
+DATA_X = Path(__file__).resolve().parent / "data" / "ltm_recall" / "recall_set_x.json"
 EMBEDDERS = ("minilm", "e5-small", "use-multilingual", "minilm+e5")
 LINEAR_WEIGHTS = (0.3, 0.5, 0.7)  # weight of the dense leg
 RRF_K = 60
@@ -38,6 +39,8 @@ DEPTH = 50  # candidates each leg contributes to a fusion, as an engine would fe
 # The half of the set the shipped defaults (dense_weight) were tuned on: every other conversation
 # in sorted order, 3 English and 3 Chinese. The other half is held out ("-heldout" entries).
 TUNING_CONVERSATIONS = ("en-alex", "en-casey", "en-emery", "zh-chen_jing", "zh-liu_yang", "zh-zhang_wei")
+# Set X (cross-lingual): changes were chosen looking at these six users only; x-07..x-12 are held out.
+XLING_TUNING_CONVERSATIONS = ("x-01", "x-02", "x-03", "x-04", "x-05", "x-06")
 
 Ranking = dict[str, list[str]]  # query id -> memory ids, best first
 
@@ -273,6 +276,56 @@ def evaluate_set_b(log: Callable[[str], None] = print) -> list[dict[str, Any]]:
     return results
 
 
+def _entries_x(name: str, rankings: Ranking, queries: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Set X entries per direction: `zh->en` is a Chinese query for a memory stated in English;
+    `en->en` and `zh->zh` are the same-language controls."""
+    out = []
+    for lang, fact_lang in (("zh", "en"), ("en", "zh"), ("en", "en"), ("zh", "zh")):
+        chosen = [q for q in queries if q["lang"] == lang and q["fact_lang"] == fact_lang]
+        by_type = {kind: round(recall(rankings, [q for q in chosen if q["type"] == kind], 5), 3)
+                   for kind in sorted({q["type"] for q in chosen})}
+        out.append({
+            "benchmark": f"LTM recall {name} {lang}->{fact_lang}",
+            "ranking": name, "language": f"{lang}->{fact_lang}", "queries": len(chosen),
+            "recall_at_1": round(recall(rankings, chosen, 1), 3),
+            "recall_at_5": round(recall(rankings, chosen, 5), 3),
+            "recall_at_10": round(recall(rankings, chosen, 10), 3),
+            "recall_at_5_by_type": by_type,
+        })
+    return out
+
+
+def evaluate_crosslingual(embedders: Sequence[str] = EMBEDDERS, log: Callable[[str], None] = print) -> list[dict[str, Any]]:
+    """Set X (bench/ltm_recall_data_x.py): bilingual scopes, every query in the other language
+    than its fact. Dense per embedder, BM25 and the shipped ranking, entries `setX:...` per
+    direction, and the shipped ranking on the held-out half (`setX:shipped-heldout`)."""
+    from agentscope_memory.long_term.embedders import load_embedder
+
+    data = json.loads(DATA_X.read_text())
+    memories, queries = data["memories"], data["queries"]
+    by_conv = _by_conversation(memories)
+    held_out = [q for q in queries if q["conversation"] not in XLING_TUNING_CONVERSATIONS]
+    started = time.perf_counter()
+    _, bm25 = _bm25_leg(by_conv, queries)
+    results = _entries_x("setX:bm25", bm25, queries)
+    ids_of = {q["id"]: [m["id"] for m in by_conv[q["conversation"]]] for q in queries}
+    for name in embedders:
+        try:
+            embedder = load_embedder(name)  # type: ignore[arg-type]
+        except ModuleNotFoundError as exc:  # the `multilingual` extra is not installed
+            results.append({"benchmark": f"LTM recall setX:dense:{name}", "skipped": str(exc)})
+            continue
+        dense = _dense_leg(embedder, by_conv, queries)
+        dense_rank = {qid: _top(s, ids_of[qid], DEPTH) for qid, s in dense.items()}
+        results += _entries_x(f"setX:dense:{name}", dense_rank, queries)
+    engine = shipped_rankings(memories, queries, ("shipped",))
+    if engine is not None:
+        results += _entries_x("setX:shipped", engine["shipped"], queries)
+        results += _entries_x("setX:shipped-heldout", engine["shipped"], held_out)
+    log(f"set X: {time.perf_counter() - started:.1f}s")
+    return results
+
+
 def evaluate_bilingual(log: Callable[[str], None] = print) -> list[dict[str, Any]]:
     """A bilingual user: each English conversation of set A shares its scope with a Chinese one
     (paired in order), and every query ranks both. Dense retrieval with the default embedder,
@@ -410,6 +463,7 @@ async def run(results: list[dict[str, Any]]) -> None:
     results += await asyncio.to_thread(evaluate, log=lambda s: print(s, file=sys.stderr))
     results += await asyncio.to_thread(evaluate_set_b, log=lambda s: print(s, file=sys.stderr))
     results += await asyncio.to_thread(evaluate_bilingual, log=lambda s: print(s, file=sys.stderr))
+    results += await asyncio.to_thread(evaluate_crosslingual, log=lambda s: print(s, file=sys.stderr))
 
 
 if __name__ == "__main__":
