@@ -1,7 +1,7 @@
 """The default embedder is MiniLM + multilingual-e5-small by script; a data dir written with an
 earlier default (MiniLM, then e5-small, both 384-d) stays readable: the first search of a scope
-embeds its other-model rows again (in one batch, written back, 768-d), so old memories are found
-by meaning, in English and Chinese."""
+embeds its other-model rows again (in one batch, written back, 1155-d), so old memories are found
+by meaning, in English and Chinese; a question finds a fact stated in the other language."""
 
 from __future__ import annotations
 
@@ -67,19 +67,68 @@ async def test_a_bilingual_scope_ranks_by_meaning_not_by_script(tmp_path: Path) 
             assert [item.text for item in found][0] == answer, (query, [item.text for item in found])
 
 
-def test_a_query_scores_memories_of_either_script_with_one_formula() -> None:
-    """English query: the mean of MiniLM's and e5's cosines, whatever the memory's script;
-    Chinese query: e5's cosine (scaled) for every memory. So no script is favoured by layout."""
+def test_a_query_scores_its_own_script_as_before_and_the_other_on_a_centred_scale() -> None:
+    """Same script: an English query scores English memories by the mean of MiniLM's and e5's
+    cosines, a Chinese query Chinese memories by e5's (all over the stored length, sqrt 2).
+    Other script: e5 with the query centred on its script's mean (renormalised) against the
+    memory centred on its own, mapped by the bundled affine map."""
+    import base64
+
+    import numpy as np
+
+    from agentscope_memory.long_term import e5_centres
     from agentscope_memory.long_term.embedders import E5Small, MiniLM, load_embedder
 
     both, minilm, e5 = load_embedder("minilm+e5"), MiniLM(), E5Small()
+    means = {k: np.frombuffer(base64.b64decode("".join(v)), dtype="<f4").astype(np.float64)
+             for k, v in e5_centres.MEANS_F32_BASE64.items()}
     texts = ["We moved to Denver in March", "我住在杭州，离西湖不远", "I take cello lessons", "我最爱喝铁观音"]
+    cjk = [False, True, False, True]
     stored = both.embed(texts)
-    for query in ["Which city do I live in?", "我住在哪里？"]:
+    for query, script, other in [("Which city do I live in?", "latin", "cjk"), ("我住在哪里？", "cjk", "latin")]:
         got = stored @ both.embed_query([query])[0]
-        e5_cos = e5.embed(texts) @ e5.embed_query([query])[0]
-        if query.isascii():
-            want = 0.5 * (minilm.embed(texts) @ minilm.embed_query([query])[0]) + 0.5 * e5_cos
-        else:
-            want = 0.5**0.5 * e5_cos
-        assert got == pytest.approx(want, abs=1e-5), query
+        q = e5.embed_query([query])[0].astype(np.float64)
+        centred = (q - means[f"query_{script}"]) / np.linalg.norm(q - means[f"query_{script}"])
+        gamma, kappa = e5_centres.CROSS_SCRIPT_MAP[script]
+        for i, text in enumerate(texts):
+            e5_p = e5.embed([text])[0].astype(np.float64)
+            if cjk[i] == (script == "cjk"):
+                want = float(e5_p @ q)
+                if script == "latin":
+                    want = 0.5 * float(minilm.embed([text])[0] @ minilm.embed_query([query])[0]) + 0.5 * want
+            else:
+                want = gamma * float(centred @ (e5_p - means[f"passage_{other}"])) + kappa
+            assert got[i] == pytest.approx(want / 2**0.5, abs=1e-4), (query, text)
+
+
+# A bilingual user's scope: facts in both languages, with near misses in both (other people's).
+MIXED_ENGLISH = {
+    "我妹妹住在哪里？": "My sister lives in Vancouver now",
+    "我的工作是什么？": "I work as a data engineer at a logistics company",
+    "我对什么过敏？": "I'm allergic to cats, so no visits to cat cafés for me",
+    "马拉松": "I ran the Berlin marathon last September",
+}
+MIXED_CHINESE = {
+    "What do I drink every morning?": "我每天早上都要喝一杯乌龙茶",
+    "What instrument am I learning?": "我最近在学弹古筝，每周上一次课",
+    "Where is my hometown?": "我老家在哈尔滨，冬天特别冷",
+    "What car do I drive?": "我开的是一辆白色的比亚迪",
+}
+MIXED_OTHERS = ["我同事的妹妹在上海当老师", "我朋友对花生过敏", "邻居在准备北京马拉松", "我表哥是一名医生",
+                "My cousin drinks green tea all day", "My neighbour's son plays the violin",
+                "A friend of mine grew up in Chicago", "My dad drives an old Toyota"]
+
+
+async def test_a_question_finds_the_fact_stated_in_the_other_language(tmp_path: Path) -> None:
+    """In a scope of mixed English and Chinese facts, a Chinese question finds the English fact
+    it asks about, and an English question the Chinese one, among same-language near misses
+    (e5 scores any two texts of one language higher than a question and its answer across
+    languages; the default embedder scores cross-script pairs on their own centred scale)."""
+    service = build_service(ServiceSettings(data_dir=tmp_path, long_term_scoring=False))
+    scope = Scope(user_id="bilingual-user")
+    async with service, AsyncLongTermClient.local(service) as ltm:
+        texts = [*MIXED_ENGLISH.values(), *MIXED_CHINESE.values(), *MIXED_OTHERS]
+        await ltm.record(scope, [Msg.create(MsgRole.USER, t) for t in texts])
+        for query, answer in [*MIXED_ENGLISH.items(), *MIXED_CHINESE.items()]:
+            found = [item.text for item in await ltm.search(scope, query, top_k=3)]
+            assert answer in found, (query, found)

