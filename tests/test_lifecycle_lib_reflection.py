@@ -274,3 +274,28 @@ def test_a_chain_larger_than_the_maximum_is_split_at_a_higher_similarity() -> No
     v = np.array([[np.cos(a), np.sin(a)] for a in angles], dtype=np.float32)
     assert clusters(v, 0.75) == [[0, 1, 2, 3, 4]]
     assert clusters(v, 0.75, max_size=3) == [[0, 1, 2], [3, 4]]
+
+
+async def test_consolidation_with_the_default_embedder_merges_paraphrases_not_a_language(tmp_path) -> None:
+    # minilm+e5 stores vectors laid out for queries; compared raw, any two Chinese facts were
+    # above 0.95 alike and every Chinese fact of a scope fell into one cluster.
+    from agentscope_memory.long_term.embedders import load_embedder
+
+    default = load_embedder("minilm+e5")
+    store = open_store("sqlite", tmp_path)
+    engine = HybridEngine(store, lambda: default, scorer=HeuristicScorer(), router=HeuristicRouter(),
+                          settings=EngineSettings(scoring=False))
+    await engine.open()
+    try:
+        scope = Scope("agent", "u", "run")
+        originals = await add_facts(engine, "t", scope, [(t, 0.8) for t in PARAPHRASES["zh"]])
+        others = ["用户周末喜欢去爬山。", "用户的生日是十月三号。", "用户在上海的一家银行工作。", "用户养了一只叫豆豆的猫。",
+                  "用户的妹妹住在温哥华。", "用户每天早上喝绿茶。", "用户正在学习弹钢琴。", "用户明年打算去日本旅行。"]
+        kept = await add_facts(engine, "t", scope, [(t, 0.5) for t in others])
+        report = await Consolidator(engine, settings=ConsolidationSettings(threshold=10, similarity=0.75)
+                                    ).consolidate_scope("t", scope)
+        assert report.merged == 1 and sorted(report.merges[0].original_ids) == sorted(originals)
+        assert all(not r.deleted for r in await engine.rows("t", kept))
+    finally:
+        await engine.close()
+        await store.close()

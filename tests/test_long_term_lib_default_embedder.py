@@ -132,3 +132,29 @@ async def test_a_question_finds_the_fact_stated_in_the_other_language(tmp_path: 
         for query, answer in [*MIXED_ENGLISH.items(), *MIXED_CHINESE.items()]:
             found = [item.text for item in await ltm.search(scope, query, top_k=3)]
             assert answer in found, (query, found)
+
+
+def test_stored_facts_compare_by_meaning_for_consolidation() -> None:
+    # Stored vectors are laid out for queries (script flags, pad): compared with one another raw,
+    # unrelated English facts came out 0.7 alike and any two Chinese ones above 0.95, so
+    # consolidation (edges at 0.75) would have merged a scope's Chinese facts into one cluster.
+    from agentscope_memory.lifecycle.consolidation import clusters
+    from agentscope_memory.long_term.embedders import MiniLmE5, load_embedder
+
+    both = load_embedder("minilm+e5")
+    assert isinstance(both, MiniLmE5)
+    texts = ["I drink green tea every morning.", "Every morning I drink a cup of green tea.",
+             "My sister lives in Vancouver.", "I am allergic to peanuts.",
+             "我每天早上喝绿茶。", "早上我总是喝一杯绿茶。", "我妹妹住在温哥华。", "我的妹妹搬到了温哥华。",
+             "我在一家银行工作。", "周末我喜欢去爬山。", "我的生日是十月三号。"]
+    comparable = both.comparable(both.embed(texts))
+    similarity = comparable @ comparable.T
+    assert abs(float(similarity[0, 0]) - 1.0) < 1e-5
+    # English as the layout before script slots compared it (the mean of the two cosines).
+    minilm, e5 = both._minilm.embed(texts[:4]), both._e5.embed(texts[:4])
+    assert abs(float(similarity[0, 1]) - float(0.5 * minilm[0] @ minilm[1] + 0.5 * e5[0] @ e5[1])) < 1e-4
+    # Facts in different languages are never merged into one.
+    assert float(abs(similarity[:4, 4:]).max()) < 1e-6
+    assert clusters(comparable, 0.75) == [[0, 1], [2], [3], [4, 5], [6, 7], [8], [9], [10]]
+    raw = both.embed(texts)
+    assert len(clusters(raw, 0.75)) < 5  # what consolidation would have merged without it

@@ -195,14 +195,30 @@ async def test_projection_ranks_facts_with_the_long_term_embedder(tmp_path: Path
             first = await service.tiered.project(T, "p", request)
             lines = first.messages[0].text_content.splitlines()
             assert lines[0] == "## Relevant facts" and lines[1] == "- " + facts[1]
-            embedded = [r for r in llm.requests if r.path.endswith("/embeddings")][-1].body["input"]
-            assert embedded[0] == request.instruction and len(embedded) == 4
+            # The instruction is embedded as a query, the facts as stored texts.
+            query, embedded = [r.body["input"] for r in llm.requests if r.path.endswith("/embeddings")][-2:]
+            assert query == [request.instruction] and len(embedded) == 3
             # With room to embed one fact, the lexically best is embedded and leads.
             monkeypatch.setattr(projection, "MAX_EMBEDDED_FACTS", 1)
             second = await service.tiered.project(T, "p", request)
             assert second.messages[0].text_content.splitlines()[1] == "- " + facts[1]
-            embedded = [r for r in llm.requests if r.path.endswith("/embeddings")][-1].body["input"]
-            assert embedded == [request.instruction, facts[1]]
+            query, embedded = [r.body["input"] for r in llm.requests if r.path.endswith("/embeddings")][-2:]
+            assert query == [request.instruction] and embedded == [facts[1]]
+
+
+async def test_projection_finds_a_fact_in_the_other_language_with_the_default_embedder(tmp_path: Path) -> None:
+    from agentscope_memory.message import Msg, MsgRole
+    from agentscope_memory.short_term.tiered.projection import ProjectionRequest
+
+    # The instruction is embedded as a query: scored as a stored text against stored texts, a
+    # Chinese instruction found only Chinese facts.
+    facts = ["Deploys happen on tuesday mornings.", "The database password rotates every month.", "午饭在中午十二点供应。"]
+    async with build_service(ServiceSettings(data_dir=tmp_path, long_term_preload=False)) as service:
+        await service.memories.create_memory(T, "p", "TIERED", config())
+        await service.tiered.add_items(T, "p", [Msg.create(MsgRole.USER, f) for f in facts], [0.9, 0.9, 0.9])
+        projected = await service.tiered.project(T, "p", ProjectionRequest("数据库密码多久更换一次？", 2000, "ANALYTICAL"))
+        lines = projected.messages[0].text_content.splitlines()
+        assert lines[0] == "## Relevant facts" and lines[1] == "- " + facts[1]
 
 
 async def test_llm_importance_scores_with_the_llm_and_falls_back(tmp_path: Path) -> None:

@@ -249,7 +249,7 @@ class Consolidator:
     async def _merge_clusters(self, tenant: str, scope: Scope, facts: list[LongTermRow], settings: ConsolidationSettings,
                               report: ConsolidationReport, detail: dict[str, Any]) -> None:
         engine = self._engine
-        vectors = np.stack([np.frombuffer(f.embedding or b"", dtype=np.float32) for f in facts])
+        vectors = await engine.comparable(np.stack([np.frombuffer(f.embedding or b"", dtype=np.float32) for f in facts]))
         groups = clusters(vectors, settings.similarity, settings.max_cluster_size)
         reported = 0
         for group in groups:
@@ -269,8 +269,8 @@ class Consolidator:
                 report.failed_fidelity += 1
                 continue
             merged_vector = np.asarray((await engine.embed([text]))[0], dtype=np.float32)
-            check = fidelity.check(text, merged_vector, texts, np.stack([vectors[i] for i in group]),
-                                   settings.fidelity_threshold)
+            check = fidelity.check(text, (await engine.comparable(merged_vector[None, :]))[0], texts,
+                                   np.stack([vectors[i] for i in group]), settings.fidelity_threshold)
             merge = Merge([f.memory_id for f in members], text, method, check)
             size = len(text) + sum(len(i) + 8 for i in merge.original_ids) + sum(len(k) for k in check.lost_keywords)
             if len(report.merges) < MAX_REPORTED and reported + size <= MAX_REPORTED_CHARS:

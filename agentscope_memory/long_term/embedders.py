@@ -242,6 +242,29 @@ class MiniLmE5:
         out /= self._stored_norm
         return out
 
+    def comparable(self, stored: np.ndarray) -> np.ndarray:
+        """Stored vectors made comparable with one another: unit rows whose dot products are
+        text-to-text similarities on one scale, for clustering and fidelity (consolidation).
+
+        A stored vector is laid out for queries, not for other stored vectors: its script flag
+        and pad make two unrelated English texts 0.7 alike and any two Chinese ones above 0.95.
+        Here a Latin text is MiniLM and e5 at equal weight (the mean of the two cosines, what
+        the layout before script slots stored) and a CJK text is e5 centred on the CJK passage
+        mean, renormalised: raw e5 puts unrelated Chinese sentences at 0.85-0.9, centred at
+        -0.1-0.25 with paraphrases at 0.74-0.87, the scale of the English mean. The two scripts
+        sit in separate slots: facts in different languages are not merged into one."""
+        n, width = self._minilm.dimensions, self._e5.dimensions
+        rows = np.asarray(stored, dtype=np.float64) * self._stored_norm
+        out = np.zeros((len(rows), n + 2 * width), dtype=np.float64)
+        cjk = rows[:, self._flag_at["cjk"]] > 0.5
+        latin_at, cjk_at = self._e5_at["latin"], self._e5_at["cjk"]
+        out[~cjk, :n] = rows[~cjk, :n]
+        out[~cjk, n : n + width] = rows[~cjk, latin_at : latin_at + width]
+        centred = rows[cjk, cjk_at : cjk_at + width] / self._b - self._means["passage_cjk"]
+        out[cjk, n + width :] = centred
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return (out / np.maximum(norms, 1e-12)).astype(np.float32)
+
     def embed_query(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         if not texts:

@@ -242,6 +242,19 @@ class HybridEngine:
         embedder = await self._ready()
         return await asyncio.to_thread(embedder.embed, list(texts))
 
+    async def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        """Texts embedded as search queries (a model with a query form uses it), to score
+        against stored vectors."""
+        embedder = await self._ready()
+        return await asyncio.to_thread(getattr(embedder, "embed_query", embedder.embed), list(texts))
+
+    async def comparable(self, vectors: np.ndarray) -> np.ndarray:
+        """Stored vectors as rows whose dot products compare texts with one another (clustering,
+        fidelity). Most models store such vectors already; one whose stored layout is made for
+        queries (`embedders.MiniLmE5`) converts them."""
+        convert = getattr(await self._ready(), "comparable", None)
+        return vectors if convert is None else np.asarray(convert(vectors), dtype=np.float32)
+
     # -- record -------------------------------------------------------------------------------
 
     async def record(

@@ -151,10 +151,12 @@ async def rank_by_similarity(service: TieredService, instruction: str, texts: li
     if engine is None or not instruction.strip():
         return lexical
     chosen = sorted(range(len(texts)), key=lambda i: -lexical[i])[:MAX_EMBEDDED_FACTS]
-    vectors = await engine.embed([instruction, *(texts[i] for i in chosen)])
-    query = [float(v) for v in vectors[0]]
+    # The instruction is scored as a search query against the facts as stored: a model whose
+    # stored layout is made for queries (minilm+e5) compares across scripts only that way.
+    query = [float(v) for v in (await engine.embed_query([instruction]))[0]]
+    vectors = await engine.embed([texts[i] for i in chosen])
     scores = [score - 1.0 for score in lexical]
-    for i, row in zip(chosen, vectors[1:], strict=True):
+    for i, row in zip(chosen, vectors, strict=True):
         scores[i] = _cosine(query, [float(v) for v in row])
     return scores
 
