@@ -1,6 +1,6 @@
-"""The labelled recall sets are what their generators write, labels point at real memories of
-the query's own conversation, and set B shares no fact statement with set A (it stands for data
-the ranking was not tuned on)."""
+"""The labelled recall sets (A, B and the cross-lingual X) are what their generators write,
+labels point at real memories of the query's own conversation, and set B shares no fact
+statement with set A (it stands for data the ranking was not tuned on)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from bench import ltm_recall_data, ltm_recall_data_b
+from bench import ltm_recall_data, ltm_recall_data_b, ltm_recall_data_x
 
 
-@pytest.mark.parametrize("module", [ltm_recall_data, ltm_recall_data_b])
+@pytest.mark.parametrize("module", [ltm_recall_data, ltm_recall_data_b, ltm_recall_data_x])
 def test_committed_set_is_what_the_generator_writes(module) -> None:
     committed = json.loads(module.OUT.read_text())
     assert committed == json.loads(json.dumps(module.generate(), ensure_ascii=False))
