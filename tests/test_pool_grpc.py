@@ -226,7 +226,14 @@ async def test_a_watch_redials_a_lost_server_with_pauses_and_gives_up_after_the_
             await asyncio.sleep(1.5)
             assert not following.done() and opened < 30
             restarted = ServerProcess(data, server.port)
-            await pools.write(POOL, "键", 2)
+            # A write is not retried, and gRPC may still be waiting out its reconnect backoff to
+            # this address (connection refused, so nothing was written): try until it lands.
+            for _ in range(100):
+                try:
+                    await pools.write(POOL, "键", 2)
+                    break
+                except UnavailableError:
+                    await asyncio.sleep(0.2)
             assert (await asyncio.wait_for(following, 20)).sequence == 2
             await stream.aclose()
         restarted.kill()
