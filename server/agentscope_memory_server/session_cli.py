@@ -37,10 +37,12 @@ KNOWN_LIST_KEYS = [key for keys in STATE_KEYS.values() for key in keys]
 
 def _kind_of(entries: list[StateEntry]) -> str:
     """The kind whose state keys the session holds (IN_MEMORY when it holds none)."""
+    held = {e.key for e in entries}
     for kind in ("TIERED", "AUTO_CONTEXT"):
-        if any(key in {k for k, _ in STATE_KEYS[kind]} for key in (e.key for e in entries)):
+        if held & {key for key, _ in STATE_KEYS[kind]}:
             return kind
     return "IN_MEMORY"
+
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     session = commands.add_parser("session", help="JsonSession import/export/list/show")
