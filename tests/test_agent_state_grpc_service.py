@@ -227,6 +227,13 @@ async def test_tenants_are_isolated(server_factory) -> None:
         assert [s async for s in bob.iter_session_ids("u")] == []
         assert await bob.delete_session(slot) == 0
         assert (await alice.get_value(slot, "agent_state")).json == '{"owner":"alice"}'
+        # Streamed values (StreamPutValue / StreamGetValue) are the tenant's own too.
+        large = '{"owner":"alice","context":"' + "长" * (2 * 1024 * 1024) + '"}'
+        assert await alice.put_value(slot, "large", large, streamed=True) == 1
+        assert (await bob.get_value(slot, "large", streamed=True)).found is False
+        assert await bob.put_value(slot, "large", '{"owner":"bob"}', expected_version=0, streamed=True) == 1
+        assert (await alice.get_value(slot, "large", streamed=True)).json == large
+        assert (await bob.get_value(slot, "large", streamed=True)).json == '{"owner":"bob"}'
 
 
 async def test_a_1x_memory_resumes_as_the_slots_memory_messages(server, state) -> None:
