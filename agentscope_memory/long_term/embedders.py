@@ -226,8 +226,9 @@ class MiniLmE5:
             return out
         split, width = self._minilm.dimensions, self._e5.dimensions
         e5 = self._e5.embed(texts)
-        latin = [i for i, text in enumerate(texts) if not mostly_cjk(text)]
-        cjk = [i for i, text in enumerate(texts) if mostly_cjk(text)]
+        is_cjk = [mostly_cjk(text) for text in texts]
+        latin = [i for i, c in enumerate(is_cjk) if not c]
+        cjk = [i for i, c in enumerate(is_cjk) if c]
         if latin:
             at = self._e5_at["latin"]
             out[latin, :split] = self._a * self._minilm.embed([texts[i] for i in latin])
@@ -271,14 +272,14 @@ class MiniLmE5:
             return out
         split, width = self._minilm.dimensions, self._e5.dimensions
         e5 = self._e5.embed_query(texts).astype(np.float64)
-        latin = [i for i, text in enumerate(texts) if not mostly_cjk(text)]
-        minilm = self._minilm.embed_query([texts[i] for i in latin]) if latin else None
-        for i, text in enumerate(texts):
-            script, other = ("cjk", "latin") if mostly_cjk(text) else ("latin", "cjk")
+        is_cjk = [mostly_cjk(text) for text in texts]
+        latin = [i for i, cjk in enumerate(is_cjk) if not cjk]
+        minilm = dict(zip(latin, self._minilm.embed_query([texts[i] for i in latin]), strict=True)) if latin else {}
+        for i, cjk in enumerate(is_cjk):
+            script, other = ("cjk", "latin") if cjk else ("latin", "cjk")
             same = self._e5_at[script]
             if script == "latin":
-                assert minilm is not None
-                out[i, :split] = self._a * minilm[latin.index(i)]
+                out[i, :split] = self._a * minilm[i]
                 out[i, same : same + width] = self._b * e5[i]  # x b stored: half the e5 cosine
             else:
                 out[i, same : same + width] = e5[i] / self._b  # x b stored: the e5 cosine
