@@ -16,9 +16,10 @@ from agentscope_memory._proto.agentscope.memory.v1 import tiered_memory_service_
 from agentscope_memory.client import AsyncMemoryClient
 from agentscope_memory.client.tiered import AsyncTieredClient, TieredClient
 from agentscope_memory.convert.to_proto import msg_to_proto
-from agentscope_memory.errors import InvalidArgumentError, NotFoundError
+from agentscope_memory.errors import InvalidArgumentError, NotFoundError, UnavailableError
 from agentscope_memory.message import Msg, MsgRole
 from agentscope_memory.short_term.tiered import MARKER_TEXT, TieredConfig
+from conftest import ServerProcess
 from tiered_helpers import msg, text
 
 CONFIG = TieredConfig(l1_compact_trigger=65, l2_budget=100, score_importance=False)
@@ -84,6 +85,44 @@ async def test_watch_sees_moves_as_they_happen(server) -> None:  # type: ignore[
             await tiered.add("w", [msg(i)])
         await asyncio.wait_for(task, 10)
         assert seen == ["promote", "compact_l1"]
+
+
+async def test_a_watch_rides_out_a_server_restart_and_gives_up_after_the_deadline(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A watch used to end with `UnavailableError` the moment its server restarted, and the
+    blocking client had no watch at all. Now both reopen the stream after the last event seen
+    (nothing missed or repeated) with growing pauses, and raise once the client's deadline passed
+    without reaching the server."""
+    data = tmp_path / "data"
+    data.mkdir()
+    server = ServerProcess(data)
+    restarted = None
+    try:
+        async with AsyncTieredClient(server.address, timeout=30) as tiered:
+            await tiered.create_memory("观察", CONFIG)
+            await tiered.add("观察", [msg(0)], importances=[0.95])
+            stream = tiered.watch_events("观察")
+            first = await asyncio.wait_for(stream.__anext__(), 10)
+            assert first[0] == 1 and first[1].kind == "promote"
+            server.kill()
+            following = asyncio.ensure_future(stream.__anext__())
+            await asyncio.sleep(1.5)
+            assert not following.done()
+            restarted = ServerProcess(data, server.port)
+            for i in range(1, 5):
+                await tiered.add("观察", [msg(i)], request_id=f"add-{i}")
+            sequence, event = await asyncio.wait_for(following, 20)
+            assert (sequence, event.kind) == (2, "compact_l1")
+            await stream.aclose()
+        with TieredClient(restarted.address, timeout=1) as blocking:
+            events = blocking.watch_events("观察")
+            assert [(s, e.kind) for s, e in (next(events), next(events))] == [(1, "promote"), (2, "compact_l1")]
+            restarted.kill()
+            with pytest.raises(UnavailableError):
+                await asyncio.wait_for(asyncio.to_thread(next, events), 10)
+    finally:
+        server.close()
+        if restarted is not None:
+            restarted.close()
 
 
 async def test_state_round_trip_and_restart(server_factory, tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -18,7 +18,7 @@ import asyncio
 import random
 import time
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, TypeVar
 
 import grpc
 
@@ -80,3 +80,71 @@ async def call_async(
                 raise translate(exc) from None
             await asyncio.sleep(pause)
             attempt += 1
+
+
+class Reconnects:
+    """When a watch reopens its broken stream: after a pause that grows (the retry rule's,
+    `RetryPolicy.delay`) while the server stays unreachable, so a lost server is not redialled
+    thousands of times a second; and never once the client's deadline (`timeout`) or its
+    `retries` are spent without reaching it: then the last failure is raised. A stream that was
+    up (it brought an event, or stayed open longer than the longest pause) starts a new count."""
+
+    def __init__(self, policy: RetryPolicy, timeout: float) -> None:
+        self.policy, self.timeout = policy, timeout
+        self.attempt = 0
+        self.since: float | None = None
+
+    def pause(self, failure: grpc.RpcError | None, opened: float, delivered: bool) -> float:
+        now = time.monotonic()
+        if delivered or now - opened >= self.policy.max_delay_s:
+            self.attempt, self.since = 0, None
+        if self.since is None:
+            self.since = now
+        if failure is not None and (now - self.since >= self.timeout
+                                    or (self.policy.retries is not None and self.attempt >= self.policy.retries)):
+            raise translate(failure) from None
+        delay = self.policy.delay(self.attempt)
+        self.attempt += 1
+        return delay
+
+
+async def resuming_stream(open_after: Callable[[int], Any], after: int, sequence_of: Callable[[Any], int],
+                          reconnects: Reconnects) -> AsyncIterator[Any]:
+    """The responses of a watch opened by `open_after(sequence)` (a server stream of events after
+    `sequence`), reopened after the last event seen whenever it breaks with UNAVAILABLE, so
+    nothing is missed or repeated; pauses and gives up as `reconnects` says. Other failures raise."""
+    last = after
+    while True:
+        call = open_after(last)
+        opened, delivered, failure = time.monotonic(), False, None
+        try:
+            async for response in call:
+                last, delivered = sequence_of(response), True
+                yield response
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() != grpc.StatusCode.UNAVAILABLE:
+                raise translate(exc) from None
+            failure = exc
+        finally:
+            call.cancel()
+        await asyncio.sleep(reconnects.pause(failure, opened, delivered))
+
+
+def resuming_stream_blocking(open_after: Callable[[int], Any], after: int, sequence_of: Callable[[Any], int],
+                             reconnects: Reconnects) -> Iterator[Any]:
+    """`resuming_stream` on a blocking channel."""
+    last = after
+    while True:
+        call = open_after(last)
+        opened, delivered, failure = time.monotonic(), False, None
+        try:
+            for response in call:
+                last, delivered = sequence_of(response), True
+                yield response
+        except grpc.RpcError as exc:
+            if exc.code() != grpc.StatusCode.UNAVAILABLE:
+                raise translate(exc) from None
+            failure = exc
+        finally:
+            call.cancel()
+        time.sleep(reconnects.pause(failure, opened, delivered))

@@ -14,10 +14,8 @@ deletes are not retried (a repeated write would add a version); reads are, until
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-import time
 from typing import TYPE_CHECKING, Any, AsyncIterator, Iterator, Sequence
 
 import grpc
@@ -25,8 +23,7 @@ import grpc
 from agentscope_memory._proto.agentscope.memory.v1 import shared_pool_service_pb2 as pool_pb
 from agentscope_memory._proto.agentscope.memory.v1 import shared_pool_service_pb2_grpc as pool_grpc
 from agentscope_memory.client._base import AsyncGrpcClient, BlockingGrpcClient
-from agentscope_memory.client._common import translate
-from agentscope_memory.client._retry import RetryPolicy
+from agentscope_memory.client._retry import Reconnects, resuming_stream, resuming_stream_blocking
 from agentscope_memory.client.local import Blocking, _LocalClient
 from agentscope_memory.convert.pool import entry_from_proto, event_from_proto
 from agentscope_memory.convert.from_proto import msg_from_proto
@@ -88,32 +85,6 @@ def _render_request(pool_ids: Sequence[str], max_tokens: int, messages: bool) ->
 
 
 
-class _Reconnects:
-    """When a watch reopens its broken stream: after a pause that grows (the retry rule's,
-    `RetryPolicy.delay`) while the server stays unreachable, so a lost server is not redialled
-    thousands of times a second; and never once the client's deadline (`timeout`) or its
-    `retries` are spent without reaching it: then the last failure is raised. A stream that was
-    up (it brought an event, or stayed open longer than the longest pause) starts a new count."""
-
-    def __init__(self, policy: RetryPolicy, timeout: float) -> None:
-        self.policy, self.timeout = policy, timeout
-        self.attempt = 0
-        self.since: float | None = None
-
-    def pause(self, failure: grpc.RpcError | None, opened: float, delivered: bool) -> float:
-        now = time.monotonic()
-        if delivered or now - opened >= self.policy.max_delay_s:
-            self.attempt, self.since = 0, None
-        if self.since is None:
-            self.since = now
-        if failure is not None and (now - self.since >= self.timeout
-                                    or (self.policy.retries is not None and self.attempt >= self.policy.retries)):
-            raise translate(failure) from None
-        delay = self.policy.delay(self.attempt)
-        self.attempt += 1
-        return delay
-
-
 class AsyncPoolClient(AsyncGrpcClient):
     """Shared memory pools over gRPC (asyncio)."""
 
@@ -170,23 +141,12 @@ class AsyncPoolClient(AsyncGrpcClient):
         A broken stream is reopened after the last event seen, so nothing is missed or repeated,
         with growing pauses; a server unreachable for the client's `timeout` raises
         `UnavailableError`."""
-        last = after_sequence
-        reconnects = _Reconnects(self.retry_policy, self.timeout)
-        while True:
-            call = self._stub.WatchPoolEvents(pool_pb.WatchPoolEventsRequest(pool_id=pool_id, after_sequence=last),
-                                              metadata=self._metadata)
-            opened, delivered, failure = time.monotonic(), False, None
-            try:
-                async for response in call:
-                    last, delivered = response.event.sequence, True
-                    yield event_from_proto(response.event)
-            except grpc.aio.AioRpcError as exc:
-                if exc.code() != grpc.StatusCode.UNAVAILABLE:
-                    raise translate(exc) from None
-                failure = exc
-            finally:
-                call.cancel()
-            await asyncio.sleep(reconnects.pause(failure, opened, delivered))
+        responses = resuming_stream(
+            lambda last: self._stub.WatchPoolEvents(
+                pool_pb.WatchPoolEventsRequest(pool_id=pool_id, after_sequence=last), metadata=self._metadata),
+            after_sequence, lambda response: response.event.sequence, Reconnects(self.retry_policy, self.timeout))
+        async for response in responses:
+            yield event_from_proto(response.event)
 
     async def render(self, pool_ids: Sequence[str], max_tokens: int = 0, *, messages: bool = False) -> RenderedPools:
         response = await self._call(self._stub.RenderPoolContext, _render_request(pool_ids, max_tokens, messages))
@@ -248,23 +208,12 @@ class PoolClient(BlockingGrpcClient):
             yield from (event_from_proto(e) for e in response.events)
 
     def watch(self, pool_id: str, after_sequence: int = 0) -> Iterator[PoolEvent]:
-        last = after_sequence
-        reconnects = _Reconnects(self.retry_policy, self.timeout)
-        while True:
-            call = self._stub.WatchPoolEvents(pool_pb.WatchPoolEventsRequest(pool_id=pool_id, after_sequence=last),
-                                              metadata=self._metadata)
-            opened, delivered, failure = time.monotonic(), False, None
-            try:
-                for response in call:
-                    last, delivered = response.event.sequence, True
-                    yield event_from_proto(response.event)
-            except grpc.RpcError as exc:
-                if exc.code() != grpc.StatusCode.UNAVAILABLE:
-                    raise translate(exc) from None
-                failure = exc
-            finally:
-                call.cancel()
-            time.sleep(reconnects.pause(failure, opened, delivered))
+        responses = resuming_stream_blocking(
+            lambda last: self._stub.WatchPoolEvents(
+                pool_pb.WatchPoolEventsRequest(pool_id=pool_id, after_sequence=last), metadata=self._metadata),
+            after_sequence, lambda response: response.event.sequence, Reconnects(self.retry_policy, self.timeout))
+        for response in responses:
+            yield event_from_proto(response.event)
 
     def render(self, pool_ids: Sequence[str], max_tokens: int = 0, *, messages: bool = False) -> RenderedPools:
         return _rendered(self._call(self._stub.RenderPoolContext, _render_request(pool_ids, max_tokens, messages)))

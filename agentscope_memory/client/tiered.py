@@ -20,7 +20,8 @@ from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grp
 from agentscope_memory._proto.agentscope.memory.v1 import tiered_memory_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import tiered_memory_service_pb2_grpc as pb_grpc
 from agentscope_memory.client._base import AsyncGrpcClient, BlockingGrpcClient
-from agentscope_memory.client._common import new_request_id, translate
+from agentscope_memory.client._common import new_request_id
+from agentscope_memory.client._retry import Reconnects, resuming_stream, resuming_stream_blocking
 from agentscope_memory.client.local import Blocking, _LocalClient
 from agentscope_memory.convert.from_proto import memory_from_proto
 from agentscope_memory.convert.tiered import (
@@ -160,16 +161,16 @@ class AsyncTieredClient(AsyncGrpcClient):
         return [e async for e in self.iter_events(memory_id, after_sequence)]
 
     async def watch_events(self, memory_id: str, after_sequence: int = 0) -> AsyncIterator[tuple[int, TierEvent]]:
-        """Recorded events after `after_sequence`, then new ones as they happen (until cancelled)."""
-        call = self._stub.WatchTierEvents(pb.WatchTierEventsRequest(memory_id=memory_id, after_sequence=after_sequence),
-                                          metadata=self._metadata)
-        try:
-            async for response in call:
-                yield event_from_proto(response.event)
-        except grpc.RpcError as exc:
-            raise translate(exc) from None
-        finally:
-            call.cancel()
+        """Recorded events after `after_sequence`, then new ones as they happen (until the caller
+        stops reading). A broken stream is reopened after the last event seen, so nothing is
+        missed or repeated, with growing pauses; a server unreachable for the client's `timeout`
+        raises `UnavailableError`."""
+        responses = resuming_stream(
+            lambda last: self._stub.WatchTierEvents(
+                pb.WatchTierEventsRequest(memory_id=memory_id, after_sequence=last), metadata=self._metadata),
+            after_sequence, lambda response: response.event.sequence, Reconnects(self.retry_policy, self.timeout))
+        async for response in responses:
+            yield event_from_proto(response.event)
 
 
 class TieredClient(BlockingGrpcClient):
@@ -230,6 +231,15 @@ class TieredClient(BlockingGrpcClient):
 
     def get_events(self, memory_id: str, after_sequence: int = 0) -> list[tuple[int, TierEvent]]:
         return list(self.iter_events(memory_id, after_sequence))
+
+    def watch_events(self, memory_id: str, after_sequence: int = 0) -> Iterator[tuple[int, TierEvent]]:
+        """`AsyncTieredClient.watch_events`, blocking."""
+        responses = resuming_stream_blocking(
+            lambda last: self._stub.WatchTierEvents(
+                pb.WatchTierEventsRequest(memory_id=memory_id, after_sequence=last), metadata=self._metadata),
+            after_sequence, lambda response: response.event.sequence, Reconnects(self.retry_policy, self.timeout))
+        for response in responses:
+            yield event_from_proto(response.event)
 
 
 class AsyncLocalTieredClient(_LocalClient):
