@@ -135,13 +135,28 @@ async def test_reflection_runs_as_a_background_job_after_facts_are_written(engin
 async def test_reflection_with_the_scripted_llm(engine) -> None:
     scope = Scope("agent", "u")
     await add_facts(engine, "t", scope, EN_FACTS)
-    with ScriptedLLM(default=ScriptedReply.text("The user, based in Lisbon, is organised and health-aware.")) as llm:
+    faithful = ("The user, based in Lisbon at Acme Corp, is health-aware (peanut allergy), plans Kyoto in April, "
+                "has a dog called Biscuit and likes dark mode.")
+    with ScriptedLLM(default=ScriptedReply.text(faithful)) as llm:
         client = ChatClient(LlmConfig(llm.base_url, "m", timeout_s=5, max_retries=0))
         result = await Reflector(engine, client).reflect("t", scope)
         await client.close()
         assert "Lisbon" in llm.requests[0].body["messages"][1]["content"]
-    assert result.reflection is not None and result.reflection.text.startswith("The user, based in Lisbon")
+    assert result.reflection is not None and result.reflection.text == faithful
     assert result.reflection.metadata["summary_method"] == "llm" and result.reflection.metadata["offline"] is False
+    assert result.reflection.metadata["fidelity_passed"] is True
+
+
+async def test_an_llm_reflection_losing_the_facts_keywords_falls_back_to_the_offline_one(engine) -> None:
+    # Five facts, and an answer keeping one of their names: the other four would leave recall unsaid.
+    scope = Scope("agent", "u")
+    ids = await add_facts(engine, "t", scope, EN_FACTS)
+    with ScriptedLLM(default=ScriptedReply.text("The user, based in Lisbon, is organised and health-aware.")) as llm:
+        client = ChatClient(LlmConfig(llm.base_url, "m", timeout_s=5, max_retries=0))
+        result = await Reflector(engine, client).reflect("t", scope)
+        await client.close()
+    assert result.reflection is not None and result.method == "extractive"
+    assert sorted(result.fact_ids) == sorted(ids) and all(t in result.reflection.text for t, _ in EN_FACTS)
 
 
 def test_bad_reflection_settings_name_the_field() -> None:
