@@ -400,3 +400,51 @@ async def test_an_llm_reflection_that_loses_the_facts_is_replaced_by_the_offline
         else:
             assert result.method == "extractive" and result.reflection.metadata["offline"] is True, name
             assert all(fact in result.reflection.text for fact in facts), name
+
+
+async def test_a_fact_updated_while_a_job_writes_is_not_retired_with_its_old_text(server_factory, tmp_path) -> None:
+    # The reflection and the merge are written from the texts read before the LLM answered: a
+    # fact updated meanwhile was retired with its new text, which then said nowhere in recall.
+    import threading
+
+    data = tmp_path / "data"
+    reflect_scope, merge_scope = Scope("agent", "reflect-while-updated"), Scope("agent", "merge-while-updated")
+    await _prefill_rows(data, reflect_scope, _fact_rows(reflect_scope, USER_FACTS[:2], importance=0.9))
+    await _prefill(data, merge_scope, clusters=1)
+    with ScriptedLLM() as llm:
+        server = await server_factory(data_dir=data, llm_base_url=llm.base_url, llm_max_retries=0,
+                                      lifecycle_reflection_enabled=False)
+        async with AsyncReflectionClient(server.address, timeout=60) as lifecycle, \
+                AsyncLongTermClient(server.address, timeout=60) as memories:
+
+            async def while_held(call, scope: Scope, new_text: str):
+                llm.hold = threading.Event()
+                pending = asyncio.ensure_future(call)
+                try:
+                    async def asked_the_llm() -> bool:
+                        return len(llm.chat_requests) > asked
+
+                    await wait_for(asked_the_llm, timeout=30)
+                    fact = (await facts_of(memories, scope))[0]
+                    await memories.update(fact.id, new_text)
+                finally:
+                    llm.hold.set()
+                return await pending, fact.id
+
+            asked = 0
+            llm.push(ScriptedReply.text("The user is allergic to peanuts and has a dog called Biscuit."))
+            result, updated = await while_held(
+                lifecycle.trigger_reflection(reflect_scope, importance_threshold=1.0), reflect_scope,
+                "My dog is called Rex now.")
+            assert not result.reflected and "changed" in result.reason
+            assert (await memories.get(updated)).text == "My dog is called Rex now."
+            assert len(await facts_of(memories, reflect_scope)) == 2
+
+            asked = len(llm.chat_requests)
+            llm.push(ScriptedReply.text("The user really loves green tea (record 0)."))
+            report, updated = await while_held(lifecycle.consolidate(merge_scope, threshold=2), merge_scope,
+                                               "The user now prefers black coffee.")
+            assert [m.fidelity.passed for m in report.merges] == [True], "the merge was faithful to what it read"
+            assert report.merged == 0 and not report.merges[0].applied
+            assert (await memories.get(updated)).text == "The user now prefers black coffee."
+            assert len(await facts_of(memories, merge_scope)) == 3

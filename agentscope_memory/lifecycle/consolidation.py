@@ -299,7 +299,9 @@ class Consolidator:
                 source={"memory_ids": merge.original_ids}, embedding_model=engine.embedding_model,
                 embedding=merged_vector.tobytes(),
             )
-            stored = await engine.replace(tenant, scope, [row], merge.original_ids, event="CONSOLIDATE", detail=detail)
+            # An original updated while the merge was written is not what it says: left as it is.
+            stored = await engine.replace(tenant, scope, [row], merge.original_ids, event="CONSOLIDATE", detail=detail,
+                                          read_as={f.memory_id: f.content_hash for f in members})
             if stored is None:
                 continue
             merge.memory_id, merge.applied = row.memory_id, True

@@ -188,7 +188,9 @@ class Reflector:
             embedding_model=engine.embedding_model, embedding=vector.tobytes(),
         )
         detail = {"job": "reflection", "job_id": job_id, "method": method}
-        stored = await engine.replace(tenant, scope, [row], fact_ids, event="REFLECT", detail=detail)
+        # A fact updated while the reflection was written is not what it says: the next check.
+        stored = await engine.replace(tenant, scope, [row], fact_ids, event="REFLECT", detail=detail,
+                                      read_as={f.memory_id: f.content_hash for f in facts})
         if stored is None:
             result.reason = "the facts changed meanwhile; the next check decides again"
             return self._done(result, started)
