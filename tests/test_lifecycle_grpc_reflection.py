@@ -448,3 +448,33 @@ async def test_a_fact_updated_while_a_job_writes_is_not_retired_with_its_old_tex
             assert report.merged == 0 and not report.merges[0].applied
             assert (await memories.get(updated)).text == "The user now prefers black coffee."
             assert len(await facts_of(memories, merge_scope)) == 3
+
+
+# Facts alike but for a number, a name or a dotted identifier: each is a fact of its own.
+NEAR_TWINS = [
+    ["The user takes the train at 7:15 on weekdays.", "The user takes the train at 8:45 on weekdays.",
+     "The user takes the train at 9:05 on weekdays."],
+    ["项目 deadline 是 3 月 1 日。", "项目 deadline 是 6 月 30 日。", "项目 deadline 是 9 月 15 日。"],
+    ["The user's flight to Berlin departs on Monday.", "The user's flight to Berlin departs on Wednesday.",
+     "The user's flight to Berlin departs on Friday."],
+    ["The user runs Python 3.11 with settings in config.yaml.", "The user runs Python 3.12 with settings in config.yaml.",
+     "The user runs Python 3.13 with settings in config.yaml."],
+]
+
+
+async def test_an_offline_merge_keeps_every_original_word_for_word(server_factory, tmp_path) -> None:
+    # The extractive merge dropped a sentence when few of its character bigrams were new ("at
+    # 8:45" after "at 7:15"; the fidelity check does not weigh numbers) and cut sentences at
+    # every full stop, rejoined with a space: "Python 3. 11 on config. yaml".
+    data = tmp_path / "data"
+    scope = Scope("助手", "near-twins")
+    rows = _fact_rows(scope, [text for group in NEAR_TWINS for text in group])
+    await _prefill_rows(data, scope, rows)
+    text_of = {r.memory_id: r.text for r in rows}
+    server = await server_factory(data_dir=data)
+    async with AsyncReflectionClient(server.address, timeout=120) as lifecycle:
+        report = await lifecycle.consolidate(scope, threshold=2)
+    applied = [m for m in report.merges if m.applied]
+    assert len(applied) == len(NEAR_TWINS), [m.text for m in report.merges]
+    for merge in applied:
+        assert [text_of[i] for i in merge.original_ids if text_of[i] not in merge.text] == [], merge.text
