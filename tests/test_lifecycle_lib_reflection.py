@@ -314,3 +314,17 @@ async def test_consolidation_with_the_default_embedder_merges_paraphrases_not_a_
     finally:
         await engine.close()
         await store.close()
+
+
+async def test_replace_refuses_when_a_retired_fact_changed_since_it_was_read(engine) -> None:
+    # What the lifecycle jobs rely on in both stores: their new memory says the texts they read.
+    scope = Scope("agent", "u")
+    ids = await add_facts(engine, "t", scope, EN_FACTS[:2])
+    read = {r.memory_id: r.content_hash for r in await engine.rows("t", ids)}
+    await engine.update("t", ids[0], "The user lives in Porto now.")
+    new = fact_row(scope, "The user lives in Lisbon and is allergic to peanuts.", 0.9)
+    assert await engine.replace("t", scope, [new], ids, event="REFLECT", detail={}, read_as=read) is None
+    assert all(not r.deleted for r in await engine.rows("t", ids)) and not await engine.rows("t", [new.memory_id])
+    read[ids[0]] = content_hash("The user lives in Porto now.")
+    assert await engine.replace("t", scope, [new], ids, event="REFLECT", detail={}, read_as=read) is not None
+    assert all(r.deleted for r in await engine.rows("t", ids))
