@@ -478,3 +478,19 @@ async def test_an_offline_merge_keeps_every_original_word_for_word(server_factor
     assert len(applied) == len(NEAR_TWINS), [m.text for m in report.merges]
     for merge in applied:
         assert [text_of[i] for i in merge.original_ids if text_of[i] not in merge.text] == [], merge.text
+
+
+async def test_a_consolidation_stops_asking_an_llm_that_times_out(server_factory, tmp_path) -> None:
+    # Each cluster waited out the LLM's timeout and retries again: a scope of a thousand
+    # clusters behind a dead LLM took (retries + 1) * timeout a thousand times over.
+    data = tmp_path / "data"
+    scope = Scope("agent", "slow-llm")
+    await _prefill(data, scope, clusters=10)
+    with ScriptedLLM(default=ScriptedReply.text("never in time").after(2)) as llm:
+        server = await server_factory(data_dir=data, llm_base_url=llm.base_url, llm_timeout_s=0.3, llm_max_retries=1,
+                                      lifecycle_reflection_enabled=False)
+        async with AsyncReflectionClient(server.address, timeout=120) as lifecycle:
+            report = await lifecycle.consolidate(scope, threshold=10)
+        asked = len(llm.chat_requests)
+    assert report.merged == 10 and {m.method for m in report.merges} == {"extractive"}
+    assert asked == 2, "one call and its retry, then the run merges offline"

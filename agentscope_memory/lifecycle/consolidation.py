@@ -175,16 +175,19 @@ class Consolidator:
         agent, user, run = (str(x) for x in job.payload["scope"])
         await self.consolidate_scope(job.tenant, Scope(agent, user, run), job_id=job.job_id)
 
-    async def _merge_text(self, texts: list[str]) -> tuple[str, str]:
-        if self._llm is not None:
+    async def _merge_text(self, texts: list[str], use_llm: bool) -> tuple[str, str, bool]:
+        """(merged text, method, whether the LLM failed): the merge by the LLM, or the
+        extractive one."""
+        if self._llm is not None and use_llm:
             try:
                 text = await ask(self._llm, MERGE_PROMPT, texts)
                 if len(text) <= MAX_MERGE_CHARS:
-                    return text, LLM
+                    return text, LLM, False
                 log.warning("the LLM's merge has %d characters; using the extractive merge", len(text))
             except LLM_ERRORS:
-                log.warning("merge by the LLM failed; using the extractive merge", exc_info=True)
-        return extractive_merge(texts, MAX_MERGE_CHARS), EXTRACTIVE
+                log.warning("merge by the LLM failed; merging offline for the rest of this run", exc_info=True)
+                return extractive_merge(texts, MAX_MERGE_CHARS), EXTRACTIVE, True
+        return extractive_merge(texts, MAX_MERGE_CHARS), EXTRACTIVE, False
 
     async def consolidate_scope(self, tenant: str, scope: Scope, *, dry_run: bool = False, job_id: str = "",
                                 **overrides: Any) -> ConsolidationReport:
@@ -252,6 +255,9 @@ class Consolidator:
         vectors = await engine.comparable(np.stack([np.frombuffer(f.embedding or b"", dtype=np.float32) for f in facts]))
         groups = clusters(vectors, settings.similarity, settings.max_cluster_size)
         reported = 0
+        # Once the LLM has failed (timed out, unreachable, after its retries), the rest of the
+        # run merges offline: waiting out the failure once per cluster took hours on a large scope.
+        llm_down = False
         for group in groups:
             if len(group) < 2:
                 continue
@@ -264,7 +270,8 @@ class Consolidator:
                 continue
             members = sorted((facts[i] for i in group), key=lambda f: (-f.importance, f.created, f.memory_id))
             texts = [f.text for f in members]
-            text, method = await self._merge_text(texts)
+            text, method, failed = await self._merge_text(texts, not llm_down)
+            llm_down = llm_down or failed
             if not text.strip():
                 report.failed_fidelity += 1
                 continue
