@@ -328,3 +328,16 @@ async def test_replace_refuses_when_a_retired_fact_changed_since_it_was_read(eng
     read[ids[0]] = content_hash("The user lives in Porto now.")
     assert await engine.replace("t", scope, [new], ids, event="REFLECT", detail={}, read_as=read) is not None
     assert all(r.deleted for r in await engine.rows("t", ids))
+
+
+def test_the_offline_reflection_counts_a_fact_as_said_only_word_for_word() -> None:
+    from agentscope_memory.lifecycle.reflection import extractive_reflection
+
+    scope = Scope("agent", "u")
+    rows = [fact_row(scope, text, importance) for text, importance in
+            [("The meeting is in Room 123.", 0.9), ("Room 12", 0.8), ("the  meeting is in room 123", 0.7),
+             ("用户喜欢绿茶和咖啡。", 0.6), ("用户喜欢绿茶", 0.5), ("x" * 100, 0.4)]]
+    text, covered = extractive_reflection(rows, 80)
+    assert text == "The meeting is in Room 123. Room 12; 用户喜欢绿茶和咖啡。 用户喜欢绿茶"
+    # The repetition leaves with them; what does not fit stays for the next reflection.
+    assert [r.text for r in covered] == [r.text for r in rows[:5]]

@@ -14,6 +14,7 @@ nothing done or everything done.
 from __future__ import annotations
 
 import math
+import re
 import time
 import uuid
 from dataclasses import dataclass, field, replace
@@ -78,7 +79,8 @@ def extractive_reflection(facts: list[LongTermRow], max_chars: int) -> tuple[str
     covered: list[LongTermRow] = []
     for fact in sorted(facts, key=lambda f: (-f.importance, f.created, f.memory_id)):
         line = " ".join(fact.text.split())
-        if line.casefold() in text.casefold():
+        # Said already, as whole words ("Room 12" is not said by "Room 123").
+        if re.search(rf"(?<!\w){re.escape(line.casefold())}(?!\w)", text.casefold()):
             covered.append(fact)
             continue
         # A fact without closing punctuation must not run into the next one.
