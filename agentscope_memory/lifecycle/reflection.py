@@ -8,7 +8,9 @@ reflection (memory_type `reflection`, importance 0.9) is written in the same tra
 takes the facts out of the dense and lexical index (soft delete, history event `REFLECT`): they
 stay stored, linked both ways (`source.memory_ids` on the reflection, `retired_into` on each
 fact), so recall is not redundant and nothing is lost. A rerun after a crash finds either
-nothing done or everything done.
+nothing done or everything done. Since the facts leave recall for it, the reflection must say
+them: the LLM's passes the consolidation's fidelity check or the offline one (the facts' texts
+whole) stands instead, and a fact updated while it was written keeps it from being written.
 """
 
 from __future__ import annotations
