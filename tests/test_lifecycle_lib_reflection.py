@@ -341,3 +341,49 @@ def test_the_offline_reflection_counts_a_fact_as_said_only_word_for_word() -> No
     assert text == "The meeting is in Room 123. Room 12; 用户喜欢绿茶和咖啡。 用户喜欢绿茶"
     # The repetition leaves with them; what does not fit stays for the next reflection.
     assert [r.text for r in covered] == [r.text for r in rows[:5]]
+
+
+async def test_clustering_a_large_scope_leaves_the_event_loop_free(engine) -> None:
+    # The clustering (a pure-Python union over every similar pair, quadratic for a scope of
+    # near-identical facts) ran on the server's event loop: no RPC was answered and no job
+    # lease renewed until it ended.
+    import asyncio
+
+    import numpy as np
+
+    scope = Scope("agent", "u")
+    rng = np.random.default_rng(7)
+    base = rng.normal(size=384)
+    rows = []
+    for i in range(1500):
+        row = fact_row(scope, f"The build log line {i} repeats the same warning.", 0.5)
+        row.embedding = (base + 0.05 * rng.normal(size=base.shape)).astype(np.float32).tobytes()
+        row.embedding_model = engine.embedding_model
+        rows.append(row)
+
+    def write(tx) -> None:
+        tx.ltm_register_scope(scope_key(scope), scope.agent_name, scope.user_id, scope.run_name, time.time())
+        tx.ltm_insert(rows)
+
+    await engine._store.run("t", write)
+    gaps: list[float] = []
+    done = asyncio.Event()
+
+    async def heartbeat() -> None:
+        loop = asyncio.get_running_loop()
+        last = loop.time()
+        while not done.is_set():
+            await asyncio.sleep(0.005)
+            now = loop.time()
+            gaps.append(now - last)
+            last = now
+
+    beating = asyncio.create_task(heartbeat())
+    started = asyncio.get_running_loop().time()
+    report = await Consolidator(engine).consolidate_scope("t", scope, dry_run=True, threshold=0)
+    took = asyncio.get_running_loop().time() - started
+    done.set()
+    await beating
+    assert report.ran and report.facts_before == 1500
+    # Relative, not absolute: the longest stall is a small part of the run.
+    assert max(gaps) < 0.5 * took, (max(gaps), took)

@@ -16,6 +16,7 @@ cluster by: the scope keeps its `threshold` most important facts and the rest ar
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 import uuid
@@ -253,7 +254,9 @@ class Consolidator:
                               report: ConsolidationReport, detail: dict[str, Any]) -> None:
         engine = self._engine
         vectors = await engine.comparable(np.stack([np.frombuffer(f.embedding or b"", dtype=np.float32) for f in facts]))
-        groups = clusters(vectors, settings.similarity, settings.max_cluster_size)
+        # Quadratic in a scope of near-identical facts (seconds to minutes): off the event loop,
+        # which meanwhile answers RPCs and renews the job leases.
+        groups = await asyncio.to_thread(clusters, vectors, settings.similarity, settings.max_cluster_size)
         reported = 0
         # Once the LLM has failed (timed out, unreachable, after its retries), the rest of the
         # run merges offline: waiting out the failure once per cluster took hours on a large scope.
