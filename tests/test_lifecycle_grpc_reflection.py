@@ -204,6 +204,27 @@ async def test_bad_input_names_the_field(server_factory) -> None:
 
 async def _prefill(data: Path, scope: Scope, clusters: int, tenant: str = "default") -> None:
     """Facts written straight into the server's sqlite store before it starts."""
+    await _prefill_rows(data, scope, cluster_rows(scope, clusters), tenant)
+
+
+def _fact_rows(scope: Scope, texts: list[str], importance: float = 0.5) -> list:
+    """One fact per text, oldest first."""
+    import uuid
+
+    from agentscope_memory.long_term.hybrid.records import content_hash, scope_key
+    from agentscope_memory.long_term.text import tokenize
+    from agentscope_memory.store.base import LongTermRow
+
+    now = time.time() - len(texts)
+    return [LongTermRow(memory_id=str(uuid.uuid4()), scope_key=scope_key(scope), agent_name=scope.agent_name,
+                        user_id=scope.user_id, run_name=scope.run_name, text=text, lex_terms=" ".join(tokenize(text)),
+                        memory_type="fact", importance=importance, importance_method="user", created=now + i,
+                        updated=now + i, last_accessed=now + i, content_hash=content_hash(text))
+            for i, text in enumerate(texts)]
+
+
+async def _prefill_rows(data: Path, scope: Scope, rows: list, tenant: str = "default") -> None:
+    """Rows written straight into the server's sqlite store before it starts."""
     from agentscope_memory.long_term.embedder import MiniLMEmbedder
     from agentscope_memory.long_term.hybrid import EngineSettings, HybridEngine
     from agentscope_memory.long_term.importance import HeuristicScorer
@@ -215,7 +236,7 @@ async def _prefill(data: Path, scope: Scope, clusters: int, tenant: str = "defau
     engine = HybridEngine(store, MiniLMEmbedder, scorer=HeuristicScorer(), router=HeuristicRouter(),
                           settings=EngineSettings(scoring=False))
     await engine.open()
-    await engine.insert(tenant, scope, cluster_rows(scope, clusters))
+    await engine.insert(tenant, scope, rows)
     await engine.close()
     await store.close()
 
@@ -310,3 +331,166 @@ async def test_metrics_count_lifecycle_runs_and_durations(server_factory, tmp_pa
     assert f'agentscope_memory_lifecycle_job_memories_total{{job="consolidation"}} {float(report.merged)}' in text
     assert 'agentscope_memory_lifecycle_job_runs_total{job="reflection"} 1.0' in text
     assert 'agentscope_memory_lifecycle_job_seconds_count{job="consolidation"} 1.0' in text
+
+
+# Distinct facts about one user; like any English sentences, they share most character bigrams.
+USER_FACTS = ["I am allergic to peanuts.", "My dog is called Biscuit.", "I work at Acme Corp in Lisbon.",
+              "My sister Ana lives in Porto.", "I prefer green tea over coffee.", "My birthday is on May 3rd.",
+              "I drive a red Toyota.", "I am learning to play the cello.", "My favourite city is Kyoto.",
+              "I run marathons in spring.", "My son is named Leo.", "I dislike loud music.",
+              "I use dark mode everywhere.", "My flight to Berlin is on Friday.", "I speak Portuguese and English.",
+              "I own a cat named Mia.", "I play chess on weekends.", "My password hint is the river.",
+              "I am vegetarian.", "I live on the third floor."]
+
+
+async def test_offline_reflection_holds_every_fact_it_takes_out_of_recall(server_factory, tmp_path) -> None:
+    # The offline summary dropped each sentence whose character bigrams it had mostly seen (any
+    # English sentence after twenty others) and cut at 8000 characters, yet retired every fact:
+    # "I live on the third floor." left recall with nothing saying it.
+    data = tmp_path / "data"
+    scope = Scope("agent", "u-many")
+    notes = [f"My project note {i} lists " + " ".join(f"part{i}-{j}" for j in range(60)) + "." for i in range(20)]
+    rows = _fact_rows(scope, USER_FACTS + notes)
+    await _prefill_rows(data, scope, rows)
+    text_of = {r.memory_id: r.text for r in rows}
+    server = await server_factory(data_dir=data, lifecycle_reflection_enabled=False)
+    async with AsyncReflectionClient(server.address, timeout=60) as lifecycle, \
+            AsyncLongTermClient(server.address, timeout=60) as memories:
+        result = await lifecycle.trigger_reflection(scope, cooldown_s=0)
+        assert result.reflected and result.method == "extractive" and result.reflection is not None
+        assert result.pending_facts == 40
+        missing = [text_of[i] for i in result.fact_ids if text_of[i] not in result.reflection.text]
+        assert missing == [], "a fact left recall without the reflection saying it"
+        assert set(USER_FACTS) <= {text_of[i] for i in result.fact_ids}
+        assert len(result.reflection.text) <= 8000
+        # What did not fit waits, live, for the next reflection.
+        live = {i.id for i in await facts_of(memories, scope)}
+        assert live and live == set(text_of) - set(result.fact_ids)
+        found = await memories.search(scope, "third floor")
+        assert found and found[0].id == result.reflection.id
+
+
+async def test_an_llm_reflection_that_loses_the_facts_is_replaced_by_the_offline_one(server_factory, tmp_path) -> None:
+    # The facts leave recall for the reflection: a refusal, garbage, or an answer in another
+    # language than the facts must not stand for them.
+    data = tmp_path / "data"
+    zh = ["用户对花生过敏。", "用户住在上海，在阿里巴巴工作。", "用户的妹妹住在杭州。"]
+    en = ["The user is allergic to peanuts.", "The user's dog is called Biscuit."]
+    scopes = {name: Scope("助手", name) for name in ("zh-english", "en-refusal", "en-garbage", "en-faithful")}
+    for name, scope in scopes.items():
+        await _prefill_rows(data, scope, _fact_rows(scope, zh if name.startswith("zh") else en, importance=0.9))
+    with ScriptedLLM() as llm:
+        server = await server_factory(data_dir=data, llm_base_url=llm.base_url, llm_max_retries=0,
+                                      lifecycle_reflection_enabled=False)
+        llm.push(ScriptedReply.text("The user is allergic to peanuts, works at Alibaba in Shanghai and has a sister "
+                                    "in Hangzhou."),
+                 ScriptedReply.text("I'm sorry, but I can't help with that."),
+                 ScriptedReply.text('{"error": "rate limited"}'),
+                 ScriptedReply.text("A health-aware dog owner: peanut allergy, dog Biscuit."))
+        async with AsyncReflectionClient(server.address, timeout=60) as lifecycle:
+            results = {name: await lifecycle.trigger_reflection(scope, importance_threshold=1.0)
+                       for name, scope in scopes.items()}
+        assert len(llm.chat_requests) == 4
+    for name, result in results.items():
+        assert result.reflected and result.reflection is not None, name
+        facts = zh if name.startswith("zh") else en
+        if name == "en-faithful":
+            assert result.method == "llm" and result.reflection.metadata["fidelity_passed"] is True
+            assert result.reflection.text == "A health-aware dog owner: peanut allergy, dog Biscuit."
+        else:
+            assert result.method == "extractive" and result.reflection.metadata["offline"] is True, name
+            assert all(fact in result.reflection.text for fact in facts), name
+
+
+async def test_a_fact_updated_while_a_job_writes_is_not_retired_with_its_old_text(server_factory, tmp_path) -> None:
+    # The reflection and the merge are written from the texts read before the LLM answered: a
+    # fact updated meanwhile was retired with its new text, which then said nowhere in recall.
+    import threading
+
+    data = tmp_path / "data"
+    reflect_scope, merge_scope = Scope("agent", "reflect-while-updated"), Scope("agent", "merge-while-updated")
+    await _prefill_rows(data, reflect_scope, _fact_rows(reflect_scope, USER_FACTS[:2], importance=0.9))
+    await _prefill(data, merge_scope, clusters=1)
+    with ScriptedLLM() as llm:
+        server = await server_factory(data_dir=data, llm_base_url=llm.base_url, llm_max_retries=0,
+                                      lifecycle_reflection_enabled=False)
+        async with AsyncReflectionClient(server.address, timeout=60) as lifecycle, \
+                AsyncLongTermClient(server.address, timeout=60) as memories:
+
+            async def while_held(call, scope: Scope, new_text: str):
+                llm.hold = threading.Event()
+                pending = asyncio.ensure_future(call)
+                try:
+                    async def asked_the_llm() -> bool:
+                        return len(llm.chat_requests) > asked
+
+                    await wait_for(asked_the_llm, timeout=30)
+                    fact = (await facts_of(memories, scope))[0]
+                    await memories.update(fact.id, new_text)
+                finally:
+                    llm.hold.set()
+                return await pending, fact.id
+
+            asked = 0
+            llm.push(ScriptedReply.text("The user is allergic to peanuts and has a dog called Biscuit."))
+            result, updated = await while_held(
+                lifecycle.trigger_reflection(reflect_scope, importance_threshold=1.0), reflect_scope,
+                "My dog is called Rex now.")
+            assert not result.reflected and "changed" in result.reason
+            assert (await memories.get(updated)).text == "My dog is called Rex now."
+            assert len(await facts_of(memories, reflect_scope)) == 2
+
+            asked = len(llm.chat_requests)
+            llm.push(ScriptedReply.text("The user really loves green tea (record 0)."))
+            report, updated = await while_held(lifecycle.consolidate(merge_scope, threshold=2), merge_scope,
+                                               "The user now prefers black coffee.")
+            assert [m.fidelity.passed for m in report.merges] == [True], "the merge was faithful to what it read"
+            assert report.merged == 0 and not report.merges[0].applied
+            assert (await memories.get(updated)).text == "The user now prefers black coffee."
+            assert len(await facts_of(memories, merge_scope)) == 3
+
+
+# Facts alike but for a number, a name or a dotted identifier: each is a fact of its own.
+NEAR_TWINS = [
+    ["The user takes the train at 7:15 on weekdays.", "The user takes the train at 8:45 on weekdays.",
+     "The user takes the train at 9:05 on weekdays."],
+    ["项目 deadline 是 3 月 1 日。", "项目 deadline 是 6 月 30 日。", "项目 deadline 是 9 月 15 日。"],
+    ["The user's flight to Berlin departs on Monday.", "The user's flight to Berlin departs on Wednesday.",
+     "The user's flight to Berlin departs on Friday."],
+    ["The user runs Python 3.11 with settings in config.yaml.", "The user runs Python 3.12 with settings in config.yaml.",
+     "The user runs Python 3.13 with settings in config.yaml."],
+]
+
+
+async def test_an_offline_merge_keeps_every_original_word_for_word(server_factory, tmp_path) -> None:
+    # The extractive merge dropped a sentence when few of its character bigrams were new ("at
+    # 8:45" after "at 7:15"; the fidelity check does not weigh numbers) and cut sentences at
+    # every full stop, rejoined with a space: "Python 3. 11 on config. yaml".
+    data = tmp_path / "data"
+    scope = Scope("助手", "near-twins")
+    rows = _fact_rows(scope, [text for group in NEAR_TWINS for text in group])
+    await _prefill_rows(data, scope, rows)
+    text_of = {r.memory_id: r.text for r in rows}
+    server = await server_factory(data_dir=data)
+    async with AsyncReflectionClient(server.address, timeout=120) as lifecycle:
+        report = await lifecycle.consolidate(scope, threshold=2)
+    applied = [m for m in report.merges if m.applied]
+    assert len(applied) == len(NEAR_TWINS), [m.text for m in report.merges]
+    for merge in applied:
+        assert [text_of[i] for i in merge.original_ids if text_of[i] not in merge.text] == [], merge.text
+
+
+async def test_a_consolidation_stops_asking_an_llm_that_times_out(server_factory, tmp_path) -> None:
+    # Each cluster waited out the LLM's timeout and retries again: a scope of a thousand
+    # clusters behind a dead LLM took (retries + 1) * timeout a thousand times over.
+    data = tmp_path / "data"
+    scope = Scope("agent", "slow-llm")
+    await _prefill(data, scope, clusters=10)
+    with ScriptedLLM(default=ScriptedReply.text("never in time").after(2)) as llm:
+        server = await server_factory(data_dir=data, llm_base_url=llm.base_url, llm_timeout_s=0.3, llm_max_retries=1,
+                                      lifecycle_reflection_enabled=False)
+        async with AsyncReflectionClient(server.address, timeout=120) as lifecycle:
+            report = await lifecycle.consolidate(scope, threshold=10)
+        asked = len(llm.chat_requests)
+    assert report.merged == 10 and {m.method for m in report.merges} == {"extractive"}
+    assert asked == 2, "one call and its retry, then the run merges offline"

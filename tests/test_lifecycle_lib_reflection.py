@@ -135,13 +135,28 @@ async def test_reflection_runs_as_a_background_job_after_facts_are_written(engin
 async def test_reflection_with_the_scripted_llm(engine) -> None:
     scope = Scope("agent", "u")
     await add_facts(engine, "t", scope, EN_FACTS)
-    with ScriptedLLM(default=ScriptedReply.text("The user, based in Lisbon, is organised and health-aware.")) as llm:
+    faithful = ("The user, based in Lisbon at Acme Corp, is health-aware (peanut allergy), plans Kyoto in April, "
+                "has a dog called Biscuit and likes dark mode.")
+    with ScriptedLLM(default=ScriptedReply.text(faithful)) as llm:
         client = ChatClient(LlmConfig(llm.base_url, "m", timeout_s=5, max_retries=0))
         result = await Reflector(engine, client).reflect("t", scope)
         await client.close()
         assert "Lisbon" in llm.requests[0].body["messages"][1]["content"]
-    assert result.reflection is not None and result.reflection.text.startswith("The user, based in Lisbon")
+    assert result.reflection is not None and result.reflection.text == faithful
     assert result.reflection.metadata["summary_method"] == "llm" and result.reflection.metadata["offline"] is False
+    assert result.reflection.metadata["fidelity_passed"] is True
+
+
+async def test_an_llm_reflection_losing_the_facts_keywords_falls_back_to_the_offline_one(engine) -> None:
+    # Five facts, and an answer keeping one of their names: the other four would leave recall unsaid.
+    scope = Scope("agent", "u")
+    ids = await add_facts(engine, "t", scope, EN_FACTS)
+    with ScriptedLLM(default=ScriptedReply.text("The user, based in Lisbon, is organised and health-aware.")) as llm:
+        client = ChatClient(LlmConfig(llm.base_url, "m", timeout_s=5, max_retries=0))
+        result = await Reflector(engine, client).reflect("t", scope)
+        await client.close()
+    assert result.reflection is not None and result.method == "extractive"
+    assert sorted(result.fact_ids) == sorted(ids) and all(t in result.reflection.text for t, _ in EN_FACTS)
 
 
 def test_bad_reflection_settings_name_the_field() -> None:
@@ -299,3 +314,76 @@ async def test_consolidation_with_the_default_embedder_merges_paraphrases_not_a_
     finally:
         await engine.close()
         await store.close()
+
+
+async def test_replace_refuses_when_a_retired_fact_changed_since_it_was_read(engine) -> None:
+    # What the lifecycle jobs rely on in both stores: their new memory says the texts they read.
+    scope = Scope("agent", "u")
+    ids = await add_facts(engine, "t", scope, EN_FACTS[:2])
+    read = {r.memory_id: r.content_hash for r in await engine.rows("t", ids)}
+    await engine.update("t", ids[0], "The user lives in Porto now.")
+    new = fact_row(scope, "The user lives in Lisbon and is allergic to peanuts.", 0.9)
+    assert await engine.replace("t", scope, [new], ids, event="REFLECT", detail={}, read_as=read) is None
+    assert all(not r.deleted for r in await engine.rows("t", ids)) and not await engine.rows("t", [new.memory_id])
+    read[ids[0]] = content_hash("The user lives in Porto now.")
+    assert await engine.replace("t", scope, [new], ids, event="REFLECT", detail={}, read_as=read) is not None
+    assert all(r.deleted for r in await engine.rows("t", ids))
+
+
+def test_the_offline_reflection_counts_a_fact_as_said_only_word_for_word() -> None:
+    from agentscope_memory.lifecycle.reflection import extractive_reflection
+
+    scope = Scope("agent", "u")
+    rows = [fact_row(scope, text, importance) for text, importance in
+            [("The meeting is in Room 123.", 0.9), ("Room 12", 0.8), ("the  meeting is in room 123", 0.7),
+             ("用户喜欢绿茶和咖啡。", 0.6), ("用户喜欢绿茶", 0.5), ("x" * 100, 0.4)]]
+    text, covered = extractive_reflection(rows, 80)
+    assert text == "The meeting is in Room 123. Room 12; 用户喜欢绿茶和咖啡。 用户喜欢绿茶"
+    # The repetition leaves with them; what does not fit stays for the next reflection.
+    assert [r.text for r in covered] == [r.text for r in rows[:5]]
+
+
+async def test_clustering_a_large_scope_leaves_the_event_loop_free(engine) -> None:
+    # The clustering (a pure-Python union over every similar pair, quadratic for a scope of
+    # near-identical facts) ran on the server's event loop: no RPC was answered and no job
+    # lease renewed until it ended.
+    import asyncio
+
+    import numpy as np
+
+    scope = Scope("agent", "u")
+    rng = np.random.default_rng(7)
+    base = rng.normal(size=384)
+    rows = []
+    for i in range(1500):
+        row = fact_row(scope, f"The build log line {i} repeats the same warning.", 0.5)
+        row.embedding = (base + 0.05 * rng.normal(size=base.shape)).astype(np.float32).tobytes()
+        row.embedding_model = engine.embedding_model
+        rows.append(row)
+
+    def write(tx) -> None:
+        tx.ltm_register_scope(scope_key(scope), scope.agent_name, scope.user_id, scope.run_name, time.time())
+        tx.ltm_insert(rows)
+
+    await engine._store.run("t", write)
+    gaps: list[float] = []
+    done = asyncio.Event()
+
+    async def heartbeat() -> None:
+        loop = asyncio.get_running_loop()
+        last = loop.time()
+        while not done.is_set():
+            await asyncio.sleep(0.005)
+            now = loop.time()
+            gaps.append(now - last)
+            last = now
+
+    beating = asyncio.create_task(heartbeat())
+    started = asyncio.get_running_loop().time()
+    report = await Consolidator(engine).consolidate_scope("t", scope, dry_run=True, threshold=0)
+    took = asyncio.get_running_loop().time() - started
+    done.set()
+    await beating
+    assert report.ran and report.facts_before == 1500
+    # Relative, not absolute: the longest stall is a small part of the run.
+    assert max(gaps) < 0.5 * took, (max(gaps), took)

@@ -16,6 +16,7 @@ cluster by: the scope keeps its `threshold` most important facts and the rest ar
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 import uuid
@@ -175,16 +176,19 @@ class Consolidator:
         agent, user, run = (str(x) for x in job.payload["scope"])
         await self.consolidate_scope(job.tenant, Scope(agent, user, run), job_id=job.job_id)
 
-    async def _merge_text(self, texts: list[str]) -> tuple[str, str]:
-        if self._llm is not None:
+    async def _merge_text(self, texts: list[str], use_llm: bool) -> tuple[str, str, bool]:
+        """(merged text, method, whether the LLM failed): the merge by the LLM, or the
+        extractive one."""
+        if self._llm is not None and use_llm:
             try:
                 text = await ask(self._llm, MERGE_PROMPT, texts)
                 if len(text) <= MAX_MERGE_CHARS:
-                    return text, LLM
+                    return text, LLM, False
                 log.warning("the LLM's merge has %d characters; using the extractive merge", len(text))
             except LLM_ERRORS:
-                log.warning("merge by the LLM failed; using the extractive merge", exc_info=True)
-        return extractive_merge(texts, MAX_MERGE_CHARS), EXTRACTIVE
+                log.warning("merge by the LLM failed; merging offline for the rest of this run", exc_info=True)
+                return extractive_merge(texts, MAX_MERGE_CHARS), EXTRACTIVE, True
+        return extractive_merge(texts, MAX_MERGE_CHARS), EXTRACTIVE, False
 
     async def consolidate_scope(self, tenant: str, scope: Scope, *, dry_run: bool = False, job_id: str = "",
                                 **overrides: Any) -> ConsolidationReport:
@@ -250,8 +254,13 @@ class Consolidator:
                               report: ConsolidationReport, detail: dict[str, Any]) -> None:
         engine = self._engine
         vectors = await engine.comparable(np.stack([np.frombuffer(f.embedding or b"", dtype=np.float32) for f in facts]))
-        groups = clusters(vectors, settings.similarity, settings.max_cluster_size)
+        # Quadratic in a scope of near-identical facts (seconds to minutes): off the event loop,
+        # which meanwhile answers RPCs and renews the job leases.
+        groups = await asyncio.to_thread(clusters, vectors, settings.similarity, settings.max_cluster_size)
         reported = 0
+        # Once the LLM has failed (timed out, unreachable, after its retries), the rest of the
+        # run merges offline: waiting out the failure once per cluster took hours on a large scope.
+        llm_down = False
         for group in groups:
             if len(group) < 2:
                 continue
@@ -264,7 +273,8 @@ class Consolidator:
                 continue
             members = sorted((facts[i] for i in group), key=lambda f: (-f.importance, f.created, f.memory_id))
             texts = [f.text for f in members]
-            text, method = await self._merge_text(texts)
+            text, method, failed = await self._merge_text(texts, not llm_down)
+            llm_down = llm_down or failed
             if not text.strip():
                 report.failed_fidelity += 1
                 continue
@@ -299,7 +309,9 @@ class Consolidator:
                 source={"memory_ids": merge.original_ids}, embedding_model=engine.embedding_model,
                 embedding=merged_vector.tobytes(),
             )
-            stored = await engine.replace(tenant, scope, [row], merge.original_ids, event="CONSOLIDATE", detail=detail)
+            # An original updated while the merge was written is not what it says: left as it is.
+            stored = await engine.replace(tenant, scope, [row], merge.original_ids, event="CONSOLIDATE", detail=detail,
+                                          read_as={f.memory_id: f.content_hash for f in members})
             if stored is None:
                 continue
             merge.memory_id, merge.applied = row.memory_id, True

@@ -11,6 +11,7 @@ import re
 from typing import Sequence
 
 from agentscope_memory.errors import DeadlineExceededError, UnavailableError
+from agentscope_memory.lifecycle.keywords import keywords
 from agentscope_memory.llm import ChatClient
 
 log = logging.getLogger("agentscope_memory.lifecycle")
@@ -38,17 +39,23 @@ COMPRESS_PROMPT = (
     "identifiers. Write in the language of the memories. Answer with the summary only."
 )
 
-_SENTENCE = re.compile(r"(?<=[.!?。！？;；])\s*")
+# A Latin full stop ends a sentence only before whitespace: "3.11", "config.yaml" and
+# "alice@example.com" are one word. Chinese ones end it where they stand.
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])\s*")
 
 
 def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text.strip()) if s.strip()]
 
 
+def _bigrams(sentence: str) -> set[str]:
+    folded = sentence.casefold()
+    return {folded[i:i + 2] for i in range(max(1, len(folded) - 1))}
+
+
 def _novel(sentence: str, seen: set[str], min_share: float) -> bool:
     """A sentence adds something when at least `min_share` of its characters' bigrams are new."""
-    folded = sentence.casefold()
-    grams = {folded[i:i + 2] for i in range(max(1, len(folded) - 1))}
+    grams = _bigrams(sentence)
     fresh = grams - seen
     if len(fresh) < min_share * len(grams) or not fresh:
         return False
@@ -56,16 +63,30 @@ def _novel(sentence: str, seen: set[str], min_share: float) -> bool:
     return True
 
 
+_NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
+
+
+def _details(sentence: str) -> set[str]:
+    """What a merge must not drop however little of the sentence is new: its numbers (times,
+    dates, codes) and keywords (names, identifiers, Chinese segments)."""
+    return set(_NUMBER.findall(sentence)) | keywords(sentence)
+
+
 def extractive_merge(texts: Sequence[str], max_chars: int = 4000, min_share: float = 0.25) -> str:
     """The originals' sentences in order, each kept only if at least `min_share` of it is not
-    said yet."""
+    said yet or it holds a detail (number, keyword) not said yet: "at 7:15" and "at 8:45" differ
+    in two characters and are two facts."""
     seen: set[str] = set()
+    said: set[str] = set()
     kept: list[str] = []
     size = 0
     for text in texts:
         for sentence in _sentences(text):
-            if not _novel(sentence, seen, min_share):
+            details = _details(sentence)
+            if not (details - said) and not _novel(sentence, seen, min_share):
                 continue
+            said |= details
+            seen |= _bigrams(sentence)
             if size + len(sentence) + 1 > max_chars:
                 return " ".join(kept)
             kept.append(sentence)

@@ -330,11 +330,14 @@ class HybridEngine:
         return stored
 
     async def replace(self, tenant: str, scope: Scope, add: builtins.list[LongTermRow], retire: Sequence[str], *,
-                      event: str, detail: dict[str, Any]) -> builtins.list[LongTermRow] | None:
+                      event: str, detail: dict[str, Any],
+                      read_as: Mapping[str, str] | None = None) -> builtins.list[LongTermRow] | None:
         """In one transaction: soft-delete the live memories `retire` of `scope` (history event
         `event`, linked to the new rows) and insert `add` (already embedded). Nothing changes
-        and None is returned when one of `retire` is no longer live or a new text is already
-        held live by the scope (a concurrent writer got there first): a rerun decides again."""
+        and None is returned when one of `retire` is no longer live, its text is no longer the
+        one whose content hash `read_as` gives (the new rows say what it said before an
+        update), or a new text is already held live by the scope (a concurrent writer got
+        there first): a rerun decides again."""
         key = scope_key(scope)
         new_ids = [r.memory_id for r in add]
 
@@ -348,6 +351,8 @@ class HybridEngine:
                 for memory_id in retire:
                     row = tx.ltm_get(memory_id, lock=True)
                     if row is None or row.deleted or row.scope_key != key:
+                        raise _Changed()
+                    if read_as is not None and row.content_hash != read_as.get(memory_id):
                         raise _Changed()
                     row.deleted, row.updated = True, now
                     row.version += 1
