@@ -6,6 +6,7 @@ tenant isolation of every RPC, kill -9 durability, bad input, local mode."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from pathlib import Path
 
@@ -271,6 +272,27 @@ async def test_rendering_newest_first_within_the_budget(server) -> None:
         assert one.entry_count == 2 and one.omitted_count == 1 and one.token_count <= as_messages.token_count - 1
         assert one.text.splitlines()[0] == "[SHARED:new] 最新的事实"
         assert (await pools.render(["empty pool"])).entry_count == 0
+
+
+async def test_a_page_of_entries_with_large_metadata_fits_a_stock_4_mib_client(server) -> None:
+    # 100 small entries with 64 KiB of metadata each: 6.5 MB, in pages a stock client receives.
+    metadata = json.dumps({"notes": "备" * 21_800}, ensure_ascii=False)
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        stub = pb_grpc.SharedPoolServiceStub(channel)
+        for i in range(100):
+            await stub.WritePoolEntry(pb.WritePoolEntryRequest(pool_id=POOL, key=f"{i:03}", content_json="1",
+                                                               metadata_json=metadata))
+        keys: list[str] = []
+        token = ""
+        while True:
+            page = await stub.ListPoolEntries(pb.ListPoolEntriesRequest(pool_id=POOL, page_size=100, page_token=token))
+            assert page.ByteSize() <= 4 * 1024 * 1024
+            assert all(e.metadata_json == metadata for e in page.entries)
+            keys += [e.key for e in page.entries]
+            token = page.next_page_token
+            if not token:
+                break
+    assert keys == [f"{i:03}" for i in range(100)]
 
 
 async def test_every_rpc_is_tenant_isolated(server_factory) -> None:

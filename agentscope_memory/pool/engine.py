@@ -70,6 +70,14 @@ def check_text(value: str, field: str, max_bytes: int, *, required: bool) -> str
     return value
 
 
+def _entry_bytes(row: PoolEntryRow) -> int:
+    """About what the entry costs in a response: every text it carries (metadata too, up to
+    64 KiB, which alone can make a page of small entries exceed 4 MiB), plus room for the rest."""
+    texts = (row.content_json, row.key, row.pool_id, row.created_by, row.updated_by,
+             json.dumps(row.metadata, ensure_ascii=False))
+    return sum(len(t.encode("utf-8")) for t in texts) + 256
+
+
 def _entry(row: PoolEntryRow) -> PoolEntry:
     return PoolEntry(row.pool_id, row.key, row.content_json, row.version, row.created_by, row.updated_by,
                      row.created_at, row.updated_at, dict(row.metadata))
@@ -189,7 +197,7 @@ class SharedPools:
         kept: builtins.list[PoolEntryRow] = []
         used = 0
         for row in rows[:size]:
-            cost = len(row.content_json.encode("utf-8")) + len(row.key.encode("utf-8")) + 1024
+            cost = _entry_bytes(row)
             if kept and used + cost > self.limits.max_page_bytes:
                 break
             kept.append(row)
