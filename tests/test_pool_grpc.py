@@ -295,6 +295,30 @@ async def test_a_page_of_entries_with_large_metadata_fits_a_stock_4_mib_client(s
     assert keys == [f"{i:03}" for i in range(100)]
 
 
+async def test_rendering_many_small_entries_as_messages_fits_a_stock_4_mib_client(server) -> None:
+    # Each message carries the pool id (512 bytes) in its metadata, which costs no tokens:
+    # 7,000 entries fit the largest token budget and would make 4.6 MB of messages.
+    pool = "池" * 170
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        stub = pb_grpc.SharedPoolServiceStub(channel)
+        limit = asyncio.Semaphore(32)
+
+        async def write(i: int) -> None:
+            async with limit:
+                await stub.WritePoolEntry(pb.WritePoolEntryRequest(pool_id=pool, key=str(i), content_json="1"))
+
+        await asyncio.gather(*(write(i) for i in range(7000)))
+        as_messages = await stub.RenderPoolContext(pb.RenderPoolContextRequest(
+            pool_ids=[pool], max_tokens=200_000, format=pb.POOL_RENDER_FORMAT_MESSAGES))
+        assert as_messages.ByteSize() <= 4 * 1024 * 1024
+        assert as_messages.entry_count == len(as_messages.messages) > 5000
+        assert as_messages.entry_count + as_messages.omitted_count == 7000
+        # The text is far smaller: every entry still fits it.
+        as_text = await stub.RenderPoolContext(pb.RenderPoolContextRequest(pool_ids=[pool], max_tokens=200_000))
+        assert as_text.entry_count == 7000 and as_text.omitted_count == 0
+        assert len(as_text.text.splitlines()) == 7000
+
+
 async def test_every_rpc_is_tenant_isolated(server_factory) -> None:
     server = await server_factory(api_keys={"alice-tenant-key-0001": "tenant-a", "bob-tenant-key-00001": "tenant-b"})
     async with AsyncPoolClient(server.address, api_key="alice-tenant-key-0001", timeout=10) as alice, \

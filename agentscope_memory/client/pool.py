@@ -328,7 +328,8 @@ class AsyncLocalPoolClient(_LocalClient):
             yield event
 
     async def render(self, pool_ids: Sequence[str], max_tokens: int = 0, *, messages: bool = False) -> RenderedPools:
-        rendered: RenderedPools = await (await self._pools()).render(self.tenant, list(pool_ids), max_tokens)
+        rendered: RenderedPools = await (await self._pools()).render(self.tenant, list(pool_ids), max_tokens,
+                                                                     as_messages=messages)
         if messages:
             return RenderedPools("", rendered.messages, rendered.entry_count, rendered.omitted_count, rendered.token_count)
         return RenderedPools(rendered.text, [], rendered.entry_count, rendered.omitted_count, rendered.token_count)

@@ -259,8 +259,10 @@ class SharedPools:
 
     # -- context ------------------------------------------------------------------------------
 
-    async def render(self, tenant: str, pool_ids: Sequence[str], max_tokens: int = 0) -> RenderedPools:
-        """The pools' entries, newest `updated_at` first across pools, within `max_tokens`."""
+    async def render(self, tenant: str, pool_ids: Sequence[str], max_tokens: int = 0, *,
+                     as_messages: bool = False) -> RenderedPools:
+        """The pools' entries, newest `updated_at` first across pools, within `max_tokens` and
+        a response's byte budget for the form the caller sends (`as_messages`: the messages)."""
         if not pool_ids:
             raise InvalidArgumentError("pool_ids", "name at least one pool")
         if len(pool_ids) > self.limits.max_render_pools:
@@ -278,4 +280,4 @@ class SharedPools:
 
         rows = await self.store.run(tenant, read, write=False)
         newest = heapq.nsmallest(cap, rows, key=lambda r: (-r.updated_at, r.pool_id, r.key))
-        return render((_entry(r) for r in newest), budget)
+        return render((_entry(r) for r in newest), budget, self.limits.max_page_bytes, as_messages=as_messages)
