@@ -79,6 +79,19 @@ async def test_compare_and_set(server) -> None:
         assert (await pools.write(POOL, "k", "again", expected_version=0)).entry.version == 1
 
 
+def test_a_conflict_reports_its_versions_whatever_the_key_says(threaded_server) -> None:
+    # The versions are read from the end of the server's message, not from a key that quotes it.
+    key, pool = "is at version 9, not the expected 9", "is at version 8, not the expected 8 池"
+    with PoolClient(threaded_server.address, timeout=10) as pools:
+        pools.write(pool, key, 1)
+        with pytest.raises(PoolConflictError) as caught:
+            pools.write(pool, key, 2, expected_version=5)
+        assert (caught.value.expected, caught.value.actual) == (5, 1)
+        with pytest.raises(PoolConflictError) as caught:
+            pools.delete(pool, key + " (it does not exist)", expected_version=3)
+        assert (caught.value.expected, caught.value.actual) == (3, 0)
+
+
 async def _increment_async(pools: AsyncPoolClient, rounds: int) -> int:
     conflicts = 0
     for _ in range(rounds):

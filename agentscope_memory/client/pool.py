@@ -46,7 +46,8 @@ from agentscope_memory.pool import (
 if TYPE_CHECKING:
     from agentscope_memory.service import Service, ServiceSettings
 
-_VERSIONS = re.compile(r"is at version (\d+), not the expected (\d+)")
+# Anchored at the end: the key and pool id come earlier in the message, and may hold this text.
+_VERSIONS = re.compile(r"is at version (\d+), not the expected (\d+)(?: \(it does not exist\))?\Z")
 
 
 def _to_json(value: Any) -> str:
