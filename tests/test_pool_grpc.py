@@ -414,6 +414,28 @@ async def test_bad_input_names_the_field_and_changes_nothing(server) -> None:
         assert [e.sequence for e in events.events] == [1]
 
 
+async def test_metadata_up_to_the_limit_is_kept_and_only_a_merge_beyond_it_is_refused(server) -> None:
+    # 4,200 keys in 61 KB, sent compactly: within the 64 KiB a request may carry.
+    many = {f"键{i}": i for i in range(4200)}
+    compact = json.dumps(many, ensure_ascii=False, separators=(",", ":"))
+    assert 60_000 < len(compact.encode()) < 64 * 1024
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        stub = pb_grpc.SharedPoolServiceStub(channel)
+        written = await stub.WritePoolEntry(pb.WritePoolEntryRequest(pool_id=POOL, key="k", content_json="1",
+                                                                     metadata_json=compact))
+        assert json.loads(written.entry.metadata_json) == many
+        # Merging 5 KB more onto it would pass 64 KiB: refused, and nothing changes.
+        more = json.dumps({"extra": "x" * 5000})
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.WritePoolEntry(pb.WritePoolEntryRequest(pool_id=POOL, key="k", content_json="2",
+                                                               metadata_json=more))
+        assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "metadata_json" in (refused.value.details() or "")
+        got = (await stub.GetPoolEntry(pb.GetPoolEntryRequest(pool_id=POOL, key="k"))).entry
+        assert (got.content_json, got.version, json.loads(got.metadata_json)) == ("1", 1, many)
+        assert [e.sequence for e in (await stub.ListPoolEvents(pb.ListPoolEventsRequest(pool_id=POOL))).events] == [1]
+
+
 def test_local_mode(tmp_path: Path) -> None:
     from agentscope_memory.service import ServiceSettings
 
