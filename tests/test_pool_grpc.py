@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import tracemalloc
 from pathlib import Path
 
 import grpc
@@ -330,6 +331,33 @@ async def test_rendering_many_small_entries_as_messages_fits_a_stock_4_mib_clien
         as_text = await stub.RenderPoolContext(pb.RenderPoolContextRequest(pool_ids=[pool], max_tokens=200_000))
         assert as_text.entry_count == 7000 and as_text.omitted_count == 0
         assert len(as_text.text.splitlines()) == 7000
+
+
+async def test_rendering_large_pools_holds_a_few_entries_at_a_time_and_keeps_the_order(server) -> None:
+    big = '"' + "大" * 349_000 + '"'  # about 1 MiB of UTF-8
+    async with AsyncPoolClient(server.address, timeout=30) as pools:
+        async with grpc.aio.insecure_channel(server.address) as channel:
+            stub = pb_grpc.SharedPoolServiceStub(channel)
+            for i in range(100):
+                await stub.WritePoolEntry(pb.WritePoolEntryRequest(pool_id="大池", key=f"big{i}", content_json=big))
+        await pools.write("大池", "small", "fits")
+        tracemalloc.start()
+        try:
+            rendered = await pools.render(["大池"])
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert (rendered.text, rendered.entry_count, rendered.omitted_count) == ("[SHARED:small] fits", 1, 100)
+        # 100 MiB of entries; the rendering held a few of them at a time, not all.
+        assert peak < 40 * 1024 * 1024, peak
+        # Many entries in three pools, written in turn: newest first across the pools.
+        written = []
+        for i in range(40):
+            for pool in ("甲", "乙", "丙"):
+                await pools.write(pool, f"k{i:02}", i)
+                written.append(f"[SHARED:k{i:02}] {i}")
+        everything = await pools.render(["甲", "乙", "丙"], 200_000)
+        assert everything.text.splitlines() == written[::-1]
 
 
 async def test_every_rpc_is_tenant_isolated(server_factory) -> None:

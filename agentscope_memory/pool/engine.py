@@ -8,10 +8,11 @@ from __future__ import annotations
 import asyncio
 import builtins  # `list` is also a method name below
 import heapq
+import itertools
 import json
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from agentscope_memory.errors import InvalidArgumentError, NotFoundError, ResourceExhaustedError
@@ -34,6 +35,8 @@ from agentscope_memory.validation.json_text import parse_json, parse_json_object
 
 KiB = 1024
 MiB = 1024 * KiB
+# What a rendering reads of a pool at a time.
+_BATCH_BYTES = 4 * MiB
 
 
 @dataclass(frozen=True)
@@ -279,9 +282,28 @@ class SharedPools:
         pools = list(dict.fromkeys(pool_ids))
         cap = self.limits.max_render_entries
 
-        def read(tx: Tx) -> builtins.list[PoolEntryRow]:
-            return [row for pool_id in pools for row in tx.pool_newest(pool_id, None, cap)]
+        def read(tx: Tx) -> RenderedPools:
+            # Rendered as it is read, in one transaction: the entries are merged newest first
+            # from each pool's batches, so only a few batches are held at once, not every entry
+            # up to the cap (10,000 entries of 1 MiB each made one call hold 10 GB).
+            merged = heapq.merge(*(_newest(tx, pool_id) for pool_id in pools),
+                                 key=lambda r: (-r.updated_at, r.pool_id, r.key))
+            return render((_entry(r) for r in itertools.islice(merged, cap)), budget, self.limits.max_page_bytes,
+                          as_messages=as_messages)
 
-        rows = await self.store.run(tenant, read, write=False)
-        newest = heapq.nsmallest(cap, rows, key=lambda r: (-r.updated_at, r.pool_id, r.key))
-        return render((_entry(r) for r in newest), budget, self.limits.max_page_bytes, as_messages=as_messages)
+        rendered: RenderedPools = await self.store.run(tenant, read, write=False)
+        return rendered
+
+
+def _newest(tx: Tx, pool_id: str) -> Iterator[PoolEntryRow]:
+    """A pool's entries newest first, read in batches of about `_BATCH_BYTES`."""
+    before: tuple[float, str] | None = None
+    size = 8
+    while True:
+        rows = tx.pool_newest(pool_id, before, size)
+        yield from rows
+        if len(rows) < size:
+            return
+        before = (rows[-1].updated_at, rows[-1].key)
+        average = sum(len(r.content_json) for r in rows) // len(rows) + 1
+        size = max(1, min(100, _BATCH_BYTES // average))
