@@ -134,6 +134,23 @@ async def test_attaching_a_long_term_subtree_keeps_its_deepest_lineage_within_32
         assert (await scopes.long_term_lineage(Scope(agent_name="down31"))).ancestors[-1] == Scope(agent_name="down0")
 
 
+async def test_a_memory_deleted_by_any_path_leaves_no_marks_or_links_to_its_successor(server) -> None:
+    # The web inspector deletes through the library's `MemoryManager.delete_memory`, not
+    # ScopeService: a new memory with the same id restarts its sequence numbers at 1, so the
+    # old SHARED marks made its first (LOCAL, private) messages visible to the old children.
+    async with AsyncMemoryClient(server.address) as memories, AsyncScopeClient(server.address) as scopes:
+        await memories.create_memory("旧")
+        await scopes.create_child("旧", "孩子")
+        await scopes.add_messages("旧", [Msg.create(MsgRole.USER, f"共享{i}", name="u") for i in range(2)],
+                                  visibility="SHARED")
+        await server.service.memories.delete_memory("default", "旧")
+        assert (await scopes.lineage("孩子")).ancestors == []
+        await memories.create_memory("旧")
+        await memories.add_messages("旧", [Msg.create(MsgRole.USER, f"私密{i}", name="u") for i in range(3)])
+        assert await scopes.get_inherited("孩子") == []
+        assert (await scopes.lineage("旧")).child_count == 0
+
+
 async def test_deleting_a_parent_needs_force_and_then_detaches_its_children(server) -> None:
     async with AsyncMemoryClient(server.address) as memories, AsyncScopeClient(server.address) as scopes:
         await _chain(memories, scopes)
