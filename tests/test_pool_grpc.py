@@ -6,7 +6,9 @@ tenant isolation of every RPC, kill -9 durability, bad input, local mode."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
+import tracemalloc
 from pathlib import Path
 
 import grpc
@@ -76,6 +78,19 @@ async def test_compare_and_set(server) -> None:
             assert dict(raw.value.trailing_metadata() or ())["agentscope-memory-current-version"] == "2"
         await pools.delete(POOL, "k", expected_version=2)
         assert (await pools.write(POOL, "k", "again", expected_version=0)).entry.version == 1
+
+
+def test_a_conflict_reports_its_versions_whatever_the_key_says(threaded_server) -> None:
+    # The versions are read from the end of the server's message, not from a key that quotes it.
+    key, pool = "is at version 9, not the expected 9", "is at version 8, not the expected 8 池"
+    with PoolClient(threaded_server.address, timeout=10) as pools:
+        pools.write(pool, key, 1)
+        with pytest.raises(PoolConflictError) as caught:
+            pools.write(pool, key, 2, expected_version=5)
+        assert (caught.value.expected, caught.value.actual) == (5, 1)
+        with pytest.raises(PoolConflictError) as caught:
+            pools.delete(pool, key + " (it does not exist)", expected_version=3)
+        assert (caught.value.expected, caught.value.actual) == (3, 0)
 
 
 async def _increment_async(pools: AsyncPoolClient, rounds: int) -> int:
@@ -273,6 +288,78 @@ async def test_rendering_newest_first_within_the_budget(server) -> None:
         assert (await pools.render(["empty pool"])).entry_count == 0
 
 
+async def test_a_page_of_entries_with_large_metadata_fits_a_stock_4_mib_client(server) -> None:
+    # 100 small entries with 64 KiB of metadata each: 6.5 MB, in pages a stock client receives.
+    metadata = json.dumps({"notes": "备" * 21_800}, ensure_ascii=False)
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        stub = pb_grpc.SharedPoolServiceStub(channel)
+        for i in range(100):
+            await stub.WritePoolEntry(pb.WritePoolEntryRequest(pool_id=POOL, key=f"{i:03}", content_json="1",
+                                                               metadata_json=metadata))
+        keys: list[str] = []
+        token = ""
+        while True:
+            page = await stub.ListPoolEntries(pb.ListPoolEntriesRequest(pool_id=POOL, page_size=100, page_token=token))
+            assert page.ByteSize() <= 4 * 1024 * 1024
+            assert all(e.metadata_json == metadata for e in page.entries)
+            keys += [e.key for e in page.entries]
+            token = page.next_page_token
+            if not token:
+                break
+    assert keys == [f"{i:03}" for i in range(100)]
+
+
+async def test_rendering_many_small_entries_as_messages_fits_a_stock_4_mib_client(server) -> None:
+    # Each message carries the pool id (512 bytes) in its metadata, which costs no tokens:
+    # 7,000 entries fit the largest token budget and would make 4.6 MB of messages.
+    pool = "池" * 170
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        stub = pb_grpc.SharedPoolServiceStub(channel)
+        limit = asyncio.Semaphore(32)
+
+        async def write(i: int) -> None:
+            async with limit:
+                await stub.WritePoolEntry(pb.WritePoolEntryRequest(pool_id=pool, key=str(i), content_json="1"))
+
+        await asyncio.gather(*(write(i) for i in range(7000)))
+        as_messages = await stub.RenderPoolContext(pb.RenderPoolContextRequest(
+            pool_ids=[pool], max_tokens=200_000, format=pb.POOL_RENDER_FORMAT_MESSAGES))
+        assert as_messages.ByteSize() <= 4 * 1024 * 1024
+        assert as_messages.entry_count == len(as_messages.messages) > 5000
+        assert as_messages.entry_count + as_messages.omitted_count == 7000
+        # The text is far smaller: every entry still fits it.
+        as_text = await stub.RenderPoolContext(pb.RenderPoolContextRequest(pool_ids=[pool], max_tokens=200_000))
+        assert as_text.entry_count == 7000 and as_text.omitted_count == 0
+        assert len(as_text.text.splitlines()) == 7000
+
+
+async def test_rendering_large_pools_holds_a_few_entries_at_a_time_and_keeps_the_order(server) -> None:
+    big = '"' + "大" * 349_000 + '"'  # about 1 MiB of UTF-8
+    async with AsyncPoolClient(server.address, timeout=30) as pools:
+        async with grpc.aio.insecure_channel(server.address) as channel:
+            stub = pb_grpc.SharedPoolServiceStub(channel)
+            for i in range(100):
+                await stub.WritePoolEntry(pb.WritePoolEntryRequest(pool_id="大池", key=f"big{i}", content_json=big))
+        await pools.write("大池", "small", "fits")
+        tracemalloc.start()
+        try:
+            rendered = await pools.render(["大池"])
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert (rendered.text, rendered.entry_count, rendered.omitted_count) == ("[SHARED:small] fits", 1, 100)
+        # 100 MiB of entries; the rendering held a few of them at a time, not all.
+        assert peak < 40 * 1024 * 1024, peak
+        # Many entries in three pools, written in turn: newest first across the pools.
+        written = []
+        for i in range(40):
+            for pool in ("甲", "乙", "丙"):
+                await pools.write(pool, f"k{i:02}", i)
+                written.append(f"[SHARED:k{i:02}] {i}")
+        everything = await pools.render(["甲", "乙", "丙"], 200_000)
+        assert everything.text.splitlines() == written[::-1]
+
+
 async def test_every_rpc_is_tenant_isolated(server_factory) -> None:
     server = await server_factory(api_keys={"alice-tenant-key-0001": "tenant-a", "bob-tenant-key-00001": "tenant-b"})
     async with AsyncPoolClient(server.address, api_key="alice-tenant-key-0001", timeout=10) as alice, \
@@ -353,6 +440,28 @@ async def test_bad_input_names_the_field_and_changes_nothing(server) -> None:
         assert (got.entry.content_json, got.entry.version) == ('"v"', 1)
         events = await stub.ListPoolEvents(pb.ListPoolEventsRequest(pool_id=POOL))
         assert [e.sequence for e in events.events] == [1]
+
+
+async def test_metadata_up_to_the_limit_is_kept_and_only_a_merge_beyond_it_is_refused(server) -> None:
+    # 4,200 keys in 61 KB, sent compactly: within the 64 KiB a request may carry.
+    many = {f"键{i}": i for i in range(4200)}
+    compact = json.dumps(many, ensure_ascii=False, separators=(",", ":"))
+    assert 60_000 < len(compact.encode()) < 64 * 1024
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        stub = pb_grpc.SharedPoolServiceStub(channel)
+        written = await stub.WritePoolEntry(pb.WritePoolEntryRequest(pool_id=POOL, key="k", content_json="1",
+                                                                     metadata_json=compact))
+        assert json.loads(written.entry.metadata_json) == many
+        # Merging 5 KB more onto it would pass 64 KiB: refused, and nothing changes.
+        more = json.dumps({"extra": "x" * 5000})
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.WritePoolEntry(pb.WritePoolEntryRequest(pool_id=POOL, key="k", content_json="2",
+                                                               metadata_json=more))
+        assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "metadata_json" in (refused.value.details() or "")
+        got = (await stub.GetPoolEntry(pb.GetPoolEntryRequest(pool_id=POOL, key="k"))).entry
+        assert (got.content_json, got.version, json.loads(got.metadata_json)) == ("1", 1, many)
+        assert [e.sequence for e in (await stub.ListPoolEvents(pb.ListPoolEventsRequest(pool_id=POOL))).events] == [1]
 
 
 def test_local_mode(tmp_path: Path) -> None:

@@ -100,6 +100,25 @@ async def test_tiered_projection_uses_the_memorys_pools_unless_the_request_bring
         assert any("调用方自带的共享" in t for t in texts) and not any("[SHARED:约定]" in t for t in texts)
 
 
+async def test_a_tiered_projection_of_a_large_pool_keeps_its_newest_entries(server) -> None:
+    # 1,500 entries fit the memory's pool budget; the projection's shared section has room for a
+    # few dozen: it keeps the newest (it used to keep the oldest, and past 1,000 entries
+    # ProjectContext failed with INVALID_ARGUMENT naming shared_context, which the caller never sent).
+    async with AsyncPoolClient(server.address, timeout=30) as pools, \
+            AsyncTieredClient(server.address, timeout=30) as tiered:
+        await tiered.create_memory("大池", TieredConfig(score_importance=False))
+        await tiered.add("大池", [Msg.create(MsgRole.USER, "继续重构数据库层")])
+        for i in range(1500):
+            await pools.write(TEAM, f"事实{i:04}", f"第{i}条共享事实")
+        await pools.set_memory_pools("大池", [TEAM], max_tokens=200_000)
+        projected = await tiered.project("大池", "继续", 2000)
+        prefix = "[SHARED:事实"
+        shown = sorted(int(m.text_content[len(prefix):len(prefix) + 4]) for m in projected.messages
+                       if m.text_content.startswith(prefix))
+        assert 0 < len(shown) < 1000
+        assert shown == list(range(1500 - len(shown), 1500))
+
+
 async def test_a_child_inherits_its_parents_pools_and_the_choice_goes_with_the_memory(server) -> None:
     async with AsyncPoolClient(server.address, timeout=10) as pools, AsyncMemoryClient(server.address) as memories, \
             AsyncScopeClient(server.address) as scopes:

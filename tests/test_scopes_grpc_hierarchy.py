@@ -105,6 +105,52 @@ async def test_a_lineage_is_at_most_32_deep(server) -> None:
             await memories.get_memory("m33")
 
 
+async def test_attaching_a_subtree_keeps_its_deepest_lineage_within_32(server) -> None:
+    # Two chains of 32 memories: hanging one under the other would give its leaf 63 ancestors,
+    # of which reads see only 32 (so the leaf would silently stop inheriting from the root).
+    async with AsyncMemoryClient(server.address) as memories, AsyncScopeClient(server.address) as scopes:
+        for chain in ("上", "下"):
+            await memories.create_memory(f"{chain}0")
+            for i in range(1, 32):
+                await scopes.create_child(f"{chain}{i - 1}", f"{chain}{i}")
+        with pytest.raises(FailedPreconditionError, match="parent_memory_id.*32"):
+            await scopes.set_parent("下0", "上31")
+        assert (await scopes.lineage("下0")).ancestors == []
+        # A subtree that still fits may move: 下30 has one level below it, 上30 has 30 ancestors.
+        assert len(await scopes.set_parent("下30", "上30")) == 31
+        leaf = await scopes.lineage("下31")
+        assert len(leaf.ancestors) == 32 and leaf.ancestors[-1] == "上0"
+        await scopes.add_messages("上0", [Msg.create(MsgRole.USER, "根的计划", name="u")], visibility="SHARED")
+        assert [m.message.text_content for m in await scopes.get_inherited("下31")] == ["根的计划"]
+
+
+async def test_attaching_a_long_term_subtree_keeps_its_deepest_lineage_within_32(server) -> None:
+    async with AsyncScopeClient(server.address) as scopes:
+        for chain in ("up", "down"):
+            for i in range(1, 32):
+                await scopes.set_long_term_parent(Scope(agent_name=f"{chain}{i}"), Scope(agent_name=f"{chain}{i - 1}"))
+        with pytest.raises(FailedPreconditionError, match="parent.*32"):
+            await scopes.set_long_term_parent(Scope(agent_name="down0"), Scope(agent_name="up31"))
+        assert (await scopes.long_term_lineage(Scope(agent_name="down31"))).ancestors[-1] == Scope(agent_name="down0")
+
+
+async def test_a_memory_deleted_by_any_path_leaves_no_marks_or_links_to_its_successor(server) -> None:
+    # The web inspector deletes through the library's `MemoryManager.delete_memory`, not
+    # ScopeService: a new memory with the same id restarts its sequence numbers at 1, so the
+    # old SHARED marks made its first (LOCAL, private) messages visible to the old children.
+    async with AsyncMemoryClient(server.address) as memories, AsyncScopeClient(server.address) as scopes:
+        await memories.create_memory("旧")
+        await scopes.create_child("旧", "孩子")
+        await scopes.add_messages("旧", [Msg.create(MsgRole.USER, f"共享{i}", name="u") for i in range(2)],
+                                  visibility="SHARED")
+        await server.service.memories.delete_memory("default", "旧")
+        assert (await scopes.lineage("孩子")).ancestors == []
+        await memories.create_memory("旧")
+        await memories.add_messages("旧", [Msg.create(MsgRole.USER, f"私密{i}", name="u") for i in range(3)])
+        assert await scopes.get_inherited("孩子") == []
+        assert (await scopes.lineage("旧")).child_count == 0
+
+
 async def test_deleting_a_parent_needs_force_and_then_detaches_its_children(server) -> None:
     async with AsyncMemoryClient(server.address) as memories, AsyncScopeClient(server.address) as scopes:
         await _chain(memories, scopes)

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import itertools
 
+import grpc
 import pytest
 
 from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2 as ltm_pb
 from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2_grpc as ltm_grpc
+from agentscope_memory._proto.agentscope.memory.v1 import scope_service_pb2 as scope_pb
+from agentscope_memory._proto.agentscope.memory.v1 import scope_service_pb2_grpc as scope_grpc
 from agentscope_memory.client.scopes import AsyncScopeClient
 from agentscope_memory.convert.to_proto import msg_to_proto, scope_to_proto
 from agentscope_memory.errors import InvalidArgumentError
@@ -103,6 +106,33 @@ async def test_a_deleted_parent_message_is_no_longer_inherited(server) -> None:
         assert [m.message.text_content for m in await scopes.get_inherited("worker")] == ["二"]
         await memories.clear("planner")
         assert await scopes.get_inherited("worker") == []
+
+
+async def test_pages_of_inherited_messages_fit_a_stock_4_mib_client(server) -> None:
+    # A thousand 4 KB messages from a parent with a 255-byte id: each inherited item also
+    # carries that id, which once went uncounted and made a page of 4.25 MB.
+    parent = "父" * 85
+    async with AsyncScopeClient(server.address, timeout=20) as scopes:
+        memories = _memories(scopes)
+        await memories.create_memory(parent)
+        await scopes.create_child(parent, "孩子")
+        for batch in range(10):
+            await scopes.add_messages(parent, [Msg.create(MsgRole.USER, f"{batch * 100 + i:04} " + "x" * 3900)
+                                               for i in range(100)], visibility="SHARED")
+    texts: list[str] = []
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        stub = scope_grpc.ScopeServiceStub(channel)
+        token = ""
+        while True:
+            page = await stub.ListInheritedMessages(scope_pb.ListInheritedMessagesRequest(
+                memory_id="孩子", page_size=1000, page_token=token))
+            assert page.ByteSize() <= 4 * 1024 * 1024
+            assert all(m.origin_memory_id == parent for m in page.messages)
+            texts += [m.message.content[0].text.text[:4] for m in page.messages]
+            token = page.next_page_token
+            if not token:
+                break
+    assert texts == [f"{i:04}" for i in range(1000)]
 
 
 async def test_a_retry_must_repeat_the_visibility(server) -> None:

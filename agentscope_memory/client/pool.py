@@ -43,7 +43,8 @@ from agentscope_memory.pool import (
 if TYPE_CHECKING:
     from agentscope_memory.service import Service, ServiceSettings
 
-_VERSIONS = re.compile(r"is at version (\d+), not the expected (\d+)")
+# Anchored at the end: the key and pool id come earlier in the message, and may hold this text.
+_VERSIONS = re.compile(r"is at version (\d+), not the expected (\d+)(?: \(it does not exist\))?\Z")
 
 
 def _to_json(value: Any) -> str:
@@ -277,7 +278,8 @@ class AsyncLocalPoolClient(_LocalClient):
             yield event
 
     async def render(self, pool_ids: Sequence[str], max_tokens: int = 0, *, messages: bool = False) -> RenderedPools:
-        rendered: RenderedPools = await (await self._pools()).render(self.tenant, list(pool_ids), max_tokens)
+        rendered: RenderedPools = await (await self._pools()).render(self.tenant, list(pool_ids), max_tokens,
+                                                                     as_messages=messages)
         if messages:
             return RenderedPools("", rendered.messages, rendered.entry_count, rendered.omitted_count, rendered.token_count)
         return RenderedPools(rendered.text, [], rendered.entry_count, rendered.omitted_count, rendered.token_count)

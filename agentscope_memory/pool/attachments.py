@@ -82,7 +82,7 @@ class PoolAttachments:
         chosen = await self._store.run(tenant, lambda tx: _read(tx, memory_id), write=False, small=True)
         if not chosen.pool_ids:
             return []
-        return (await self._pools.render(tenant, chosen.pool_ids, chosen.max_tokens)).messages
+        return (await self._pools.render(tenant, chosen.pool_ids, chosen.max_tokens, as_messages=True)).messages
 
     @staticmethod
     def inherit(tx: Tx, parent: MemoryRecord, child: MemoryRecord) -> None:

@@ -8,10 +8,11 @@ from __future__ import annotations
 import asyncio
 import builtins  # `list` is also a method name below
 import heapq
+import itertools
 import json
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from agentscope_memory.errors import InvalidArgumentError, NotFoundError, ResourceExhaustedError
@@ -34,6 +35,8 @@ from agentscope_memory.validation.json_text import parse_json, parse_json_object
 
 KiB = 1024
 MiB = 1024 * KiB
+# What a rendering reads of a pool at a time.
+_BATCH_BYTES = 4 * MiB
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,14 @@ def check_text(value: str, field: str, max_bytes: int, *, required: bool) -> str
         if ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0:
             raise InvalidArgumentError(field, f"contains the control character U+{ord(ch):04X}")
     return value
+
+
+def _entry_bytes(row: PoolEntryRow) -> int:
+    """About what the entry costs in a response: every text it carries (metadata too, up to
+    64 KiB, which alone can make a page of small entries exceed 4 MiB), plus room for the rest."""
+    texts = (row.content_json, row.key, row.pool_id, row.created_by, row.updated_by,
+             json.dumps(row.metadata, ensure_ascii=False))
+    return sum(len(t.encode("utf-8")) for t in texts) + 256
 
 
 def _entry(row: PoolEntryRow) -> PoolEntry:
@@ -129,7 +140,11 @@ class SharedPools:
             if expected_version is not None and expected_version != actual:
                 raise PoolConflictError(pool_id, key, expected_version, actual)
             merged = {**(current.metadata if current else {}), **metadata}
-            if len(json.dumps(merged, ensure_ascii=False).encode("utf-8")) > self.limits.max_metadata_bytes:
+            # Only a merge can outgrow the request's metadata, which was measured as sent; and
+            # compactly, as sent, since separators with spaces add two bytes a key (a 61 KB
+            # object of 4,200 keys for a new entry was refused as a merge over 64 KiB).
+            if (current is not None and current.metadata and len(json.dumps(
+                    merged, ensure_ascii=False, separators=(",", ":")).encode("utf-8")) > self.limits.max_metadata_bytes):
                 raise ResourceExhaustedError("metadata_json", "the merged metadata would exceed "
                                              f"{self.limits.max_metadata_bytes} bytes")
             row = PoolEntryRow(pool_id, key, content_json, actual + 1, current.created_by if current else writer,
@@ -189,7 +204,7 @@ class SharedPools:
         kept: builtins.list[PoolEntryRow] = []
         used = 0
         for row in rows[:size]:
-            cost = len(row.content_json.encode("utf-8")) + len(row.key.encode("utf-8")) + 1024
+            cost = _entry_bytes(row)
             if kept and used + cost > self.limits.max_page_bytes:
                 break
             kept.append(row)
@@ -251,8 +266,10 @@ class SharedPools:
 
     # -- context ------------------------------------------------------------------------------
 
-    async def render(self, tenant: str, pool_ids: Sequence[str], max_tokens: int = 0) -> RenderedPools:
-        """The pools' entries, newest `updated_at` first across pools, within `max_tokens`."""
+    async def render(self, tenant: str, pool_ids: Sequence[str], max_tokens: int = 0, *,
+                     as_messages: bool = False) -> RenderedPools:
+        """The pools' entries, newest `updated_at` first across pools, within `max_tokens` and
+        a response's byte budget for the form the caller sends (`as_messages`: the messages)."""
         if not pool_ids:
             raise InvalidArgumentError("pool_ids", "name at least one pool")
         if len(pool_ids) > self.limits.max_render_pools:
@@ -265,9 +282,28 @@ class SharedPools:
         pools = list(dict.fromkeys(pool_ids))
         cap = self.limits.max_render_entries
 
-        def read(tx: Tx) -> builtins.list[PoolEntryRow]:
-            return [row for pool_id in pools for row in tx.pool_newest(pool_id, None, cap)]
+        def read(tx: Tx) -> RenderedPools:
+            # Rendered as it is read, in one transaction: the entries are merged newest first
+            # from each pool's batches, so only a few batches are held at once, not every entry
+            # up to the cap (10,000 entries of 1 MiB each made one call hold 10 GB).
+            merged = heapq.merge(*(_newest(tx, pool_id) for pool_id in pools),
+                                 key=lambda r: (-r.updated_at, r.pool_id, r.key))
+            return render((_entry(r) for r in itertools.islice(merged, cap)), budget, self.limits.max_page_bytes,
+                          as_messages=as_messages)
 
-        rows = await self.store.run(tenant, read, write=False)
-        newest = heapq.nsmallest(cap, rows, key=lambda r: (-r.updated_at, r.pool_id, r.key))
-        return render((_entry(r) for r in newest), budget)
+        rendered: RenderedPools = await self.store.run(tenant, read, write=False)
+        return rendered
+
+
+def _newest(tx: Tx, pool_id: str) -> Iterator[PoolEntryRow]:
+    """A pool's entries newest first, read in batches of about `_BATCH_BYTES`."""
+    before: tuple[float, str] | None = None
+    size = 8
+    while True:
+        rows = tx.pool_newest(pool_id, before, size)
+        yield from rows
+        if len(rows) < size:
+            return
+        before = (rows[-1].updated_at, rows[-1].key)
+        average = sum(len(r.content_json) for r in rows) // len(rows) + 1
+        size = max(1, min(100, _BATCH_BYTES // average))

@@ -10,6 +10,7 @@ from typing import Iterable
 from agentscope_memory.message import Msg, MsgRole
 from agentscope_memory.pool.model import PoolEntry, RenderedPools
 from agentscope_memory.short_term.auto_context.tokens import estimate_tokens
+from agentscope_memory.store.codec import encode_msg
 
 PREFIX = "[SHARED:{key}]"
 
@@ -26,19 +27,25 @@ def entry_message(entry: PoolEntry) -> Msg:
                       metadata={"shared_pool": entry.pool_id, "key": entry.key, "version": entry.version})
 
 
-def render(entries: Iterable[PoolEntry], max_tokens: int) -> RenderedPools:
-    """`entries` newest first; one that does not fit the budget left is left out, and later
-    (older) smaller ones may still be kept."""
+def render(entries: Iterable[PoolEntry], max_tokens: int, max_bytes: int, *, as_messages: bool = False) -> RenderedPools:
+    """`entries` newest first; one that does not fit the budgets left (tokens, and bytes of the
+    form the caller sends: the text, or the messages) is left out, and later (older) smaller
+    ones may still be kept. The byte budget matters for many small entries: a message carries
+    its pool id and key in its metadata too, which the token estimate does not count, so
+    10,000 of them can fit the largest token budget and still make a response over 4 MiB."""
     lines: list[str] = []
     messages: list[Msg] = []
-    used = omitted = 0
+    used = omitted = size = 0
     for entry in entries:
         message = entry_message(entry)
         cost = estimate_tokens([message])
-        if used + cost > max_tokens:
+        # A repeated field's tag and length, or the newline between lines.
+        weight = len(encode_msg(message)) + 8 if as_messages else len(entry_line(entry).encode("utf-8")) + 1
+        if used + cost > max_tokens or size + weight > max_bytes:
             omitted += 1
             continue
         used += cost
+        size += weight
         lines.append(entry_line(entry))
         messages.append(message)
     return RenderedPools("\n".join(lines), messages, len(messages), omitted, used)

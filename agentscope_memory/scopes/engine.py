@@ -367,8 +367,11 @@ def _collect(tx: Tx, memory_id: str, chain: list[str], cursor: _Cursor, size: in
                 global_id, after = following[0], 0
             continue
         kept = 0
+        # Besides the message, each item carries its origin's id (up to 256 bytes: a thousand
+        # small messages make it count), its visibility, distance and framing.
+        carried = len(source.encode("utf-8")) + 16
         for row, vis in found:
-            cost = len(stored_bytes(row.data)) + 10
+            cost = len(stored_bytes(row.data)) + carried
             # The first message of a page always goes (one message fits the budget alone).
             if out and total + cost > max_bytes:
                 return out, (phase, index, found[kept - 1][0].seq if kept else after, global_id)

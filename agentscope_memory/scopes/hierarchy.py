@@ -40,6 +40,14 @@ def attach(tx: Tx, space: str, child: str, parent: str, now: float, field: str, 
         raise FailedPreconditionError(
             f"{field}: {parent!r} already has {len(chain)} ancestors; a lineage is at most {MAX_DEPTH} deep"
         )
+    # `child`'s descendants move down with it: the deepest of them must stay within the limit
+    # too, or its reads would stop short of the root (`ancestors` stops at MAX_DEPTH).
+    below = _levels_below(tx, space, child, MAX_DEPTH - len(chain) - 1)
+    if len(chain) + 1 + below > MAX_DEPTH:
+        raise FailedPreconditionError(
+            f"{field}: under {parent!r}, which has {len(chain)} ancestors, the descendants of {child!r} would "
+            f"have more than {MAX_DEPTH} ancestors; a lineage is at most {MAX_DEPTH} deep"
+        )
     tx.scope_set_parent(space, child, parent, now)
     return [parent, *chain]
 
@@ -47,3 +55,25 @@ def attach(tx: Tx, space: str, child: str, parent: str, now: float, field: str, 
 def detach(tx: Tx, space: str, child: str) -> None:
     tx.scope_lock(space)
     tx.scope_set_parent(space, child, None, 0.0)
+
+
+def _levels_below(tx: Tx, space: str, node: str, allowed: int) -> int:
+    """How many levels of descendants `node` has, counted up to `allowed + 1` (enough to know
+    the limit is passed). `seen` keeps a hierarchy written by hand with a cycle from looping."""
+    level, depth, seen = [node], 0, {node}
+    while level and depth <= allowed:
+        following: list[str] = []
+        for parent in level:
+            after = ""
+            while True:
+                children = tx.scope_children(space, parent, after, 1000)
+                following.extend(c for c in children if c not in seen)
+                seen.update(children)
+                if len(children) < 1000:
+                    break
+                after = children[-1]
+        if not following:
+            break
+        depth += 1
+        level = following
+    return depth

@@ -83,7 +83,8 @@ class PoolServicer(pb_grpc.SharedPoolServiceServicer):
     @grpc_errors
     async def RenderPoolContext(self, request: pb.RenderPoolContextRequest, context: grpc.aio.ServicerContext) -> pb.RenderPoolContextResponse:
         messages = render_format_from_proto(request.format)
-        rendered = await self.pools.render(tenant_of(context), list(request.pool_ids), request.max_tokens)
+        rendered = await self.pools.render(tenant_of(context), list(request.pool_ids), request.max_tokens,
+                                           as_messages=messages)
         return rendered_to_proto(rendered, messages)
 
     @grpc_errors

@@ -40,7 +40,7 @@ from agentscope_memory.short_term.tiered.items import (
 from agentscope_memory.short_term.tiered.kind import (
     KIND, TierStats, TieredKind, append_events, get_stats, next_seqs, of_row, put_stats, read_events, read_tier, to_row,
 )
-from agentscope_memory.short_term.tiered.projection import Projection, ProjectionRequest, project
+from agentscope_memory.short_term.tiered.projection import MAX_SHARED_MESSAGES, Projection, ProjectionRequest, project
 from agentscope_memory.short_term.tiered.summaries import ExtractiveTierSummarizer, TierSummarizer
 from agentscope_memory.store.base import MemoryRecord, Tx
 from agentscope_memory.validation.ids import check_id
@@ -496,7 +496,10 @@ class TieredService:
         if not request.shared_context and self.shared_context is not None:
             shared = await self.shared_context(tenant, memory_id)
             if shared:
-                request = dataclasses.replace(request, shared_context=shared)
+                # The pools render newest first, the section keeps the newest of a list that ends
+                # with them (a caller's `shared_context`): reversed, so a tight budget drops the
+                # oldest entries, and only as many as a request may bring (the pools may hold more).
+                request = dataclasses.replace(request, shared_context=shared[MAX_SHARED_MESSAGES - 1::-1])
         return await project(self, tenant, memory_id, request)
 
     # -- pages (every response stays under the receive limit) ------------------------------

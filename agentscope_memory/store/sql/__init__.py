@@ -26,3 +26,12 @@ __all__ = ["Dialect", "REQUEST_TTL_S", "SHARED_SCHEMA", "SqlTx"]
 class SqlTx(LifecycleForgetStatements, LifecycleReflectStatements, MemoryStatements, MetaStatements, JobStatements, AgentStateStatements,
             LongTermStatements, ScopeStatements, PoolStatements, TieredStatements):
     """A tenant's view inside one SQL transaction (the `Tx` protocol)."""
+
+    def delete_memory(self, memory_id: str) -> None:
+        """A memory goes with its place in the hierarchy and its items' visibility marks,
+        whichever path deletes it: its lists' sequence numbers start again at 1 if the id is
+        used again, so marks left behind would make the new memory's LOCAL messages SHARED, and
+        links left behind would make the old children inherit from it."""
+        super().delete_memory(memory_id)
+        self.scope_forget_memory(memory_id)
+        self.scope_detach_children("memory", memory_id)

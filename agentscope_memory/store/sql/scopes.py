@@ -7,7 +7,8 @@ their owners made visible beyond themselves.
   concurrent changes (PostgreSQL replicas) queue up and no two of them can close a cycle.
 - `scope_marks`: the SHARED and GLOBAL items of a memory's list, by sequence number (LOCAL, the
   default, has no row). An item deleted from its list disappears from what children inherit
-  because reads join the items themselves; sequence numbers are never reused.
+  because reads join the items themselves; sequence numbers are never reused while the memory
+  lives, and its marks are deleted with it (`SqlTx.delete_memory`).
 - `scope_ltm_keys`: the long-term scope keys that hold SHARED or GLOBAL memories, with the exact
   scope they belong to.
 """
