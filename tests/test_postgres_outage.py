@@ -5,6 +5,8 @@ half-written, and the server uses the database again as soon as it is back."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import threading
 from typing import Any, Iterator
 
 import pytest
@@ -85,3 +87,39 @@ async def test_postgres_down_answers_unavailable_and_the_server_recovers_when_it
     finally:
         await memory.close()
         await state.close()
+
+
+@pytest.mark.slow
+def test_a_server_started_before_its_database_waits_for_it(tmp_path, own_postgres) -> None:
+    from conftest import ServerProcess
+
+    dsn = own_postgres.create_database("late")
+    own_postgres.halt("fast")
+    config = tmp_path / "replica.toml"
+    config.write_text(f'store = "postgres"\npostgres_dsn = "{dsn}"\n')
+    (tmp_path / "data").mkdir()
+    # Started while the database is down; ServerProcess waits for it to turn healthy.
+    starter = threading.Timer(3.0, own_postgres.start)
+    starter.start()
+    try:
+        server = ServerProcess(tmp_path / "data", None, "--config", str(config))
+    finally:
+        starter.join()
+    try:
+        assert server.proc.poll() is None
+    finally:
+        server.close()
+
+
+@pytest.mark.slow
+def test_a_server_whose_database_never_comes_says_so_and_exits(tmp_path) -> None:
+    from conftest import VENV_BIN, free_port
+
+    dsn = f"postgresql://postgres@127.0.0.1:{free_port()}/nowhere"
+    done = subprocess.run([str(VENV_BIN / "agentscope-memory"), "serve", "--port", "0", "--data-dir", str(tmp_path),
+                           "--store", "postgres", "--postgres-dsn", dsn],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("agentscope-memory: PostgreSQL is unavailable: no database connection within 10 s")
+    assert "Traceback" not in done.stderr

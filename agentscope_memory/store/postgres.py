@@ -37,10 +37,14 @@ T = TypeVar("T")
 # so that an unreachable database is answered UNAVAILABLE (with this reason) rather than letting
 # the call run out of time.
 CONNECTION_WAIT_S = 10.0
-# How long the pool keeps retrying one failed connection attempt, with backoff, before it gives up
-# (the next transaction then starts a fresh attempt at once). psycopg_pool's default, 300 s, lets
-# the backoff grow to minutes, so a database back after an outage stayed unused that long.
-RECONNECT_S = 2.0
+# How long the pool keeps retrying a failed connection attempt (after 0, 1, 3, 7 and 10 s) before
+# it gives up; the next transaction then starts a fresh series at once. As long as one wait, so a
+# waiting transaction sees attempts until it gives up; psycopg_pool's default, 300 s, let the
+# backoff grow to minutes, and a database back after an outage stayed unused that long.
+RECONNECT_S = CONNECTION_WAIT_S
+# Waits for the database at startup before giving up: a replica started together with its
+# database waits 30 s for it, as it always did.
+STARTUP_WAITS = 3
 
 # The first tables, as every existing database has them. Tables added later are in
 # `sql/schema.py`, shared with SQLite.
@@ -132,17 +136,25 @@ class PostgresStore:
                                     reconnect_timeout=RECONNECT_S, kwargs={"autocommit": True})
         self._executor = ThreadPoolExecutor(max_workers=pool_size, thread_name_prefix="postgres")
         self._closed = False
-        try:
-            with self._pool.connection() as conn:
-                # Serialise schema creation between replicas starting at the same time.
-                with conn.transaction():
-                    conn.execute("SELECT pg_advisory_xact_lock(727372)")
-                    conn.execute(_SCHEMA)
-                    conn.execute(self._dialect.ddl(SHARED_SCHEMA))
-        except (PoolTimeout, psycopg.OperationalError) as exc:
-            self._pool.close()
-            self._executor.shutdown()
-            raise _unavailable(exc) from exc
+        for wait in range(STARTUP_WAITS):
+            try:
+                self._create_schema()
+                return
+            except (PoolTimeout, psycopg.OperationalError) as exc:
+                # A wait that ran out starts the pool's next series of attempts.
+                if isinstance(exc, PoolTimeout) and wait + 1 < STARTUP_WAITS:
+                    continue
+                self._pool.close()
+                self._executor.shutdown()
+                raise _unavailable(exc) from exc
+
+    def _create_schema(self) -> None:
+        with self._pool.connection() as conn:
+            # Serialise schema creation between replicas starting at the same time.
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(727372)")
+                conn.execute(_SCHEMA)
+                conn.execute(self._dialect.ddl(SHARED_SCHEMA))
 
     def _in_transaction(self, tenant: str, fn: Callable[[SqlTx], T], write: bool) -> T:
         isolation = "READ COMMITTED" if write else "REPEATABLE READ, READ ONLY"
