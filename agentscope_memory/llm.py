@@ -7,6 +7,7 @@ left becomes a library error a caller can act on (DeadlineExceededError, Unavail
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,17 @@ import httpx
 
 from agentscope_memory.errors import DeadlineExceededError, UnavailableError
 from agentscope_memory.tracing import span
+
+
+# What a model may write that no store keeps alike: NUL (PostgreSQL text and jsonb refuse it,
+# SQLite keeps it) and lone surrogates (no UTF-8 form; neither database takes them).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable_text(text: str) -> str:
+    """A model's text as every store holds it: NUL dropped, a lone surrogate replaced by U+FFFD.
+    For each string a reply yields (the reply itself, and each string decoded from JSON in it)."""
+    return _UNSTORABLE.sub(lambda m: "" if m.group() == "\x00" else "\ufffd", text)
 
 
 @dataclass(frozen=True)
@@ -89,6 +101,8 @@ class ChatClient:
             text = data["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError):
             raise UnavailableError(f"LLM at {self.config.base_url} gave a malformed response: {response.text[:200]}") from None
+        if isinstance(text, str):
+            text = storable_text(text)
         if not isinstance(text, str) or not text.strip():
             raise UnavailableError(f"LLM at {self.config.base_url} gave an empty response")
         usage = data.get("usage") or {}

@@ -60,11 +60,20 @@ class PostgresServer:
             user = _service_user()
             self._as = ["runuser", "-u", user, "--"]
             shutil.chown(self.dir, user)
-        data = self.dir / "data"
-        self._run(str(self.bin / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync")
-        self._run(str(self.bin / "pg_ctl"), "-D", str(data), "-l", str(self.dir / "log"), "-w", "start",
+        self.data = self.dir / "data"
+        self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust", "-E", "UTF8",
+                  "--no-sync")
+        self.start()
+
+    def start(self) -> None:
+        """Start the server (again, after `halt`) on the same port and data."""
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.dir / "log"), "-w", "start",
                   "-o", f"-h 127.0.0.1 -p {self.port} -k {self.dir} -c fsync=off -c max_connections=200")
-        self.data = data
+
+    def halt(self, mode: str = "immediate") -> None:
+        """Stop the server, keeping its data (`start` brings it back): `immediate` is a crash,
+        `fast` an administrator's restart (sessions are told, then closed)."""
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop")
 
     def _run(self, *args: str) -> None:
         subprocess.run([*self._as, *args], check=True, capture_output=True, timeout=120)

@@ -110,6 +110,20 @@ async def test_a_failing_job_is_retried_with_backoff_then_succeeds(store, clock)
     assert await runner.list_jobs("t1") == []
 
 
+@pytest.mark.parametrize("max_attempts", [1, 3], ids=["dead", "retried"])
+async def test_an_error_text_with_nul_or_a_lone_surrogate_is_recorded_alike_on_every_store(
+        store, clock, max_attempts) -> None:
+    # A model's malformed answer, quoted in an UnavailableError: PostgreSQL text cannot hold NUL,
+    # and no UTF-8 column a lone surrogate; the job still moves on to its retry or its death.
+    runner = JobRunner(store, JobSettings(max_attempts=max_attempts), clock=clock)
+    runner.register("flaky", recorder([], fail=1, error=RuntimeError("reply \x00 \ud800 模型")))
+    await runner.enqueue("t1", "flaky", {})
+    assert await runner.run_due() == 1
+    [info] = await runner.list_jobs("t1")
+    assert (info.state, info.attempts, info.lease_owner) == ("dead" if max_attempts == 1 else "pending", 1, None)
+    assert info.last_error == "RuntimeError: reply \\x00 \\ud800 模型"
+
+
 async def test_backoff_is_capped(store, clock) -> None:
     runner = JobRunner(store, JobSettings(backoff_base_s=10.0, backoff_max_s=15.0, max_attempts=5), clock=clock)
     runner.register("flaky", recorder([], fail=5))

@@ -57,3 +57,19 @@ async def test_a_retry_on_the_other_replica_is_not_stored_twice(replicas) -> Non
         await first.add_messages("m", [msg], request_id="retry-1")
         await second.add_messages("m", [msg], request_id="retry-1")
         assert len(await second.get_messages("m")) == 1
+
+
+@pytest.mark.parametrize("kind", ["IN_MEMORY", "AUTO_CONTEXT", "TIERED"])
+async def test_get_or_create_at_once_through_both_replicas_answers_the_one_memory(replicas, kind) -> None:
+    # Agents starting together each "get or create" their memory (allow_existing): on sqlite the
+    # calls queue up; on PostgreSQL they race between the existence check and the insert.
+    clients = [AsyncMemoryClient(r.address, retries=0) for r in replicas for _ in range(3)]
+    try:
+        for n in range(8):
+            memory_id = f"会话-{n}"
+            created = await asyncio.gather(*(c.create_memory(memory_id, kind, allow_existing=True) for c in clients))
+            assert {(m.memory_id, m.kind, m.create_time) for m in created} == {(memory_id, kind, created[0].create_time)}
+        assert len([m async for m in clients[1].list_memories()]) == 8
+    finally:
+        for client in clients:
+            await client.close()

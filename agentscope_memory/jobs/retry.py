@@ -26,5 +26,8 @@ def backoff_s(attempts: int, settings: JobSettings, rng: random.Random) -> float
 
 
 def describe(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}"
+    # Kept in a text column, so what one cannot hold is shown escaped: NUL (PostgreSQL refuses
+    # it; the job could be neither retried nor given up) and lone surrogates (no UTF-8 form).
+    text = f"{type(exc).__name__}: {exc}".replace("\x00", "\\x00")
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text if len(text) <= _MAX_ERROR_CHARS else text[: _MAX_ERROR_CHARS - 1] + "…"

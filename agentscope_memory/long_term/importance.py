@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from agentscope_memory.errors import UnavailableError
-from agentscope_memory.llm import ChatClient
+from agentscope_memory.llm import ChatClient, storable_text
 from agentscope_memory.long_term.domains import (
     DOMAINS,
     GENERAL_CHAT,
@@ -237,7 +237,7 @@ def parse_assessment(text: str) -> Assessment:
     domain = parse_domain(value.get("domain"))
     if domain is None:
         raise ValueError(f"domain {value.get('domain')!r} is not one of {', '.join(DOMAINS)}")
-    return Assessment(round(float(score), 3), fact.strip()[:MAX_FACT_CHARS], domain, "llm")
+    return Assessment(round(float(score), 3), storable_text(fact).strip()[:MAX_FACT_CHARS], domain, "llm")
 
 
 class LlmScorer:

@@ -205,15 +205,22 @@ class MemoryManager:
 
         def create(tx: Tx) -> tuple[MemoryInfo, bool]:
             existing = tx.get_memory(memory_id)
-            if existing is not None:
-                if allow_existing and existing.kind == kind:
-                    return MemoryInfo(existing, handler.count(tx, existing)), False
-                raise AlreadyExistsError(
-                    f"memory {memory_id!r} already exists (kind {existing.kind})"
-                )
-            record = MemoryRecord(memory_id, kind, config, labels, now, now, 1)
-            tx.insert_memory(record)
-            return MemoryInfo(record, 0), True
+            if existing is None:
+                record = MemoryRecord(memory_id, kind, config, labels, now, now, 1)
+                try:
+                    tx.insert_memory(record)
+                    return MemoryInfo(record, 0), True
+                except AlreadyExistsError:
+                    # Created by a concurrent transaction since the read (PostgreSQL: another
+                    # replica or connection); it is an existing memory like any other.
+                    existing = tx.get_memory(memory_id)
+                    if existing is None:
+                        raise
+            if allow_existing and existing.kind == kind:
+                return MemoryInfo(existing, handler.count(tx, existing)), False
+            raise AlreadyExistsError(
+                f"memory {memory_id!r} already exists (kind {existing.kind})"
+            )
 
         # One row: on the event loop, unless its configuration is large (custom prompts).
         size = len(config_json or "") + sum(len(k) + len(v) for k, v in labels.items())

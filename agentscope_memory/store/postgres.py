@@ -7,6 +7,13 @@ different memories proceed in parallel. Read transactions are REPEATABLE READ sn
 
 The statements are the shared SQL layer's (`store/sql/`); this module holds the pool, threads,
 transactions and the schema.
+
+A database that cannot be reached (down, restarting, network gone) fails the call with
+`UnavailableError` (gRPC UNAVAILABLE, which clients may retry) within `CONNECTION_WAIT_S`,
+never with an internal error or a hang past the caller's deadline; the transaction it was in is
+rolled back by PostgreSQL, so nothing is half-written. Connections the pool kept from before a
+restart are dead: a transaction that fails on one before any of its statements ran is begun
+again on another, so a restart the server slept through costs no call.
 """
 
 from __future__ import annotations
@@ -15,14 +22,29 @@ import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence, TypeVar
 
+import psycopg
 from psycopg import errors as pg_errors
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
+from agentscope_memory.errors import UnavailableError
 from agentscope_memory.store.base import Row
 from agentscope_memory.store.sql import SHARED_SCHEMA, Dialect, SqlTx
 from agentscope_memory.tracing import current_tracer, span
 
 T = TypeVar("T")
+
+# How long a transaction waits for a pooled connection. Under the clients' 30 s default deadline,
+# so that an unreachable database is answered UNAVAILABLE (with this reason) rather than letting
+# the call run out of time.
+CONNECTION_WAIT_S = 10.0
+# How long the pool keeps retrying a failed connection attempt (after 0, 1, 3, 7 and 10 s) before
+# it gives up; the next transaction then starts a fresh series at once. As long as one wait, so a
+# waiting transaction sees attempts until it gives up; psycopg_pool's default, 300 s, let the
+# backoff grow to minutes, and a database back after an outage stayed unused that long.
+RECONNECT_S = CONNECTION_WAIT_S
+# Waits for the database at startup before giving up: a replica started together with its
+# database waits 30 s for it, as it always did.
+STARTUP_WAITS = 3
 
 # The first tables, as every existing database has them. Tables added later are in
 # `sql/schema.py`, shared with SQLite.
@@ -109,10 +131,24 @@ class PostgresStore:
 
     def __init__(self, dsn: str, *, pool_size: int = 8) -> None:
         self._dialect = postgres_dialect()
-        self._pool = ConnectionPool(dsn, min_size=1, max_size=pool_size, open=True,
-                                    kwargs={"autocommit": True})
+        self._pool_size = pool_size
+        self._pool = ConnectionPool(dsn, min_size=1, max_size=pool_size, open=True, timeout=CONNECTION_WAIT_S,
+                                    reconnect_timeout=RECONNECT_S, kwargs={"autocommit": True})
         self._executor = ThreadPoolExecutor(max_workers=pool_size, thread_name_prefix="postgres")
         self._closed = False
+        for wait in range(STARTUP_WAITS):
+            try:
+                self._create_schema()
+                return
+            except (PoolTimeout, psycopg.OperationalError) as exc:
+                # A wait that ran out starts the pool's next series of attempts.
+                if isinstance(exc, PoolTimeout) and wait + 1 < STARTUP_WAITS:
+                    continue
+                self._pool.close()
+                self._executor.shutdown()
+                raise _unavailable(exc) from exc
+
+    def _create_schema(self) -> None:
         with self._pool.connection() as conn:
             # Serialise schema creation between replicas starting at the same time.
             with conn.transaction():
@@ -121,11 +157,28 @@ class PostgresStore:
                 conn.execute(self._dialect.ddl(SHARED_SCHEMA))
 
     def _in_transaction(self, tenant: str, fn: Callable[[SqlTx], T], write: bool) -> T:
-        with self._pool.connection() as conn:
-            isolation = "READ COMMITTED" if write else "REPEATABLE READ, READ ONLY"
-            with conn.transaction():
-                conn.execute(f"SET TRANSACTION ISOLATION LEVEL {isolation}")
-                return fn(SqlTx(conn, self._dialect, tenant, write))
+        isolation = "READ COMMITTED" if write else "REPEATABLE READ, READ ONLY"
+        # Each dead connection left from before a restart costs one attempt; one more finds a
+        # live one (or the pool's wait for a new one).
+        for attempt in range(self._pool_size + 1):
+            begun = False
+            conn: psycopg.Connection[Any] | None = None
+            try:
+                with self._pool.connection() as conn:
+                    with conn.transaction():
+                        conn.execute(f"SET TRANSACTION ISOLATION LEVEL {isolation}")
+                        begun = True
+                        return fn(SqlTx(conn, self._dialect, tenant, write))
+            except PoolTimeout as exc:
+                raise _unavailable(exc) from exc
+            except psycopg.OperationalError as exc:
+                # Only a lost connection is the database's absence; a statement's own failure
+                # (a deadlock, a cancelled query) on a live connection goes up unchanged.
+                if conn is not None and not conn.broken and not conn.closed:
+                    raise
+                if begun or attempt == self._pool_size:
+                    raise _unavailable(exc) from exc
+        raise AssertionError("unreachable")
 
     async def run(
         self, tenant: str, fn: Callable[[SqlTx], T], *, write: bool = True, small: bool = False
@@ -148,3 +201,13 @@ class PostgresStore:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, self._executor.shutdown)
         await loop.run_in_executor(None, self._pool.close)
+
+
+def _unavailable(exc: Exception) -> UnavailableError:
+    if isinstance(exc, PoolTimeout):
+        reason = (f"no database connection within {CONNECTION_WAIT_S:g} s (PostgreSQL is unreachable, or every"
+                  " connection is busy)")
+    else:
+        # psycopg's own words (host, port, what failed); the DSN's password is never in them.
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return UnavailableError(f"PostgreSQL is unavailable: {reason}; retry later")

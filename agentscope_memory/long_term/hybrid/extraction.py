@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Sequence
 
-from agentscope_memory.llm import ChatClient
+from agentscope_memory.llm import ChatClient, storable_text
 
 # As many existing memories as mem0 shows its extractor.
 EXISTING_SHOWN = 10
@@ -86,7 +86,10 @@ def parse_facts(reply: str, existing_ids: Sequence[str]) -> list[ExtractedFact] 
         return None
     facts: list[ExtractedFact] = []
     for item in items:
-        if not isinstance(item, dict) or not isinstance(item.get("text"), str) or not item["text"].strip():
+        if not isinstance(item, dict) or not isinstance(item.get("text"), str):
+            continue
+        fact = storable_text(item["text"]).strip()
+        if not fact:
             continue
         links = item.get("linked_memory_ids")
         linked = []
@@ -97,6 +100,6 @@ def parse_facts(reply: str, existing_ids: Sequence[str]) -> list[ExtractedFact] 
             elif link in existing_ids:
                 linked.append(link)
         attributed = item.get("attributed_to")
-        facts.append(ExtractedFact(item["text"].strip(), attributed if isinstance(attributed, str) else "",
+        facts.append(ExtractedFact(fact, storable_text(attributed) if isinstance(attributed, str) else "",
                                    tuple(dict.fromkeys(linked))))
     return facts

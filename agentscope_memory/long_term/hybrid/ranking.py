@@ -43,6 +43,7 @@ from typing import Any, Literal, get_args
 from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.long_term.domains import DOMAINS
 from agentscope_memory.store.base import LongTermFilter
+from agentscope_memory.validation.messages import check_json_value
 
 Ranking = Literal["shipped", "seed", "semantic", "dense", "lexical", "rrf"]
 RANKINGS: tuple[Ranking, ...] = get_args(Ranking)
@@ -97,6 +98,9 @@ class RankOptions:
         after, before = self.where.created_after, self.where.created_before
         if after is not None and before is not None and after >= before:
             raise InvalidArgumentError("created_before", "must be later than created_after")
+        # Stored metadata never holds NUL (Record refuses it), and PostgreSQL, which filters a
+        # scope too large for the in-memory index itself, cannot read a jsonb value that does.
+        check_json_value(self.where.metadata, "metadata_filter_json", allow_nul=False)
         return self
 
 
