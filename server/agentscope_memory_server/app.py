@@ -32,6 +32,7 @@ from agentscope_memory.service import Service, build_service
 from agentscope_memory.store import Store
 from agentscope_memory.tracing import current_tracer
 from agentscope_memory_server.config import Settings
+from agentscope_memory_server.data_dir_lock import DataDirLock
 from agentscope_memory_server.decoding import DecodeErrorInterceptor
 from agentscope_memory_server.drain import Drain, DrainInterceptor
 from agentscope_memory_server.agent_state_servicer import AgentStateServicer
@@ -85,6 +86,7 @@ class RunningServer:
     mem0_rest_port: int | None = None
     mcp_port: int | None = None
     inspector_port: int | None = None
+    data_dir_lock: DataDirLock | None = None
     _stopped: bool = False
 
     @property
@@ -116,6 +118,8 @@ class RunningServer:
         for close in reversed(self.closers):
             await close()
         await self.service.close(grace)
+        if self.data_dir_lock is not None:
+            self.data_dir_lock.release()
         log.info("stopped")
 
 
@@ -125,15 +129,24 @@ async def start_server(settings: Settings) -> RunningServer:
         tracing = Tracing(settings.otlp_endpoint, settings.otel_service_name, uuid.uuid4().hex)
     # The service's background tasks (jobs, scoring) inherit the tracer from this context.
     token = current_tracer.set(tracing.tracer if tracing is not None else None)
+    lock = DataDirLock(settings.data_dir) if settings.store == "sqlite" else None
     try:
+        if lock is not None:
+            lock.acquire()
         service = build_service(settings)
         try:
-            return await _serve(settings, service, tracing)
+            running = await _serve(settings, service, tracing)
         except BaseException:
             await service.close(0)
-            if tracing is not None:
-                tracing.shutdown()
             raise
+        running.data_dir_lock = lock
+        return running
+    except BaseException:
+        if tracing is not None:
+            tracing.shutdown()
+        if lock is not None:
+            lock.release()
+        raise
     finally:
         current_tracer.reset(token)
 
@@ -241,14 +254,14 @@ async def _serve(settings: Settings, service: Service, tracing: Tracing | None =
             await asyncio.to_thread(traces.shutdown)
 
         running.closers.append(close_tracing)
-    if metrics is not None:
-        running.metrics_port = metrics.serve(settings.host, settings.metrics_port or 0)
-
-        async def close_metrics() -> None:
-            metrics.close()
-
-        running.closers.append(close_metrics)
     try:
+        if metrics is not None:
+            running.metrics_port = _serve_metrics(settings, metrics)
+
+            async def close_metrics() -> None:
+                metrics.close()
+
+            running.closers.append(close_metrics)
         if settings.mem0_rest_port is not None:
             await _serve_mem0_rest(settings, service, running)
         if settings.mcp_port is not None:
@@ -261,6 +274,14 @@ async def _serve(settings: Settings, service: Service, tracing: Tracing | None =
     log.info("listening", extra={"fields": {"address": running.address, "mem0_rest_port": running.mem0_rest_port,
                                            "mcp_port": running.mcp_port, "inspector_port": running.inspector_port}})
     return running
+
+
+def _serve_metrics(settings: Settings, metrics: Metrics) -> int:
+    try:
+        return metrics.serve(settings.host, settings.metrics_port or 0)
+    except OSError as exc:
+        raise OSError(f"cannot listen on {settings.host}:{settings.metrics_port} (metrics_port):"
+                      f" {exc.strerror or exc}") from None
 
 
 async def _serve_mem0_rest(settings: Settings, service: Service, running: RunningServer) -> None:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from agentscope_memory.store.base import StoreOpenError
+
 from agentscope_memory_server import agent_state_cli, long_term_cli, memories_cli, memory_cli, session_cli, tiered_cli
 from agentscope_memory_server.config import Settings, load_settings
 from agentscope_memory_server.logs import configure_logging
@@ -83,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         try:
             asyncio.run(_serve(settings))
-        except OSError as exc:
+        except (OSError, StoreOpenError) as exc:
             print(f"agentscope-memory: {exc}", file=sys.stderr)
             return 1
         return 0

@@ -1,0 +1,101 @@
+"""`agentscope-memory serve` that cannot start says why in one line and exits non-zero: no
+traceback, no hang, and nothing stored is touched."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO, ServerProcess, free_port
+
+DB_NAME = "agentscope-memory.sqlite3"
+
+
+def _serve(data_dir: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSCOPE_MEMORY_")}
+    environ["AGENTSCOPE_MEMORY_LONG_TERM_ENABLED"] = "false"
+    environ.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "agentscope_memory_server", "serve", "--port", "0", "--data-dir", str(data_dir),
+         "--log-level", "WARNING", *extra],
+        capture_output=True, text=True, env=environ, cwd=REPO, timeout=60)
+
+
+def _one_line_reason(done: subprocess.CompletedProcess[str], *words: str) -> str:
+    """The error line, checked: non-zero exit, one line on stderr (gRPC's own log lines aside),
+    no traceback, every word in it."""
+    assert done.returncode != 0, done
+    lines = [line for line in done.stderr.splitlines() if line.startswith("agentscope-memory")]
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]
+
+
+def test_a_corrupted_sqlite_file_is_named_and_left_alone(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    garbage = b"this is not SQLite" * 2000
+    (data / DB_NAME).write_bytes(garbage)
+    _one_line_reason(_serve(data), str(data / DB_NAME), "SQLite database")
+    assert (data / DB_NAME).read_bytes() == garbage
+
+
+def test_a_database_from_a_newer_version_is_refused_before_any_change(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    server = ServerProcess(data, None, "--config", _no_long_term(tmp_path))
+    assert server.terminate() == 0
+    server.close()
+    with sqlite3.connect(data / DB_NAME) as conn:
+        conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+        conn.execute("DROP TABLE jobs")  # as if the newer version had retired it
+    _one_line_reason(_serve(data), "schema version 99", "newer")
+    with sqlite3.connect(data / DB_NAME) as conn:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert "jobs" not in tables
+
+
+def test_a_second_server_on_the_same_data_dir_is_refused(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    first = ServerProcess(data, None, "--config", _no_long_term(tmp_path))
+    try:
+        line = _one_line_reason(_serve(data), str(data), "in use by another agentscope-memory server")
+        assert f"pid {first.proc.pid}" in line
+    finally:
+        assert first.terminate() == 0
+        first.close()
+    # Released with the first server: the data dir serves again.
+    again = ServerProcess(data, None, "--config", _no_long_term(tmp_path))
+    assert again.terminate() == 0
+    again.close()
+
+
+def test_a_data_dir_below_a_file_is_named(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("x")
+    _one_line_reason(_serve(tmp_path / "a-file" / "data"), "data_dir", str(tmp_path / "a-file" / "data"))
+
+
+def test_a_metrics_port_in_use_is_named_and_nothing_is_left_running(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        grpc_port = free_port()
+        done = _serve(tmp_path / "data", "--port", str(grpc_port), env={"AGENTSCOPE_MEMORY_METRICS_PORT": str(port)})
+        _one_line_reason(done, f"127.0.0.1:{port}", "metrics_port")
+    # The gRPC port it had bound is free again, and the data dir too.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", grpc_port))
+    again = ServerProcess(tmp_path / "data", None, "--config", _no_long_term(tmp_path))
+    assert again.terminate() == 0
+    again.close()
+
+
+def _no_long_term(tmp_path: Path) -> str:
+    config = tmp_path / "server.toml"
+    config.write_text("long_term_enabled = false\n")
+    return str(config)
