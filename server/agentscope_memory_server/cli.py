@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -60,6 +61,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if getattr(args, "api_key", "") is None:
+        # Every command that talks to a server: a key in the environment stays out of `ps`
+        # and the shell's history.
+        args.api_key = os.environ.get("AGENTSCOPE_MEMORY_API_KEY") or None
     if args.command == "serve":
         try:
             settings = load_settings(
@@ -107,13 +112,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _mcp(args: argparse.Namespace) -> int:
-    import os
-
     from agentscope_memory.errors import InvalidArgumentError
     from agentscope_memory_server import mcp_stdio
 
-    if args.api_key is None:
-        args.api_key = os.environ.get("AGENTSCOPE_MEMORY_API_KEY") or None
     try:
         settings = load_settings(
             args.config, data_dir=args.data_dir, store=args.store, postgres_dsn=args.postgres_dsn,
