@@ -99,3 +99,34 @@ def _no_long_term(tmp_path: Path) -> str:
     config = tmp_path / "server.toml"
     config.write_text("long_term_enabled = false\n")
     return str(config)
+
+
+def test_a_misspelt_variable_is_named_and_metrics_port_0_says_where_it_listens(tmp_path: Path) -> None:
+    import json
+    import time
+    import urllib.request
+
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSCOPE_MEMORY_")}
+    environ.update({"AGENTSCOPE_MEMORY_LONG_TERM_ENABLED": "false", "AGENTSCOPE_MEMORY_METRICS_PORT": "0",
+                    "AGENTSCOPE_MEMORY_API_KEY": "a client's key, not a setting",
+                    "AGENTSCOPE_MEMORY_MAX_MESAGE_BYTES": "1000"})
+    log = tmp_path / "server.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "agentscope_memory_server", "serve", "--port", "0", "--data-dir",
+             str(tmp_path / "data")], stdout=out, stderr=subprocess.STDOUT, env=environ, cwd=REPO)
+    try:
+        deadline = time.monotonic() + 60
+        while '"msg": "listening"' not in log.read_text() and time.monotonic() < deadline:
+            assert proc.poll() is None, log.read_text()
+            time.sleep(0.1)
+        records = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+        warnings = [r["msg"] for r in records if r["level"] == "WARNING"]
+        assert warnings == ["environment variable AGENTSCOPE_MEMORY_MAX_MESAGE_BYTES is not a setting and is"
+                            " ignored (did you mean AGENTSCOPE_MEMORY_MAX_MESSAGE_BYTES?)"], warnings
+        listening = next(r for r in records if r["msg"] == "listening")
+        with urllib.request.urlopen(f"http://127.0.0.1:{listening['metrics_port']}/metrics", timeout=10) as page:
+            assert b"rpc_server_call_duration_seconds" in page.read()
+    finally:
+        proc.terminate()
+        assert proc.wait(30) == 0

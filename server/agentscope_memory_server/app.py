@@ -271,7 +271,8 @@ async def _serve(settings: Settings, service: Service, tracing: Tracing | None =
     except BaseException:
         await running.stop(0)
         raise
-    log.info("listening", extra={"fields": {"address": running.address, "mem0_rest_port": running.mem0_rest_port,
+    log.info("listening", extra={"fields": {"address": running.address, "metrics_port": running.metrics_port,
+                                           "mem0_rest_port": running.mem0_rest_port,
                                            "mcp_port": running.mcp_port, "inspector_port": running.inspector_port}})
     return running
 

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from agentscope_memory.store.base import StoreOpenError
 
 from agentscope_memory_server import agent_state_cli, long_term_cli, memories_cli, memory_cli, session_cli, tiered_cli
-from agentscope_memory_server.config import Settings, load_settings
+from agentscope_memory_server.config import Settings, load_settings, unknown_environment
 from agentscope_memory_server.logs import configure_logging
 
 
@@ -85,9 +85,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"agentscope-memory: invalid configuration:\n{exc}", file=sys.stderr)
             return 2
         configure_logging(settings.log_level, settings.log_format)
-        logging.getLogger("agentscope_memory_server").info(
-            "configuration", extra={"fields": {"settings": settings.printable()}}
-        )
+        log = logging.getLogger("agentscope_memory_server")
+        log.info("configuration", extra={"fields": {"settings": settings.printable()}})
+        for warning in unknown_environment(os.environ):
+            log.warning(warning)
         try:
             asyncio.run(_serve(settings))
         except (OSError, StoreOpenError) as exc:

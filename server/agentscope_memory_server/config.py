@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Mapping
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
@@ -132,6 +133,27 @@ class Settings(BaseSettings, ServiceSettings):
         out["api_keys"] = [f"********: {tenant}" for tenant in self.api_keys.values()]
         out["inspector_admin_keys"] = [f"********: {self.api_keys.get(k, '?')}" for k in self.inspector_admin_keys]
         return out
+
+
+# Names under the prefix that are not server settings: the client commands' key and the build's cache.
+NOT_SETTINGS = frozenset({"API_KEY", "TARGET", "VENV_CACHE"})
+
+
+def unknown_environment(environ: Mapping[str, str]) -> list[str]:
+    """A sentence for every `AGENTSCOPE_MEMORY_*` variable that sets nothing. pydantic-settings
+    ignores them, so a misspelt one (`..._METRIC_PORT`) would leave its default in force unseen;
+    the config file, by contrast, refuses unknown keys."""
+    prefix = str(Settings.model_config.get("env_prefix", ""))
+    fields = {name.upper() for name in Settings.model_fields}
+    found = []
+    for name in sorted(environ):
+        rest = name[len(prefix):].upper() if name.upper().startswith(prefix) else None
+        if rest is None or rest in fields or rest in NOT_SETTINGS:
+            continue
+        close = difflib.get_close_matches(rest, fields, n=1)
+        hint = f" (did you mean {prefix}{close[0]}?)" if close else ""
+        found.append(f"environment variable {name} is not a setting and is ignored{hint}")
+    return found
 
 
 def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
