@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from agentscope_memory_server.cli import main
-from agentscope_memory_server.config import load_settings
+from agentscope_memory_server.config import Settings, load_settings
 
 
 def test_defaults() -> None:
@@ -64,3 +64,13 @@ def test_cli_reports_bad_configuration(capsys: pytest.CaptureFixture[str], tmp_p
     assert main(["serve", "--port", "99999", "--data-dir", str(tmp_path)]) == 2
     assert "port" in capsys.readouterr().err
     assert main(["serve", "--config", str(tmp_path / "missing.toml")]) == 2
+
+
+def test_every_setting_is_documented_in_the_readme() -> None:
+    # The README's Configuration section is where operators look a setting up.
+    import re
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("\n## Configuration\n", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`([a-z0-9_]+)`", section))
+    assert sorted(set(Settings.model_fields) - named) == []
