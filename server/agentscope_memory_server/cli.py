@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from agentscope_memory.store.base import StoreOpenError
 
 from agentscope_memory_server import agent_state_cli, long_term_cli, memories_cli, memory_cli, session_cli, tiered_cli
-from agentscope_memory_server.config import Settings, load_settings, unknown_environment
+from agentscope_memory_server.config import Settings, describe_invalid, load_settings, unknown_environment
 from agentscope_memory_server.logs import configure_logging
 
 
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
                 log_format=args.log_format,
             )
         except (ValidationError, FileNotFoundError, ValueError) as exc:
-            print(f"agentscope-memory: invalid configuration:\n{exc}", file=sys.stderr)
+            print(f"agentscope-memory: invalid configuration: {_reason(exc)}", file=sys.stderr)
             return 2
         configure_logging(settings.log_level, settings.log_format)
         log = logging.getLogger("agentscope_memory_server")
@@ -124,8 +124,12 @@ def _mcp(args: argparse.Namespace) -> int:
         configure_logging(settings.log_level, "text")
         return mcp_stdio.main(args, settings)
     except (ValidationError, FileNotFoundError, InvalidArgumentError, ValueError) as exc:
-        print(f"agentscope-memory mcp: invalid configuration:\n{exc}", file=sys.stderr)
+        print(f"agentscope-memory mcp: invalid configuration: {_reason(exc)}", file=sys.stderr)
         return 2
+
+
+def _reason(exc: Exception) -> str:
+    return describe_invalid(exc) if isinstance(exc, ValidationError) else " ".join(str(exc).split())
 
 
 async def _serve(settings: Settings) -> None:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import difflib
+import tomllib
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -14,7 +15,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from agentscope_memory.service.settings import MiB, ServiceSettings
+from agentscope_memory.service.settings import MiB, ServiceSettings, http_url
 
 
 class Settings(BaseSettings, ServiceSettings):
@@ -101,6 +102,11 @@ class Settings(BaseSettings, ServiceSettings):
                 raise ValueError(f"TLS file {path} does not exist")
         return self
 
+    @field_validator("otlp_endpoint")
+    @classmethod
+    def _otlp_endpoint_is_a_url(cls, value: str | None) -> str | None:
+        return http_url(value)
+
     @field_validator("host")
     @classmethod
     def _host_not_empty(cls, value: str) -> str:
@@ -156,6 +162,18 @@ def unknown_environment(environ: Mapping[str, str]) -> list[str]:
     return found
 
 
+def describe_invalid(exc: ValidationError) -> str:
+    """A settings error in one line per setting (pydantic's own text spans four, with a link)."""
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"]) or "settings"
+        text = str(error["msg"]).removeprefix("Value error, ")
+        if error["type"] not in ("value_error", "extra_forbidden", "missing"):
+            text += f" (got {str(error.get('input'))[:100]!r})"
+        parts.append(f"{where}: {text}")
+    return "; ".join(parts)
+
+
 def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
     """Build settings from flags (`overrides`, None meaning "not given"), env and a file."""
     given = {k: v for k, v in overrides.items() if v is not None}
@@ -169,4 +187,7 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
         (Settings,),
         {"model_config": SettingsConfigDict(**{**Settings.model_config, "toml_file": Path(config_file)})},
     )
-    return bound(**given)
+    try:
+        return bound(**given)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"config file {config_file} is not valid TOML: {exc}") from None
