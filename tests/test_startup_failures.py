@@ -130,3 +130,14 @@ def test_a_misspelt_variable_is_named_and_metrics_port_0_says_where_it_listens(t
     finally:
         proc.terminate()
         assert proc.wait(30) == 0
+
+
+def test_mcp_over_stdio_on_a_corrupted_store_says_why_in_one_line(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / DB_NAME).write_bytes(b"this is not SQLite" * 2000)
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSCOPE_MEMORY_")}
+    environ["AGENTSCOPE_MEMORY_LONG_TERM_ENABLED"] = "false"
+    done = subprocess.run([sys.executable, "-m", "agentscope_memory_server", "mcp", "--data-dir", str(data)],
+                          input="", capture_output=True, text=True, env=environ, cwd=REPO, timeout=60)
+    _one_line_reason(done, "agentscope-memory mcp:", str(data / DB_NAME), "SQLite database")

@@ -126,6 +126,9 @@ def _mcp(args: argparse.Namespace) -> int:
     except (ValidationError, FileNotFoundError, InvalidArgumentError, ValueError) as exc:
         print(f"agentscope-memory mcp: invalid configuration: {_reason(exc)}", file=sys.stderr)
         return 2
+    except (StoreOpenError, OSError) as exc:
+        print(f"agentscope-memory mcp: {exc}", file=sys.stderr)
+        return 1
 
 
 def _reason(exc: Exception) -> str:
