@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import ssl
 import tomllib
 from pathlib import Path
 from typing import Any, Literal, Mapping
@@ -100,6 +101,8 @@ class Settings(BaseSettings, ServiceSettings):
         for path in (self.tls_cert_file, self.tls_key_file):
             if path is not None and not path.is_file():
                 raise ValueError(f"TLS file {path} does not exist")
+        if self.tls_cert_file is not None and self.tls_key_file is not None:
+            _check_tls_pair(self.tls_cert_file, self.tls_key_file)
         return self
 
     @field_validator("otlp_endpoint")
@@ -139,6 +142,17 @@ class Settings(BaseSettings, ServiceSettings):
         out["api_keys"] = [f"********: {tenant}" for tenant in self.api_keys.values()]
         out["inspector_admin_keys"] = [f"********: {self.api_keys.get(k, '?')}" for k in self.inspector_admin_keys]
         return out
+
+
+def _check_tls_pair(cert: Path, key: Path) -> None:
+    """gRPC reports a bad pair only as "Failed to bind to address": OpenSSL says what is wrong."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        # An empty password: an encrypted key fails here instead of prompting on the terminal.
+        context.load_cert_chain(cert, key, password=lambda: b"")
+    except (ssl.SSLError, OSError) as exc:
+        raise ValueError(f"tls_cert_file {cert} and tls_key_file {key} must be a PEM certificate chain and"
+                         f" its unencrypted private key ({exc})") from None
 
 
 # Names under the prefix that are not server settings: the client commands' key and the build's cache.
