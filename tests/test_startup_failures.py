@@ -141,3 +141,13 @@ def test_mcp_over_stdio_on_a_corrupted_store_says_why_in_one_line(tmp_path: Path
     done = subprocess.run([sys.executable, "-m", "agentscope_memory_server", "mcp", "--data-dir", str(data)],
                           input="", capture_output=True, text=True, env=environ, cwd=REPO, timeout=60)
     _one_line_reason(done, "agentscope-memory mcp:", str(data / DB_NAME), "SQLite database")
+
+
+def test_a_grpc_port_in_use_says_so(tmp_path: Path) -> None:
+    # gRPC's own text was "Failed to bind to address ...; set GRPC_VERBOSITY=debug ...".
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = _serve(tmp_path / "data", "--port", str(port))
+    _one_line_reason(done, f"cannot listen on 127.0.0.1:{port}: Address already in use")

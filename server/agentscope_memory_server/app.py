@@ -241,7 +241,7 @@ async def _serve(settings: Settings, service: Service, tracing: Tracing | None =
         else:
             port = server.add_insecure_port(address)
     except RuntimeError as exc:
-        raise OSError(f"cannot listen on {settings.host}:{settings.port}: {exc}") from exc
+        raise OSError(f"cannot listen on {settings.host}:{settings.port}: {_bind_failure(settings, exc)}") from None
     await service.start()
     await server.start()
     for name in ("",) + SERVICE_NAMES:
@@ -275,6 +275,25 @@ async def _serve(settings: Settings, service: Service, tracing: Tracing | None =
                                            "mem0_rest_port": running.mem0_rest_port,
                                            "mcp_port": running.mcp_port, "inspector_port": running.inspector_port}})
     return running
+
+
+def _bind_failure(settings: Settings, exc: RuntimeError) -> str:
+    """Why gRPC could not bind, in the operating system's words ("Address already in use"): gRPC
+    itself says only "Failed to bind to address ...; set GRPC_VERBOSITY=debug"."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(settings.host, settings.port, type=socket.SOCK_STREAM)
+    except OSError as error:
+        return f"{settings.host}: {error.strerror or error}"
+    for family, kind, proto, _, address in infos:
+        with socket.socket(family, kind, proto) as probe:
+            try:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                probe.bind(address)
+            except OSError as error:
+                return error.strerror or str(error)
+    return str(exc)
 
 
 def _serve_metrics(settings: Settings, metrics: Metrics) -> int:
