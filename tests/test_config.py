@@ -107,3 +107,12 @@ def test_a_config_file_that_is_not_toml_is_named(tmp_path: Path, capsys: pytest.
 def test_an_http_url_setting_takes_http_and_https() -> None:
     assert load_settings(llm_base_url="http://127.0.0.1:8000/v1").llm_base_url == "http://127.0.0.1:8000/v1"
     assert load_settings(otlp_endpoint="https://collector.example:4318").otlp_endpoint == "https://collector.example:4318"
+
+
+def test_a_bad_api_keys_value_does_not_print_the_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # pydantic names a dict entry by its key: "api_keys.<the key>", and shows the input dict.
+    config = tmp_path / "server.toml"
+    config.write_text('api_keys = {"key-a-0123456789abcdef" = 5}\n')
+    assert main(["serve", "--config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert err == "agentscope-memory: invalid configuration: api_keys: Input should be a valid string\n"

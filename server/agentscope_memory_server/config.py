@@ -176,13 +176,20 @@ def unknown_environment(environ: Mapping[str, str]) -> list[str]:
     return found
 
 
+SECRET_SETTINGS = frozenset({"api_keys", "inspector_admin_keys", "llm_api_key", "long_term_embedder_api_key",
+                             "postgres_dsn", "page_token_secret"})
+
+
 def describe_invalid(exc: ValidationError) -> str:
     """A settings error in one line per setting (pydantic's own text spans four, with a link)."""
     parts = []
     for error in exc.errors():
-        where = ".".join(str(part) for part in error["loc"]) or "settings"
+        loc = [str(part) for part in error["loc"]]
+        secret = bool(loc) and loc[0] in SECRET_SETTINGS
+        # A key of api_keys is a secret too: neither it (in the location) nor a value is shown.
+        where = (loc[0] if secret else ".".join(loc)) or "settings"
         text = str(error["msg"]).removeprefix("Value error, ")
-        if error["type"] not in ("value_error", "extra_forbidden", "missing"):
+        if error["type"] not in ("value_error", "extra_forbidden", "missing") and not secret:
             text += f" (got {str(error.get('input'))[:100]!r})"
         parts.append(f"{where}: {text}")
     return "; ".join(parts)
