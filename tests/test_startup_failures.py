@@ -10,6 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
 from conftest import REPO, ServerProcess, free_port
 
 DB_NAME = "agentscope-memory.sqlite3"
@@ -151,3 +155,22 @@ def test_a_grpc_port_in_use_says_so(tmp_path: Path) -> None:
         port = taken.getsockname()[1]
         done = _serve(tmp_path / "data", "--port", str(port))
     _one_line_reason(done, f"cannot listen on 127.0.0.1:{port}: Address already in use")
+
+
+def _ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _ipv6_loopback(), reason="this machine has no IPv6 loopback")
+async def test_an_ipv6_host_is_served(server_factory) -> None:
+    # "--host ::1" failed: gRPC read "::1:0" as the address ::0.1.0.0, port 443.
+    server = await server_factory(host="::1", metrics_port=0)
+    assert server.address == f"[::1]:{server.port}"
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        status = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10)
+    assert status.status == health_pb2.HealthCheckResponse.SERVING

@@ -63,6 +63,11 @@ SERVICE_NAMES = (
 )
 
 
+def host_port(host: str, port: int) -> str:
+    """`host:port`, an IPv6 address in brackets (gRPC read `::1:0` as `[::0.1.0.0]:443`)."""
+    return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
+
+
 def _placeholder(base: type, what: str) -> object:
     """A servicer whose every RPC answers UNIMPLEMENTED with `what` (a sentence)."""
     names = [n for n in vars(base) if not n.startswith("_")]
@@ -91,7 +96,7 @@ class RunningServer:
 
     @property
     def address(self) -> str:
-        return f"{self.settings.host}:{self.port}"
+        return host_port(self.settings.host, self.port)
 
     @property
     def store(self) -> Store:
@@ -232,7 +237,7 @@ async def _serve(settings: Settings, service: Service, tracing: Tracing | None =
     enable_reflection(SERVICE_NAMES + (health.SERVICE_NAME,), server, documented_pool())
 
     try:
-        address = f"{settings.host}:{settings.port}"
+        address = host_port(settings.host, settings.port)
         if settings.tls_cert_file is not None and settings.tls_key_file is not None:
             credentials = grpc.ssl_server_credentials(
                 [(settings.tls_key_file.read_bytes(), settings.tls_cert_file.read_bytes())]
@@ -241,7 +246,7 @@ async def _serve(settings: Settings, service: Service, tracing: Tracing | None =
         else:
             port = server.add_insecure_port(address)
     except RuntimeError as exc:
-        raise OSError(f"cannot listen on {settings.host}:{settings.port}: {_bind_failure(settings, exc)}") from None
+        raise OSError(f"cannot listen on {address}: {_bind_failure(settings, exc)}") from None
     await service.start()
     await server.start()
     for name in ("",) + SERVICE_NAMES:
@@ -300,7 +305,7 @@ def _serve_metrics(settings: Settings, metrics: Metrics) -> int:
     try:
         return metrics.serve(settings.host, settings.metrics_port or 0)
     except OSError as exc:
-        raise OSError(f"cannot listen on {settings.host}:{settings.metrics_port} (metrics_port):"
+        raise OSError(f"cannot listen on {host_port(settings.host, settings.metrics_port or 0)} (metrics_port):"
                       f" {exc.strerror or exc}") from None
 
 
