@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from agentscope_memory_server.cli import main
-from agentscope_memory_server.config import load_settings
+from agentscope_memory_server.config import Settings, load_settings
 
 
 def test_defaults() -> None:
@@ -64,3 +64,55 @@ def test_cli_reports_bad_configuration(capsys: pytest.CaptureFixture[str], tmp_p
     assert main(["serve", "--port", "99999", "--data-dir", str(tmp_path)]) == 2
     assert "port" in capsys.readouterr().err
     assert main(["serve", "--config", str(tmp_path / "missing.toml")]) == 2
+
+
+def test_every_setting_is_documented_in_the_readme() -> None:
+    # The README's Configuration section is where operators look a setting up.
+    import re
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("\n## Configuration\n", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`([a-z0-9_]+)`", section))
+    assert sorted(set(Settings.model_fields) - named) == []
+
+
+@pytest.mark.parametrize("variable, value, reason", [
+    ("AGENTSCOPE_MEMORY_LLM_BASE_URL", "localhost:8000/v1",
+     "llm_base_url: must be an http:// or https:// URL with a host, not 'localhost:8000/v1'"),
+    ("AGENTSCOPE_MEMORY_LONG_TERM_EMBEDDER_BASE_URL", "embedder",
+     "long_term_embedder_base_url: must be an http:// or https:// URL with a host, not 'embedder'"),
+    ("AGENTSCOPE_MEMORY_OTLP_ENDPOINT", "127.0.0.1:4318",
+     "otlp_endpoint: must be an http:// or https:// URL with a host, not '127.0.0.1:4318'"),
+    ("AGENTSCOPE_MEMORY_LOG_LEVEL", "LOUD",
+     "log_level: Input should be 'DEBUG', 'INFO', 'WARNING' or 'ERROR' (got 'LOUD')"),
+])
+def test_a_bad_value_stops_the_start_with_one_line_naming_the_setting(
+        variable: str, value: str, reason: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # An endpoint without its scheme used to start a server whose every LLM call (or span) failed.
+    monkeypatch.setenv(variable, value)
+    assert main(["serve", "--port", "0", "--data-dir", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == f"agentscope-memory: invalid configuration: {reason}\n"
+
+
+def test_a_config_file_that_is_not_toml_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "server.toml"
+    config.write_text("port = \n")
+    assert main(["serve", "--config", str(config)]) == 2
+    assert capsys.readouterr().err == (
+        f"agentscope-memory: invalid configuration: config file {config} is not valid TOML:"
+        " Invalid value (at line 1, column 8)\n")
+
+
+def test_an_http_url_setting_takes_http_and_https() -> None:
+    assert load_settings(llm_base_url="http://127.0.0.1:8000/v1").llm_base_url == "http://127.0.0.1:8000/v1"
+    assert load_settings(otlp_endpoint="https://collector.example:4318").otlp_endpoint == "https://collector.example:4318"
+
+
+def test_a_bad_api_keys_value_does_not_print_the_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # pydantic names a dict entry by its key: "api_keys.<the key>", and shows the input dict.
+    config = tmp_path / "server.toml"
+    config.write_text('api_keys = {"key-a-0123456789abcdef" = 5}\n')
+    assert main(["serve", "--config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert err == "agentscope-memory: invalid configuration: api_keys: Input should be a valid string\n"

@@ -82,6 +82,29 @@ def test_each_key_sees_only_its_tenant(tmp_path: Path, capsys: pytest.CaptureFix
         server.stop()
 
 
+def test_every_command_that_calls_a_server_takes_its_key_from_the_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # A key given as --api-key shows in `ps` and in the shell's history; the environment does not.
+    keys = {"tenant-a-key-0000001": "tenant-a"}
+    server = ServerThread(make_settings(tmp_path / "data", api_keys=keys))
+    try:
+        with MemoryClient(server.address, api_key="tenant-a-key-0000001") as a:
+            a.create_memory("a-only")
+            a.add_messages("a-only", [Msg.create(MsgRole.USER, "hello")])
+        target = ["--target", server.address]
+        monkeypatch.setenv("AGENTSCOPE_MEMORY_API_KEY", "tenant-a-key-0000001")
+        assert main(["memories", "list", *target]) == 0
+        assert "a-only" in capsys.readouterr().out
+        assert main(["session", "export", "--memory-id", "a-only", "--session-id", "s",
+                     "--dir", str(tmp_path / "sessions"), *target]) == 0
+        assert main(["memory", "close-tool-calls", "--memory-id", "a-only", "--agent-name", "A", *target]) == 0
+        # --api-key still wins over the environment.
+        assert main(["memories", "list", "--api-key", "tenant-x-key-0000001", *target]) == 1
+        assert "unknown API key" in capsys.readouterr().err
+    finally:
+        server.stop()
+
+
 def test_python_dash_m_runs_the_same_command() -> None:
     import subprocess
     import sys

@@ -237,3 +237,16 @@ async def test_sqlite_keeps_its_write_ahead_log_small_with_checkpoints_off_the_l
         assert await store.run("t1", lambda tx: tx.length("m", "l"), write=False) == 4000
     finally:
         await store.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_a_database_of_a_newer_schema_is_refused(backend, request, tmp_path) -> None:
+    # A newer version may have changed what its tables mean: this one must not write into them.
+    from agentscope_memory.store.base import StoreOpenError
+
+    dsn = request.getfixturevalue("postgres_dsn") if backend == "postgres" else None
+    store = open_store(backend, tmp_path, postgres_dsn=dsn)
+    await store.run(NO_TENANT, lambda tx: tx.meta_put("schema_version", "2"))
+    await store.close()
+    with pytest.raises(StoreOpenError, match="schema version 2, newer than this server's 1"):
+        open_store(backend, tmp_path, postgres_dsn=dsn)

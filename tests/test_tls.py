@@ -45,3 +45,27 @@ def test_half_a_tls_configuration_is_rejected(certificate) -> None:
 
     with pytest.raises(ValidationError, match="together"):
         Settings(tls_cert_file=certificate[0])
+
+
+def test_a_pair_that_is_not_a_certificate_and_its_key_is_named_at_start(
+        certificate, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # gRPC itself only said "cannot listen on ...: Failed to bind to address".
+    from agentscope_memory_server.cli import main
+
+    cert, key = certificate
+    other = tmp_path / "other"
+    other.mkdir()
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=x",
+                    "-keyout", str(other / "key.pem"), "-out", str(other / "cert.pem")], check=True, capture_output=True)
+    encrypted = tmp_path / "encrypted.pem"
+    subprocess.run(["openssl", "rsa", "-in", str(key), "-aes256", "-passout", "pass:secret", "-out", str(encrypted)],
+                   check=True, capture_output=True)
+    for bad_cert, bad_key, why in ((key, cert, "PEM"), (cert, other / "key.pem", "mismatch"), (cert, encrypted, "PEM")):
+        argv = ["serve", "--port", "0", "--data-dir", str(tmp_path / "data")]
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("AGENTSCOPE_MEMORY_TLS_CERT_FILE", str(bad_cert))
+            env.setenv("AGENTSCOPE_MEMORY_TLS_KEY_FILE", str(bad_key))
+            assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"tls_cert_file {bad_cert} and tls_key_file {bad_key}" in err, err
+        assert why in err, err

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from agentscope_memory.agent_state import AgentStateLimits
 from agentscope_memory.long_term.mem0.backend import Mem0Config
@@ -18,6 +19,17 @@ from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES
 from agentscope_memory.short_term.manager import Limits
 
 MiB = 1024 * 1024
+
+
+def http_url(value: str | None) -> str | None:
+    """An endpoint setting: an absolute http(s) URL, or None. Checked at start, so a URL without
+    its scheme (`localhost:8000/v1`) stops the server instead of failing every call later."""
+    if value is None:
+        return None
+    parsed = urlsplit(value.strip())
+    if parsed.scheme.lower() not in ("http", "https") or not parsed.hostname:
+        raise ValueError(f"must be an http:// or https:// URL with a host, not {value[:100]!r}")
+    return value.strip()
 
 
 def _secret(value: SecretStr | None) -> str | None:
@@ -131,6 +143,11 @@ class ServiceSettings(BaseModel):
     lifecycle_forgetting_threshold: float = Field(0.1, ge=0, le=1)
     lifecycle_forgetting_excluded_types: list[str] = Field(default_factory=lambda: ["reflection"])
     lifecycle_purge_after_s: float = Field(30 * 86400.0, ge=0, description="purge soft-deleted memories after; 0 = never")
+
+    @field_validator("llm_base_url", "long_term_embedder_base_url")
+    @classmethod
+    def _endpoints_are_urls(cls, value: str | None) -> str | None:
+        return http_url(value)
 
     @model_validator(mode="after")
     def _postgres_needs_dsn(self) -> "ServiceSettings":

@@ -18,6 +18,11 @@ from typing import Any, Callable, NamedTuple, Protocol, Sequence, TypeVar
 
 T = TypeVar("T")
 
+class StoreOpenError(Exception):
+    """The configured store cannot be used (not a database, written by a newer version); the
+    message says which store, why, and what to do. Raised when the store is opened."""
+
+
 # The tenant argument of a transaction that only touches cross-tenant tables.
 NO_TENANT = ""
 

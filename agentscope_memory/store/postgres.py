@@ -29,6 +29,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from agentscope_memory.errors import UnavailableError
 from agentscope_memory.store.base import Row
 from agentscope_memory.store.sql import SHARED_SCHEMA, Dialect, SqlTx
+from agentscope_memory.store.sql.schema import check_schema_version
 from agentscope_memory.tracing import current_tracer, span
 
 T = TypeVar("T")
@@ -147,14 +148,28 @@ class PostgresStore:
                 self._pool.close()
                 self._executor.shutdown()
                 raise _unavailable(exc) from exc
+            except BaseException:
+                self._executor.shutdown()
+                self._pool.close()
+                raise
 
     def _create_schema(self) -> None:
         with self._pool.connection() as conn:
             # Serialise schema creation between replicas starting at the same time.
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(727372)")
+                self._check_schema_version(conn)
                 conn.execute(_SCHEMA)
                 conn.execute(self._dialect.ddl(SHARED_SCHEMA))
+
+    def _check_schema_version(self, conn: Any) -> None:
+        # Before any DDL: a database from a newer version is left exactly as it is.
+        meta = self._dialect.table("meta")
+        row = conn.execute("SELECT to_regclass(%s)", (meta,)).fetchone()
+        if row is None or row[0] is None:
+            return
+        row = conn.execute(f"SELECT value FROM {meta} WHERE key = 'schema_version'").fetchone()
+        check_schema_version(row[0] if row else None, "the PostgreSQL database")
 
     def _in_transaction(self, tenant: str, fn: Callable[[SqlTx], T], write: bool) -> T:
         isolation = "READ COMMITTED" if write else "REPEATABLE READ, READ ONLY"

@@ -26,8 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
-from agentscope_memory.store.base import Row
+from agentscope_memory.store.base import Row, StoreOpenError
 from agentscope_memory.store.sql import SHARED_SCHEMA, Dialect, SqlTx
+from agentscope_memory.store.sql.schema import check_schema_version
 from agentscope_memory.tracing import current_tracer, span
 
 T = TypeVar("T")
@@ -157,6 +158,12 @@ class SqliteStore:
         # Create the schema now so a bad path fails at start-up, not on the first request.
         try:
             self._writer.submit(self._init_schema).result()
+        except sqlite3.DatabaseError as exc:
+            self._shutdown()
+            # Corrupted, not SQLite at all, unreadable: the one line an operator needs.
+            raise StoreOpenError(
+                f"{self.path} cannot be opened as an SQLite database ({exc}); restore it from a"
+                " backup, or move it away to start with an empty store") from None
         except BaseException:
             self._shutdown()
             raise
@@ -179,6 +186,10 @@ class SqliteStore:
 
     def _init_schema(self) -> None:
         conn = self._connection()
+        # Before any DDL: a database from a newer version is left exactly as it is.
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone():
+            row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            check_schema_version(row[0] if row else None, str(self.path))
         conn.executescript(_SCHEMA)
         conn.executescript(self._dialect.ddl(SHARED_SCHEMA))
 

@@ -26,7 +26,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                             ("import", "store a JsonFileAgentStateStore slot directory on the server")):
         action = actions.add_parser(name, help=help_text)
         action.add_argument("--target", default="127.0.0.1:50051", help="server address")
-        action.add_argument("--api-key", help="API key, if the server wants one")
+        action.add_argument("--api-key", help="API key, if the server wants one (default: $AGENTSCOPE_MEMORY_API_KEY)")
         action.add_argument("--user-id", default="", help="user id (empty: anonymous, __anon__)")
         action.add_argument("--session-id", required=True)
         action.add_argument("--dir", type=Path, default=DEFAULT_DIR,

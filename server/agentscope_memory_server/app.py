@@ -32,6 +32,7 @@ from agentscope_memory.service import Service, build_service
 from agentscope_memory.store import Store
 from agentscope_memory.tracing import current_tracer
 from agentscope_memory_server.config import Settings
+from agentscope_memory_server.data_dir_lock import DataDirLock
 from agentscope_memory_server.decoding import DecodeErrorInterceptor
 from agentscope_memory_server.drain import Drain, DrainInterceptor
 from agentscope_memory_server.agent_state_servicer import AgentStateServicer
@@ -62,6 +63,11 @@ SERVICE_NAMES = (
 )
 
 
+def host_port(host: str, port: int) -> str:
+    """`host:port`, an IPv6 address in brackets (gRPC read `::1:0` as `[::0.1.0.0]:443`)."""
+    return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
+
+
 def _placeholder(base: type, what: str) -> object:
     """A servicer whose every RPC answers UNIMPLEMENTED with `what` (a sentence)."""
     names = [n for n in vars(base) if not n.startswith("_")]
@@ -85,11 +91,12 @@ class RunningServer:
     mem0_rest_port: int | None = None
     mcp_port: int | None = None
     inspector_port: int | None = None
+    data_dir_lock: DataDirLock | None = None
     _stopped: bool = False
 
     @property
     def address(self) -> str:
-        return f"{self.settings.host}:{self.port}"
+        return host_port(self.settings.host, self.port)
 
     @property
     def store(self) -> Store:
@@ -116,6 +123,8 @@ class RunningServer:
         for close in reversed(self.closers):
             await close()
         await self.service.close(grace)
+        if self.data_dir_lock is not None:
+            self.data_dir_lock.release()
         log.info("stopped")
 
 
@@ -125,15 +134,24 @@ async def start_server(settings: Settings) -> RunningServer:
         tracing = Tracing(settings.otlp_endpoint, settings.otel_service_name, uuid.uuid4().hex)
     # The service's background tasks (jobs, scoring) inherit the tracer from this context.
     token = current_tracer.set(tracing.tracer if tracing is not None else None)
+    lock = DataDirLock(settings.data_dir) if settings.store == "sqlite" else None
     try:
+        if lock is not None:
+            lock.acquire()
         service = build_service(settings)
         try:
-            return await _serve(settings, service, tracing)
+            running = await _serve(settings, service, tracing)
         except BaseException:
             await service.close(0)
-            if tracing is not None:
-                tracing.shutdown()
             raise
+        running.data_dir_lock = lock
+        return running
+    except BaseException:
+        if tracing is not None:
+            tracing.shutdown()
+        if lock is not None:
+            lock.release()
+        raise
     finally:
         current_tracer.reset(token)
 
@@ -219,7 +237,7 @@ async def _serve(settings: Settings, service: Service, tracing: Tracing | None =
     enable_reflection(SERVICE_NAMES + (health.SERVICE_NAME,), server, documented_pool())
 
     try:
-        address = f"{settings.host}:{settings.port}"
+        address = host_port(settings.host, settings.port)
         if settings.tls_cert_file is not None and settings.tls_key_file is not None:
             credentials = grpc.ssl_server_credentials(
                 [(settings.tls_key_file.read_bytes(), settings.tls_cert_file.read_bytes())]
@@ -228,7 +246,7 @@ async def _serve(settings: Settings, service: Service, tracing: Tracing | None =
         else:
             port = server.add_insecure_port(address)
     except RuntimeError as exc:
-        raise OSError(f"cannot listen on {settings.host}:{settings.port}: {exc}") from exc
+        raise OSError(f"cannot listen on {address}: {_bind_failure(settings, exc)}") from None
     await service.start()
     await server.start()
     for name in ("",) + SERVICE_NAMES:
@@ -241,14 +259,14 @@ async def _serve(settings: Settings, service: Service, tracing: Tracing | None =
             await asyncio.to_thread(traces.shutdown)
 
         running.closers.append(close_tracing)
-    if metrics is not None:
-        running.metrics_port = metrics.serve(settings.host, settings.metrics_port or 0)
-
-        async def close_metrics() -> None:
-            metrics.close()
-
-        running.closers.append(close_metrics)
     try:
+        if metrics is not None:
+            running.metrics_port = _serve_metrics(settings, metrics)
+
+            async def close_metrics() -> None:
+                metrics.close()
+
+            running.closers.append(close_metrics)
         if settings.mem0_rest_port is not None:
             await _serve_mem0_rest(settings, service, running)
         if settings.mcp_port is not None:
@@ -258,9 +276,37 @@ async def _serve(settings: Settings, service: Service, tracing: Tracing | None =
     except BaseException:
         await running.stop(0)
         raise
-    log.info("listening", extra={"fields": {"address": running.address, "mem0_rest_port": running.mem0_rest_port,
+    log.info("listening", extra={"fields": {"address": running.address, "metrics_port": running.metrics_port,
+                                           "mem0_rest_port": running.mem0_rest_port,
                                            "mcp_port": running.mcp_port, "inspector_port": running.inspector_port}})
     return running
+
+
+def _bind_failure(settings: Settings, exc: RuntimeError) -> str:
+    """Why gRPC could not bind, in the operating system's words ("Address already in use"): gRPC
+    itself says only "Failed to bind to address ...; set GRPC_VERBOSITY=debug"."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(settings.host, settings.port, type=socket.SOCK_STREAM)
+    except OSError as error:
+        return f"{settings.host}: {error.strerror or error}"
+    for family, kind, proto, _, address in infos:
+        with socket.socket(family, kind, proto) as probe:
+            try:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                probe.bind(address)
+            except OSError as error:
+                return error.strerror or str(error)
+    return str(exc)
+
+
+def _serve_metrics(settings: Settings, metrics: Metrics) -> int:
+    try:
+        return metrics.serve(settings.host, settings.metrics_port or 0)
+    except OSError as exc:
+        raise OSError(f"cannot listen on {host_port(settings.host, settings.metrics_port or 0)} (metrics_port):"
+                      f" {exc.strerror or exc}") from None
 
 
 async def _serve_mem0_rest(settings: Settings, service: Service, running: RunningServer) -> None:
@@ -319,6 +365,13 @@ async def serve_until_signalled(settings: Settings) -> None:
     import signal
 
     running = await start_server(settings)
+    # At once, before the collection below: a SIGTERM right after the "listening" line drains
+    # instead of killing the process outright. (Not before the start: Ctrl-C must still
+    # interrupt a start that blocks, e.g. waiting for a database.)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
     # What start-up built (modules, engines, models) lives as long as the process: frozen, the
     # collector stops walking it on every full collection. Under a stream of adds those came
     # every few seconds and held the loop 33-45 ms each; frozen, under 1 ms.
@@ -327,9 +380,5 @@ async def serve_until_signalled(settings: Settings) -> None:
     if settings.port_file is not None:
         settings.port_file.write_text(str(running.port))
     print(f"agentscope-memory listening on {running.address}", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     await running.stop()

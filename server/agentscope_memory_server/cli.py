@@ -5,14 +5,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from agentscope_memory.errors import UnavailableError
+from agentscope_memory.store.base import StoreOpenError
+
 from agentscope_memory_server import agent_state_cli, long_term_cli, memories_cli, memory_cli, session_cli, tiered_cli
-from agentscope_memory_server.config import Settings, load_settings
+from agentscope_memory_server.config import Settings, describe_invalid, load_settings, unknown_environment
 from agentscope_memory_server.logs import configure_logging
 
 
@@ -59,6 +62,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if getattr(args, "api_key", "") is None:
+        # Every command that talks to a server: a key in the environment stays out of `ps`
+        # and the shell's history.
+        args.api_key = os.environ.get("AGENTSCOPE_MEMORY_API_KEY") or None
     if args.command == "serve":
         try:
             settings = load_settings(
@@ -76,15 +83,16 @@ def main(argv: list[str] | None = None) -> int:
                 log_format=args.log_format,
             )
         except (ValidationError, FileNotFoundError, ValueError) as exc:
-            print(f"agentscope-memory: invalid configuration:\n{exc}", file=sys.stderr)
+            print(f"agentscope-memory: invalid configuration: {_reason(exc)}", file=sys.stderr)
             return 2
         configure_logging(settings.log_level, settings.log_format)
-        logging.getLogger("agentscope_memory_server").info(
-            "configuration", extra={"fields": {"settings": settings.printable()}}
-        )
+        log = logging.getLogger("agentscope_memory_server")
+        log.info("configuration", extra={"fields": {"settings": settings.printable()}})
+        for warning in unknown_environment(os.environ):
+            log.warning(warning)
         try:
             asyncio.run(_serve(settings))
-        except (OSError, UnavailableError) as exc:  # a port taken, a database not there
+        except (OSError, StoreOpenError, UnavailableError) as exc:  # a port taken, a store unusable, a database not there
             print(f"agentscope-memory: {exc}", file=sys.stderr)
             return 1
         return 0
@@ -106,13 +114,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _mcp(args: argparse.Namespace) -> int:
-    import os
-
     from agentscope_memory.errors import InvalidArgumentError
     from agentscope_memory_server import mcp_stdio
 
-    if args.api_key is None:
-        args.api_key = os.environ.get("AGENTSCOPE_MEMORY_API_KEY") or None
     try:
         settings = load_settings(
             args.config, data_dir=args.data_dir, store=args.store, postgres_dsn=args.postgres_dsn,
@@ -121,8 +125,15 @@ def _mcp(args: argparse.Namespace) -> int:
         configure_logging(settings.log_level, "text")
         return mcp_stdio.main(args, settings)
     except (ValidationError, FileNotFoundError, InvalidArgumentError, ValueError) as exc:
-        print(f"agentscope-memory mcp: invalid configuration:\n{exc}", file=sys.stderr)
+        print(f"agentscope-memory mcp: invalid configuration: {_reason(exc)}", file=sys.stderr)
         return 2
+    except (StoreOpenError, OSError) as exc:
+        print(f"agentscope-memory mcp: {exc}", file=sys.stderr)
+        return 1
+
+
+def _reason(exc: Exception) -> str:
+    return describe_invalid(exc) if isinstance(exc, ValidationError) else " ".join(str(exc).split())
 
 
 async def _serve(settings: Settings) -> None:

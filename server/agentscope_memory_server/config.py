@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import difflib
+import ssl
+import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Mapping
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -13,7 +16,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from agentscope_memory.service.settings import MiB, ServiceSettings
+from agentscope_memory.service.settings import MiB, ServiceSettings, http_url
 
 
 class Settings(BaseSettings, ServiceSettings):
@@ -98,7 +101,14 @@ class Settings(BaseSettings, ServiceSettings):
         for path in (self.tls_cert_file, self.tls_key_file):
             if path is not None and not path.is_file():
                 raise ValueError(f"TLS file {path} does not exist")
+        if self.tls_cert_file is not None and self.tls_key_file is not None:
+            _check_tls_pair(self.tls_cert_file, self.tls_key_file)
         return self
+
+    @field_validator("otlp_endpoint")
+    @classmethod
+    def _otlp_endpoint_is_a_url(cls, value: str | None) -> str | None:
+        return http_url(value)
 
     @field_validator("host")
     @classmethod
@@ -134,6 +144,57 @@ class Settings(BaseSettings, ServiceSettings):
         return out
 
 
+def _check_tls_pair(cert: Path, key: Path) -> None:
+    """gRPC reports a bad pair only as "Failed to bind to address": OpenSSL says what is wrong."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        # An empty password: an encrypted key fails here instead of prompting on the terminal.
+        context.load_cert_chain(cert, key, password=lambda: b"")
+    except (ssl.SSLError, OSError) as exc:
+        raise ValueError(f"tls_cert_file {cert} and tls_key_file {key} must be a PEM certificate chain and"
+                         f" its unencrypted private key ({exc})") from None
+
+
+# Names under the prefix that are not server settings: the client commands' key and the build's cache.
+NOT_SETTINGS = frozenset({"API_KEY", "TARGET", "VENV_CACHE"})
+
+
+def unknown_environment(environ: Mapping[str, str]) -> list[str]:
+    """A sentence for every `AGENTSCOPE_MEMORY_*` variable that sets nothing. pydantic-settings
+    ignores them, so a misspelt one (`..._METRIC_PORT`) would leave its default in force unseen;
+    the config file, by contrast, refuses unknown keys."""
+    prefix = str(Settings.model_config.get("env_prefix", ""))
+    fields = {name.upper() for name in Settings.model_fields}
+    found = []
+    for name in sorted(environ):
+        rest = name[len(prefix):].upper() if name.upper().startswith(prefix) else None
+        if rest is None or rest in fields or rest in NOT_SETTINGS:
+            continue
+        close = difflib.get_close_matches(rest, fields, n=1)
+        hint = f" (did you mean {prefix}{close[0]}?)" if close else ""
+        found.append(f"environment variable {name} is not a setting and is ignored{hint}")
+    return found
+
+
+SECRET_SETTINGS = frozenset({"api_keys", "inspector_admin_keys", "llm_api_key", "long_term_embedder_api_key",
+                             "postgres_dsn", "page_token_secret"})
+
+
+def describe_invalid(exc: ValidationError) -> str:
+    """A settings error in one line per setting (pydantic's own text spans four, with a link)."""
+    parts = []
+    for error in exc.errors():
+        loc = [str(part) for part in error["loc"]]
+        secret = bool(loc) and loc[0] in SECRET_SETTINGS
+        # A key of api_keys is a secret too: neither it (in the location) nor a value is shown.
+        where = (loc[0] if secret else ".".join(loc)) or "settings"
+        text = str(error["msg"]).removeprefix("Value error, ")
+        if error["type"] not in ("value_error", "extra_forbidden", "missing") and not secret:
+            text += f" (got {str(error.get('input'))[:100]!r})"
+        parts.append(f"{where}: {text}")
+    return "; ".join(parts)
+
+
 def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
     """Build settings from flags (`overrides`, None meaning "not given"), env and a file."""
     given = {k: v for k, v in overrides.items() if v is not None}
@@ -147,4 +208,7 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
         (Settings,),
         {"model_config": SettingsConfigDict(**{**Settings.model_config, "toml_file": Path(config_file)})},
     )
-    return bound(**given)
+    try:
+        return bound(**given)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"config file {config_file} is not valid TOML: {exc}") from None

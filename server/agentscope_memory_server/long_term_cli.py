@@ -28,7 +28,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     search.add_argument("--top-k", type=int, default=0, help="how many results (default: the server's, 10)")
     search.add_argument("--json", action="store_true", help="one JSON object per result")
     search.add_argument("--target", default="127.0.0.1:50051", help="server address")
-    search.add_argument("--api-key", help="API key, if the server wants one")
+    search.add_argument("--api-key", help="API key, if the server wants one (default: $AGENTSCOPE_MEMORY_API_KEY)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -34,7 +34,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     for action in (listing, show, delete):
         action.add_argument("--target", default="127.0.0.1:50051", help="server address")
-        action.add_argument("--api-key", help="API key, if the server wants one")
+        action.add_argument("--api-key", help="API key, if the server wants one (default: $AGENTSCOPE_MEMORY_API_KEY)")
         action.add_argument("--page-size", type=int, default=0, help="items per page (default: the server's)")
 
 

@@ -21,7 +21,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="answer unanswered tool calls with an error result (after a crash during a tool call)",
     )
     close.add_argument("--target", default="127.0.0.1:50051", help="server address")
-    close.add_argument("--api-key", help="API key, if the server wants one")
+    close.add_argument("--api-key", help="API key, if the server wants one (default: $AGENTSCOPE_MEMORY_API_KEY)")
     close.add_argument("--memory-id", required=True)
     close.add_argument("--agent-name", required=True, help="the agent's name (its tool results carry it)")
 

@@ -50,7 +50,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     for name in ("export", "import"):
         action = actions.add_parser(name, help=f"{name} a memory's state {'to' if name == 'export' else 'from'} a JsonSession directory")
         action.add_argument("--target", default="127.0.0.1:50051", help="server address")
-        action.add_argument("--api-key", help="API key, if the server wants one")
+        action.add_argument("--api-key", help="API key, if the server wants one (default: $AGENTSCOPE_MEMORY_API_KEY)")
         action.add_argument("--memory-id", required=True)
         action.add_argument("--session-id", required=True)
         action.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="JsonSession root directory")

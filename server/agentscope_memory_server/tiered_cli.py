@@ -17,7 +17,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     status = commands.add_parser("status", help="a TIERED memory's tiers, budgets and compaction, as a box")
     status.add_argument("memory_id")
     status.add_argument("--target", default="127.0.0.1:50051", help="server address")
-    status.add_argument("--api-key", help="API key, if the server wants one")
+    status.add_argument("--api-key", help="API key, if the server wants one (default: $AGENTSCOPE_MEMORY_API_KEY)")
     status.add_argument("--json", action="store_true", help="the status as JSON")
 
 

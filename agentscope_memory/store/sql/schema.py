@@ -9,8 +9,20 @@ nothing when already done): the schema is applied at every start, and never dest
 
 from __future__ import annotations
 
+from agentscope_memory.store.base import StoreOpenError
+
 # The schema this code writes; recorded in `meta` so later versions can tell what they opened.
 SCHEMA_VERSION = "1"
+
+
+def check_schema_version(stored: str | None, where: str) -> None:
+    """Refuses a database a newer version wrote: this code does not know its tables, and
+    writing to it could lose what the newer version keeps there."""
+    if stored is None or not stored.isdigit() or int(stored) <= int(SCHEMA_VERSION):
+        return
+    raise StoreOpenError(
+        f"{where} has schema version {stored}, newer than this server's {SCHEMA_VERSION}:"
+        " it was written by a newer agentscope-memory; run that version (or a newer one) on it")
 
 SHARED_SCHEMA = """
 CREATE TABLE IF NOT EXISTS {meta} (
