@@ -130,6 +130,38 @@ class RemoteConnectionTest {
         }
     }
 
+    @Test
+    void aCallOnAClosedConnectionFailsAtOnceSayingSo() throws Exception {
+        GetMemoryRequest get = GetMemoryRequest.newBuilder().setMemoryId("core-closed-" + UUID.randomUUID()).build();
+        RemoteConnection connection = RemoteConnection.builder().target(TestServer.shared().target())
+                .deadline(Duration.ofSeconds(20)).build();
+        connection.close();
+        AtomicInteger attempts = new AtomicInteger();
+        long started = System.nanoTime();
+        // gRPC answers a call on a shut-down channel UNAVAILABLE, the status it retries: without a
+        // check, a safe call would be tried again for its whole deadline, for nothing.
+        RemoteMemoryException.Unavailable closed = assertThrows(RemoteMemoryException.Unavailable.class,
+                () -> connection.call("MemoryService/GetMemory", true, () -> {
+                    attempts.incrementAndGet();
+                    return connection.memoryService().getMemory(get);
+                }));
+        assertTrue(System.nanoTime() - started < TimeUnit.SECONDS.toNanos(2),
+                "took " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started) + " ms");
+        assertTrue(attempts.get() <= 1, attempts + " attempts");
+        assertEquals("MemoryService/GetMemory", closed.getOperation());
+        assertTrue(closed.getMessage().contains("connection is closed"), closed.getMessage());
+
+        // A channel passed in and shut down by its owner is the same.
+        ManagedChannel channel = ManagedChannelBuilder.forTarget(TestServer.shared().target()).usePlaintext().build();
+        RemoteConnection onChannel = RemoteConnection.builder().channel(channel).deadline(Duration.ofSeconds(20)).build();
+        channel.shutdownNow();
+        started = System.nanoTime();
+        assertThrows(RemoteMemoryException.Unavailable.class,
+                () -> onChannel.call("MemoryService/GetMemory", true, () -> onChannel.memoryService().getMemory(get)));
+        assertTrue(System.nanoTime() - started < TimeUnit.SECONDS.toNanos(2),
+                "took " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started) + " ms");
+    }
+
     private static void sleep(long ms) {
         try {
             Thread.sleep(ms);
