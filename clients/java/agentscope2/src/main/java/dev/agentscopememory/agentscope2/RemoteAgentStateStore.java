@@ -210,7 +210,7 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
     public void save(String userId, String sessionId, String key, State value) {
         Objects.requireNonNull(value, "value");
         Slot slot = slot(userId, sessionId, key);
-        String json = JsonUtils.getJsonCodec().toJson(value);
+        String json = checkUnicode(JsonUtils.getJsonCodec().toJson(value), key);
         if (conflictPolicy == ConflictPolicy.OVERWRITE) {
             remember(slot, putValue(slot, json, null), json);
             return;
@@ -321,7 +321,7 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
         Slot slot = slot(userId, sessionId, key);
         List<String> items = new ArrayList<>(values.size());
         for (State v : values) {
-            items.add(JsonUtils.getJsonCodec().toJson(v));
+            items.add(checkUnicode(JsonUtils.getJsonCodec().toJson(v), key + "[" + items.size() + "]"));
         }
         ListSeen seen = lists.get(slot);
         if (seen != null && items.size() >= seen.length()
@@ -487,7 +487,7 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
             throw new IllegalArgumentException("expectedVersion: must be -1 (unconditional), 0 (create) or a version");
         }
         Slot slot = slot(userId, sessionId, key);
-        String json = JsonUtils.getJsonCodec().toJson(value);
+        String json = checkUnicode(JsonUtils.getJsonCodec().toJson(value), key);
         try {
             long version = putValue(slot, json, expectedVersion == UNVERSIONED ? null : expectedVersion);
             remember(slot, version, json);
@@ -748,6 +748,26 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
             return n > 1 ? n - 1 : null;
         });
         return taken[0];
+    }
+
+    /**
+     * Returns {@code json} unless it holds half a surrogate pair (a model's stream cut inside an
+     * emoji, say), which UTF-8 cannot encode: protobuf would silently send {@code '?'} in its
+     * place and the stored state would differ from the one saved. Jackson writes such a character
+     * as it is, so the text shows it.
+     */
+    private static String checkUnicode(String json, String where) {
+        for (int i = 0; i < json.length(); i++) {
+            char c = json.charAt(i);
+            if (Character.isHighSurrogate(c) && i + 1 < json.length() && Character.isLowSurrogate(json.charAt(i + 1))) {
+                i++;
+            } else if (Character.isSurrogate(c)) {
+                throw new IllegalArgumentException(where + ": the state contains a lone surrogate (half of a"
+                        + " UTF-16 pair) at character " + json.codePointCount(0, i)
+                        + " of its JSON; it is not Unicode text and cannot be stored");
+            }
+        }
+        return json;
     }
 
     private void remember(Slot slot, long version, String json) {

@@ -70,6 +70,29 @@ class VersioningAndResumeTest {
         }
     }
 
+    @Test
+    void aStateHoldingHalfASurrogatePairIsRefusedNotStoredWithAQuestionMark() {
+        // A model's stream cut inside an emoji leaves half a surrogate pair in the context; UTF-8
+        // (and so protobuf) cannot carry it, and protobuf-java silently wrote '?' in its place.
+        String s = session();
+        try (RemoteAgentStateStore store = store(ConflictPolicy.OVERWRITE)) {
+            AgentState state = AgentState.builder().build();
+            state.contextMutable().add(msg("完整 \uD83D\uDE00"));
+            store.save("u", s, "agent_state", state);
+            state.contextMutable().add(msg("half \uD83D"));
+            IllegalArgumentException value = assertThrows(IllegalArgumentException.class,
+                    () -> store.save("u", s, "agent_state", state));
+            assertTrue(value.getMessage().startsWith("agent_state: the state contains a lone surrogate"), value.getMessage());
+            assertThrows(IllegalArgumentException.class, () -> store.saveIfVersion("u", s, "agent_state", state, 1));
+            IllegalArgumentException list = assertThrows(IllegalArgumentException.class,
+                    () -> store.save("u", s, "memory_messages", List.of(msg("ok"), msg("x\uDE00"))));
+            assertTrue(list.getMessage().startsWith("memory_messages[1]: the state contains a lone surrogate"), list.getMessage());
+            assertEquals(List.of("完整 \uD83D\uDE00"),
+                    texts(store.get("u", s, "agent_state", AgentState.class).orElseThrow()));
+            assertTrue(store.getList("u", s, "memory_messages", Msg.class).isEmpty());
+        }
+    }
+
     /** Two processes read version 1, both append a message; the second save is the conflict. */
     static void race(RemoteAgentStateStore first, RemoteAgentStateStore second, String s) {
         try (RemoteAgentStateStore seed = store(ConflictPolicy.OVERWRITE)) {
