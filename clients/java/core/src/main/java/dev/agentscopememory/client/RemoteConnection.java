@@ -168,7 +168,7 @@ public final class RemoteConnection implements AutoCloseable {
      */
     public StateServiceGrpc.StateServiceStub stateServiceAsync() {
         return StateServiceGrpc.newStub(channel)
-                .withDeadlineAfter(deadline.toNanos(), TimeUnit.NANOSECONDS);
+                .withDeadlineAfter(attemptNanos(), TimeUnit.NANOSECONDS);
     }
 
     /** A blocking {@code ScopeService} stub (parent/child scopes) with this connection's deadline, as {@link #memoryService()}. */
@@ -180,7 +180,7 @@ public final class RemoteConnection implements AutoCloseable {
     /** A blocking {@code AgentStateService} stub with this connection's deadline, as {@link #memoryService()}. */
     public dev.agentscopememory.grpc.v1.AgentStateServiceGrpc.AgentStateServiceBlockingStub agentStateService() {
         return dev.agentscopememory.grpc.v1.AgentStateServiceGrpc.newBlockingStub(channel)
-                .withDeadlineAfter(deadline.toNanos(), TimeUnit.NANOSECONDS);
+                .withDeadlineAfter(attemptNanos(), TimeUnit.NANOSECONDS);
     }
 
     /**
