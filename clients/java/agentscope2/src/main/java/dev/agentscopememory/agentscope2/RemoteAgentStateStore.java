@@ -128,6 +128,8 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
     /** Objects returned by get() whose version is remembered until they are saved. */
     private static final int MAX_REMEMBERED_READS = 4096;
     private static final int MAX_PAGE_RESTARTS = 5;
+    /** Slots whose last state read or written is kept, the most recently used ones. */
+    static final int REMEMBERED_SLOTS = 4096;
 
     private final RemoteConnection connection;
     private final boolean ownsConnection;
@@ -164,7 +166,15 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
             return size() > MAX_REMEMBERED_READS;
         }
     });
-    private final Map<Slot, Seen> slots = new ConcurrentHashMap<>();
+    /**
+     * Each slot's last state read or written here: the version a save expects and the base a
+     * MERGE_APPENDED merge starts from (a 2.0 ReActAgent reads its state at the start of a call
+     * and saves a new object at its end). Only the {@code rememberedSlots} most recently used are
+     * kept, so a process serving many sessions does not hold every state it ever saw; a slot
+     * forgotten between a read and its save (thousands of other slots used meanwhile) is saved
+     * as one never read: only a create, else a {@link ConcurrentStateModificationException}.
+     */
+    private final Map<Slot, Seen> slots;
     /**
      * Reads of a slot that found it absent and whose fresh state is not saved yet, per slot. Each
      * stands for one caller (a 2.0 ReActAgent builds a new state after such a read): its save is
@@ -181,6 +191,13 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
         this.maxMergeAttempts = b.maxMergeAttempts;
         this.pageSize = b.pageSize;
         this.unaryValueBytes = b.unaryValueBytes;
+        int remembered = b.rememberedSlots;
+        this.slots = Collections.synchronizedMap(new LinkedHashMap<>(16, 0.75f, true) {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<Slot, Seen> eldest) {
+                return size() > remembered;
+            }
+        });
     }
 
     public static Builder builder() {
@@ -404,7 +421,9 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
         DeleteSessionRequest request = DeleteSessionRequest.newBuilder().setSlot(wire(any)).build();
         connection.call("AgentStateService/DeleteSession", true,
                 () -> connection.agentStateService().deleteSession(request));
-        slots.keySet().removeIf(s -> s.userId().equals(any.userId()) && s.sessionId().equals(any.sessionId()));
+        synchronized (slots) {
+            slots.keySet().removeIf(s -> s.userId().equals(any.userId()) && s.sessionId().equals(any.sessionId()));
+        }
         lists.keySet().removeIf(s -> s.userId().equals(any.userId()) && s.sessionId().equals(any.sessionId()));
     }
 
@@ -770,6 +789,11 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
         return json;
     }
 
+    /** How many slots this store remembers a state of (for tests). */
+    int rememberedSlotCount() {
+        return slots.size();
+    }
+
     private void remember(Slot slot, long version, String json) {
         slots.put(slot, new Seen(slot, version, json));
     }
@@ -810,6 +834,7 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
         private int maxMergeAttempts = 5;
         private int pageSize;
         private int unaryValueBytes = UNARY_VALUE_BYTES;
+        private int rememberedSlots = REMEMBERED_SLOTS;
 
         private Builder() {}
 
@@ -840,6 +865,15 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
                 throw new IllegalArgumentException("pageSize: must not be negative");
             }
             this.pageSize = pageSize;
+            return this;
+        }
+
+        /** How many slots' last states are kept for merges (default {@link #REMEMBERED_SLOTS}); for tests. */
+        Builder rememberedSlots(int slots) {
+            if (slots < 1) {
+                throw new IllegalArgumentException("rememberedSlots: must be at least 1");
+            }
+            this.rememberedSlots = slots;
             return this;
         }
 

@@ -93,6 +93,40 @@ class VersioningAndResumeTest {
         }
     }
 
+    @Test
+    void aStoreServingManySessionsKeepsOnlyTheRecentOnesStatesInMemory() {
+        // The store remembers each slot's last state (the base of a MERGE_APPENDED merge): kept
+        // for every slot it ever touched, a process serving many sessions grew without bound.
+        int remembered = 8;
+        try (RemoteAgentStateStore store = RemoteAgentStateStore.builder().target(server.target())
+                .rememberedSlots(remembered).build();
+                RemoteAgentStateStore other = store(ConflictPolicy.OVERWRITE)) {
+            for (int i = 0; i < 3 * remembered; i++) {
+                AgentState state = AgentState.builder().build();
+                state.contextMutable().add(msg("会话 " + i));
+                store.save("u", session(), "agent_state", state);
+            }
+            assertTrue(store.rememberedSlotCount() <= remembered, store.rememberedSlotCount() + " slots remembered");
+
+            // A recent slot still merges as before: read, another writer appends, this one
+            // saves a fresh state with its own message appended (as a 2.0 ReActAgent does).
+            String s = session();
+            AgentState first = AgentState.builder().build();
+            first.contextMutable().add(msg("base"));
+            store.save("u", s, "agent_state", first);
+            AgentState read = store.get("u", s, "agent_state", AgentState.class).orElseThrow();
+            AgentState theirs = other.get("u", s, "agent_state", AgentState.class).orElseThrow();
+            theirs.contextMutable().add(msg("from other"));
+            other.save("u", s, "agent_state", theirs);
+            AgentState mine = AgentState.builder().build();
+            mine.contextMutable().addAll(read.getContext());
+            mine.contextMutable().add(msg("from store"));
+            store.save("u", s, "agent_state", mine);
+            assertEquals(List.of("base", "from other", "from store"),
+                    texts(other.get("u", s, "agent_state", AgentState.class).orElseThrow()));
+        }
+    }
+
     /** Two processes read version 1, both append a message; the second save is the conflict. */
     static void race(RemoteAgentStateStore first, RemoteAgentStateStore second, String s) {
         try (RemoteAgentStateStore seed = store(ConflictPolicy.OVERWRITE)) {
