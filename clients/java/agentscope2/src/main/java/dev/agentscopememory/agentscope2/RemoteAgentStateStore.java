@@ -39,6 +39,9 @@ import io.grpc.stub.ClientResponseObserver;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.lang.ref.Reference;
+import java.lang.ref.ReferenceQueue;
+import java.lang.ref.WeakReference;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -147,25 +150,42 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
     /** A list as this process last read or wrote it. */
     private record ListSeen(long version, int length, byte[] digest) {}
 
-    /** An identity key: the very object get() returned. */
-    private record Identity(Object ref) {
+    /**
+     * An identity key: the very object get() returned, held weakly, so a state its caller dropped
+     * (a 2.0 ReActAgent reads a state at the start of every call and saves a new object) is not
+     * kept alive by this store. A cleared key is removed through {@link #droppedReads}.
+     */
+    private static final class ReadKey extends WeakReference<Object> {
+        private final int hash;
+
+        ReadKey(Object ref, ReferenceQueue<Object> queue) {
+            super(ref, queue);
+            this.hash = System.identityHashCode(ref);
+        }
+
         @Override
         public boolean equals(Object o) {
-            return o instanceof Identity other && other.ref == ref;
+            if (this == o) {
+                return true;
+            }
+            Object ref = get();
+            return o instanceof ReadKey other && ref != null && ref == other.get();
         }
 
         @Override
         public int hashCode() {
-            return System.identityHashCode(ref);
+            return hash;
         }
     }
 
-    private final Map<Identity, Seen> reads = Collections.synchronizedMap(new LinkedHashMap<>() {
+    private final Map<ReadKey, Seen> reads = Collections.synchronizedMap(new LinkedHashMap<>() {
         @Override
-        protected boolean removeEldestEntry(Map.Entry<Identity, Seen> eldest) {
+        protected boolean removeEldestEntry(Map.Entry<ReadKey, Seen> eldest) {
             return size() > MAX_REMEMBERED_READS;
         }
     });
+    private final ReferenceQueue<Object> droppedReads = new ReferenceQueue<>();
+
     /**
      * Each slot's last state read or written here: the version a save expects and the base a
      * MERGE_APPENDED merge starts from (a 2.0 ReActAgent reads its state at the start of a call
@@ -232,7 +252,8 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
             remember(slot, putValue(slot, json, null), json);
             return;
         }
-        Seen base = reads.remove(new Identity(value));
+        forgetDroppedReads();
+        Seen base = reads.remove(new ReadKey(value, null));
         if (base == null || !base.slot().equals(slot)) {
             // Not an object get() returned (a fresh state). After a read that found the slot
             // absent it is that caller's first save: a create, even if another caller of this
@@ -470,6 +491,7 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
     /** A value with its version; an absent key has version 0. */
     public <T extends State> VersionedState<T> getVersioned(String userId, String sessionId, String key, Class<T> type) {
         Slot slot = slot(userId, sessionId, key);
+        forgetDroppedReads();
         GetValueResponse response;
         try {
             response = getValue(slot);
@@ -489,7 +511,7 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
         Seen seen = new Seen(slot, response.getVersion(), response.getJson());
         slots.put(slot, seen);
         if (value != null) {
-            reads.put(new Identity(value), seen);
+            reads.put(new ReadKey(value, droppedReads), seen);
         }
         return new VersionedState<>(value, response.getVersion());
     }
@@ -787,6 +809,18 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
             }
         }
         return json;
+    }
+
+    /** Removes what was remembered of states read whose callers dropped them. */
+    private void forgetDroppedReads() {
+        for (Reference<?> dropped = droppedReads.poll(); dropped != null; dropped = droppedReads.poll()) {
+            reads.remove(dropped);
+        }
+    }
+
+    /** How many objects returned by get() this store remembers the version of (for tests). */
+    int rememberedReadCount() {
+        return reads.size();
     }
 
     /** How many slots this store remembers a state of (for tests). */

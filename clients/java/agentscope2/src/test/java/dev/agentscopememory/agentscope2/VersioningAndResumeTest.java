@@ -127,6 +127,34 @@ class VersioningAndResumeTest {
         }
     }
 
+    @Test
+    void statesACallerReadAndDroppedAreNotKeptAlive() throws Exception {
+        // A 2.0 ReActAgent reads its state at the start of every call and saves a new object at
+        // the end, so the object get() returned was never saved: remembered for its version, each
+        // call's state stayed in memory, up to 4,096 of them for one conversation.
+        String s = session();
+        int calls = 40;
+        try (RemoteAgentStateStore store = store(ConflictPolicy.MERGE_APPENDED)) {
+            List<Msg> context = new java.util.ArrayList<>();
+            for (int i = 0; i < calls; i++) {
+                store.get("u", s, "agent_state", AgentState.class);
+                context.add(msg("turn " + i + " " + "x".repeat(10_000)));
+                AgentState next = AgentState.builder().build();
+                next.contextMutable().addAll(context);
+                store.save("u", s, "agent_state", next);
+            }
+            // Nothing references the states read any more: the collector may take them.
+            long until = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+            while (store.rememberedReadCount() > 1 && System.nanoTime() < until) {
+                System.gc();
+                Thread.sleep(50);
+                store.get("other", session(), "agent_state", AgentState.class); // any call purges
+            }
+            assertTrue(store.rememberedReadCount() <= 1, store.rememberedReadCount() + " states read still held");
+            assertEquals(calls, texts(store.get("u", s, "agent_state", AgentState.class).orElseThrow()).size());
+        }
+    }
+
     /** Two processes read version 1, both append a message; the second save is the conflict. */
     static void race(RemoteAgentStateStore first, RemoteAgentStateStore second, String s) {
         try (RemoteAgentStateStore seed = store(ConflictPolicy.OVERWRITE)) {
