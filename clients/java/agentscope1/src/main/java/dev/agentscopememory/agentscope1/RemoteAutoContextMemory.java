@@ -47,6 +47,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import reactor.core.publisher.Flux;
 import reactor.core.scheduler.Schedulers;
 
@@ -62,6 +66,10 @@ import reactor.core.scheduler.Schedulers;
  * {@code autoContextMemory_*} session keys and JSON of {@code AutoContextMemory}.
  */
 public class RemoteAutoContextMemory extends AbstractRemoteMemory {
+
+    /** Ends each compression watch open now (see {@link #watchCompressionEvents}); run by {@link #close()}. */
+    private final Set<Runnable> openWatches = ConcurrentHashMap.newKeySet();
+    private volatile boolean closed;
 
     /** Session keys of {@code AutoContextMemory}. */
     public static final String WORKING_KEY = "autoContextMemory_workingMessages";
@@ -243,9 +251,9 @@ public class RemoteAutoContextMemory extends AbstractRemoteMemory {
      * The compression events as the server records them: first those with a sequence above {@code
      * afterSequence} (0 replays all), then each new one as it is recorded, also when another
      * client or server replica compresses. The stream runs until the subscriber cancels (which
-     * cancels the call) or fails with a {@link RemoteMemoryException} (e.g. {@code
-     * FailedPrecondition} for a memory of another kind, {@code Unavailable} when the server goes
-     * away). Events arrive on gRPC's threads.
+     * cancels the call), the memory is closed (it completes), or it fails with a {@link
+     * RemoteMemoryException} (e.g. {@code FailedPrecondition} for a memory of another kind, {@code
+     * Unavailable} when the server goes away). Events arrive on gRPC's threads.
      */
     public Flux<SequencedCompressionEvent> watchCompressionEvents(long afterSequence) {
         if (afterSequence < 0) {
@@ -253,6 +261,27 @@ public class RemoteAutoContextMemory extends AbstractRemoteMemory {
         }
         String operation = "MemoryService/WatchCompressionEvents";
         return Flux.<SequencedCompressionEvent>create(sink -> {
+            AtomicReference<ClientCallStreamObserver<WatchCompressionEventsRequest>> call = new AtomicReference<>();
+            AtomicBoolean ended = new AtomicBoolean();
+            // close() ends the watch: its subscriber completes, and the call is cancelled rather
+            // than left holding the channel's shutdown.
+            Runnable end = () -> {
+                if (ended.compareAndSet(false, true)) {
+                    sink.complete();
+                }
+            };
+            openWatches.add(end);
+            sink.onDispose(() -> {
+                openWatches.remove(end);
+                ClientCallStreamObserver<WatchCompressionEventsRequest> started = call.get();
+                if (started != null) {
+                    started.cancel(ended.get() ? "the memory was closed" : "the subscriber cancelled", null);
+                }
+            });
+            if (closed) {
+                end.run();
+                return;
+            }
             try {
                 ensureMemory();
             } catch (RemoteMemoryException e) {
@@ -264,8 +293,11 @@ public class RemoteAutoContextMemory extends AbstractRemoteMemory {
             connection.memoryServiceAsync().watchCompressionEvents(request,
                     new ClientResponseObserver<WatchCompressionEventsRequest, WatchCompressionEventsResponse>() {
                         @Override
-                        public void beforeStart(ClientCallStreamObserver<WatchCompressionEventsRequest> call) {
-                            sink.onDispose(() -> call.cancel("the subscriber cancelled", null));
+                        public void beforeStart(ClientCallStreamObserver<WatchCompressionEventsRequest> started) {
+                            call.set(started);
+                            if (ended.get() || sink.isCancelled()) {
+                                started.cancel("the watch ended before it started", null);
+                            }
                         }
 
                         @Override
@@ -276,7 +308,7 @@ public class RemoteAutoContextMemory extends AbstractRemoteMemory {
 
                         @Override
                         public void onError(Throwable t) {
-                            if (!sink.isCancelled()) {
+                            if (!sink.isCancelled() && !ended.get()) {
                                 sink.error(RemoteMemoryException.of(operation, Status.fromThrowable(t).asRuntimeException()));
                             }
                         }
@@ -322,6 +354,19 @@ public class RemoteAutoContextMemory extends AbstractRemoteMemory {
         }
         AttachPlanNoteRequest built = request.build();
         call("MemoryService/AttachPlanNote", true, () -> connection.memoryService().attachPlanNote(built));
+    }
+
+    /**
+     * Ends the compression watches of this memory (their subscribers complete), then closes as
+     * {@link AbstractRemoteMemory#close()} does.
+     */
+    @Override
+    public void close() {
+        closed = true;
+        for (Runnable end : List.copyOf(openWatches)) {
+            end.run();
+        }
+        super.close();
     }
 
     // ---------------------------------------------------------------- StateModule

@@ -10,7 +10,9 @@ import dev.agentscopememory.grpc.v1.RecordRequest;
 import dev.agentscopememory.grpc.v1.RetrieveRequest;
 import dev.agentscopememory.grpc.v1.Scope;
 import io.agentscope.core.memory.LongTermMemory;
+import io.agentscope.core.message.ContentBlock;
 import io.agentscope.core.message.Msg;
+import io.agentscope.core.message.TextBlock;
 import io.agentscope.core.util.JsonUtils;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -75,7 +77,21 @@ public final class RemoteLongTermMemory implements LongTermMemory, AutoCloseable
         return new Builder();
     }
 
-    /** Records the messages' text (null messages are dropped; nothing to record makes no call). */
+    /** Messages per {@code Record} call: below the server's 1,000. */
+    static final int RECORD_BATCH_MESSAGES = 500;
+
+    /** Serialised bytes per {@code Record} call: well below the server's 64 MiB receive limit. */
+    static final long RECORD_BATCH_BYTES = 8L * 1024 * 1024;
+
+    /**
+     * Records the messages' text. What the server records of a message is its text (the top-level
+     * text blocks, as {@code Mem0LongTermMemory} sends), so only that travels: messages without
+     * text (tool calls and results, images alone, null) are left out and other blocks (images,
+     * audio, thinking) and metadata stay behind, so a conversation holding large images can still
+     * be recorded. In {@code STATIC_CONTROL} AgentScope records the whole memory after every call:
+     * the messages go in calls of at most {@value #RECORD_BATCH_MESSAGES}, each stored on its own
+     * (a failure stops the rest and is signalled). Nothing to record makes no call.
+     */
     @Override
     public Mono<Void> record(List<Msg> msgs) {
         if (msgs == null || msgs.isEmpty()) {
@@ -83,25 +99,64 @@ public final class RemoteLongTermMemory implements LongTermMemory, AutoCloseable
         }
         List<Msg> kept = new ArrayList<>(msgs.size());
         for (Msg m : msgs) {
-            if (m != null) {
-                kept.add(m);
+            Msg text = textOnly(m);
+            if (text != null) {
+                kept.add(text);
             }
         }
         if (kept.isEmpty()) {
             return Mono.empty();
         }
-        return Mono.fromCallable(() -> {
-                    RecordRequest request = RecordRequest.newBuilder()
-                            .setScope(scope)
-                            .addAllMessages(MsgConverter.toProto(kept))
-                            .setMetadataJson(metadataJson)
-                            .build();
-                    // Not retried: a replayed record could store the facts twice.
-                    return connection.call("LongTermMemoryService/Record", false,
-                            () -> connection.longTermMemoryService().record(request));
+        return Mono.<Void>fromRunnable(() -> {
+                    List<dev.agentscopememory.grpc.v1.Msg> batch = new ArrayList<>();
+                    long bytes = 0;
+                    for (Msg m : kept) {
+                        dev.agentscopememory.grpc.v1.Msg p = MsgConverter.toProto(m);
+                        if (!batch.isEmpty() && (batch.size() >= RECORD_BATCH_MESSAGES
+                                || bytes + p.getSerializedSize() > RECORD_BATCH_BYTES)) {
+                            recordBatch(batch);
+                            batch = new ArrayList<>();
+                            bytes = 0;
+                        }
+                        batch.add(p);
+                        bytes += p.getSerializedSize();
+                    }
+                    recordBatch(batch);
                 })
-                .subscribeOn(Schedulers.boundedElastic())
-                .then();
+                .subscribeOn(Schedulers.boundedElastic());
+    }
+
+    private void recordBatch(List<dev.agentscopememory.grpc.v1.Msg> batch) {
+        RecordRequest request = RecordRequest.newBuilder()
+                .setScope(scope)
+                .addAllMessages(batch)
+                .setMetadataJson(metadataJson)
+                .build();
+        // Not retried: a replayed record could store the facts twice.
+        connection.call("LongTermMemoryService/Record", false,
+                () -> connection.longTermMemoryService().record(request));
+    }
+
+    /**
+     * The part of {@code m} the server records (its id, name, role, timestamp and top-level text
+     * blocks), or null when it has no text the server would record (none, or only whitespace).
+     */
+    private static Msg textOnly(Msg m) {
+        if (m == null) {
+            return null;
+        }
+        String text = m.getTextContent();
+        if (text == null || text.isBlank()) {
+            return null;
+        }
+        List<ContentBlock> texts = new ArrayList<>();
+        for (ContentBlock block : m.getContent()) {
+            if (block instanceof TextBlock) {
+                texts.add(block);
+            }
+        }
+        return Msg.builder().id(m.getId()).name(m.getName()).role(m.getRole()).timestamp(m.getTimestamp())
+                .content(texts).build();
     }
 
     /**

@@ -102,6 +102,49 @@ class LongTermMemoryAgentTest {
     }
 
     @Test
+    void recordSendsTheTextsNotTheImages() {
+        // The server records text only (as Mem0LongTermMemory does), but the whole messages went:
+        // a conversation holding images past the server's 64 MiB receive limit could never be
+        // recorded again (RESOURCE_EXHAUSTED), since STATIC_CONTROL sends the whole memory.
+        String data = "A".repeat(6 * 1024 * 1024);
+        List<Msg> conversation = new java.util.ArrayList<>();
+        conversation.add(user("I drink genmaicha every morning."));
+        for (int i = 0; i < 12; i++) {
+            conversation.add(Msg.builder().role(MsgRole.USER).content(TextBlock.builder().text("photo " + i).build(),
+                    io.agentscope.core.message.ImageBlock.builder().source(io.agentscope.core.message.Base64Source
+                            .builder().mediaType("image/png").data(data).build()).build()).build());
+        }
+        try (RemoteLongTermMemory memory = ltm("u-" + UUID.randomUUID())) {
+            memory.record(conversation).block(Duration.ofSeconds(120));
+            String found = memory.retrieve(user("genmaicha morning")).block(Duration.ofSeconds(120));
+            assertTrue(found.contains("genmaicha"), found);
+        }
+    }
+
+    @Test
+    void staticControlKeepsRecordingAConversationOfMoreThanAThousandMessages() {
+        // STATIC_CONTROL records the whole memory after every call, and the server takes at most
+        // 1,000 messages a call: past them every record failed, and AgentScope's hook only logs.
+        String userId = "u-" + UUID.randomUUID();
+        try (RemoteLongTermMemory ltm = ltm(userId);
+                RemoteMemory memory = RemoteMemory.builder().target(server.target())
+                        .memoryId("ltm-long-" + UUID.randomUUID()).build()) {
+            List<Msg> earlier = new java.util.ArrayList<>();
+            for (int i = 0; i < 550; i++) {
+                earlier.add(user("question " + i));
+                earlier.add(Msg.builder().role(MsgRole.ASSISTANT).name("Assistant").textContent("answer " + i).build());
+            }
+            memory.addMessages(earlier);
+            ScriptedModel model = new ScriptedModel(List.of(
+                    List.<ContentBlock>of(TextBlock.builder().text("Genmaicha it is.").build())));
+            agent(memory, model, ltm, LongTermMemoryMode.STATIC_CONTROL)
+                    .call(user("My favourite tea is genmaicha.")).block(Duration.ofSeconds(180));
+            String found = ltm.retrieve(user("favourite tea genmaicha")).block(Duration.ofSeconds(120));
+            assertTrue(found.contains("genmaicha"), found);
+        }
+    }
+
+    @Test
     void staticControlInjectsAndRecords() {
         String userId = "u-" + UUID.randomUUID();
         try (RemoteLongTermMemory ltm = ltm(userId);

@@ -351,6 +351,37 @@ class RemoteMemoryTest {
     }
 
     @Test
+    void aLoneSurrogateIsRefusedNamingTheFieldNotStoredAsAQuestionMark() {
+        // A model's stream cut inside an emoji leaves half a surrogate pair; UTF-8 (and so
+        // protobuf) cannot carry it, and protobuf-java silently wrote '?' in its place.
+        try (RemoteMemory memory = fresh()) {
+            memory.addMessage(user("before \uD83D\uDE00"));
+            IllegalArgumentException text = assertThrows(IllegalArgumentException.class,
+                    () -> memory.addMessage(user("half \uD83D end")));
+            assertTrue(text.getMessage().startsWith("content[0].text: contains a lone surrogate at character 5"),
+                    text.getMessage());
+            Msg inMetadata = Msg.builder().role(MsgRole.USER).textContent("ok")
+                    .metadata(java.util.Map.of("note", java.util.Map.of("\uDE00k", "v"))).build();
+            IllegalArgumentException metadata = assertThrows(IllegalArgumentException.class,
+                    () -> memory.addMessage(inMetadata));
+            assertTrue(metadata.getMessage().startsWith("metadata.note: a key contains a lone surrogate"),
+                    metadata.getMessage());
+            Msg toolInput = Msg.builder().role(MsgRole.ASSISTANT).content(new io.agentscope.core.message.ToolUseBlock(
+                    "call_1", "search", java.util.Map.of("q", java.util.List.of("a", "x\uD83D")))).build();
+            IllegalArgumentException input = assertThrows(IllegalArgumentException.class,
+                    () -> memory.addMessage(toolInput));
+            assertTrue(input.getMessage().startsWith("content[0].input.q[1]: contains a lone surrogate"),
+                    input.getMessage());
+            memory.flush();
+            try (RemoteMemory other = RemoteMemory.builder().connection(connection).memoryId(memory.getMemoryId())
+                    .coherentCache(false).build()) {
+                assertEquals(List.of("before \uD83D\uDE00"), texts(other));
+            }
+            assertEquals(List.of("before \uD83D\uDE00"), texts(memory));
+        }
+    }
+
+    @Test
     void builderRejectsBadOptions() {
         assertThrows(IllegalArgumentException.class, () -> RemoteMemory.builder().target("x:1").build());
         assertThrows(IllegalArgumentException.class, () -> RemoteMemory.builder().memoryId("m").build());

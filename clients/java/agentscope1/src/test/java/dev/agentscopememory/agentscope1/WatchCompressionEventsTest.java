@@ -60,6 +60,27 @@ class WatchCompressionEventsTest {
     }
 
     @Test
+    void closingTheMemoryEndsItsWatchesAtOnce() throws Exception {
+        // An open watch kept the channel's graceful shutdown waiting: close() took 5 s, and the
+        // subscriber got "UNAVAILABLE: Channel shutdownNow invoked", as if the server were down.
+        RemoteAutoContextMemory memory = memory();
+        java.util.concurrent.CompletableFuture<Throwable> ended = new java.util.concurrent.CompletableFuture<>();
+        Disposable watching = memory.watchCompressionEvents(0)
+                .subscribe(e -> { }, ended::complete, () -> ended.complete(null));
+        try {
+            memory.addMessages(d7Input());
+            memory.compressIfNeeded(); // the watch is open: its first event arrives
+            long started = System.nanoTime();
+            memory.close();
+            long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+            assertTrue(tookMs < 2000, "close() took " + tookMs + " ms");
+            assertNull(ended.get(10, TimeUnit.SECONDS), "the watch completes when its memory is closed");
+        } finally {
+            watching.dispose();
+        }
+    }
+
+    @Test
     void deliversEventsAsTheyAreRecordedThenReplaysFromASequence() throws Exception {
         try (RemoteAutoContextMemory memory = memory()) {
             BlockingQueue<SequencedCompressionEvent> live = new LinkedBlockingQueue<>();

@@ -39,6 +39,9 @@ import io.grpc.stub.ClientResponseObserver;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.lang.ref.Reference;
+import java.lang.ref.ReferenceQueue;
+import java.lang.ref.WeakReference;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -128,6 +131,8 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
     /** Objects returned by get() whose version is remembered until they are saved. */
     private static final int MAX_REMEMBERED_READS = 4096;
     private static final int MAX_PAGE_RESTARTS = 5;
+    /** Slots whose last state read or written is kept, the most recently used ones. */
+    static final int REMEMBERED_SLOTS = 4096;
 
     private final RemoteConnection connection;
     private final boolean ownsConnection;
@@ -145,26 +150,51 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
     /** A list as this process last read or wrote it. */
     private record ListSeen(long version, int length, byte[] digest) {}
 
-    /** An identity key: the very object get() returned. */
-    private record Identity(Object ref) {
+    /**
+     * An identity key: the very object get() returned, held weakly, so a state its caller dropped
+     * (a 2.0 ReActAgent reads a state at the start of every call and saves a new object) is not
+     * kept alive by this store. A cleared key is removed through {@link #droppedReads}.
+     */
+    private static final class ReadKey extends WeakReference<Object> {
+        private final int hash;
+
+        ReadKey(Object ref, ReferenceQueue<Object> queue) {
+            super(ref, queue);
+            this.hash = System.identityHashCode(ref);
+        }
+
         @Override
         public boolean equals(Object o) {
-            return o instanceof Identity other && other.ref == ref;
+            if (this == o) {
+                return true;
+            }
+            Object ref = get();
+            return o instanceof ReadKey other && ref != null && ref == other.get();
         }
 
         @Override
         public int hashCode() {
-            return System.identityHashCode(ref);
+            return hash;
         }
     }
 
-    private final Map<Identity, Seen> reads = Collections.synchronizedMap(new LinkedHashMap<>() {
+    private final Map<ReadKey, Seen> reads = Collections.synchronizedMap(new LinkedHashMap<>() {
         @Override
-        protected boolean removeEldestEntry(Map.Entry<Identity, Seen> eldest) {
+        protected boolean removeEldestEntry(Map.Entry<ReadKey, Seen> eldest) {
             return size() > MAX_REMEMBERED_READS;
         }
     });
-    private final Map<Slot, Seen> slots = new ConcurrentHashMap<>();
+    private final ReferenceQueue<Object> droppedReads = new ReferenceQueue<>();
+
+    /**
+     * Each slot's last state read or written here: the version a save expects and the base a
+     * MERGE_APPENDED merge starts from (a 2.0 ReActAgent reads its state at the start of a call
+     * and saves a new object at its end). Only the {@code rememberedSlots} most recently used are
+     * kept, so a process serving many sessions does not hold every state it ever saw; a slot
+     * forgotten between a read and its save (thousands of other slots used meanwhile) is saved
+     * as one never read: only a create, else a {@link ConcurrentStateModificationException}.
+     */
+    private final Map<Slot, Seen> slots;
     /**
      * Reads of a slot that found it absent and whose fresh state is not saved yet, per slot. Each
      * stands for one caller (a 2.0 ReActAgent builds a new state after such a read): its save is
@@ -181,6 +211,13 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
         this.maxMergeAttempts = b.maxMergeAttempts;
         this.pageSize = b.pageSize;
         this.unaryValueBytes = b.unaryValueBytes;
+        int remembered = b.rememberedSlots;
+        this.slots = Collections.synchronizedMap(new LinkedHashMap<>(16, 0.75f, true) {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<Slot, Seen> eldest) {
+                return size() > remembered;
+            }
+        });
     }
 
     public static Builder builder() {
@@ -210,12 +247,13 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
     public void save(String userId, String sessionId, String key, State value) {
         Objects.requireNonNull(value, "value");
         Slot slot = slot(userId, sessionId, key);
-        String json = JsonUtils.getJsonCodec().toJson(value);
+        String json = checkUnicode(JsonUtils.getJsonCodec().toJson(value), key);
         if (conflictPolicy == ConflictPolicy.OVERWRITE) {
             remember(slot, putValue(slot, json, null), json);
             return;
         }
-        Seen base = reads.remove(new Identity(value));
+        forgetDroppedReads();
+        Seen base = reads.remove(new ReadKey(value, null));
         if (base == null || !base.slot().equals(slot)) {
             // Not an object get() returned (a fresh state). After a read that found the slot
             // absent it is that caller's first save: a create, even if another caller of this
@@ -321,7 +359,7 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
         Slot slot = slot(userId, sessionId, key);
         List<String> items = new ArrayList<>(values.size());
         for (State v : values) {
-            items.add(JsonUtils.getJsonCodec().toJson(v));
+            items.add(checkUnicode(JsonUtils.getJsonCodec().toJson(v), key + "[" + items.size() + "]"));
         }
         ListSeen seen = lists.get(slot);
         if (seen != null && items.size() >= seen.length()
@@ -404,7 +442,9 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
         DeleteSessionRequest request = DeleteSessionRequest.newBuilder().setSlot(wire(any)).build();
         connection.call("AgentStateService/DeleteSession", true,
                 () -> connection.agentStateService().deleteSession(request));
-        slots.keySet().removeIf(s -> s.userId().equals(any.userId()) && s.sessionId().equals(any.sessionId()));
+        synchronized (slots) {
+            slots.keySet().removeIf(s -> s.userId().equals(any.userId()) && s.sessionId().equals(any.sessionId()));
+        }
         lists.keySet().removeIf(s -> s.userId().equals(any.userId()) && s.sessionId().equals(any.sessionId()));
     }
 
@@ -451,6 +491,7 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
     /** A value with its version; an absent key has version 0. */
     public <T extends State> VersionedState<T> getVersioned(String userId, String sessionId, String key, Class<T> type) {
         Slot slot = slot(userId, sessionId, key);
+        forgetDroppedReads();
         GetValueResponse response;
         try {
             response = getValue(slot);
@@ -470,7 +511,7 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
         Seen seen = new Seen(slot, response.getVersion(), response.getJson());
         slots.put(slot, seen);
         if (value != null) {
-            reads.put(new Identity(value), seen);
+            reads.put(new ReadKey(value, droppedReads), seen);
         }
         return new VersionedState<>(value, response.getVersion());
     }
@@ -487,7 +528,7 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
             throw new IllegalArgumentException("expectedVersion: must be -1 (unconditional), 0 (create) or a version");
         }
         Slot slot = slot(userId, sessionId, key);
-        String json = JsonUtils.getJsonCodec().toJson(value);
+        String json = checkUnicode(JsonUtils.getJsonCodec().toJson(value), key);
         try {
             long version = putValue(slot, json, expectedVersion == UNVERSIONED ? null : expectedVersion);
             remember(slot, version, json);
@@ -750,6 +791,43 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
         return taken[0];
     }
 
+    /**
+     * Returns {@code json} unless it holds half a surrogate pair (a model's stream cut inside an
+     * emoji, say), which UTF-8 cannot encode: protobuf would silently send {@code '?'} in its
+     * place and the stored state would differ from the one saved. Jackson writes such a character
+     * as it is, so the text shows it.
+     */
+    private static String checkUnicode(String json, String where) {
+        for (int i = 0; i < json.length(); i++) {
+            char c = json.charAt(i);
+            if (Character.isHighSurrogate(c) && i + 1 < json.length() && Character.isLowSurrogate(json.charAt(i + 1))) {
+                i++;
+            } else if (Character.isSurrogate(c)) {
+                throw new IllegalArgumentException(where + ": the state contains a lone surrogate (half of a"
+                        + " UTF-16 pair) at character " + json.codePointCount(0, i)
+                        + " of its JSON; it is not Unicode text and cannot be stored");
+            }
+        }
+        return json;
+    }
+
+    /** Removes what was remembered of states read whose callers dropped them. */
+    private void forgetDroppedReads() {
+        for (Reference<?> dropped = droppedReads.poll(); dropped != null; dropped = droppedReads.poll()) {
+            reads.remove(dropped);
+        }
+    }
+
+    /** How many objects returned by get() this store remembers the version of (for tests). */
+    int rememberedReadCount() {
+        return reads.size();
+    }
+
+    /** How many slots this store remembers a state of (for tests). */
+    int rememberedSlotCount() {
+        return slots.size();
+    }
+
     private void remember(Slot slot, long version, String json) {
         slots.put(slot, new Seen(slot, version, json));
     }
@@ -790,6 +868,7 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
         private int maxMergeAttempts = 5;
         private int pageSize;
         private int unaryValueBytes = UNARY_VALUE_BYTES;
+        private int rememberedSlots = REMEMBERED_SLOTS;
 
         private Builder() {}
 
@@ -820,6 +899,15 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
                 throw new IllegalArgumentException("pageSize: must not be negative");
             }
             this.pageSize = pageSize;
+            return this;
+        }
+
+        /** How many slots' last states are kept for merges (default {@link #REMEMBERED_SLOTS}); for tests. */
+        Builder rememberedSlots(int slots) {
+            if (slots < 1) {
+                throw new IllegalArgumentException("rememberedSlots: must be at least 1");
+            }
+            this.rememberedSlots = slots;
             return this;
         }
 

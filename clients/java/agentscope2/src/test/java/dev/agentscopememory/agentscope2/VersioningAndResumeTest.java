@@ -70,6 +70,91 @@ class VersioningAndResumeTest {
         }
     }
 
+    @Test
+    void aStateHoldingHalfASurrogatePairIsRefusedNotStoredWithAQuestionMark() {
+        // A model's stream cut inside an emoji leaves half a surrogate pair in the context; UTF-8
+        // (and so protobuf) cannot carry it, and protobuf-java silently wrote '?' in its place.
+        String s = session();
+        try (RemoteAgentStateStore store = store(ConflictPolicy.OVERWRITE)) {
+            AgentState state = AgentState.builder().build();
+            state.contextMutable().add(msg("完整 \uD83D\uDE00"));
+            store.save("u", s, "agent_state", state);
+            state.contextMutable().add(msg("half \uD83D"));
+            IllegalArgumentException value = assertThrows(IllegalArgumentException.class,
+                    () -> store.save("u", s, "agent_state", state));
+            assertTrue(value.getMessage().startsWith("agent_state: the state contains a lone surrogate"), value.getMessage());
+            assertThrows(IllegalArgumentException.class, () -> store.saveIfVersion("u", s, "agent_state", state, 1));
+            IllegalArgumentException list = assertThrows(IllegalArgumentException.class,
+                    () -> store.save("u", s, "memory_messages", List.of(msg("ok"), msg("x\uDE00"))));
+            assertTrue(list.getMessage().startsWith("memory_messages[1]: the state contains a lone surrogate"), list.getMessage());
+            assertEquals(List.of("完整 \uD83D\uDE00"),
+                    texts(store.get("u", s, "agent_state", AgentState.class).orElseThrow()));
+            assertTrue(store.getList("u", s, "memory_messages", Msg.class).isEmpty());
+        }
+    }
+
+    @Test
+    void aStoreServingManySessionsKeepsOnlyTheRecentOnesStatesInMemory() {
+        // The store remembers each slot's last state (the base of a MERGE_APPENDED merge): kept
+        // for every slot it ever touched, a process serving many sessions grew without bound.
+        int remembered = 8;
+        try (RemoteAgentStateStore store = RemoteAgentStateStore.builder().target(server.target())
+                .rememberedSlots(remembered).build();
+                RemoteAgentStateStore other = store(ConflictPolicy.OVERWRITE)) {
+            for (int i = 0; i < 3 * remembered; i++) {
+                AgentState state = AgentState.builder().build();
+                state.contextMutable().add(msg("会话 " + i));
+                store.save("u", session(), "agent_state", state);
+            }
+            assertTrue(store.rememberedSlotCount() <= remembered, store.rememberedSlotCount() + " slots remembered");
+
+            // A recent slot still merges as before: read, another writer appends, this one
+            // saves a fresh state with its own message appended (as a 2.0 ReActAgent does).
+            String s = session();
+            AgentState first = AgentState.builder().build();
+            first.contextMutable().add(msg("base"));
+            store.save("u", s, "agent_state", first);
+            AgentState read = store.get("u", s, "agent_state", AgentState.class).orElseThrow();
+            AgentState theirs = other.get("u", s, "agent_state", AgentState.class).orElseThrow();
+            theirs.contextMutable().add(msg("from other"));
+            other.save("u", s, "agent_state", theirs);
+            AgentState mine = AgentState.builder().build();
+            mine.contextMutable().addAll(read.getContext());
+            mine.contextMutable().add(msg("from store"));
+            store.save("u", s, "agent_state", mine);
+            assertEquals(List.of("base", "from other", "from store"),
+                    texts(other.get("u", s, "agent_state", AgentState.class).orElseThrow()));
+        }
+    }
+
+    @Test
+    void statesACallerReadAndDroppedAreNotKeptAlive() throws Exception {
+        // A 2.0 ReActAgent reads its state at the start of every call and saves a new object at
+        // the end, so the object get() returned was never saved: remembered for its version, each
+        // call's state stayed in memory, up to 4,096 of them for one conversation.
+        String s = session();
+        int calls = 40;
+        try (RemoteAgentStateStore store = store(ConflictPolicy.MERGE_APPENDED)) {
+            List<Msg> context = new java.util.ArrayList<>();
+            for (int i = 0; i < calls; i++) {
+                store.get("u", s, "agent_state", AgentState.class);
+                context.add(msg("turn " + i + " " + "x".repeat(10_000)));
+                AgentState next = AgentState.builder().build();
+                next.contextMutable().addAll(context);
+                store.save("u", s, "agent_state", next);
+            }
+            // Nothing references the states read any more: the collector may take them.
+            long until = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+            while (store.rememberedReadCount() > 1 && System.nanoTime() < until) {
+                System.gc();
+                Thread.sleep(50);
+                store.get("other", session(), "agent_state", AgentState.class); // any call purges
+            }
+            assertTrue(store.rememberedReadCount() <= 1, store.rememberedReadCount() + " states read still held");
+            assertEquals(calls, texts(store.get("u", s, "agent_state", AgentState.class).orElseThrow()).size());
+        }
+    }
+
     /** Two processes read version 1, both append a message; the second save is the conflict. */
     static void race(RemoteAgentStateStore first, RemoteAgentStateStore second, String s) {
         try (RemoteAgentStateStore seed = store(ConflictPolicy.OVERWRITE)) {

@@ -168,7 +168,7 @@ public final class RemoteConnection implements AutoCloseable {
      */
     public StateServiceGrpc.StateServiceStub stateServiceAsync() {
         return StateServiceGrpc.newStub(channel)
-                .withDeadlineAfter(deadline.toNanos(), TimeUnit.NANOSECONDS);
+                .withDeadlineAfter(attemptNanos(), TimeUnit.NANOSECONDS);
     }
 
     /** A blocking {@code ScopeService} stub (parent/child scopes) with this connection's deadline, as {@link #memoryService()}. */
@@ -180,7 +180,7 @@ public final class RemoteConnection implements AutoCloseable {
     /** A blocking {@code AgentStateService} stub with this connection's deadline, as {@link #memoryService()}. */
     public dev.agentscopememory.grpc.v1.AgentStateServiceGrpc.AgentStateServiceBlockingStub agentStateService() {
         return dev.agentscopememory.grpc.v1.AgentStateServiceGrpc.newBlockingStub(channel)
-                .withDeadlineAfter(deadline.toNanos(), TimeUnit.NANOSECONDS);
+                .withDeadlineAfter(attemptNanos(), TimeUnit.NANOSECONDS);
     }
 
     /**
@@ -212,6 +212,13 @@ public final class RemoteConnection implements AutoCloseable {
         long started = System.nanoTime();
         try {
             for (int attempt = 1; ; attempt++) {
+                if (closed()) {
+                    // gRPC answers UNAVAILABLE on a shut-down channel, which would be retried
+                    // until the deadline: a closed connection never comes back, so say so at once.
+                    throw RemoteMemoryException.of(operation, Status.UNAVAILABLE
+                            .withDescription("the connection is closed (close() was called, or its channel shut down)")
+                            .asRuntimeException());
+                }
                 try {
                     T result = rpc.get();
                     if (attempt > 1) {
@@ -248,6 +255,11 @@ public final class RemoteConnection implements AutoCloseable {
                 callEnd.remove();
             }
         }
+    }
+
+    /** Whether the channel was shut down (this connection closed, or a channel passed in shut down by its owner). */
+    private boolean closed() {
+        return redial != null && redial.isShutdown();
     }
 
     /**

@@ -30,6 +30,7 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.atomic.AtomicLong;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
 import reactor.core.scheduler.Schedulers;
 import reactor.util.retry.Retry;
 
@@ -81,6 +82,8 @@ public final class SharedMemoryPool implements AutoCloseable {
 
     private final RemoteConnection connection;
     private final boolean ownsConnection;
+    /** Emits once, at {@link #close()}: every watch of this pool completes then. */
+    private final Sinks.One<Boolean> closing = Sinks.one();
     private final String poolId;
     private final String writer;
     private final int pageSize;
@@ -345,8 +348,9 @@ public final class SharedMemoryPool implements AutoCloseable {
     /**
      * The pool's events after {@code afterSequence} (0 replays all), then each new one as it is
      * committed, by any writer or server replica, until the subscriber cancels (which cancels the
-     * call). When the connection is lost (the server restarts, the network drops) the stream is
-     * reopened after the last event delivered, so no event is repeated or missed; it fails with
+     * call) or the pool is closed (it completes). When the connection is lost (the server
+     * restarts, the network drops) the stream is reopened after the last event delivered, so no
+     * event is repeated or missed; it fails with
      * {@link RemoteMemoryException.Unavailable} once the server stays unreachable for longer than
      * the connection's deadline, and at once with any other {@link RemoteMemoryException} (e.g.
      * {@code InvalidArgument} naming the field). To resume later, subscribe again with the last
@@ -388,7 +392,10 @@ public final class SharedMemoryPool implements AutoCloseable {
                         long waitMs = Math.min(FIRST_RESUME_WAIT.toMillis() << attempt, LONGEST_RESUME_WAIT.toMillis());
                         connection.resetConnectBackoff();
                         return Mono.delay(Duration.ofMillis(waitMs));
-                    })));
+                    })))
+                    // Closed: the call is cancelled (not left holding the channel's shutdown) and
+                    // the subscriber completes, rather than seeing the closed channel as an outage.
+                    .takeUntilOther(closing.asMono());
         });
     }
 
@@ -461,9 +468,10 @@ public final class SharedMemoryPool implements AutoCloseable {
         });
     }
 
-    /** Closes the connection if this object created it. */
+    /** Ends this pool's watches (their subscribers complete), then closes the connection if this object created it. */
     @Override
     public void close() {
+        closing.tryEmitValue(true);
         if (ownsConnection) {
             connection.close();
         }

@@ -110,6 +110,12 @@ class RemoteConnectionTest {
                 return next.newCall(method, options);
             }
         });
+        // Connected first: on a busy machine dialling alone can take most of 300 ms.
+        try (RemoteConnection warm = RemoteConnection.builder().channel(recording).deadline(Duration.ofSeconds(20)).build()) {
+            warm.call("MemoryService/ListMemories", true, () -> warm.memoryService()
+                    .listMemories(dev.agentscopememory.grpc.v1.ListMemoriesRequest.newBuilder().setPageSize(1).build()));
+        }
+        deadlines.clear();
         try (RemoteConnection connection = RemoteConnection.builder().channel(recording)
                 .deadline(Duration.ofMillis(300)).build()) {
             connection.call("MemoryService/CreateMemory", false, () -> connection.memoryService().createMemory(create));
@@ -128,6 +134,73 @@ class RemoteConnectionTest {
         } finally {
             channel.shutdownNow();
         }
+    }
+
+    @Test
+    void everyStubTakenInsideACallGetsOnlyWhatIsLeftOfItsDeadline() throws Exception {
+        ManagedChannel channel = ManagedChannelBuilder.forTarget(TestServer.shared().target()).usePlaintext().build();
+        List<Long> deadlines = new CopyOnWriteArrayList<>();
+        Channel recording = ClientInterceptors.intercept(channel, new ClientInterceptor() {
+            @Override
+            public <ReqT, RespT> ClientCall<ReqT, RespT> interceptCall(
+                    MethodDescriptor<ReqT, RespT> method, CallOptions options, Channel next) {
+                deadlines.add(options.getDeadline().timeRemaining(TimeUnit.NANOSECONDS));
+                return next.newCall(method, options);
+            }
+        });
+        dev.agentscopememory.grpc.v1.GetValueRequest get = dev.agentscopememory.grpc.v1.GetValueRequest.newBuilder()
+                .setSlot(dev.agentscopememory.grpc.v1.StateSlot.newBuilder().setSessionId("late-" + UUID.randomUUID()))
+                .setKey("agent_state").build();
+        try (RemoteConnection warm = RemoteConnection.builder().channel(recording).deadline(Duration.ofSeconds(20)).build();
+                RemoteConnection connection = RemoteConnection.builder().channel(recording)
+                        .deadline(Duration.ofMillis(300)).build()) {
+            // Connected first, so the short deadline below is not spent dialling.
+            warm.call("AgentStateService/GetValue", true, () -> warm.agentStateService().getValue(get));
+            deadlines.clear();
+            // An AgentStateService stub taken inside a call got the whole deadline again, so the
+            // last attempt of a retried call could run nearly a deadline past the call's end.
+            assertThrows(RemoteMemoryException.DeadlineExceeded.class,
+                    () -> connection.call("AgentStateService/GetValue", true, () -> {
+                        sleep(350);
+                        return connection.agentStateService().getValue(get);
+                    }));
+            assertEquals(1, deadlines.size());
+            assertTrue(deadlines.get(0) <= 0, deadlines.toString());
+        } finally {
+            channel.shutdownNow();
+        }
+    }
+
+    @Test
+    void aCallOnAClosedConnectionFailsAtOnceSayingSo() throws Exception {
+        GetMemoryRequest get = GetMemoryRequest.newBuilder().setMemoryId("core-closed-" + UUID.randomUUID()).build();
+        RemoteConnection connection = RemoteConnection.builder().target(TestServer.shared().target())
+                .deadline(Duration.ofSeconds(20)).build();
+        connection.close();
+        AtomicInteger attempts = new AtomicInteger();
+        long started = System.nanoTime();
+        // gRPC answers a call on a shut-down channel UNAVAILABLE, the status it retries: without a
+        // check, a safe call would be tried again for its whole deadline, for nothing.
+        RemoteMemoryException.Unavailable closed = assertThrows(RemoteMemoryException.Unavailable.class,
+                () -> connection.call("MemoryService/GetMemory", true, () -> {
+                    attempts.incrementAndGet();
+                    return connection.memoryService().getMemory(get);
+                }));
+        assertTrue(System.nanoTime() - started < TimeUnit.SECONDS.toNanos(2),
+                "took " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started) + " ms");
+        assertTrue(attempts.get() <= 1, attempts + " attempts");
+        assertEquals("MemoryService/GetMemory", closed.getOperation());
+        assertTrue(closed.getMessage().contains("connection is closed"), closed.getMessage());
+
+        // A channel passed in and shut down by its owner is the same.
+        ManagedChannel channel = ManagedChannelBuilder.forTarget(TestServer.shared().target()).usePlaintext().build();
+        RemoteConnection onChannel = RemoteConnection.builder().channel(channel).deadline(Duration.ofSeconds(20)).build();
+        channel.shutdownNow();
+        started = System.nanoTime();
+        assertThrows(RemoteMemoryException.Unavailable.class,
+                () -> onChannel.call("MemoryService/GetMemory", true, () -> onChannel.memoryService().getMemory(get)));
+        assertTrue(System.nanoTime() - started < TimeUnit.SECONDS.toNanos(2),
+                "took " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started) + " ms");
     }
 
     private static void sleep(long ms) {

@@ -58,6 +58,29 @@ class SharedMemoryPoolTest {
     }
 
     @Test
+    void closingThePoolEndsItsWatchesAtOnce() throws Exception {
+        // An open watch held the channel's graceful shutdown (close() took 5 s), then was reopened
+        // on the closed channel until the deadline and failed as if the server were unreachable.
+        SharedMemoryPool pool = pool("关闭池-" + java.util.UUID.randomUUID(), "w");
+        java.util.concurrent.BlockingQueue<SharedMemoryPool.Event> seen = new java.util.concurrent.LinkedBlockingQueue<>();
+        java.util.concurrent.CompletableFuture<Throwable> ended = new java.util.concurrent.CompletableFuture<>();
+        reactor.core.Disposable watching = pool.watch(0).subscribe(seen::add, ended::complete, () -> ended.complete(null));
+        try {
+            pool.write("k", "{\"n\": 1}").block();
+            assertTrue(seen.poll(10, TimeUnit.SECONDS) != null, "the watch is open");
+            long started = System.nanoTime();
+            pool.close();
+            long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+            assertTrue(tookMs < 2000, "close() took " + tookMs + " ms");
+            assertEquals(null, ended.get(5, TimeUnit.SECONDS), "the watch completes when its pool is closed");
+            // A watch asked for after close completes at once too.
+            assertEquals(0L, (long) pool.watch(0).count().block(Duration.ofSeconds(5)));
+        } finally {
+            watching.dispose();
+        }
+    }
+
+    @Test
     void compareAndSetUnderConcurrentWritersLosesNoUpdate() throws Exception {
         int writers = 6;
         int increments = 8;

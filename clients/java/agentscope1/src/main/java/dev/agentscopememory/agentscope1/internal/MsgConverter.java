@@ -73,6 +73,7 @@ public final class MsgConverter {
         if (json == null || !json.isObject()) {
             throw new IllegalArgumentException("msg: must be a JSON object");
         }
+        checkNoLoneSurrogate(json, "");
         dev.agentscopememory.grpc.v1.Msg.Builder out = dev.agentscopememory.grpc.v1.Msg.newBuilder();
         String id = text(json, "id");
         if (id != null) {
@@ -384,6 +385,48 @@ public final class MsgConverter {
     }
 
     // ---------------------------------------------------------------- JSON helpers
+
+    /**
+     * Refuses a string holding half a surrogate pair (a model's stream cut inside an emoji, say):
+     * UTF-8 has no encoding for it, and protobuf would silently send {@code '?'} in its place, so
+     * the stored message would differ from the one added. The message names the field, as the
+     * server's do, and the character, as {@code Ids} does for ids.
+     */
+    private static void checkNoLoneSurrogate(JsonNode node, String path) {
+        if (node.isTextual()) {
+            int at = loneSurrogateAt(node.textValue());
+            if (at >= 0) {
+                throw new IllegalArgumentException(path + ": contains a lone surrogate at character "
+                        + node.textValue().codePointCount(0, at) + "; it is not Unicode text and cannot be stored");
+            }
+        } else if (node.isArray()) {
+            for (int i = 0; i < node.size(); i++) {
+                checkNoLoneSurrogate(node.get(i), path + "[" + i + "]");
+            }
+        } else if (node.isObject()) {
+            for (Map.Entry<String, JsonNode> field : node.properties()) {
+                String where = path.isEmpty() ? field.getKey() : path + "." + field.getKey();
+                if (loneSurrogateAt(field.getKey()) >= 0) {
+                    throw new IllegalArgumentException((path.isEmpty() ? "msg" : path)
+                            + ": a key contains a lone surrogate; it is not Unicode text and cannot be stored");
+                }
+                checkNoLoneSurrogate(field.getValue(), where);
+            }
+        }
+    }
+
+    /** The index of the first unpaired surrogate in {@code s}, or -1. */
+    private static int loneSurrogateAt(String s) {
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (Character.isHighSurrogate(c) && i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1))) {
+                i++;
+            } else if (Character.isSurrogate(c)) {
+                return i;
+            }
+        }
+        return -1;
+    }
 
     /** The JSON AgentScope's codec writes for a message, as a tree. */
     private static JsonNode javaTree(Object value) {
