@@ -157,6 +157,36 @@ async def test_end_turn_by_mode(server, ltm, mode, records) -> None:
     await client.close()
 
 
+async def test_a_message_longer_than_one_memory_is_recorded_in_parts(server, ltm) -> None:
+    """STATIC_CONTROL records the whole conversation after every reply. One message over a
+    memory's 65,536 characters (a pasted report, a fetched page) used to refuse that record, so
+    long-term recording stopped for the rest of the conversation. Now it is stored as
+    consecutive parts, split at sentence ends, and recording it again adds nothing."""
+    report = " ".join(f"第{i}节：区域 {i} 的季度数字符合计划。Region {i} met its plan." for i in range(2800))
+    report += " The backup generator is kept in building 7."
+    assert 130_000 < len(report) < 196_000
+    client = AsyncMemoryClient(server.address)
+    await client.create_memory("long-chat")
+    await client.add_messages("long-chat", [Msg.create(MsgRole.USER, report),
+                                            Msg.create(MsgRole.ASSISTANT, "已总结。")])
+    ended = await ltm.EndTurn(pb.EndTurnRequest(memory_id="long-chat", scope=ALICE, mode=STATIC))
+    assert ended.recorded
+    listed = await ltm.ListLongTermMemories(pb.ListLongTermMemoriesRequest(scope=ALICE))
+    texts = [m.memory for m in listed.memories]
+    parts = [t for t in texts if t != "已总结。"]
+    assert len(parts) == 3 and "已总结。" in texts
+    assert all(len(p) <= 65_536 for p in parts)
+    ordered = sorted(parts, key=report.index)
+    # Only the whitespace between two parts is dropped.
+    assert "".join(ordered).replace(" ", "") == report.replace(" ", "")
+    assert all(p.endswith((".", "。")) for p in ordered)
+    await client.add_message("long-chat", Msg.create(MsgRole.USER, "谢谢"))
+    assert (await ltm.EndTurn(pb.EndTurnRequest(memory_id="long-chat", scope=ALICE, mode=STATIC))).recorded
+    again = await ltm.ListLongTermMemories(pb.ListLongTermMemoriesRequest(scope=ALICE))
+    assert sorted(m.memory for m in again.memories) == sorted([*texts, "谢谢"])
+    await client.close()
+
+
 async def test_background_record_is_finished_on_shutdown(server_factory, tmp_path) -> None:
     data = tmp_path / "data"
     server = await server_factory(data_dir=data)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from agentscope_memory.errors import InvalidArgumentError, ResourceExhaustedError
+from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.long_term.engine import Scope
 from agentscope_memory.message import Msg, MsgRole
 
@@ -48,9 +49,35 @@ def recordable(msgs: Sequence[Msg | None]) -> list[Recorded]:
             continue
         if msg.role is None:
             raise InvalidArgumentError(f"messages[{i}].role", "is required to record a message")
-        if len(text) > MAX_TEXT_CHARS:
-            raise ResourceExhaustedError(
-                f"messages[{i}]", f"has {len(text)} characters of text; at most {MAX_TEXT_CHARS} per memory"
-            )
-        out.append(Recorded(ROLES[msg.role], text, msg.id or ""))
+        out.extend(Recorded(ROLES[msg.role], part, msg.id or "") for part in parts(text))
+    return out
+
+
+# Where a part may end, best first: a paragraph, a line, a sentence (Latin closers before a
+# space, Chinese ones anywhere), a word.
+_BOUNDARIES = (re.compile(r"\n\s*\n"), re.compile(r"\n"), re.compile(r"[.!?;](?=\s)|[。！？；]"), re.compile(r"\s"))
+
+
+def parts(text: str, limit: int = MAX_TEXT_CHARS) -> list[str]:
+    """`text` as consecutive parts of at most `limit` characters, each a memory of its own.
+    A message longer than one memory (a pasted document, a fetched web page as a tool result)
+    used to refuse the whole record: in STATIC_CONTROL, where the whole conversation is
+    recorded after every reply, one such message stopped long-term recording for good. A part
+    ends at the best boundary in its last eighth, else at the limit; the whitespace between two
+    parts is dropped, nothing else."""
+    out: list[str] = []
+    rest = text
+    while len(rest) > limit:
+        window = rest[:limit]
+        cut = limit
+        for boundary in _BOUNDARIES:
+            ends = [m.end() for m in boundary.finditer(window, limit - limit // 8)]
+            if ends:
+                cut = ends[-1]
+                break
+        part, rest = window[:cut].rstrip(), rest[cut:].lstrip()
+        if part:
+            out.append(part)
+    if rest.strip():
+        out.append(rest)
     return out
