@@ -50,11 +50,12 @@ async def test_a_models_nul_and_lone_surrogates_are_stored_alike(server_factory,
             await memories.record(scope, [Msg.create(MsgRole.USER, "请记住，我对花生过敏。谢谢！")])
             assert await _facts(memories, scope) == ["用户对花生过敏 \ufffd."]
 
-            llm.push(ScriptedReply.text("An allergic\u0000 user."))
+            # In the facts' language, so that it passes the reflection's fidelity check.
+            llm.push(ScriptedReply.text("用户对花生\u0000过敏。"))
             result = await lifecycle.trigger_reflection(scope, importance_threshold=0.1, min_facts=1)
             assert result.method == "llm" and result.reflection is not None
-            assert result.reflection.text == "An allergic user."
-            assert (await memories.get(result.reflection.id)).text == "An allergic user."
+            assert result.reflection.text == "用户对花生过敏。"
+            assert (await memories.get(result.reflection.id)).text == "用户对花生过敏。"
 
 
 def test_mem0_extraction_facts_are_storable() -> None:
