@@ -189,9 +189,9 @@ class ServerProcess:
         self._log.close()
 
 
-@pytest.fixture(scope="session")
-def postgres() -> Iterator[Any]:
-    """A private PostgreSQL server for the whole test session (see `missing_dependency` where none is installed)."""
+def private_postgres() -> Iterator[Any]:
+    """A PostgreSQL server of the caller's own, stopped when the caller is done (see
+    `missing_dependency` where none is installed)."""
     from postgres_server import PostgresServer
 
     try:
@@ -200,6 +200,12 @@ def postgres() -> Iterator[Any]:
         missing_dependency(str(exc))
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Any]:
+    """A private PostgreSQL server for the whole test session."""
+    yield from private_postgres()
 
 
 @pytest.fixture

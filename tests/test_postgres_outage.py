@@ -20,15 +20,9 @@ from agentscope_memory.message import Msg, MsgRole
 @pytest.fixture
 def own_postgres() -> Iterator[Any]:
     """A PostgreSQL of this test's own: the test stops and starts it."""
-    from conftest import missing_dependency
-    from postgres_server import PostgresServer
+    from conftest import private_postgres
 
-    try:
-        server = PostgresServer()
-    except FileNotFoundError as exc:
-        missing_dependency(str(exc))
-    yield server
-    server.stop()
+    yield from private_postgres()
 
 
 async def _texts(client: AsyncMemoryClient, memory_id: str) -> list[str | None]:

@@ -99,6 +99,26 @@ def test_a_metrics_port_in_use_is_named_and_nothing_is_left_running(tmp_path: Pa
     again.close()
 
 
+def _listening(tmp_path: Path, env: dict[str, str], poll_s: float) -> tuple[subprocess.Popen[bytes], Path]:
+    """`serve` started in the background (long-term memory off, `env` added), once its log
+    says it listens (checked every `poll_s`); its log file."""
+    import time
+
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSCOPE_MEMORY_")}
+    environ.update({"AGENTSCOPE_MEMORY_LONG_TERM_ENABLED": "false", **env})
+    log = tmp_path / "server.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "agentscope_memory_server", "serve", "--port", "0", "--data-dir",
+             str(tmp_path / "data")], stdout=out, stderr=subprocess.STDOUT, env=environ, cwd=REPO)
+    deadline = time.monotonic() + 60
+    while '"msg": "listening"' not in log.read_text() and time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(log.read_text())
+        time.sleep(poll_s)
+    return proc, log
+
+
 def _no_long_term(tmp_path: Path) -> str:
     config = tmp_path / "server.toml"
     config.write_text("long_term_enabled = false\n")
@@ -107,23 +127,12 @@ def _no_long_term(tmp_path: Path) -> str:
 
 def test_a_misspelt_variable_is_named_and_metrics_port_0_says_where_it_listens(tmp_path: Path) -> None:
     import json
-    import time
     import urllib.request
 
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSCOPE_MEMORY_")}
-    environ.update({"AGENTSCOPE_MEMORY_LONG_TERM_ENABLED": "false", "AGENTSCOPE_MEMORY_METRICS_PORT": "0",
-                    "AGENTSCOPE_MEMORY_API_KEY": "a client's key, not a setting",
-                    "AGENTSCOPE_MEMORY_MAX_MESAGE_BYTES": "1000"})
-    log = tmp_path / "server.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "agentscope_memory_server", "serve", "--port", "0", "--data-dir",
-             str(tmp_path / "data")], stdout=out, stderr=subprocess.STDOUT, env=environ, cwd=REPO)
+    proc, log = _listening(tmp_path, {"AGENTSCOPE_MEMORY_METRICS_PORT": "0",
+                                      "AGENTSCOPE_MEMORY_API_KEY": "a client's key, not a setting",
+                                      "AGENTSCOPE_MEMORY_MAX_MESAGE_BYTES": "1000"}, 0.1)
     try:
-        deadline = time.monotonic() + 60
-        while '"msg": "listening"' not in log.read_text() and time.monotonic() < deadline:
-            assert proc.poll() is None, log.read_text()
-            time.sleep(0.1)
         records = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
         warnings = [r["msg"] for r in records if r["level"] == "WARNING"]
         assert warnings == ["environment variable AGENTSCOPE_MEMORY_MAX_MESAGE_BYTES is not a setting and is"
@@ -139,20 +148,8 @@ def test_a_misspelt_variable_is_named_and_metrics_port_0_says_where_it_listens(t
 def test_sigterm_right_after_the_listening_line_drains(tmp_path: Path) -> None:
     # The handlers came after a full garbage collection and the port file: a SIGTERM sent as
     # soon as the server said it was listening killed it (exit -15), with nothing drained.
-    import time
-
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSCOPE_MEMORY_")}
-    environ["AGENTSCOPE_MEMORY_LONG_TERM_ENABLED"] = "false"
-    log = tmp_path / "server.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "agentscope_memory_server", "serve", "--port", "0", "--data-dir",
-             str(tmp_path / "data")], stdout=out, stderr=subprocess.STDOUT, env=environ, cwd=REPO)
+    proc, log = _listening(tmp_path, {}, 0.005)
     try:
-        deadline = time.monotonic() + 60
-        while '"msg": "listening"' not in log.read_text() and time.monotonic() < deadline:
-            assert proc.poll() is None, log.read_text()
-            time.sleep(0.005)
         proc.terminate()
         assert proc.wait(30) == 0, log.read_text()[-2000:]
         assert '"msg": "stopped"' in log.read_text()
