@@ -250,3 +250,33 @@ async def test_a_database_of_a_newer_schema_is_refused(backend, request, tmp_pat
     await store.close()
     with pytest.raises(StoreOpenError, match="schema version 2, newer than this server's 1"):
         open_store(backend, tmp_path, postgres_dsn=dsn)
+
+
+async def test_a_postgres_deadlock_is_aborted_and_undoes_only_the_loser(postgres_dsn, tmp_path) -> None:
+    """Two writes taking the same rows in opposite orders: PostgreSQL undoes one of them. That
+    one used to answer INTERNAL; it is ABORTED (retry with fresh state) and left nothing."""
+    import threading
+
+    from agentscope_memory.errors import AbortedError
+
+    store = open_store("postgres", tmp_path, postgres_dsn=postgres_dsn)
+    try:
+        await store.run("t", lambda tx: (tx.kv_put("死锁", "a", "0"), tx.kv_put("死锁", "b", "0")))
+        both_hold_one = threading.Barrier(2, timeout=20)
+
+        def writer(first: str, second: str, value: str):  # type: ignore[no-untyped-def]
+            def write(tx) -> None:  # type: ignore[no-untyped-def]
+                tx.kv_put("死锁", first, value)
+                both_hold_one.wait()
+                tx.kv_put("死锁", second, value)
+            return write
+
+        results = await asyncio.gather(store.run("t", writer("a", "b", "1")), store.run("t", writer("b", "a", "2")),
+                                       return_exceptions=True)
+        lost = [r for r in results if isinstance(r, BaseException)]
+        assert len(lost) == 1 and isinstance(lost[0], AbortedError), results
+        assert "deadlock" in str(lost[0]) and "retry" in str(lost[0])
+        winner = "2" if results[0] is lost[0] else "1"
+        assert await store.run("t", lambda tx: (tx.kv_get("死锁", "a"), tx.kv_get("死锁", "b"))) == (winner, winner)
+    finally:
+        await store.close()

@@ -26,7 +26,7 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from agentscope_memory.errors import UnavailableError
+from agentscope_memory.errors import AbortedError, UnavailableError
 from agentscope_memory.store.base import Row
 from agentscope_memory.store.sql import SHARED_SCHEMA, Dialect, SqlTx
 from agentscope_memory.store.sql.schema import check_schema_version
@@ -186,6 +186,12 @@ class PostgresStore:
                         return fn(SqlTx(conn, self._dialect, tenant, write))
             except PoolTimeout as exc:
                 raise _unavailable(exc) from exc
+            except (pg_errors.TransactionRollback, pg_errors.DeadlockDetected, pg_errors.SerializationFailure) as exc:
+                # A deadlock or a serialization failure: PostgreSQL chose this transaction to
+                # undo whole, so a caller's retry with fresh state succeeds (gRPC ABORTED).
+                reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise AbortedError(f"PostgreSQL undid the transaction ({reason}); nothing of it was stored,"
+                                   " retry") from exc
             except psycopg.OperationalError as exc:
                 # Only a lost connection is the database's absence; a statement's own failure
                 # (a deadlock, a cancelled query) on a live connection goes up unchanged.
