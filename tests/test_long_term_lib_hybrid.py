@@ -413,6 +413,43 @@ async def test_round_scoring_runs_as_a_job_and_stores_facts_once(make_store, emb
     await engine.close()
 
 
+async def test_a_scoring_job_run_again_after_storing_its_fact_stores_no_second_wording(make_store, embedder,
+                                                                                         store_kind) -> None:
+    """A runner that dies after storing a round's fact, before the job is marked done, leaves the
+    job to run again. A model asked again words the fact differently, so its hash did not catch
+    the repetition and the scope held the fact twice."""
+    from agentscope_memory.jobs import Job
+    from agentscope_memory.long_term.hybrid.scoring import RoundScorer
+    from agentscope_memory.long_term.importance import Assessment
+
+    class Rewording:
+        """A model that never answers twice alike (the only double: it stands for the LLM)."""
+
+        def __init__(self) -> None:
+            self.calls = 0
+
+        async def assess(self, texts):  # type: ignore[no-untyped-def]
+            self.calls += 1
+            return Assessment(0.9, f"用户的女儿生日是五月三日（第{self.calls}种说法）", "personal", "llm")
+
+    store = make_store()
+    scorer = Rewording()
+    engine = HybridEngine(store, lambda: embedder, scorer=scorer, router=HeuristicRouter(),
+                          settings=EngineSettings(scoring=False), in_database=store_kind == "postgres")
+    await engine.open()
+    scope = Scope(user_id="重跑")
+    recorded = await engine.record("t", scope, [user("请记住，我女儿的生日是五月三日")])
+    round_job = {"memory_ids": [i.id for i in recorded]}
+    await RoundScorer(engine).run(Job("job-1", "t", "long_term.score_round", round_job, 1))
+    await RoundScorer(engine).run(Job("job-1", "t", "long_term.score_round", round_job, 2))
+    facts = [r.text for r in await engine.list("t", scope) if r.memory_type == "fact"]
+    assert facts == ["用户的女儿生日是五月三日（第1种说法）"] and scorer.calls == 1
+    # Another round's job is a job of its own.
+    await RoundScorer(engine).run(Job("job-2", "t", "long_term.score_round", round_job, 1))
+    assert len([r for r in await engine.list("t", scope) if r.memory_type == "fact"]) == 2
+    await engine.close()
+
+
 async def test_a_rounds_importance_goes_to_its_user_messages(make_store, embedder, store_kind) -> None:
     from agentscope_memory.long_term.hybrid.scoring import round_importances
 

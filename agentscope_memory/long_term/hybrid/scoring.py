@@ -41,12 +41,29 @@ def round_importances(rows: Sequence[LongTermRow], score: float) -> dict[str, fl
     return {r.memory_id: (score if r.memory_id in users else 0.0) for r in rows}
 
 
+# A round's facts are stored at most this many (mem0's extraction sets no bound of its own).
+MAX_FACTS_PER_ROUND = 50
+_FACT_IDS = uuid.UUID("6f0c7a52-3d1e-4b8e-9a57-2f43c1d0e8b4")
+
+
+def fact_id(job_id: str, index: int) -> str:
+    """The id of the `index`-th fact a scoring job stores: the same on every run of the job,
+    so a rerun can tell that an earlier run stored the round's facts."""
+    return str(uuid.uuid5(_FACT_IDS, f"{job_id}/{index}"))
+
+
 class RoundScorer:
     def __init__(self, engine: HybridEngine) -> None:
         self._engine = engine
 
     async def run(self, job: Job) -> None:
         engine = self._engine
+        # A run that died after storing the round's facts (their insert is one transaction, after
+        # the assessment) leaves the job to be run again: asked again, a model words the facts
+        # differently, and their hashes would not catch the repetition.
+        if job.attempts > 1 and await engine.rows(job.tenant, [fact_id(job.job_id, i)
+                                                              for i in range(MAX_FACTS_PER_ROUND)]):
+            return
         memory_ids = [str(m) for m in job.payload.get("memory_ids", [])]
         rows = [r for r in await engine.rows(job.tenant, memory_ids) if not r.deleted]
         if not rows:
@@ -75,14 +92,14 @@ class RoundScorer:
         now = time.time()
         new_rows = [
             LongTermRow(
-                memory_id=str(uuid.uuid4()), scope_key=scope_key(scope), agent_name=scope.agent_name,
+                memory_id=fact_id(job.job_id, i), scope_key=scope_key(scope), agent_name=scope.agent_name,
                 user_id=scope.user_id, run_name=scope.run_name, text=text, lex_terms=" ".join(tokenize(text)),
                 metadata={"importance_method": assessment.method, **extra}, memory_type="fact",
                 domain=assessment.domain, importance=assessment.importance_score, importance_method=assessment.method,
                 created=now, updated=now, last_accessed=now, content_hash=content_hash(text),
                 source={"memory_ids": round_ids},
             )
-            for text, extra in facts
+            for i, (text, extra) in enumerate(facts[:MAX_FACTS_PER_ROUND])
         ]
         if new_rows:
             await engine.insert(job.tenant, scope, new_rows, history_detail={"extracted_from": round_ids})
