@@ -99,6 +99,19 @@ def test_a_metrics_port_in_use_is_named_and_nothing_is_left_running(tmp_path: Pa
     again.close()
 
 
+@pytest.mark.parametrize("setting", ["mem0_rest_port", "mcp_port", "inspector_port"])
+def test_an_http_port_in_use_names_its_setting(tmp_path: Path, setting: str) -> None:
+    # The message named the address only: with four ports configured, which one to change?
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = _serve(tmp_path / "data", env={f"AGENTSCOPE_MEMORY_{setting.upper()}": str(port),
+                                              "AGENTSCOPE_MEMORY_LONG_TERM_ENABLED": "true",
+                                              "AGENTSCOPE_MEMORY_LONG_TERM_PRELOAD": "false"})
+        _one_line_reason(done, f"127.0.0.1:{port} ({setting})", "Address already in use")
+
+
 def _listening(tmp_path: Path, env: dict[str, str], poll_s: float) -> tuple[subprocess.Popen[bytes], Path]:
     """`serve` started in the background (long-term memory off, `env` added), once its log
     says it listens (checked every `poll_s`); its log file."""

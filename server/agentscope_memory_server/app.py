@@ -315,7 +315,7 @@ async def _serve_mem0_rest(settings: Settings, service: Service, running: Runnin
     from agentscope_memory_server.tenancy import ApiKeys
 
     app = create_app(service.long_term, ApiKeys(settings.api_keys), service.memories.limits.max_page_bytes)
-    http = await serve_asgi(app, settings.host, settings.mem0_rest_port or 0, name="mem0-rest",
+    http = await serve_asgi(app, settings.host, settings.mem0_rest_port or 0, name="mem0-rest", setting="mem0_rest_port",
                             grace=settings.shutdown_grace_s, max_body_bytes=settings.grpc_max_receive_bytes)
     running.http_servers.append(http)
     running.mem0_rest_port = http.port
@@ -330,7 +330,8 @@ async def _serve_mcp(settings: Settings, service: Service, running: RunningServe
     from agentscope_memory_server.tenancy import ApiKeys
 
     app = McpHttpApp(service, ApiKeys(settings.api_keys), Connection.from_params(settings.mcp_bind))
-    http = await serve_asgi(app, settings.host, settings.mcp_port or 0, name="mcp", grace=settings.shutdown_grace_s,
+    http = await serve_asgi(app, settings.host, settings.mcp_port or 0, name="mcp", setting="mcp_port",
+                            grace=settings.shutdown_grace_s,
                             max_body_bytes=settings.grpc_max_receive_bytes, error_key="error")
     running.http_servers.append(http)
     running.mcp_port = http.port
@@ -353,6 +354,7 @@ async def _serve_inspector(settings: Settings, service: Service, running: Runnin
     app = create_app(service, ApiKeys(settings.api_keys), frozenset(settings.inspector_admin_keys),
                      metrics_text if metrics is not None else None)
     http = await serve_asgi(app, settings.host, settings.inspector_port or 0, name="inspector",
+                            setting="inspector_port",
                             grace=settings.shutdown_grace_s, max_body_bytes=settings.grpc_max_receive_bytes)
     running.http_servers.append(http)
     running.inspector_port = http.port

@@ -127,7 +127,7 @@ def _whole_seconds(grace: float) -> int:
     return max(1, math.ceil(grace))
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def _bind(host: str, port: int, setting: str) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -135,18 +135,22 @@ def _bind(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise OSError(f"cannot listen on {host}:{port}: {exc}") from exc
+        # The setting that asked for the port, so an operator knows which one to change.
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        owner = f" ({setting})" if setting else ""
+        raise OSError(f"cannot listen on {where}{owner}: {exc.strerror or exc}") from exc
     sock.listen(128)
     sock.setblocking(False)
     return sock
 
 
 async def serve_asgi(app: Any, host: str, port: int, *, name: str, grace: float = 10.0,
-                     max_body_bytes: int | None = None, error_key: str = "detail") -> HttpServer:
+                     max_body_bytes: int | None = None, error_key: str = "detail", setting: str = "") -> HttpServer:
     """Start serving `app` on host:port (0 picks a free port) and return once it accepts
     connections. The app's lifespan (if any) has run its startup by then. With
-    `max_body_bytes`, larger request bodies get 413 (`{error_key: message}`)."""
-    sock = _bind(host, port)
+    `max_body_bytes`, larger request bodies get 413 (`{error_key: message}`). `setting`: the
+    setting that chose the port, named when it cannot be bound."""
+    sock = _bind(host, port, setting)
     if max_body_bytes is not None:
         app = BodyLimit(app, max_body_bytes, error_key)
     config = uvicorn.Config(
