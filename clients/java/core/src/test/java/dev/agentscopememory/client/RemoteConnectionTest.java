@@ -94,15 +94,9 @@ class RemoteConnectionTest {
         }
     }
 
-    @Test
-    void aCallMadeAfterItsDeadlinePassedFailsAtOnceWithoutReachingTheServer() throws Exception {
-        String memoryId = "core-late-" + UUID.randomUUID();
-        CreateMemoryRequest create = CreateMemoryRequest.newBuilder()
-                .setMemoryId(memoryId).setKind(WireEnums.toProto(MemoryKind.IN_MEMORY)).build();
-        ManagedChannel channel = ManagedChannelBuilder.forTarget(TestServer.shared().target()).usePlaintext().build();
-        // The time each call is started with (ns left on its deadline), as the server would get it.
-        List<Long> deadlines = new CopyOnWriteArrayList<>();
-        Channel recording = ClientInterceptors.intercept(channel, new ClientInterceptor() {
+    /** {@code channel}, adding to {@code deadlines} the time each call starts with (ns left), as the server gets it. */
+    private static Channel recordingDeadlines(Channel channel, List<Long> deadlines) {
+        return ClientInterceptors.intercept(channel, new ClientInterceptor() {
             @Override
             public <ReqT, RespT> ClientCall<ReqT, RespT> interceptCall(
                     MethodDescriptor<ReqT, RespT> method, CallOptions options, Channel next) {
@@ -110,6 +104,16 @@ class RemoteConnectionTest {
                 return next.newCall(method, options);
             }
         });
+    }
+
+    @Test
+    void aCallMadeAfterItsDeadlinePassedFailsAtOnceWithoutReachingTheServer() throws Exception {
+        String memoryId = "core-late-" + UUID.randomUUID();
+        CreateMemoryRequest create = CreateMemoryRequest.newBuilder()
+                .setMemoryId(memoryId).setKind(WireEnums.toProto(MemoryKind.IN_MEMORY)).build();
+        ManagedChannel channel = ManagedChannelBuilder.forTarget(TestServer.shared().target()).usePlaintext().build();
+        List<Long> deadlines = new CopyOnWriteArrayList<>();
+        Channel recording = recordingDeadlines(channel, deadlines);
         // Connected first: on a busy machine dialling alone can take most of 300 ms.
         try (RemoteConnection warm = RemoteConnection.builder().channel(recording).deadline(Duration.ofSeconds(20)).build()) {
             warm.call("MemoryService/ListMemories", true, () -> warm.memoryService()
@@ -140,14 +144,7 @@ class RemoteConnectionTest {
     void everyStubTakenInsideACallGetsOnlyWhatIsLeftOfItsDeadline() throws Exception {
         ManagedChannel channel = ManagedChannelBuilder.forTarget(TestServer.shared().target()).usePlaintext().build();
         List<Long> deadlines = new CopyOnWriteArrayList<>();
-        Channel recording = ClientInterceptors.intercept(channel, new ClientInterceptor() {
-            @Override
-            public <ReqT, RespT> ClientCall<ReqT, RespT> interceptCall(
-                    MethodDescriptor<ReqT, RespT> method, CallOptions options, Channel next) {
-                deadlines.add(options.getDeadline().timeRemaining(TimeUnit.NANOSECONDS));
-                return next.newCall(method, options);
-            }
-        });
+        Channel recording = recordingDeadlines(channel, deadlines);
         dev.agentscopememory.grpc.v1.GetValueRequest get = dev.agentscopememory.grpc.v1.GetValueRequest.newBuilder()
                 .setSlot(dev.agentscopememory.grpc.v1.StateSlot.newBuilder().setSessionId("late-" + UUID.randomUUID()))
                 .setKey("agent_state").build();
