@@ -22,8 +22,9 @@ def entry_line(entry: PoolEntry) -> str:
     return f"{PREFIX.format(key=entry.key)} {shown}"
 
 
-def entry_message(entry: PoolEntry) -> Msg:
-    return Msg.create(MsgRole.SYSTEM, entry_line(entry), name="shared_pool",
+def entry_message(entry: PoolEntry, line: str) -> Msg:
+    """The entry as a message whose text is its `entry_line`."""
+    return Msg.create(MsgRole.SYSTEM, line, name="shared_pool",
                       metadata={"shared_pool": entry.pool_id, "key": entry.key, "version": entry.version})
 
 
@@ -37,15 +38,16 @@ def render(entries: Iterable[PoolEntry], max_tokens: int, max_bytes: int, *, as_
     messages: list[Msg] = []
     used = omitted = size = 0
     for entry in entries:
-        message = entry_message(entry)
+        line = entry_line(entry)
+        message = entry_message(entry, line)
         cost = estimate_tokens([message])
         # A repeated field's tag and length, or the newline between lines.
-        weight = len(encode_msg(message)) + 8 if as_messages else len(entry_line(entry).encode("utf-8")) + 1
+        weight = len(encode_msg(message)) + 8 if as_messages else len(line.encode("utf-8")) + 1
         if used + cost > max_tokens or size + weight > max_bytes:
             omitted += 1
             continue
         used += cost
         size += weight
-        lines.append(entry_line(entry))
+        lines.append(line)
         messages.append(message)
     return RenderedPools("\n".join(lines), messages, len(messages), omitted, used)
