@@ -82,11 +82,12 @@ def extractive_merge(texts: Sequence[str], max_chars: int = 4000, min_share: flo
     size = 0
     for text in texts:
         for sentence in _sentences(text):
-            details = _details(sentence)
-            if not (details - said) and not _novel(sentence, seen, min_share):
+            new_details = _details(sentence) - said
+            if not new_details and not _novel(sentence, seen, min_share):
                 continue
-            said |= details
-            seen |= _bigrams(sentence)
+            said |= new_details
+            if new_details:  # kept without asking `_novel`, which adds what it accepts to `seen`
+                seen |= _bigrams(sentence)
             if size + len(sentence) + 1 > max_chars:
                 return " ".join(kept)
             kept.append(sentence)
