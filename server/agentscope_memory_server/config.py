@@ -6,7 +6,7 @@ import difflib
 import ssl
 import tomllib
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Literal, Mapping, get_args
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
@@ -176,8 +176,11 @@ def unknown_environment(environ: Mapping[str, str]) -> list[str]:
     return found
 
 
-SECRET_SETTINGS = frozenset({"api_keys", "inspector_admin_keys", "llm_api_key", "long_term_embedder_api_key",
-                             "postgres_dsn", "page_token_secret"})
+# Never shown in an error: the settings typed SecretStr (which `printable` masks) and the keys.
+SECRET_SETTINGS = frozenset(
+    {name for name, field in Settings.model_fields.items()
+     if field.annotation is SecretStr or SecretStr in get_args(field.annotation)}
+    | {"api_keys", "inspector_admin_keys"})
 
 
 def describe_invalid(exc: ValidationError) -> str:
