@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.agentscopememory.client.ConnectionOptions;
 import dev.agentscopememory.client.RemoteConnection;
 import dev.agentscopememory.client.RemoteMemoryException;
+import dev.agentscopememory.client.internal.Utf16;
 import dev.agentscopememory.grpc.v1.AgentStateServiceGrpc;
 import dev.agentscopememory.grpc.v1.AppendListRequest;
 import dev.agentscopememory.grpc.v1.AppendListResponse;
@@ -798,15 +799,11 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
      * as it is, so the text shows it.
      */
     private static String checkUnicode(String json, String where) {
-        for (int i = 0; i < json.length(); i++) {
-            char c = json.charAt(i);
-            if (Character.isHighSurrogate(c) && i + 1 < json.length() && Character.isLowSurrogate(json.charAt(i + 1))) {
-                i++;
-            } else if (Character.isSurrogate(c)) {
-                throw new IllegalArgumentException(where + ": the state contains a lone surrogate (half of a"
-                        + " UTF-16 pair) at character " + json.codePointCount(0, i)
-                        + " of its JSON; it is not Unicode text and cannot be stored");
-            }
+        int at = Utf16.loneSurrogateAt(json);
+        if (at >= 0) {
+            throw new IllegalArgumentException(where + ": the state contains a lone surrogate (half of a"
+                    + " UTF-16 pair) at character " + json.codePointCount(0, at)
+                    + " of its JSON; it is not Unicode text and cannot be stored");
         }
         return json;
     }

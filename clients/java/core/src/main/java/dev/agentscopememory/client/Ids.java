@@ -1,5 +1,6 @@
 package dev.agentscopememory.client;
 
+import dev.agentscopememory.client.internal.Utf16;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -33,7 +34,7 @@ public final class Ids {
         if (value == null || value.isEmpty()) {
             throw new IllegalArgumentException(field + ": is required");
         }
-        int surrogate = loneSurrogateAt(value);
+        int surrogate = Utf16.loneSurrogateAt(value);
         if (surrogate >= 0) {
             throw new IllegalArgumentException(field + ": contains a lone surrogate at character "
                     + value.codePointCount(0, surrogate) + "; it is not Unicode text");
@@ -55,23 +56,6 @@ public final class Ids {
             throw new IllegalArgumentException(field + ": must not be blank");
         }
         return value;
-    }
-
-    private static int loneSurrogateAt(String value) {
-        for (int i = 0; i < value.length(); i++) {
-            char c = value.charAt(i);
-            if (Character.isHighSurrogate(c)) {
-                if (i + 1 < value.length() && Character.isLowSurrogate(value.charAt(i + 1))) {
-                    i++;
-                    continue;
-                }
-                return i;
-            }
-            if (Character.isLowSurrogate(c)) {
-                return i;
-            }
-        }
-        return -1;
     }
 
     // What Python's str.isspace() calls whitespace (the server strips with it).

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.agentscopememory.client.internal.Utf16;
 import dev.agentscopememory.grpc.v1.AudioBlock;
 import dev.agentscopememory.grpc.v1.Base64Source;
 import dev.agentscopememory.grpc.v1.ContentBlock;
@@ -394,7 +395,7 @@ public final class MsgConverter {
      */
     private static void checkNoLoneSurrogate(JsonNode node, String path) {
         if (node.isTextual()) {
-            int at = loneSurrogateAt(node.textValue());
+            int at = Utf16.loneSurrogateAt(node.textValue());
             if (at >= 0) {
                 throw new IllegalArgumentException(path + ": contains a lone surrogate at character "
                         + node.textValue().codePointCount(0, at) + "; it is not Unicode text and cannot be stored");
@@ -406,26 +407,13 @@ public final class MsgConverter {
         } else if (node.isObject()) {
             for (Map.Entry<String, JsonNode> field : node.properties()) {
                 String where = path.isEmpty() ? field.getKey() : path + "." + field.getKey();
-                if (loneSurrogateAt(field.getKey()) >= 0) {
+                if (Utf16.loneSurrogateAt(field.getKey()) >= 0) {
                     throw new IllegalArgumentException((path.isEmpty() ? "msg" : path)
                             + ": a key contains a lone surrogate; it is not Unicode text and cannot be stored");
                 }
                 checkNoLoneSurrogate(field.getValue(), where);
             }
         }
-    }
-
-    /** The index of the first unpaired surrogate in {@code s}, or -1. */
-    private static int loneSurrogateAt(String s) {
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            if (Character.isHighSurrogate(c) && i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1))) {
-                i++;
-            } else if (Character.isSurrogate(c)) {
-                return i;
-            }
-        }
-        return -1;
     }
 
     /** The JSON AgentScope's codec writes for a message, as a tree. */
