@@ -189,8 +189,7 @@ class PostgresStore:
             except (pg_errors.TransactionRollback, pg_errors.DeadlockDetected, pg_errors.SerializationFailure) as exc:
                 # A deadlock or a serialization failure: PostgreSQL chose this transaction to
                 # undo whole, so a caller's retry with fresh state succeeds (gRPC ABORTED).
-                reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                raise AbortedError(f"PostgreSQL undid the transaction ({reason}); nothing of it was stored,"
+                raise AbortedError(f"PostgreSQL undid the transaction ({_first_line(exc)}); nothing of it was stored,"
                                    " retry") from exc
             except psycopg.OperationalError as exc:
                 # Only a lost connection is the database's absence; a statement's own failure
@@ -230,5 +229,12 @@ def _unavailable(exc: Exception) -> UnavailableError:
                   " connection is busy)")
     else:
         # psycopg's own words (host, port, what failed); the DSN's password is never in them.
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        reason = _first_line(exc)
     return UnavailableError(f"PostgreSQL is unavailable: {reason}; retry later")
+
+
+def _first_line(exc: Exception) -> str:
+    """The first line of psycopg's message (the rest is detail, hints and context), or the
+    error's class when it has none."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
