@@ -187,6 +187,21 @@ def test_fidelity_composite_and_lost_keywords() -> None:
     assert not bad.passed and bad.lost_keywords == ["alice", "bob", "paris", "rome"]
 
 
+def test_a_merge_that_drops_a_number_fails_however_alike() -> None:
+    import numpy as np
+
+    originals = ["The door code is 4711.", "The code of the door is 4711, since May 2023."]
+    vectors = np.array([[1.0, 0.0], [0.99, 0.14]], dtype=np.float32)
+    kept = check("The door code is 4711 (since May 2023).", np.array([1.0, 0.0]), originals, vectors)
+    assert kept.passed and kept.lost_keywords == []
+    # Alike enough that the composite passes on similarity alone; the code is gone.
+    dropped = check("The user has a door code since May 2023.", np.array([1.0, 0.0]), originals, vectors)
+    assert dropped.composite_score > 0.5 and not dropped.passed and dropped.lost_keywords == ["4711"]
+    # A number is kept only whole: 4711 is not in 47112 nor 2023 in 2023-05.
+    near = check("门禁密码是47112，从2023-05起。", np.array([1.0, 0.0]), ["门禁密码是4711。", "从2023年起。"], vectors)
+    assert not near.passed and {"4711", "2023"} <= set(near.lost_keywords)
+
+
 def test_union_find_clusters_are_connected_components() -> None:
     import numpy as np
 
@@ -244,6 +259,36 @@ async def test_failing_fidelity_keeps_the_originals(engine) -> None:
     assert report.failed_fidelity == 1 and report.merged == 0
     assert not report.merges[0].fidelity.passed and report.merges[0].method == "llm"
     assert all(not r.deleted for r in await engine.rows("t", originals))
+
+
+DOOR_CODE = {
+    "en": ["The door code of the user's flat is 4711.", "The user's flat has the door code 4711.",
+           "To open the user's flat, the door code is 4711.", "The user's flat door opens with code 4711."],
+    "zh": ["用户公寓的门禁密码是4711。", "用户的公寓门禁密码为4711。", "打开用户公寓的门，密码是4711。", "用户公寓门的密码：4711。"],
+}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+async def test_an_llm_merge_that_loses_a_number_keeps_the_originals(engine, lang) -> None:
+    scope = Scope("agent", "u")
+    originals = await add_facts(engine, "t", scope, [(t, 0.8) for t in DOOR_CODE[lang]])
+    vague = {"en": "The user's flat has a door code.", "zh": "用户的公寓有门禁密码。"}[lang]
+    faithful = {"en": "The user's flat door code is 4711.", "zh": "用户公寓的门禁密码是4711。"}[lang]
+    settings = ConsolidationSettings(threshold=2, similarity=0.6)
+    with ScriptedLLM(default=ScriptedReply.text(vague)) as llm:
+        client = ChatClient(LlmConfig(llm.base_url, "m", timeout_s=5, max_retries=0))
+        report = await Consolidator(engine, client, settings).consolidate_scope("t", scope)
+        await client.close()
+    merge = next(m for m in report.merges if set(originals) <= set(m.original_ids))
+    assert merge.method == "llm" and not merge.fidelity.passed and "4711" in merge.fidelity.lost_keywords
+    assert not merge.applied and all(not r.deleted for r in await engine.rows("t", originals))
+    with ScriptedLLM(default=ScriptedReply.text(faithful)) as llm:
+        client = ChatClient(LlmConfig(llm.base_url, "m", timeout_s=5, max_retries=0))
+        report = await Consolidator(engine, client, settings).consolidate_scope("t", scope)
+        await client.close()
+    merge = next(m for m in report.merges if set(originals) <= set(m.original_ids))
+    assert merge.applied and merge.fidelity.passed
+    assert (await engine.rows("t", [merge.memory_id]))[0].text == faithful
 
 
 async def test_consolidation_below_threshold_does_nothing_and_no_embeddings_trims(engine) -> None:

@@ -1,7 +1,14 @@
 """The fidelity check of a merge: does the merged fact still say what its originals said?
 
 composite = 0.6 · mean cosine similarity between the merged embedding and each original's
-+ 0.4 · keyword retention (`keywords.py`); a merge passes at `threshold` (default 0.5) or more.
++ 0.4 · keyword retention (`keywords.py`); a merge passes at `threshold` (default 0.5) or more
+and when it keeps every number of its originals.
+
+The number rule is ours, beyond the composite: near-duplicates are so alike that similarity
+alone passes them (0.6 · 0.9 > 0.5), so a merge that turned "the door code is 4711" and "the
+code of the door is 4711, since May" into "the user has a door code" would pass, and the
+originals, which leave recall, were the only place the code was kept. A number is a detail no
+rewording makes up for; a merge that drops one keeps its originals.
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from agentscope_memory.lifecycle.keywords import keywords, retained
+from agentscope_memory.lifecycle.keywords import NUMBER, keywords, retained
 
 EMBEDDING_WEIGHT = 0.6
 KEYWORD_WEIGHT = 0.4
@@ -51,4 +58,5 @@ def check(merged_text: str, merged_vector: np.ndarray, original_texts: Sequence[
         wanted |= keywords(text)
     retention, lost = retained(wanted, merged_text)
     composite = EMBEDDING_WEIGHT * similarity + KEYWORD_WEIGHT * retention
-    return Fidelity(similarity, retention, composite, composite >= threshold, lost)
+    keeps_numbers = not any(NUMBER.fullmatch(k) for k in lost)
+    return Fidelity(similarity, retention, composite, composite >= threshold and keeps_numbers, lost)

@@ -2,9 +2,10 @@
 
 A keyword is what a reader would miss if a merge dropped it: capitalised words and phrases
 (names, places, products) without stop words, snake_case identifiers, dotted paths
-(`agentscope.memory.v1`, `config.yaml`), ALL_CAPS constants, and Chinese segments (runs of CJK
-characters cut at common function characters; no external segmenter). Keywords are compared
-case-insensitively.
+(`agentscope.memory.v1`, `config.yaml`), ALL_CAPS constants, Chinese segments (runs of CJK
+characters cut at common function characters; no external segmenter), and numbers written in
+digits (`7:15`, `2026-11-23`, `3.11`, `1,000`). Keywords are compared case-insensitively; a
+number is kept only where it stands whole (`3` is not kept by `2023` or `3.5`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ _SNAKE = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b")
 _DOTTED = re.compile(r"\b[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)+\b")
 _ALL_CAPS = re.compile(r"\b[A-Z][A-Z0-9_]+\b")
 _CAPITALISED = re.compile(r"\b[A-Z][A-Za-z0-9'’-]*(?:\s+[A-Z][A-Za-z0-9'’-]*)*")
+# A number with its inner separators: a time, a date, a version, an amount, a code.
+NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 
 
@@ -58,9 +61,14 @@ def _capitalised(text: str) -> list[str]:
     return out
 
 
+def numbers(text: str) -> set[str]:
+    """The numbers written in digits in `text`, whole."""
+    return set(NUMBER.findall(text))
+
+
 def keywords(text: str) -> set[str]:
     """The keywords of `text`, case-folded."""
-    found: list[str] = []
+    found: list[str] = list(numbers(text))
     found += _SNAKE.findall(text)
     found += _DOTTED.findall(text)
     found += [w for w in _ALL_CAPS.findall(text) if len(w) >= 2]
@@ -77,5 +85,6 @@ def retained(keyword_set: set[str], text: str) -> tuple[float, list[str]]:
     if not keyword_set:
         return 1.0, []
     folded = text.casefold()
-    lost = sorted(k for k in keyword_set if k not in folded)
+    present = numbers(text)
+    lost = sorted(k for k in keyword_set if (k not in present if NUMBER.fullmatch(k) else k not in folded))
     return 1.0 - len(lost) / len(keyword_set), lost

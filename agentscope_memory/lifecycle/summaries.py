@@ -63,13 +63,10 @@ def _novel(sentence: str, seen: set[str], min_share: float) -> bool:
     return True
 
 
-_NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
-
-
 def _details(sentence: str) -> set[str]:
-    """What a merge must not drop however little of the sentence is new: its numbers (times,
-    dates, codes) and keywords (names, identifiers, Chinese segments)."""
-    return set(_NUMBER.findall(sentence)) | keywords(sentence)
+    """What a merge must not drop however little of the sentence is new: its keywords (numbers,
+    names, identifiers, Chinese segments)."""
+    return keywords(sentence)
 
 
 def extractive_merge(texts: Sequence[str], max_chars: int = 4000, min_share: float = 0.25) -> str:
