@@ -458,7 +458,7 @@ def _other_cases() -> list[Case]:
         grpc.StatusCode.NOT_FOUND, "无标签")
     add("retrieve-limit-negative", LONG_TERM, "Retrieve", lpb.RetrieveRequest(scope=SCOPE, message=text_msg(), limit=-1),
         INVALID, "limit")
-    add("list-page-size", LONG_TERM, "ListLongTermMemories", lpb.ListLongTermMemoriesRequest(scope=SCOPE, page_size=5000),
+    add("list-page-size", LONG_TERM, "ListLongTermMemories", lpb.ListLongTermMemoriesRequest(scope=SCOPE, page_size=-5),
         INVALID, "page_size")
     add("begin-turn-mode", LONG_TERM, "BeginTurn", lpb.BeginTurnRequest(memory_id=IN_MEMORY_ID, scope=SCOPE),
         INVALID, "mode")

@@ -83,6 +83,11 @@ async def test_update_and_history(ltm) -> None:
     assert json.loads(history.entries[-1].detail_json)["metadata"]["new"]["k"] == 2
     found = await ltm.Retrieve(pb.RetrieveRequest(scope=ALICE, message=user("what do I drink"), limit=1))
     assert found.text == "I like coffee now"
+    # A page size over the maximum (1000) is served as the maximum (AIP-158), not refused.
+    whole = await ltm.GetLongTermMemoryHistory(pb.GetLongTermMemoryHistoryRequest(id=memory_id, page_size=5000))
+    assert [e.event for e in whole.entries] == [e.event for e in history.entries] and not whole.next_page_token
+    listed = await ltm.ListLongTermMemories(pb.ListLongTermMemoriesRequest(scope=ALICE, page_size=5000))
+    assert memory_id in [m.id for m in listed.memories]
 
 
 async def test_bad_input_names_the_field_and_changes_nothing(ltm) -> None:

@@ -12,9 +12,15 @@ from agentscope_memory.validation.ids import check_id
 
 __all__ = ["DEFAULT_PAGE_SIZE", "MAX_PAGE_SIZE", "history_page", "list_page"]
 
-# Both listings: page_size 0 means 100, at most 1000.
+# Both listings: page_size 0 means 100; a larger one than 1000 is served as 1000 (AIP-158).
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
+
+
+def _page_size(page_size: int) -> int:
+    if page_size < 0:
+        raise InvalidArgumentError("page_size", f"must not be negative, not {page_size}")
+    return min(page_size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
 
 
 async def list_page(
@@ -29,12 +35,11 @@ async def list_page(
 ) -> tuple[list[LongTermItem], str]:
     """A page of the scope's memories (at most `page_size`, 0 meaning 100, and `budget` bytes
     as `size_of` counts them) and the next page's token ("" at the end)."""
-    if not 0 <= page_size <= MAX_PAGE_SIZE:
-        raise InvalidArgumentError("page_size", f"must be between 0 and {MAX_PAGE_SIZE}")
+    size = _page_size(page_size)
     await tokens.ready()
     binding: list[str | int] = [tenant, scope.agent_name or "", scope.user_id or "", scope.run_name or "", page_size]
     cursor = tokens.read_with_text(page_token, "long_term", binding, 0)[1] if page_token else ""
-    page = await engine.list_page(tenant, scope, page_size or DEFAULT_PAGE_SIZE, cursor)
+    page = await engine.list_page(tenant, scope, size, cursor)
     kept = cut_to_budget(page.items, size_of, budget)
     more = page.more or kept < len(page.items)
     token = tokens.issue("long_term", binding, [], page.cursors[kept - 1]) if more and kept else ""
@@ -57,12 +62,11 @@ async def history_page(
     history only grows and its entries never change, so pages read at different times still
     make one list (no snapshot is needed)."""
     check_id(memory_id, "id")
-    if not 0 <= page_size <= MAX_PAGE_SIZE:
-        raise InvalidArgumentError("page_size", f"must be between 0 (meaning {DEFAULT_PAGE_SIZE}) and {MAX_PAGE_SIZE}, not {page_size}")
+    size = _page_size(page_size)
     await tokens.ready()
     binding: list[str | int] = [tenant, memory_id, page_size]
     after = tokens.read(page_token, "long_term_history", binding, 1)[0] if page_token else 0
-    page = await engine.history_page(tenant, memory_id, page_size or DEFAULT_PAGE_SIZE, after, budget)
+    page = await engine.history_page(tenant, memory_id, size, after, budget)
     kept = cut_to_budget(page.entries, size_of, budget)
     more = page.more or kept < len(page.entries)
     token = tokens.issue("long_term_history", binding, [page.cursors[kept - 1]]) if more and kept else ""

@@ -109,9 +109,10 @@ class SharedPools:
         return check_text(key, "key", self.limits.max_key_bytes, required=True)
 
     def _page_size(self, page_size: int) -> int:
-        if page_size < 0 or page_size > self.limits.max_page_size:
-            raise InvalidArgumentError("page_size", f"must be between 0 and {self.limits.max_page_size}, not {page_size}")
-        return page_size or self.limits.default_page_size
+        """0 means the default; a larger size than the maximum is served as the maximum (AIP-158)."""
+        if page_size < 0:
+            raise InvalidArgumentError("page_size", f"must not be negative, not {page_size}")
+        return min(page_size or self.limits.default_page_size, self.limits.max_page_size)
 
     # -- entries ------------------------------------------------------------------------------
 
