@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 import uuid
+
+import numpy as np
 import pytest
 
 from agentscope_memory.errors import InvalidArgumentError
@@ -334,6 +336,49 @@ def test_a_chain_larger_than_the_maximum_is_split_at_a_higher_similarity() -> No
     v = np.array([[np.cos(a), np.sin(a)] for a in angles], dtype=np.float32)
     assert clusters(v, 0.75) == [[0, 1, 2, 3, 4]]
     assert clusters(v, 0.75, max_size=3) == [[0, 1, 2], [3, 4]]
+
+
+def _alike(count: int, cosine: float, dims: int) -> np.ndarray:
+    # Unit vectors sharing one direction, pairwise `cosine` alike: one fact said `count` ways.
+    v = np.zeros((count, dims), dtype=np.float32)
+    v[:, 0] = np.sqrt(cosine)
+    v[np.arange(count), np.arange(1, count + 1)] = np.sqrt(1 - cosine)
+    return v
+
+
+def test_more_alike_facts_than_a_merge_takes_are_cut_into_runs_not_left_alone() -> None:
+    import numpy as np
+
+    # 60 facts about equally alike (0.9): no higher similarity splits them into mergeable
+    # parts; they used to fall apart into 60 single facts at 0.95 and never merge.
+    v = _alike(60, 0.9, 64)
+    assert clusters(v, 0.75, max_size=50, min_size=3) == [list(range(30)), list(range(30, 60))]
+    assert clusters(v, 0.75, max_size=20, min_size=3) == [list(range(k, k + 20)) for k in (0, 20, 40)]
+    # Beside them, a chain whose neighbours are alike but whose ends are not is not cut into
+    # runs: its parts are what its links make of it.
+    # Each link is a window of 6 directions sliding by one: neighbours 5/6 alike, two apart 4/6.
+    chain = np.zeros((60, 66), dtype=np.float32)
+    for k in range(60):
+        chain[k, k:k + 6] = 1 / np.sqrt(6)
+    both = np.zeros((120, 130), dtype=np.float32)
+    both[:60, :64], both[60:, 64:] = v, chain
+    assert clusters(chain, 0.75) == [list(range(60))]
+    groups = clusters(both, 0.75, max_size=50, min_size=3)
+    assert groups == [list(range(30)), list(range(30, 60))] + [[k] for k in range(60, 120)]
+
+
+@pytest.mark.parametrize("store_kind", ["sqlite"])
+async def test_a_fact_said_sixty_ways_is_consolidated(engine) -> None:
+    scope = Scope("agent", "u")
+    # An agent that notes the same preference every session: with MiniLM these fall apart into
+    # 60 single facts at any similarity that splits them.
+    before = ["", "Note: ", "FYI ", "Reminder: ", "Remember: ", "Again, ", "As said, ", "Noted: ", "Fact: ", "Info: "]
+    after = [".", "!", " again.", " (noted).", " as before.", " still."]
+    texts = [f"{b}{'t' if b else 'T'}he user prefers dark mode{a}" for b in before for a in after]
+    await add_facts(engine, "t", scope, [(t, 0.5) for t in texts])
+    report = await Consolidator(engine, settings=ConsolidationSettings(threshold=10, similarity=0.75)
+                                ).consolidate_scope("t", scope)
+    assert (report.merged, report.originals_retired, report.facts_after) == (2, 60, 2)
 
 
 async def test_consolidation_with_the_default_embedder_merges_paraphrases_not_a_language(tmp_path) -> None:

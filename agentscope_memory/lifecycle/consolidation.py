@@ -58,7 +58,7 @@ class ConsolidationSettings:
     min_cluster_size: int = 3
     fidelity_threshold: float = fidelity.DEFAULT_THRESHOLD
     # Larger components are split at a higher similarity until they fit (one note cannot
-    # faithfully stand for that many); what still does not fit is left alone.
+    # faithfully stand for that many), or cut into runs when no similarity splits them.
     max_cluster_size: int = 50
     use_embeddings: bool = True
 
@@ -119,28 +119,56 @@ class _UnionFind:
             self.parent[max(ra, rb)] = min(ra, rb)
 
 
-def clusters(vectors: np.ndarray, similarity: float, max_size: int | None = None) -> list[list[int]]:
+def clusters(vectors: np.ndarray, similarity: float, max_size: int | None = None,
+             min_size: int = 2) -> list[list[int]]:
     """Connected components of the graph with an edge where cosine >= `similarity`, each
     sorted, in order of their first member. With `max_size`, a component larger than that (one
     chain of similar facts linking many topics) is split again at a similarity 0.05 higher, until
-    its parts fit or the similarity reaches 1."""
+    its parts fit. A component that no higher similarity splits into parts of `min_size` or
+    more (its facts are all about equally alike: the same fact said many ways) is cut into
+    near-equal runs of at most `max_size` instead, in order: each run merges on its own, and a
+    later consolidation merges what the runs became."""
     groups = _components(vectors, similarity)
     if max_size is None:
         return groups
     out: list[list[int]] = []
     for group in groups:
-        if len(group) <= max_size or similarity >= 1.0:
+        if len(group) <= max_size:
             out.append(group)
             continue
-        parts = clusters(vectors[group], min(1.0, similarity + 0.05), max_size)
-        out += [[group[i] for i in part] for part in parts]
+        parts = clusters(vectors[group], similarity + 0.05, max_size, min_size) if similarity < 1.0 else []
+        if all(len(part) < min_size for part in parts) and _tight(vectors[group], similarity):
+            out += _runs(group, max_size)
+        elif parts:
+            out += [[group[i] for i in part] for part in parts]
+        else:  # not to be split, nor one fact: left alone, too large to merge
+            out.append(group)
     return sorted(out, key=lambda g: g[0])
+
+
+def _tight(vectors: np.ndarray, similarity: float) -> bool:
+    """Every member is at least `similarity` alike to the members' mean: one fact said many
+    ways, not a chain whose ends are about different things."""
+    unit = _unit_rows(vectors)
+    centre = unit.mean(axis=0)
+    centre /= max(float(np.linalg.norm(centre)), 1e-12)
+    return bool(np.min(unit @ centre) >= similarity)
+
+
+def _runs(group: list[int], max_size: int) -> list[list[int]]:
+    count = -(-len(group) // max_size)
+    bounds = [len(group) * k // count for k in range(count + 1)]
+    return [group[bounds[k]:bounds[k + 1]] for k in range(count)]
+
+
+def _unit_rows(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return (vectors / np.where(norms == 0, 1.0, norms)).astype(np.float32)
 
 
 def _components(vectors: np.ndarray, similarity: float) -> list[list[int]]:
     n = len(vectors)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    unit = (vectors / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+    unit = _unit_rows(vectors)
     uf = _UnionFind(n)
     for start in range(0, n, BLOCK):
         block = unit[start:start + BLOCK] @ unit.T
@@ -256,7 +284,8 @@ class Consolidator:
         vectors = await engine.comparable(np.stack([np.frombuffer(f.embedding or b"", dtype=np.float32) for f in facts]))
         # Quadratic in a scope of near-identical facts (seconds to minutes): off the event loop,
         # which meanwhile answers RPCs and renews the job leases.
-        groups = await asyncio.to_thread(clusters, vectors, settings.similarity, settings.max_cluster_size)
+        groups = await asyncio.to_thread(clusters, vectors, settings.similarity, settings.max_cluster_size,
+                                         settings.min_cluster_size)
         reported = 0
         # Once the LLM has failed (timed out, unreachable, after its retries), the rest of the
         # run merges offline: waiting out the failure once per cluster took hours on a large scope.
