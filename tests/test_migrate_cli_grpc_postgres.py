@@ -1,0 +1,209 @@
+"""`agentscope-memory migrate store`: a store a real server filled over gRPC on SQLite, copied
+into PostgreSQL (and back), then served from there; what an operator relies on while moving."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentscope_memory.agent_state import Slot
+from agentscope_memory.client import AsyncMemoryClient
+from agentscope_memory.client.agent_state import AsyncAgentStateClient
+from agentscope_memory.client.long_term import AsyncLongTermClient
+from agentscope_memory.client.pool import AsyncPoolClient
+from agentscope_memory.client.scopes import AsyncScopeClient
+from agentscope_memory.client.tiered import AsyncTieredClient
+from agentscope_memory.long_term import Scope
+from agentscope_memory.message import Msg, MsgRole
+from agentscope_memory.store.transfer import COPY_MARKER
+from agentscope_memory_server.cli import main
+from conftest import REPO, ServerProcess
+
+ALICE = Scope(agent_name="助手", user_id="爱丽丝")
+SLOT = Slot("爱丽丝", "会话 😀")
+FIRST = [Msg.create(MsgRole.USER, f"第{i}条消息 message {i}") for i in range(5)]
+
+
+async def _fill(address: str) -> dict[str, object]:
+    """Something of everything a server keeps; returns what a user reads back."""
+    async with AsyncMemoryClient(address) as memories, AsyncLongTermClient(address) as ltm, \
+            AsyncPoolClient(address) as pools, AsyncAgentStateClient(address) as states, \
+            AsyncTieredClient(address) as tiered, AsyncScopeClient(address) as scopes:
+        await memories.create_memory("会话-1", labels={"用户": "爱丽丝"})
+        await memories.add_messages("会话-1", FIRST, request_id="req-1")
+        await memories.delete_message("会话-1", 0)
+        await memories.create_memory("auto", "AUTO_CONTEXT")
+        await memories.add_messages("auto", [Msg.create(MsgRole.USER, "hello"), Msg.create(MsgRole.ASSISTANT, "你好")])
+        for text in ("My sister Anna lives in Berlin", "我每天早上喝绿茶", "I play chess on Sundays"):
+            await ltm.record(ALICE, [Msg.create(MsgRole.USER, text)], {"来源": "chat"})
+        await pools.write("团队", "计划", {"step": 1})
+        await pools.write("团队", "计划", {"step": 2})
+        await pools.write("团队", "notes", ["a", "b"], writer="bob")
+        await states.put_value(SLOT, "agent", json.dumps({"name": "助手"}))
+        await states.put_list(SLOT, "memory_messages", [json.dumps({"i": i}) for i in range(3)])
+        await tiered.create_memory("层")
+        await tiered.add("层", [Msg.create(MsgRole.USER, f"tiered {i} 记忆") for i in range(4)])
+        await memories.create_memory("lead")
+        await scopes.create_child("lead", "helper")
+        await scopes.add_messages("lead", [Msg.create(MsgRole.USER, "给大家 for everyone")], visibility="SHARED")
+        return await _read(address)
+
+
+async def _read(address: str) -> dict[str, object]:
+    async with AsyncMemoryClient(address) as memories, AsyncLongTermClient(address) as ltm, \
+            AsyncPoolClient(address) as pools, AsyncAgentStateClient(address) as states, \
+            AsyncTieredClient(address) as tiered, AsyncScopeClient(address) as scopes:
+        described = {d.memory_id: (d.kind, d.message_count, d.version, d.labels)
+                     async for d in memories.list_memories()}
+        found = await ltm.search(ALICE, "where does Anna live")
+        lexical = await ltm.search(ALICE, "chess 绿茶", ranking="lexical")
+        entries = await pools.list_entries("团队")
+        value = await states.get_value(SLOT, "agent")
+        listed = await states.get_list(SLOT, "memory_messages")
+        return {
+            "memories": described,
+            "messages": await memories.get_messages("会话-1"),
+            "auto": await memories.get_messages("auto"),
+            "long_term": sorted((m.id, m.text, m.metadata) for m in await ltm.list(ALICE)),
+            "search": [m.id for m in found],
+            "lexical": [m.id for m in lexical],
+            "pool": [(e.key, e.content_json, e.version, e.updated_by) for e in entries],
+            "pool_events": [(e.sequence, e.key, e.version) async for e in pools.iter_events("团队")],
+            "state": (value.json, value.version, listed.items, listed.version),
+            "tiers": [[(i.seq, i.kind, i.msg.text_content if i.msg else None) for i in await tiered.get_items("层", t)]
+                      for t in (1, 2, 3)],
+            "context": [m.text_content for m in await scopes.get_context("helper")],
+        }
+
+
+@pytest.mark.timeout(300)
+async def test_a_sqlite_store_moved_to_postgres_serves_the_same(server_factory, postgres_dsn, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "data"
+    server = await server_factory(data_dir=data)
+    before = await _fill(server.address)
+    await server.stop(0)
+    assert before["search"][0] == next(i for i, text, _ in before["long_term"] if "Anna" in text)
+    assert len(before["lexical"]) == 2
+
+    code = await asyncio.to_thread(main, ["migrate", "store", "--from", str(data), "--to", postgres_dsn, "--progress"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    summary = {table: int(rows) for table, rows in (line.split() for line in out.splitlines()[:-1])}
+    sqlite_file = data / "agentscope-memory.sqlite3"
+    assert summary == {table: _rows(sqlite_file, table) for table in summary}
+    assert summary["ltm"] == 3 and summary["pool_entries"] == 2 and summary["agent_state_items"] == 3
+    assert "every table's row count matches" in out.splitlines()[-1]
+    assert "ltm" in err and "row" in err  # a bar per table on stderr
+
+    # No scope fits in the replica's index: searches run in PostgreSQL, on the copied vectors and terms.
+    moved = await server_factory(store="postgres", postgres_dsn=postgres_dsn, data_dir=tmp_path / "pg",
+                                 long_term_index_max_vectors=0)
+    assert await _read(moved.address) == before
+    async with AsyncMemoryClient(moved.address) as memories, AsyncLongTermClient(moved.address) as ltm, \
+            AsyncPoolClient(moved.address) as pools:
+        # The counters came along: the next writes take the next positions and versions.
+        assert await memories.add_message("会话-1", Msg.create(MsgRole.USER, "迁移之后 after")) == 5
+        assert [m.text_content for m in await memories.get_messages("会话-1")][-2:] == ["第4条消息 message 4", "迁移之后 after"]
+        # A retry of a request made before the move is still recognised, and not stored again.
+        await memories.add_messages("会话-1", FIRST, request_id="req-1")
+        assert (await memories.get_memory("会话-1")).message_count == 5
+        written = await pools.write("团队", "计划", {"step": 3})
+        assert (written.entry.version, written.sequence) == (3, before["pool_events"][-1][0] + 1)
+        added = await ltm.record(ALICE, [Msg.create(MsgRole.USER, "Anna moved to Hamburg")])
+        assert len(added) == 1
+        assert (await ltm.search(ALICE, "Hamburg"))[0].id == added[0].id
+
+
+def _rows(path: Path, table: str) -> int:
+    with sqlite3.connect(path) as conn:
+        return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+
+
+async def test_a_non_empty_target_is_refused_naming_the_table(server_factory, postgres_dsn, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    running = await server_factory(store="postgres", postgres_dsn=postgres_dsn, data_dir=tmp_path / "pg")
+    async with AsyncMemoryClient(running.address) as client:
+        await client.create_memory("already-here")
+    await running.stop(0)
+    source = await server_factory(data_dir=tmp_path / "data")
+    async with AsyncMemoryClient(source.address) as client:
+        await client.create_memory("m")
+    await source.stop(0)
+
+    code = await asyncio.to_thread(main, ["migrate", "store", "--from", str(tmp_path / "data"), "--to", postgres_dsn])
+    out, err = capsys.readouterr()
+    assert code == 1 and out == ""
+    assert err.count("\n") == 1 and "table asm_memories is not empty" in err and "Traceback" not in err
+
+
+async def test_an_interrupted_copy_is_resumed_and_a_finished_one_refused(server_factory, postgres_dsn, tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    import psycopg
+
+    data = tmp_path / "data"
+    source = await server_factory(data_dir=data)
+    async with AsyncMemoryClient(source.address) as client:
+        for n in range(3):
+            await client.create_memory(f"m{n}")
+            await client.add_messages(f"m{n}", [Msg.create(MsgRole.USER, str(i)) for i in range(4)])
+    await source.stop(0)
+    argv = ["migrate", "store", "--from", str(data), "--to", postgres_dsn, "--batch-rows", "2"]
+    assert await asyncio.to_thread(main, argv) == 0
+    capsys.readouterr()
+    # As if it had stopped in the middle of `items`: part of it there, the marker unfinished.
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute("DELETE FROM asm_items WHERE memory_id <> 'm0'")
+        marker = json.loads(conn.execute("SELECT value FROM asm_meta WHERE key = %s", (COPY_MARKER,)).fetchone()[0])
+        marker.update(finished=False, tables_done=["memories", "list_heads"])
+        conn.execute("UPDATE asm_meta SET value = %s WHERE key = %s", (json.dumps(marker), COPY_MARKER))
+
+    assert await asyncio.to_thread(main, argv) == 0
+    assert re.search(r"^items +12$", capsys.readouterr().out, re.MULTILINE)
+    with psycopg.connect(postgres_dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM asm_items").fetchone()[0] == 12
+
+    assert await asyncio.to_thread(main, argv) == 1
+    assert "already holds a finished copy" in capsys.readouterr().err
+
+
+def test_a_source_a_server_is_running_on_is_refused_in_one_line(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    running = ServerProcess(data)
+    try:
+        done = subprocess.run([sys.executable, "-m", "agentscope_memory_server", "migrate", "store", "--from", str(data),
+                               "--to", str(tmp_path / "copy")], capture_output=True, text=True, cwd=REPO, timeout=120)
+    finally:
+        running.close()
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == (f"agentscope-memory migrate store: the source {data.absolute()} is in use by a running"
+                           f" agentscope-memory server (pid {running.proc.pid}); stop it first\n")
+    assert not (tmp_path / "copy").exists() or not any((tmp_path / "copy").iterdir())
+
+
+async def test_postgres_back_to_sqlite_keeps_embeddings_and_items(server_factory, postgres_dsn, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "data"
+    server = await server_factory(data_dir=data)
+    before = await _fill(server.address)
+    await server.stop(0)
+    assert await asyncio.to_thread(main, ["migrate", "store", "--from", str(data), "--to", postgres_dsn]) == 0
+    local = tmp_path / "local"
+    assert await asyncio.to_thread(main, ["migrate", "store", "--from", postgres_dsn, "--to", str(local)]) == 0
+    capsys.readouterr()
+    sqlite_file = local / "agentscope-memory.sqlite3"
+    with sqlite3.connect(sqlite_file) as back, sqlite3.connect(data / "agentscope-memory.sqlite3") as first:
+        query = "SELECT memory_id, embedding FROM ltm ORDER BY memory_id"
+        assert back.execute(query).fetchall() == first.execute(query).fetchall()
+        query = "SELECT tenant, memory_id, list_name, seq, data FROM items ORDER BY 1, 2, 3, 4"
+        assert back.execute(query).fetchall() == first.execute(query).fetchall()
+    assert _rows(sqlite_file, "pool_events") == _rows(data / "agentscope-memory.sqlite3", "pool_events")
+    again = await server_factory(data_dir=local)
+    assert await _read(again.address) == before
