@@ -207,3 +207,33 @@ async def test_postgres_back_to_sqlite_keeps_embeddings_and_items(server_factory
     assert _rows(sqlite_file, "pool_events") == _rows(data / "agentscope-memory.sqlite3", "pool_events")
     again = await server_factory(data_dir=local)
     assert await _read(again.address) == before
+
+
+def test_every_table_of_the_store_is_copied() -> None:
+    # A table added to the store and not to the copy would be left behind by every migration.
+    from agentscope_memory.store.sql.dialect import TABLES as STORE_TABLES
+    from agentscope_memory.store.transfer.tables import TABLES
+
+    assert sorted(t for t, _ in TABLES) == sorted(t for t in STORE_TABLES if t != "meta")
+
+
+async def test_embeddings_of_two_sizes_are_refused_for_postgres(server_factory, postgres_dsn, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    import psycopg
+
+    data = tmp_path / "data"
+    server = await server_factory(data_dir=data)
+    async with AsyncLongTermClient(server.address) as ltm:
+        for text in ("My sister Anna lives in Berlin", "I play chess on Sundays"):
+            await ltm.record(ALICE, [Msg.create(MsgRole.USER, text)])
+    await server.stop(0)
+    # As a store that changed embedders keeps them until each scope is searched again.
+    with sqlite3.connect(data / "agentscope-memory.sqlite3") as conn:
+        conn.execute("UPDATE ltm SET embedding = zeroblob(384 * 4) WHERE rowid = (SELECT min(rowid) FROM ltm)")
+
+    code = await asyncio.to_thread(main, ["migrate", "store", "--from", str(data), "--to", postgres_dsn])
+    out, err = capsys.readouterr()
+    assert code == 1 and out == "" and err.count("\n") == 1
+    assert "embeddings of 384 dimensions (1 rows), 1155 dimensions (1 rows)" in err
+    with psycopg.connect(postgres_dsn) as conn:  # refused before anything was created
+        assert conn.execute("SELECT to_regclass('asm_memories')").fetchone()[0] is None

@@ -18,10 +18,13 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from agentscope_memory.errors import UnavailableError
 from agentscope_memory.store import SQLITE_FILE_NAME
 from agentscope_memory.store.base import StoreOpenError
 from agentscope_memory.store.transfer import CopyRefused, Endpoint, copy_store, parse_endpoint
+from agentscope_memory_server.config import describe_invalid
 from agentscope_memory_server.data_dir_lock import DataDirInUseError, DataDirLock
 from agentscope_memory_server.progress import count_progress, total_progress
 
@@ -56,6 +59,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         return _store(args) if args.action == "store" else _mem0(args)
+    except KeyboardInterrupt:
+        again = "; run the same command again to resume" if args.action == "store" else ""
+        print(f"agentscope-memory migrate {args.action}: interrupted{again}", file=sys.stderr)
+        return 130
+    except ValidationError as exc:
+        return _fail(args, ValueError(f"invalid configuration: {describe_invalid(exc)}"))
     except (CopyRefused, OSError, ValueError, StoreOpenError, UnavailableError, sqlite3.Error) as exc:
         return _fail(args, exc)
     except Exception as exc:  # noqa: BLE001 - the command's contract: one line, never a traceback
@@ -91,7 +100,10 @@ def _store(args: argparse.Namespace) -> int:
     with ExitStack() as stack:
         if source.exists():
             _lock(stack, source, "source")
-        _lock(stack, target, "target")
+        # A data dir not there yet has no server on it; locking it would create it, even when
+        # the copy is refused.
+        if target.kind == "sqlite" and target.data_dir.exists():
+            _lock(stack, target, "target")
 
         def bar(table: str, total: int) -> Any:
             return count_progress(table, total, force=args.progress)
@@ -106,6 +118,7 @@ def _store(args: argparse.Namespace) -> int:
 
 
 def _mem0(args: argparse.Namespace) -> int:
+    from agentscope_memory.long_term.hybrid.migrate import Mem0Migration
     from agentscope_memory.service.mem0_migration import migrate_mem0
     from agentscope_memory_server.config import load_settings
 
@@ -122,6 +135,8 @@ def _mem0(args: argparse.Namespace) -> int:
             if target.path.name != SQLITE_FILE_NAME:
                 raise CopyRefused(f"--to {args.target}: give the data dir (its store is {SQLITE_FILE_NAME})")
             overrides.update(store="sqlite", data_dir=target.data_dir)
+    if not Mem0Migration(mem0_dir).has_data():  # before the lock creates the target's data dir
+        raise CopyRefused(f"{mem0_dir} holds no mem0 data of an earlier version (no qdrant/collection/agentscope_memory)")
     settings = load_settings(args.config, **overrides)
     if settings.store == "memory":
         raise CopyRefused("the configured store is `memory`, which keeps nothing: give --to")
