@@ -11,8 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import grpc
 import pytest
 
+from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
+from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
 from agentscope_memory.agent_state import Slot
 from agentscope_memory.client import AsyncMemoryClient
 from agentscope_memory.client.agent_state import AsyncAgentStateClient
@@ -188,25 +191,44 @@ def test_a_source_a_server_is_running_on_is_refused_in_one_line(tmp_path: Path) 
     assert not (tmp_path / "copy").exists() or not any((tmp_path / "copy").iterdir())
 
 
-async def test_postgres_back_to_sqlite_keeps_embeddings_and_items(server_factory, postgres_dsn, tmp_path: Path,
-                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+async def test_postgres_to_postgres_and_back_to_sqlite_keeps_embeddings_and_items(
+        server_factory, postgres, postgres_dsn, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = tmp_path / "data"
     server = await server_factory(data_dir=data)
     before = await _fill(server.address)
     await server.stop(0)
-    assert await asyncio.to_thread(main, ["migrate", "store", "--from", str(data), "--to", postgres_dsn]) == 0
-    local = tmp_path / "local"
-    assert await asyncio.to_thread(main, ["migrate", "store", "--from", postgres_dsn, "--to", str(local)]) == 0
+    other_dsn = postgres.create_database(f"copy_{tmp_path.name[-20:].lower()}")
+    for source, target in ((str(data), postgres_dsn), (postgres_dsn, other_dsn), (other_dsn, str(tmp_path / "local"))):
+        assert await asyncio.to_thread(main, ["migrate", "store", "--from", source, "--to", target]) == 0
     capsys.readouterr()
-    sqlite_file = local / "agentscope-memory.sqlite3"
+    sqlite_file = tmp_path / "local" / "agentscope-memory.sqlite3"
     with sqlite3.connect(sqlite_file) as back, sqlite3.connect(data / "agentscope-memory.sqlite3") as first:
-        query = "SELECT memory_id, embedding FROM ltm ORDER BY memory_id"
-        assert back.execute(query).fetchall() == first.execute(query).fetchall()
-        query = "SELECT tenant, memory_id, list_name, seq, data FROM items ORDER BY 1, 2, 3, 4"
-        assert back.execute(query).fetchall() == first.execute(query).fetchall()
-    assert _rows(sqlite_file, "pool_events") == _rows(data / "agentscope-memory.sqlite3", "pool_events")
-    again = await server_factory(data_dir=local)
+        for query in ("SELECT memory_id, embedding, text, lex_terms FROM ltm ORDER BY memory_id",
+                      "SELECT tenant, memory_id, list_name, seq, data FROM items ORDER BY 1, 2, 3, 4",
+                      "SELECT * FROM pool_events ORDER BY 1, 2, 3", "SELECT * FROM tiered_items ORDER BY 1, 2, 3"):
+            assert back.execute(query).fetchall() == first.execute(query).fetchall()
+    again = await server_factory(data_dir=tmp_path / "local")
     assert await _read(again.address) == before
+
+
+async def test_a_target_a_server_only_started_on_counts_as_empty(server_factory, postgres_dsn, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # An operator may start a server on the new database first: its schema and its own
+    # page-token key are no data, and the key is replaced by the source's (tokens stay valid).
+    await (await server_factory(store="postgres", postgres_dsn=postgres_dsn, data_dir=tmp_path / "pg")).stop(0)
+    source = await server_factory(data_dir=tmp_path / "data")
+    async with AsyncMemoryClient(source.address) as client:
+        await client.create_memory("m")
+        await client.add_messages("m", [Msg.create(MsgRole.USER, str(i)) for i in range(30)])
+    async with grpc.aio.insecure_channel(source.address) as channel:
+        first = await pb_grpc.MemoryServiceStub(channel).GetMessages(pb.GetMessagesRequest(memory_id="m", page_size=10))
+    await source.stop(0)
+    assert await asyncio.to_thread(main, ["migrate", "store", "--from", str(tmp_path / "data"), "--to", postgres_dsn]) == 0
+    moved = await server_factory(store="postgres", postgres_dsn=postgres_dsn, data_dir=tmp_path / "pg-2")
+    async with grpc.aio.insecure_channel(moved.address) as channel:
+        second = await pb_grpc.MemoryServiceStub(channel).GetMessages(
+            pb.GetMessagesRequest(memory_id="m", page_size=10, page_token=first.next_page_token))
+    assert [m.content[0].text.text for m in second.messages] == [str(i) for i in range(10, 20)]
 
 
 def test_every_table_of_the_store_is_copied() -> None:
@@ -237,3 +259,21 @@ async def test_embeddings_of_two_sizes_are_refused_for_postgres(server_factory, 
     assert "embeddings of 384 dimensions (1 rows), 1155 dimensions (1 rows)" in err
     with psycopg.connect(postgres_dsn) as conn:  # refused before anything was created
         assert conn.execute("SELECT to_regclass('asm_memories')").fetchone()[0] is None
+
+
+async def test_a_second_copy_into_the_same_database_meanwhile_is_refused(server_factory, postgres_dsn, tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    import psycopg
+
+    from agentscope_memory.store.transfer.copy import COPY_LOCK
+
+    source = await server_factory(data_dir=tmp_path / "data")
+    async with AsyncMemoryClient(source.address) as client:
+        await client.create_memory("m")
+    await source.stop(0)
+    argv = ["migrate", "store", "--from", str(tmp_path / "data"), "--to", postgres_dsn]
+    with psycopg.connect(postgres_dsn, autocommit=True) as running:  # as the first copy holds it
+        running.execute(f"SELECT pg_advisory_lock({COPY_LOCK})")
+        assert await asyncio.to_thread(main, argv) == 1
+        assert "another copy into postgresql://" in capsys.readouterr().err
+    assert await asyncio.to_thread(main, argv) == 0

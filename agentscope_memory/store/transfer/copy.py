@@ -39,6 +39,8 @@ from agentscope_memory.store.transfer.tables import (
 
 # The target's record of the copy it holds (a JSON object: source, counts, tables_done, finished).
 COPY_MARKER = "migration.store_copy"
+# The PostgreSQL advisory lock a copy holds on its target (the store's own are 727372 and 727373).
+COPY_LOCK = 727374
 # When no embedding is there to keep, the long-term table's dimensions do not matter: the first
 # server on the target gives the column its embedder's (`sql/long_term.py`).
 _ANY_DIMENSIONS = 384
@@ -84,6 +86,25 @@ class _Copy:
         self.batch_rows = batch_rows
 
     def run(self) -> list[TableCopied]:
+        guard = self._exclusive()
+        try:
+            return self._run()
+        finally:
+            if guard is not None:
+                guard.close()
+
+    def _exclusive(self) -> Any:
+        """On PostgreSQL, a session lock held for the whole copy: two copies into one database
+        would both find it empty and mix their rows. (An SQLite target has its data dir's lock.)"""
+        if self.target.kind != "postgres":
+            return None
+        conn = self.target.connect(read_only=False)
+        if not conn.execute(f"SELECT pg_try_advisory_lock({COPY_LOCK})").fetchone()[0]:
+            conn.close()
+            raise CopyRefused(f"another copy into {self.target.describe()} is running")
+        return conn
+
+    def _run(self) -> list[TableCopied]:
         self._check_source_version()
         src_columns = {t: table_columns(self.source, self.src, self.src_dialect.table(t)) for t, _ in TABLES}
         counts = {t: self._count(self.source, self.src, t) if src_columns[t] else 0 for t, _ in TABLES}
