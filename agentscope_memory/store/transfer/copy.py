@@ -118,7 +118,9 @@ class _Copy:
                                  "finished": False, "started": time.time()}
             self._mark(dst, marker)
             for table, keys in TABLES:
-                if counts[table] and table not in marker["tables_done"]:
+                if table in marker["tables_done"]:
+                    continue
+                if counts[table]:
                     self._copy_table(dst, table, keys, plans[table], counts[table])
                 marker["tables_done"].append(table)
                 self._mark(dst, marker)
