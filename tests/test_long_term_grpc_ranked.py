@@ -16,6 +16,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_servi
 from agentscope_memory.convert.to_proto import msg_to_proto
 from agentscope_memory.message import Msg, MsgRole
 from conftest import ServerProcess
+from mem0_layout import write_mem0_layout
 from scripted_llm import ScriptedLLM, ScriptedReply
 
 ALICE = pb.Scope(agent_name="Assistant", user_id="alice")
@@ -231,19 +232,11 @@ async def test_round_scoring_survives_kill_9(tmp_path) -> None:
 
 async def test_mem0_data_is_migrated_once_losing_nothing(tmp_path, server_factory) -> None:
     from agentscope_memory.long_term import Scope
-    from agentscope_memory.long_term.mem0 import Mem0Backend, Mem0Config, Mem0Engine
 
     data = tmp_path / "data"
     # Today's layout: the mem0 engine's embedded Qdrant and history under <data_dir>/mem0.
-    old = Mem0Engine(Mem0Backend(Mem0Config(data_dir=data)))
-    kept = await old.record("default", Scope(agent_name="Assistant", user_id="alice"),
-                            [Msg.create(MsgRole.USER, "I like tea"), Msg.create(MsgRole.ASSISTANT, "好的，记住了")],
-                            {"source": "chat"})
-    other = await old.record("tenant-b", Scope(user_id="bob"), [Msg.create(MsgRole.USER, "Bob sails")])
-    await old.update("default", kept[0].id, text="I like green tea")
-    gone = await old.record("default", Scope(user_id="carol"), [Msg.create(MsgRole.USER, "forgotten")])
-    await old.delete("default", gone[0].id)
-    await old.close()
+    layout = await write_mem0_layout(data)
+    kept, other = layout.kept, layout.other
 
     server = await server_factory(data_dir=data)
     async with grpc.aio.insecure_channel(server.address) as channel:

@@ -25,8 +25,12 @@ __all__ = [
     "Row",
     "Store",
     "Tx",
+    "SQLITE_FILE_NAME",
     "open_store",
 ]
+
+# The sqlite store's file in its data dir.
+SQLITE_FILE_NAME = "agentscope-memory.sqlite3"
 
 
 def open_store(
@@ -36,7 +40,7 @@ def open_store(
     if kind == "sqlite":
         from agentscope_memory.store.sqlite import SqliteStore
 
-        return SqliteStore(Path(data_dir) / "agentscope-memory.sqlite3", synchronous=sqlite_synchronous)
+        return SqliteStore(Path(data_dir) / SQLITE_FILE_NAME, synchronous=sqlite_synchronous)
     if kind == "postgres":
         if not postgres_dsn:
             raise ValueError("the postgres store needs a DSN (postgres_dsn)")

@@ -14,7 +14,15 @@ from pydantic import ValidationError
 from agentscope_memory.errors import UnavailableError
 from agentscope_memory.store.base import StoreOpenError
 
-from agentscope_memory_server import agent_state_cli, long_term_cli, memories_cli, memory_cli, session_cli, tiered_cli
+from agentscope_memory_server import (
+    agent_state_cli,
+    long_term_cli,
+    memories_cli,
+    memory_cli,
+    migrate_cli,
+    session_cli,
+    tiered_cli,
+)
 from agentscope_memory_server.config import Settings, describe_invalid, load_settings, unknown_environment
 from agentscope_memory_server.logs import configure_logging
 
@@ -41,6 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     long_term_cli.add_parser(commands)
     agent_state_cli.add_parser(commands)
     tiered_cli.add_parser(commands)
+    migrate_cli.add_parser(commands)
     mcp = commands.add_parser(
         "mcp", help="serve the memory tools over MCP on stdio (embedded store, or --target a server)",
         description="MCP over stdio. Without --target the memories live in --data-dir (the same store "
@@ -108,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
         return agent_state_cli.run(args)
     if args.command == "status":
         return tiered_cli.run(args)
+    if args.command == "migrate":
+        return migrate_cli.run(args)
     if args.command == "mcp":
         return _mcp(args)
     return 2

@@ -18,7 +18,9 @@ LOCK_NAME = "agentscope-memory.server.lock"
 
 
 class DataDirInUseError(OSError):
-    """Another server holds the data directory."""
+    """Another server holds the data directory; `holder` is its pid when it wrote one, else ""."""
+
+    holder = ""
 
 
 class DataDirLock:
@@ -39,9 +41,11 @@ class DataDirLock:
             holder = handle.read().strip()
             handle.close()
             who = f" (pid {holder})" if holder.isdigit() else ""
-            raise DataDirInUseError(
+            error = DataDirInUseError(
                 f"data_dir {self.path.parent} is in use by another agentscope-memory server{who};"
-                " stop it, or give this one another --data-dir") from None
+                " stop it, or give this one another --data-dir")
+            error.holder = holder if holder.isdigit() else ""
+            raise error from None
         handle.seek(0)
         handle.truncate()
         handle.write(str(os.getpid()))

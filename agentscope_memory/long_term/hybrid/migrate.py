@@ -21,7 +21,7 @@ import sqlite3
 from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -51,13 +51,22 @@ def _time(value: Any) -> float:
         return 0.0
 
 
+# `progress(points_done, points_total)`, after each batch of points read.
+Progress = Callable[[int, int], None]
+
+
 class Mem0Migration:
-    def __init__(self, mem0_dir: Path) -> None:
+    def __init__(self, mem0_dir: Path, progress: Progress | None = None) -> None:
         self.mem0_dir = Path(mem0_dir)
+        self.progress = progress
+
+    def has_data(self) -> bool:
+        """Whether `mem0_dir` holds the earlier layout's collection."""
+        return (self.mem0_dir / "qdrant" / "collection" / COLLECTION).exists()
 
     async def __call__(self, engine: HybridEngine) -> int:
         qdrant_dir = self.mem0_dir / "qdrant"
-        if not (qdrant_dir / "collection" / COLLECTION).exists():
+        if not self.has_data():
             return 0
         store = engine._store
         if await store.run(NO_TENANT, lambda tx: tx.meta_get(MARKER), write=False):
@@ -66,12 +75,16 @@ class Mem0Migration:
         from qdrant_client import QdrantClient
 
         client = QdrantClient(path=str(qdrant_dir))
-        moved = 0
+        moved = read = 0
         try:
+            total = client.count(COLLECTION, exact=True).count if self.progress else 0
             offset = None
             while True:
                 points, offset = client.scroll(COLLECTION, limit=_BATCH, offset=offset, with_payload=True, with_vectors=True)
                 moved += await self._move(engine, points, history)
+                read += len(points)
+                if self.progress:
+                    self.progress(read, total)
                 if offset is None:
                     break
         finally:
