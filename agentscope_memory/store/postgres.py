@@ -189,7 +189,7 @@ class PostgresStore:
             except (pg_errors.TransactionRollback, pg_errors.DeadlockDetected, pg_errors.SerializationFailure) as exc:
                 # A deadlock or a serialization failure: PostgreSQL chose this transaction to
                 # undo whole, so a caller's retry with fresh state succeeds (gRPC ABORTED).
-                raise AbortedError(f"PostgreSQL undid the transaction ({_first_line(exc)}); nothing of it was stored,"
+                raise AbortedError(f"PostgreSQL undid the transaction ({first_line(exc)}); nothing of it was stored,"
                                    " retry") from exc
             except psycopg.OperationalError as exc:
                 # Only a lost connection is the database's absence; a statement's own failure
@@ -229,11 +229,11 @@ def _unavailable(exc: Exception) -> UnavailableError:
                   " connection is busy)")
     else:
         # psycopg's own words (host, port, what failed); the DSN's password is never in them.
-        reason = _first_line(exc)
+        reason = first_line(exc)
     return UnavailableError(f"PostgreSQL is unavailable: {reason}; retry later")
 
 
-def _first_line(exc: Exception) -> str:
+def first_line(exc: Exception) -> str:
     """The first line of psycopg's message (the rest is detail, hints and context), or the
     error's class when it has none."""
     text = str(exc).strip()

@@ -72,10 +72,12 @@ class Endpoint:
             return conn
         import psycopg
 
+        from agentscope_memory.store.postgres import first_line
+
         try:
             return psycopg.connect(self.dsn or "", autocommit=True)
         except psycopg.Error as exc:
-            raise CopyRefused(f"cannot connect to {self.describe()}: {_first_line(exc)}") from None
+            raise CopyRefused(f"cannot connect to {self.describe()}: {first_line(exc)}") from None
 
     def create_schema(self, vector_dimensions: int | None) -> None:
         """Every table a server of this version keeps, created as the server creates them (by
@@ -141,8 +143,3 @@ def vector_dimensions(endpoint: Endpoint, conn: Any) -> int | None:
     if found is None or not str(found[0]).startswith("vector("):
         return None
     return int(str(found[0])[len("vector("):-1])
-
-
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
