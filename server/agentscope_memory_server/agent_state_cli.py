@@ -15,6 +15,7 @@ from agentscope_memory.agent_state import Slot
 from agentscope_memory.agent_state.json_files import SlotFiles, read_slot, write_slot
 from agentscope_memory.client.agent_state import AgentStateClient
 from agentscope_memory.errors import MemoryServiceError
+from agentscope_memory_server.progress import byte_progress
 
 DEFAULT_DIR = Path.home() / ".agentscope" / "state"
 
@@ -31,6 +32,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         action.add_argument("--session-id", required=True)
         action.add_argument("--dir", type=Path, default=DEFAULT_DIR,
                             help="JsonFileAgentStateStore root (default ~/.agentscope/state, as AgentScope's)")
+        action.add_argument("--progress", action="store_true",
+                            help="show a progress bar even when stderr is not a terminal")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,15 +44,23 @@ def run(args: argparse.Namespace) -> int:
         return 1
 
 
+def _size(texts: list[str]) -> int:
+    return sum(len(t.encode("utf-8", "surrogatepass")) for t in texts)
+
+
 def _export(args: argparse.Namespace) -> int:
     slot = Slot(args.user_id, args.session_id)
     files = SlotFiles()
-    with AgentStateClient(args.target, api_key=args.api_key) as client:
+    # The total is known only once every key is read: the bar counts the bytes as they come.
+    with AgentStateClient(args.target, api_key=args.api_key) as client, \
+            byte_progress(f"export {args.session_id}", force=args.progress) as progress:
         for kind, key in client.keys(slot):
             if kind == "value":
                 files.values[key] = client.get_value(slot, key).json
+                progress(_size([files.values[key]]))
             else:
                 files.lists[key] = client.get_list(slot, key).items
+                progress(_size(files.lists[key]))
     if not files.values and not files.lists:
         print(f"nothing stored for session {args.session_id!r}", file=sys.stderr)
         return 1
@@ -61,10 +72,14 @@ def _export(args: argparse.Namespace) -> int:
 def _import(args: argparse.Namespace) -> int:
     slot = Slot(args.user_id, args.session_id)
     files = read_slot(args.dir, args.user_id, args.session_id)
-    with AgentStateClient(args.target, api_key=args.api_key) as client:
+    total = _size(list(files.values.values())) + sum(_size(items) for items in files.lists.values())
+    with AgentStateClient(args.target, api_key=args.api_key) as client, \
+            byte_progress(f"import {args.session_id}", total, force=args.progress) as progress:
         for key, value in files.values.items():
             client.put_value(slot, key, value)
+            progress(_size([value]))
         for key, items in files.lists.items():
             client.put_list(slot, key, items)
+            progress(_size(items))
     print(f"stored {', '.join(sorted([*files.values, *files.lists])) or 'nothing'} for session {args.session_id!r}")
     return 0
