@@ -177,16 +177,17 @@ public class RemoteTieredMemory extends AbstractRemoteMemory {
         List<StateEntry> entries = new ArrayList<>();
         for (String key : LIST_KEYS) {
             JsonList.Builder list = JsonList.newBuilder();
-            for (TierStateItem item : session.getList(sessionKey, key, TierStateItem.class)) {
-                if (item != null) {
-                    list.addItems(JsonUtils.getJsonCodec().toJson(item));
+            List<TierStateItem> items = session.getList(sessionKey, key, TierStateItem.class);
+            for (int i = 0; i < items.size(); i++) {
+                if (items.get(i) != null) {
+                    list.addItems(MsgConverter.stateJson(items.get(i), key + "[" + i + "]"));
                 }
             }
             entries.add(StateEntry.newBuilder().setKey(key).setList(list).build());
         }
         Optional<TierStateItem> stats = session.get(sessionKey, STATS_KEY, TierStateItem.class);
         stats.ifPresent(s -> entries.add(StateEntry.newBuilder().setKey(STATS_KEY)
-                .setJson(JsonUtils.getJsonCodec().toJson(s)).build()));
+                .setJson(MsgConverter.stateJson(s, STATS_KEY)).build()));
         flush();
         RemoteState.load(connection, memoryId, entries, null);
     }
