@@ -29,4 +29,21 @@ public final class Utf16 {
         }
         return -1;
     }
+
+    /**
+     * Returns {@code value} when it is Unicode text.
+     *
+     * @param value the text (not null)
+     * @param field the server's name of the field, which starts the message
+     * @return {@code value}
+     * @throws IllegalArgumentException naming the field and the character when it holds a lone surrogate
+     */
+    public static String checkText(String value, String field) {
+        int at = loneSurrogateAt(value);
+        if (at >= 0) {
+            throw new IllegalArgumentException(field + ": contains a lone surrogate at character "
+                    + value.codePointCount(0, at) + "; it is not Unicode text");
+        }
+        return value;
+    }
 }
