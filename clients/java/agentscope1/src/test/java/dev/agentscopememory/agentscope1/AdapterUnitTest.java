@@ -111,6 +111,23 @@ class AdapterUnitTest {
         assertTrue(e.getMessage().startsWith("mode: "), e.getMessage());
     }
 
+    /** Sent as '?', half a surrogate pair would label the memory, or every recorded memory, otherwise. */
+    @Test
+    void aLoneSurrogateInALabelOrLongTermMetadataIsRefusedBeforeAnythingIsSent() {
+        IllegalArgumentException value = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> RemoteMemory.builder().target("127.0.0.1:1").memoryId("m").label("团队", "规划\uD800"));
+        assertEquals("labels['团队']: contains a lone surrogate at character 2; it is not Unicode text", value.getMessage());
+        assertTrue(org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> RemoteMemory.builder().target("127.0.0.1:1").memoryId("m").label("键\uDC00", "v"))
+                .getMessage().startsWith("labels: "));
+        IllegalArgumentException metadata = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> RemoteLongTermMemory.builder().target("127.0.0.1:1").userId("u")
+                        .metadata(java.util.Map.of("来源", "半\uD83D")).build());
+        assertTrue(metadata.getMessage().startsWith("metadata_json: contains a lone surrogate"), metadata.getMessage());
+        RemoteLongTermMemory.builder().target("127.0.0.1:1").userId("u")
+                .metadata(java.util.Map.of("来源", "整 \uD83D\uDE00")).build().close();
+    }
+
     @Test
     void connectionOptionsAreValidated() {
         org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
