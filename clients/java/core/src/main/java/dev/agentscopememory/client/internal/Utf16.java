@@ -6,7 +6,8 @@ package dev.agentscopememory.client.internal;
  *
  * <p>A Java string may hold half of a UTF-16 surrogate pair (a model's stream cut inside an emoji,
  * say). UTF-8 has no encoding for it, and protobuf-java silently sends {@code '?'} in its place, so
- * what the server stores would differ from what was given: ids, messages and states refuse it.
+ * what the server stores would differ from what was given: ids, messages, states, labels and pool
+ * entries refuse it.
  */
 public final class Utf16 {
 
