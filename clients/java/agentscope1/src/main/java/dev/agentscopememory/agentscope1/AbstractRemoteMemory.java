@@ -9,6 +9,7 @@ import dev.agentscopememory.client.RemoteConnection;
 import dev.agentscopememory.client.PagedRead;
 import dev.agentscopememory.client.RemoteMemoryException;
 import dev.agentscopememory.client.Visibility;
+import dev.agentscopememory.client.internal.Utf16;
 import dev.agentscopememory.client.internal.WireEnums;
 import dev.agentscopememory.grpc.v1.AddMessagesRequest;
 import dev.agentscopememory.grpc.v1.AddMessagesResponse;
@@ -1126,7 +1127,13 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
 
         /** Labels given to the memory when this client creates it. */
         public B label(String key, String value) {
-            labels.put(Objects.requireNonNull(key, "label key"), Objects.requireNonNull(value, "label value"));
+            Objects.requireNonNull(key, "label key");
+            Objects.requireNonNull(value, "label value");
+            // protobuf would send '?' for half a surrogate pair: another label than the one given.
+            if (Utf16.loneSurrogateAt(key) >= 0) {
+                throw new IllegalArgumentException("labels: a key contains a lone surrogate; it is not Unicode text");
+            }
+            labels.put(key, Utf16.checkText(value, "labels['" + key + "']"));
             return (B) this;
         }
 

@@ -412,7 +412,7 @@ public class RemoteAutoContextMemory extends AbstractRemoteMemory {
         entries.add(listEntry(EVENTS_KEY, session.getList(sessionKey, EVENTS_KEY, CompressionEvent.class)));
         Optional<OffloadContextState> offload = session.get(sessionKey, OFFLOAD_KEY, OffloadContextState.class);
         offload.ifPresent(o -> entries.add(StateEntry.newBuilder().setKey(OFFLOAD_KEY)
-                .setJson(JsonUtils.getJsonCodec().toJson(o)).build()));
+                .setJson(MsgConverter.stateJson(o, OFFLOAD_KEY)).build()));
         // Streamed in pieces, so a state of any size passes a 4 MiB channel.
         flush();
         RemoteState.load(connection, memoryId, entries, null);
@@ -420,9 +420,9 @@ public class RemoteAutoContextMemory extends AbstractRemoteMemory {
 
     private static StateEntry listEntry(String key, List<? extends State> items) {
         JsonList.Builder list = JsonList.newBuilder();
-        for (State item : items) {
-            if (item != null) {
-                list.addItems(JsonUtils.getJsonCodec().toJson(item));
+        for (int i = 0; i < items.size(); i++) {
+            if (items.get(i) != null) {
+                list.addItems(MsgConverter.stateJson(items.get(i), key + "[" + i + "]"));
             }
         }
         return StateEntry.newBuilder().setKey(key).setList(list).build();

@@ -2,6 +2,7 @@ package dev.agentscopememory.agentscope1;
 
 import dev.agentscopememory.agentscope1.internal.MsgConverter;
 import dev.agentscopememory.client.Ids;
+import dev.agentscopememory.client.internal.Utf16;
 import dev.agentscopememory.client.ConnectionOptions;
 import dev.agentscopememory.client.RemoteConnection;
 import dev.agentscopememory.client.RemoteMemoryException;
@@ -56,6 +57,9 @@ public final class RemoteLongTermMemory implements LongTermMemory, AutoCloseable
         if (b.runName != null && !b.runName.isEmpty()) {
             Ids.checkId(b.runName, "scope.run_name");
         }
+        // protobuf would send '?' for half a surrogate pair in a metadata value or key.
+        metadataJson = b.metadata.isEmpty() ? ""
+                : Utf16.checkText(JsonUtils.getJsonCodec().toJson(b.metadata), "metadata_json");
         connection = b.connectionOrOpen();
         ownsConnection = !b.sharesConnection();
         Scope.Builder s = Scope.newBuilder();
@@ -69,7 +73,6 @@ public final class RemoteLongTermMemory implements LongTermMemory, AutoCloseable
             s.setRunName(b.runName);
         }
         scope = s.build();
-        metadataJson = b.metadata.isEmpty() ? "" : JsonUtils.getJsonCodec().toJson(b.metadata);
         limit = b.limit;
     }
 

@@ -1,5 +1,6 @@
 package dev.agentscopememory.agentscope1;
 
+import dev.agentscopememory.agentscope1.internal.MsgConverter;
 import dev.agentscopememory.client.MemoryKind;
 import dev.agentscopememory.client.RemoteConnection;
 import dev.agentscopememory.client.RemoteMemoryException;
@@ -10,7 +11,6 @@ import io.agentscope.core.memory.Memory;
 import io.agentscope.core.message.Msg;
 import io.agentscope.core.session.Session;
 import io.agentscope.core.state.SessionKey;
-import io.agentscope.core.util.JsonUtils;
 import java.util.List;
 
 /**
@@ -82,15 +82,17 @@ public class RemoteMemory extends AbstractRemoteMemory {
 
     /**
      * Replaces the messages with those saved under {@code memory_messages}; a session without them
-     * empties the memory, as with {@code InMemoryMemory}.
+     * empties the memory, as with {@code InMemoryMemory}. A message holding half a surrogate pair
+     * (an escape like {@code "\ud800"} in the file) cannot be stored: the load is refused with an
+     * {@link IllegalArgumentException} naming it, and the memory keeps what it held.
      */
     @Override
     public void loadFrom(Session session, SessionKey sessionKey) {
         List<Msg> loaded = session.getList(sessionKey, MESSAGES_KEY, Msg.class);
         JsonList.Builder items = JsonList.newBuilder();
-        for (Msg m : loaded) {
-            if (m != null) {
-                items.addItems(JsonUtils.getJsonCodec().toJson(m));
+        for (int i = 0; i < loaded.size(); i++) {
+            if (loaded.get(i) != null) {
+                items.addItems(MsgConverter.stateJson(loaded.get(i), MESSAGES_KEY + "[" + i + "]"));
             }
         }
         if (!loadStateUnimplemented) {

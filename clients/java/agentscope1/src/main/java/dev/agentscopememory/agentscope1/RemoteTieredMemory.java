@@ -141,14 +141,11 @@ public class RemoteTieredMemory extends AbstractRemoteMemory {
                     .setIncludeFacts(options.includeFacts())
                     .addAllSharedContext(MsgConverter.toProto(options.sharedContext()));
             if (options.mode() != null) {
-                request.setModeValue(options.mode().ordinal() + 1);
+                request.setMode(options.mode().toProto());
             }
             ProjectContextRequest built = request.build();
-            ProjectContextResponse response = call("TieredMemoryService/ProjectContext", true,
-                    () -> tiered().projectContext(built));
-            return new Projection(MsgConverter.fromProto(response.getMessagesList()),
-                    ProjectionMode.values()[Math.max(response.getModeValue() - 1, 0)], response.getModeDetected(),
-                    response.getTokens(), Map.copyOf(response.getSectionTokensMap()));
+            return Projection.of(call("TieredMemoryService/ProjectContext", true,
+                    () -> tiered().projectContext(built)));
         }).subscribeOn(Schedulers.boundedElastic());
     }
 
@@ -180,16 +177,17 @@ public class RemoteTieredMemory extends AbstractRemoteMemory {
         List<StateEntry> entries = new ArrayList<>();
         for (String key : LIST_KEYS) {
             JsonList.Builder list = JsonList.newBuilder();
-            for (TierStateItem item : session.getList(sessionKey, key, TierStateItem.class)) {
-                if (item != null) {
-                    list.addItems(JsonUtils.getJsonCodec().toJson(item));
+            List<TierStateItem> items = session.getList(sessionKey, key, TierStateItem.class);
+            for (int i = 0; i < items.size(); i++) {
+                if (items.get(i) != null) {
+                    list.addItems(MsgConverter.stateJson(items.get(i), key + "[" + i + "]"));
                 }
             }
             entries.add(StateEntry.newBuilder().setKey(key).setList(list).build());
         }
         Optional<TierStateItem> stats = session.get(sessionKey, STATS_KEY, TierStateItem.class);
         stats.ifPresent(s -> entries.add(StateEntry.newBuilder().setKey(STATS_KEY)
-                .setJson(JsonUtils.getJsonCodec().toJson(s)).build()));
+                .setJson(MsgConverter.stateJson(s, STATS_KEY)).build()));
         flush();
         RemoteState.load(connection, memoryId, entries, null);
     }
@@ -207,7 +205,42 @@ public class RemoteTieredMemory extends AbstractRemoteMemory {
         /** Facts and evidence first. */
         ANALYTICAL,
         /** History first. */
-        CONTEXTUAL
+        CONTEXTUAL,
+        /**
+         * A mode this client does not know, reported by a newer server (or none reported): the
+         * projection is still usable. Only ever in a {@link Projection}; not a mode to ask for.
+         */
+        UNKNOWN;
+
+        private static final String NOT_A_CHOICE =
+                "mode: UNKNOWN is not a mode to ask for; give a mode, or none to detect it from the instruction";
+
+        /** The wire value; the switch has no default, so a new constant without one fails the build. */
+        dev.agentscopememory.grpc.v1.ProjectionMode toProto() {
+            return switch (this) {
+                case STANDARD -> dev.agentscopememory.grpc.v1.ProjectionMode.PROJECTION_MODE_STANDARD;
+                case MINIMAL -> dev.agentscopememory.grpc.v1.ProjectionMode.PROJECTION_MODE_MINIMAL;
+                case DEBUG -> dev.agentscopememory.grpc.v1.ProjectionMode.PROJECTION_MODE_DEBUG;
+                case ANALYTICAL -> dev.agentscopememory.grpc.v1.ProjectionMode.PROJECTION_MODE_ANALYTICAL;
+                case CONTEXTUAL -> dev.agentscopememory.grpc.v1.ProjectionMode.PROJECTION_MODE_CONTEXTUAL;
+                case UNKNOWN -> throw new IllegalArgumentException(NOT_A_CHOICE);
+            };
+        }
+
+        /**
+         * The mode of a wire value; {@link #UNKNOWN} for one this client does not know (a newer
+         * server may add modes: the projection must not fail for its label).
+         */
+        static ProjectionMode fromProto(int wireValue) {
+            return switch (wireValue) {
+                case dev.agentscopememory.grpc.v1.ProjectionMode.PROJECTION_MODE_STANDARD_VALUE -> STANDARD;
+                case dev.agentscopememory.grpc.v1.ProjectionMode.PROJECTION_MODE_MINIMAL_VALUE -> MINIMAL;
+                case dev.agentscopememory.grpc.v1.ProjectionMode.PROJECTION_MODE_DEBUG_VALUE -> DEBUG;
+                case dev.agentscopememory.grpc.v1.ProjectionMode.PROJECTION_MODE_ANALYTICAL_VALUE -> ANALYTICAL;
+                case dev.agentscopememory.grpc.v1.ProjectionMode.PROJECTION_MODE_CONTEXTUAL_VALUE -> CONTEXTUAL;
+                default -> UNKNOWN;
+            };
+        }
     }
 
     /**
@@ -243,8 +276,15 @@ public class RemoteTieredMemory extends AbstractRemoteMemory {
             this.totalBudget = totalBudget;
         }
 
-        /** The mode (default: detected from the instruction). */
+        /**
+         * The mode (default, or null: detected from the instruction).
+         *
+         * @throws IllegalArgumentException for {@link ProjectionMode#UNKNOWN}
+         */
         public OptionsBuilder mode(ProjectionMode mode) {
+            if (mode == ProjectionMode.UNKNOWN) {
+                throw new IllegalArgumentException(ProjectionMode.NOT_A_CHOICE);
+            }
             this.mode = mode;
             return this;
         }
@@ -276,13 +316,20 @@ public class RemoteTieredMemory extends AbstractRemoteMemory {
      * A projected context.
      *
      * @param messages the messages for the model, recent history last
-     * @param mode the mode used
+     * @param mode the mode used; {@link ProjectionMode#UNKNOWN} when the server used one this client does not know
      * @param modeDetected whether the mode was detected from the instruction
      * @param tokens tokens of the messages (never more than the budget)
      * @param sectionTokens tokens per section (plan, facts, shared, summaries, working, recent)
      */
     public record Projection(List<Msg> messages, ProjectionMode mode, boolean modeDetected, long tokens,
-            Map<String, Long> sectionTokens) {}
+            Map<String, Long> sectionTokens) {
+
+        static Projection of(ProjectContextResponse response) {
+            return new Projection(MsgConverter.fromProto(response.getMessagesList()),
+                    ProjectionMode.fromProto(response.getModeValue()), response.getModeDetected(),
+                    response.getTokens(), Map.copyOf(response.getSectionTokensMap()));
+        }
+    }
 
     /**
      * One tier's usage.

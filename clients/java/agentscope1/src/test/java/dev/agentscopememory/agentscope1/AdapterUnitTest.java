@@ -78,6 +78,56 @@ class AdapterUnitTest {
         assertTrue(hooked.toolNames().get(0).contains("get_weather"));
     }
 
+    /**
+     * A newer server may project in a mode this client has no constant for: the projection is
+     * still returned, its mode {@code UNKNOWN}, rather than failing on the label.
+     */
+    @Test
+    void aProjectionInAModeThisClientDoesNotKnowIsStillReturned() {
+        for (int wire : new int[] {6, 99, 0, -1}) {
+            RemoteTieredMemory.Projection projection = RemoteTieredMemory.Projection.of(
+                    dev.agentscopememory.grpc.v1.ProjectContextResponse.newBuilder()
+                            .setModeValue(wire).setModeDetected(true).setTokens(3).putSectionTokens("recent", 3)
+                            .addMessages(dev.agentscopememory.agentscope1.internal.MsgConverter.toProto(
+                                    Msg.builder().role(MsgRole.USER).textContent("最近的消息").build()))
+                            .build());
+            assertEquals(RemoteTieredMemory.ProjectionMode.UNKNOWN, projection.mode(), "wire value " + wire);
+            assertEquals("最近的消息", projection.messages().get(0).getTextContent());
+            assertEquals(3, projection.tokens());
+        }
+        // Every known mode goes out and comes back as the wire value of its name.
+        for (RemoteTieredMemory.ProjectionMode mode : RemoteTieredMemory.ProjectionMode.values()) {
+            if (mode == RemoteTieredMemory.ProjectionMode.UNKNOWN) {
+                continue;
+            }
+            dev.agentscopememory.grpc.v1.ProjectionMode wire = mode.toProto();
+            assertEquals("PROJECTION_MODE_" + mode.name(), wire.name());
+            assertEquals(mode, RemoteTieredMemory.Projection.of(dev.agentscopememory.grpc.v1.ProjectContextResponse
+                    .newBuilder().setMode(wire).build()).mode());
+        }
+        IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> RemoteTieredMemory.ProjectionOptions.builder("继续", 100)
+                        .mode(RemoteTieredMemory.ProjectionMode.UNKNOWN));
+        assertTrue(e.getMessage().startsWith("mode: "), e.getMessage());
+    }
+
+    /** Sent as '?', half a surrogate pair would label the memory, or every recorded memory, otherwise. */
+    @Test
+    void aLoneSurrogateInALabelOrLongTermMetadataIsRefusedBeforeAnythingIsSent() {
+        IllegalArgumentException value = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> RemoteMemory.builder().target("127.0.0.1:1").memoryId("m").label("团队", "规划\uD800"));
+        assertEquals("labels['团队']: contains a lone surrogate at character 2; it is not Unicode text", value.getMessage());
+        assertTrue(org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> RemoteMemory.builder().target("127.0.0.1:1").memoryId("m").label("键\uDC00", "v"))
+                .getMessage().startsWith("labels: "));
+        IllegalArgumentException metadata = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> RemoteLongTermMemory.builder().target("127.0.0.1:1").userId("u")
+                        .metadata(java.util.Map.of("来源", "半\uD83D")).build());
+        assertTrue(metadata.getMessage().startsWith("metadata_json: contains a lone surrogate"), metadata.getMessage());
+        RemoteLongTermMemory.builder().target("127.0.0.1:1").userId("u")
+                .metadata(java.util.Map.of("来源", "整 \uD83D\uDE00")).build().close();
+    }
+
     @Test
     void connectionOptionsAreValidated() {
         org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,

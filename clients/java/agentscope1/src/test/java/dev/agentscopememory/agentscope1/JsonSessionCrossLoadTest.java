@@ -154,6 +154,54 @@ class JsonSessionCrossLoadTest {
         assertEquals(List.of("before"), remote.getMessages().stream().map(Msg::getTextContent).toList());
     }
 
+    /**
+     * A session file holding an escape of half a surrogate pair ({@code "\ud800"}, which a writer
+     * other than AgentScope may put there): AgentScope's JsonSession reads it into half a
+     * character, and cannot write it back. The server cannot store it either: the load is refused,
+     * naming where it is, and the memory keeps what it held (it used to store {@code '?'}).
+     */
+    @Test
+    void aLoneSurrogateInASessionFileIsRefusedNotStoredAsAQuestionMark() throws Exception {
+        Path conv = Files.createDirectories(dir.resolve("conv"));
+        Files.writeString(conv.resolve("memory_messages.jsonl"),
+                "{\"id\":\"a\",\"name\":null,\"role\":\"USER\",\"content\":[{\"type\":\"text\",\"text\":\"好\"}],"
+                        + "\"metadata\":{},\"timestamp\":\"T\"}\n"
+                        + "{\"id\":\"b\",\"name\":null,\"role\":\"USER\",\"content\":[{\"type\":\"text\",\"text\":\"x\\ud800y\"}],"
+                        + "\"metadata\":{},\"timestamp\":\"T\"}\n");
+        JsonSession session = new JsonSession(dir);
+
+        // What AgentScope itself does with the file.
+        InMemoryMemory local = new InMemoryMemory();
+        local.loadFrom(session, "conv");
+        assertEquals("x\ud800y", local.getMessages().get(1).getTextContent());
+        org.junit.jupiter.api.Assertions.assertThrows(RuntimeException.class,
+                () -> local.saveTo(new JsonSession(dir.resolve("copy")), "conv"));
+
+        RemoteMemory remote = fresh();
+        remote.addMessage(Msg.builder().role(MsgRole.USER).textContent("before").build());
+        IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(
+                IllegalArgumentException.class, () -> remote.loadFrom(session, "conv"));
+        assertEquals("memory_messages[1].content[0].text: contains a lone surrogate at character 1; "
+                + "it is not Unicode text and cannot be stored", e.getMessage());
+        RemoteMemory reader = fresh(remote.getMemoryId());
+        assertEquals(List.of("before"), reader.getMessages().stream().map(Msg::getTextContent).toList());
+
+        // The same for an AutoContext memory's session keys.
+        Files.move(conv.resolve("memory_messages.jsonl"), conv.resolve("autoContextMemory_workingMessages.jsonl"));
+        try (RemoteAutoContextMemory auto = RemoteAutoContextMemory.builder().connection(connection)
+                .memoryId("s-" + UUID.randomUUID()).build()) {
+            e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                    () -> auto.loadFrom(session, "conv"));
+            assertTrue(e.getMessage().startsWith(
+                    "autoContextMemory_workingMessages[1].content[0].text: contains a lone surrogate"), e.getMessage());
+            assertEquals(List.of(), auto.getMessages());
+        }
+    }
+
+    static RemoteMemory fresh(String memoryId) {
+        return RemoteMemory.builder().connection(connection).memoryId(memoryId).build();
+    }
+
     static ReActAgent agent(Memory memory, ScriptedModel model) {
         Toolkit toolkit = new Toolkit();
         toolkit.registerTool(new WeatherTools());

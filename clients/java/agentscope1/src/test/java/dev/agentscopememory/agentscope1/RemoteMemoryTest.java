@@ -77,6 +77,31 @@ class RemoteMemoryTest {
         return TREES.readTree(JsonUtils.getJsonCodec().toJson(value));
     }
 
+    /**
+     * A memory built with target(...) opens its own connection; a program that drops it without
+     * close() must not keep that socket open for the life of the process. Once the memory is
+     * collected (after its watch went idle), its channel is shut down; what it added is stored.
+     */
+    @Test
+    void aMemoryDroppedWithoutCloseHasItsChannelShutDown() throws Exception {
+        String memoryId = "unclosed-" + UUID.randomUUID();
+        ManagedChannel channel = usedAndDropped(memoryId);
+        assertTrue(dev.agentscopememory.client.ConnectionProbe.collectUntil(channel::isShutdown, Duration.ofSeconds(30)),
+                "the channel of a collected, unclosed memory is still open");
+        RemoteMemory reader = RemoteMemory.builder().connection(connection).memoryId(memoryId).build();
+        assertEquals(List.of("hello", "hi"), texts(reader));
+    }
+
+    private static ManagedChannel usedAndDropped(String memoryId) {
+        RemoteMemory memory = RemoteMemory.builder().target(server.target()).memoryId(memoryId)
+                .watchIdleTimeout(Duration.ofMillis(200)).build();
+        memory.addMessage(user("hello"));
+        memory.addMessage(Msg.builder().role(MsgRole.ASSISTANT).name("a").textContent("hi").build());
+        assertEquals(List.of("hello", "hi"), texts(memory));
+        assertTrue(memory.watchOpen());
+        return dev.agentscopememory.client.ConnectionProbe.ownedChannel(memory.getConnection());
+    }
+
     @Test
     void newMemoryIsEmptyAndListsAreFreshAndMutable() {
         RemoteMemory memory = fresh();

@@ -465,7 +465,7 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
         String token = "";
         do {
             ListSessionIdsRequest request = ListSessionIdsRequest.newBuilder()
-                    .setUserId(user(userId)).setPageSize(pageSize).setPageToken(token).build();
+                    .setUserId(user(userId, "user_id")).setPageSize(pageSize).setPageToken(token).build();
             ListSessionIdsResponse page = connection.call("AgentStateService/ListSessionIds", true,
                     () -> connection.agentStateService().listSessionIds(request));
             ids.addAll(page.getSessionIdsList());
@@ -829,15 +829,17 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
         slots.put(slot, new Seen(slot, version, json));
     }
 
-    private static String user(String userId) {
-        return userId == null || userId.isBlank() ? "" : userId;
+    private static String user(String userId, String field) {
+        return userId == null || userId.isBlank() ? "" : Utf16.checkText(userId, field);
     }
 
     private static Slot slot(String userId, String sessionId, String key) {
         if (sessionId == null || sessionId.isBlank()) {
             throw new IllegalArgumentException("sessionId must not be blank");
         }
-        return new Slot(user(userId), sessionId, key);
+        // protobuf would send '?' for half a surrogate pair: the slot of another session.
+        return new Slot(user(userId, "slot.user_id"), Utf16.checkText(sessionId, "slot.session_id"),
+                key == null ? null : Utf16.checkText(key, "key"));
     }
 
     private static StateSlot wire(Slot slot) {

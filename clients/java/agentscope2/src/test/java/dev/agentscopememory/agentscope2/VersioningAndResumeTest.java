@@ -93,6 +93,37 @@ class VersioningAndResumeTest {
         }
     }
 
+    /**
+     * Half a surrogate pair in a session id (or user id, or key) went as '?': the save landed in
+     * the session "会话?" of someone else. Refused naming the field, as the server words it.
+     */
+    @Test
+    void anIdHoldingHalfASurrogatePairIsRefusedNotSentAsAnotherId() {
+        String s = session();
+        try (RemoteAgentStateStore store = store(ConflictPolicy.OVERWRITE)) {
+            AgentState other = AgentState.builder().build();
+            other.contextMutable().add(msg("别人的会话"));
+            store.save("u", s + "?", "agent_state", other);
+            AgentState mine = AgentState.builder().build();
+            mine.contextMutable().add(msg("我的"));
+            IllegalArgumentException session = assertThrows(IllegalArgumentException.class,
+                    () -> store.save("u", s + "\uD800", "agent_state", mine));
+            assertEquals("slot.session_id: contains a lone surrogate at character " + s.codePointCount(0, s.length())
+                    + "; it is not Unicode text", session.getMessage());
+            assertTrue(assertThrows(IllegalArgumentException.class,
+                    () -> store.get("u\uDC00", s + "?", "agent_state", AgentState.class)).getMessage()
+                    .startsWith("slot.user_id: "));
+            assertTrue(assertThrows(IllegalArgumentException.class,
+                    () -> store.save("u", s + "?", "agent\uD83D", mine)).getMessage().startsWith("key: "));
+            assertTrue(assertThrows(IllegalArgumentException.class,
+                    () -> store.delete("u", s + "\uD800")).getMessage().startsWith("slot.session_id: "));
+            assertTrue(assertThrows(IllegalArgumentException.class,
+                    () -> store.listSessionIds("u\uD800")).getMessage().startsWith("user_id: "));
+            assertEquals(List.of("别人的会话"),
+                    texts(store.get("u", s + "?", "agent_state", AgentState.class).orElseThrow()));
+        }
+    }
+
     @Test
     void aStoreServingManySessionsKeepsOnlyTheRecentOnesStatesInMemory() {
         // The store remembers each slot's last state (the base of a MERGE_APPENDED merge): kept

@@ -20,6 +20,7 @@ import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.TlsChannelCredentials;
 import java.io.IOException;
+import java.lang.ref.Cleaner;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
@@ -50,8 +51,21 @@ public final class RemoteConnection implements AutoCloseable {
     /** The longest pause between two attempts of a call. */
     private static final long MAX_BACKOFF_MS = 500;
 
+    /**
+     * Shuts down the channels of connections collected without {@link #close()}: one daemon thread
+     * for the process.
+     */
+    private static final Cleaner CLEANER = Cleaner.create(r -> {
+        Thread t = new Thread(r, "agentscope-memory-channel-cleaner");
+        t.setDaemon(true);
+        return t;
+    });
+
     private final Channel channel;
     private final ManagedChannel owned;
+    /** Shuts {@link #owned} down, once: at close(), or when this connection is collected without it. */
+    private final ChannelRelease release;
+    private final Cleaner.Cleanable cleanable;
     private final ManagedChannel redial;
     /** The end (System.nanoTime) of the call() running on this thread: its attempts share it. */
     private final ThreadLocal<Long> callEnd = new ThreadLocal<>();
@@ -83,9 +97,13 @@ public final class RemoteConnection implements AutoCloseable {
             owned = mcb.build();
             base = owned;
         }
+        release = owned == null ? null : new ChannelRelease(owned, b.target);
+        cleanable = release == null ? null : CLEANER.register(this, release);
         redial = base instanceof ManagedChannel managed ? managed : null;
         Channel traced = TraceContext.interceptor().map(i -> ClientInterceptors.intercept(base, i)).orElse(base);
-        channel = b.apiKey == null ? traced : ClientInterceptors.intercept(traced, new ApiKeyInterceptor(b.apiKey));
+        Channel keyed = b.apiKey == null ? traced : ClientInterceptors.intercept(traced, new ApiKeyInterceptor(b.apiKey));
+        // Every stub handed out holds this connection, so a stub still in use keeps its channel open.
+        channel = owned == null ? keyed : ClientInterceptors.intercept(keyed, new HeldBy(this));
         deadline = b.deadline;
         maxAttempts = b.maxAttempts;
         retryBackoff = b.retryBackoff;
@@ -294,17 +312,57 @@ public final class RemoteConnection implements AutoCloseable {
         }
     }
 
-    /** Closes the channel if this connection created it; a channel passed in is left open. */
+    /**
+     * Closes the channel if this connection created it; a channel passed in is left open. A
+     * connection that created its channel and is garbage-collected without being closed (a client
+     * built with {@code target(...)} and never closed) has its channel shut down then, with a
+     * warning: its socket would otherwise stay open.
+     */
     @Override
     public void close() {
-        if (owned != null) {
-            owned.shutdown();
+        if (release != null) {
+            release.closing = true;
+            cleanable.clean();
+        }
+    }
+
+    /** The channel this connection created, or null (for tests). */
+    ManagedChannel ownedChannel() {
+        return owned;
+    }
+
+    /**
+     * Shuts an owned channel down. It holds the channel and nothing of the connection, so that the
+     * connection can become unreachable while the channel is open.
+     */
+    private static final class ChannelRelease implements Runnable {
+        private final ManagedChannel channel;
+        private final String target;
+        /** Set by close(): the shutdown waits for the calls under way; unset, the connection was collected. */
+        volatile boolean closing;
+
+        ChannelRelease(ManagedChannel channel, String target) {
+            this.channel = channel;
+            this.target = target;
+        }
+
+        @Override
+        public void run() {
+            if (!closing) {
+                // Nobody can wait here (the cleaner's thread): calls under way end on their own.
+                log.warn("a connection to {} was garbage-collected without close(): its channel is shut down now. "
+                        + "Close the clients built with target(...) (try-with-resources), or share one "
+                        + "RemoteConnection and close it", target);
+                channel.shutdown();
+                return;
+            }
+            channel.shutdown();
             try {
-                if (!owned.awaitTermination(5, TimeUnit.SECONDS)) {
-                    owned.shutdownNow();
+                if (!channel.awaitTermination(5, TimeUnit.SECONDS)) {
+                    channel.shutdownNow();
                 }
             } catch (InterruptedException e) {
-                owned.shutdownNow();
+                channel.shutdownNow();
                 Thread.currentThread().interrupt();
             }
         }
@@ -395,6 +453,22 @@ public final class RemoteConnection implements AutoCloseable {
                 throw new IllegalArgumentException("exactly one of channel and target must be given");
             }
             return new RemoteConnection(this);
+        }
+    }
+
+    /** Holds the connection for whoever holds the channel (a stub); adds nothing to the calls. */
+    private static final class HeldBy implements ClientInterceptor {
+        @SuppressWarnings("unused")
+        private final RemoteConnection connection;
+
+        HeldBy(RemoteConnection connection) {
+            this.connection = connection;
+        }
+
+        @Override
+        public <ReqT, RespT> ClientCall<ReqT, RespT> interceptCall(
+                MethodDescriptor<ReqT, RespT> method, CallOptions options, Channel next) {
+            return next.newCall(method, options);
         }
     }
 

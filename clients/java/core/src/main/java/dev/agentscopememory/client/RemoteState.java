@@ -1,5 +1,6 @@
 package dev.agentscopememory.client;
 
+import dev.agentscopememory.client.internal.Utf16;
 import dev.agentscopememory.grpc.v1.JsonList;
 import dev.agentscopememory.grpc.v1.StateEntry;
 import dev.agentscopememory.grpc.v1.StreamLoadStateRequest;
@@ -73,6 +74,9 @@ public final class RemoteState {
      * @return the memory's version after the load
      */
     public static long load(RemoteConnection connection, String memoryId, List<StateEntry> entries, Long expectedVersion) {
+        for (StateEntry entry : entries) {
+            checkUnicode(entry);
+        }
         List<List<StateEntry>> chunks = split(entries, PIECE_BYTES);
         return connection.call("StateService/StreamLoadState", expectedVersion != null, () -> {
             CompletableFuture<StreamLoadStateResponse> done = new CompletableFuture<>();
@@ -118,6 +122,28 @@ public final class RemoteState {
                 throw cause instanceof StatusRuntimeException sre ? sre : Status.fromThrowable(cause).asRuntimeException();
             }
         });
+    }
+
+    /**
+     * Refuses an entry holding half a surrogate pair: protobuf would send {@code '?'} in its place,
+     * and the server would store other text than the one given (see {@link Utf16}).
+     */
+    private static void checkUnicode(StateEntry entry) {
+        String key = entry.getKey();
+        if (Utf16.loneSurrogateAt(key) >= 0) {
+            throw new IllegalArgumentException(
+                    "entries: a key contains a lone surrogate; it is not Unicode text and cannot be stored");
+        }
+        List<String> values = entry.hasList() ? entry.getList().getItemsList() : List.of(entry.getJson());
+        for (int i = 0; i < values.size(); i++) {
+            String value = values.get(i);
+            int at = Utf16.loneSurrogateAt(value);
+            if (at >= 0) {
+                throw new IllegalArgumentException((entry.hasList() ? key + "[" + i + "]" : key)
+                        + ": contains a lone surrogate at character " + value.codePointCount(0, at)
+                        + " of its JSON; it is not Unicode text and cannot be stored");
+            }
+        }
     }
 
     // ---------------------------------------------------------------- pieces

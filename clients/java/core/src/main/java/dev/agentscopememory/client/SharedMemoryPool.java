@@ -1,6 +1,7 @@
 package dev.agentscopememory.client;
 
 import com.google.protobuf.Timestamp;
+import dev.agentscopememory.client.internal.Utf16;
 import dev.agentscopememory.grpc.v1.DeletePoolEntryRequest;
 import dev.agentscopememory.grpc.v1.DeletePoolEntryResponse;
 import dev.agentscopememory.grpc.v1.GetPoolEntryRequest;
@@ -92,8 +93,9 @@ public final class SharedMemoryPool implements AutoCloseable {
         if (b.poolId == null || b.poolId.isEmpty()) {
             throw new IllegalArgumentException("poolId: is required");
         }
-        this.poolId = b.poolId;
-        this.writer = b.writer;
+        // protobuf would send '?' for half a surrogate pair: another pool, another writer.
+        this.poolId = Utf16.checkText(b.poolId, "pool_id");
+        this.writer = Utf16.checkText(b.writer, "writer");
         this.pageSize = b.pageSize;
         this.ownsConnection = !b.sharesConnection();
         this.connection = b.connectionOrOpen();
@@ -216,6 +218,12 @@ public final class SharedMemoryPool implements AutoCloseable {
     public Mono<Written> write(String key, String contentJson, String metadataJson, Long expectedVersion) {
         Objects.requireNonNull(key, "key");
         Objects.requireNonNull(contentJson, "contentJson");
+        // protobuf would send '?' for half a surrogate pair: the write would replace another key's entry.
+        Utf16.checkText(key, "key");
+        Utf16.checkText(contentJson, "content_json");
+        if (metadataJson != null) {
+            Utf16.checkText(metadataJson, "metadata_json");
+        }
         String operation = "SharedPoolService/WritePoolEntry";
         return blocking(() -> {
             WritePoolEntryRequest.Builder request = WritePoolEntryRequest.newBuilder().setPoolId(poolId).setKey(key)
@@ -241,7 +249,7 @@ public final class SharedMemoryPool implements AutoCloseable {
      * @return the entry; fails with {@link RemoteMemoryException.NotFound} when the pool holds no such key
      */
     public Mono<Entry> get(String key) {
-        Objects.requireNonNull(key, "key");
+        Utf16.checkText(Objects.requireNonNull(key, "key"), "key");
         return blocking(() -> {
             GetPoolEntryRequest request = GetPoolEntryRequest.newBuilder().setPoolId(poolId).setKey(key).build();
             return entry(connection.call("SharedPoolService/GetPoolEntry", true,
@@ -277,7 +285,7 @@ public final class SharedMemoryPool implements AutoCloseable {
      * @return the version deleted; fails with {@link PoolConflictException} when it is at another version
      */
     public Mono<Deleted> delete(String key, Long expectedVersion) {
-        Objects.requireNonNull(key, "key");
+        Utf16.checkText(Objects.requireNonNull(key, "key"), "key");
         String operation = "SharedPoolService/DeletePoolEntry";
         return blocking(() -> {
             DeletePoolEntryRequest.Builder request = DeletePoolEntryRequest.newBuilder().setPoolId(poolId).setKey(key)
@@ -303,7 +311,7 @@ public final class SharedMemoryPool implements AutoCloseable {
      * @return the entries
      */
     public Flux<Entry> listEntries(String keyPrefix) {
-        Objects.requireNonNull(keyPrefix, "keyPrefix");
+        Utf16.checkText(Objects.requireNonNull(keyPrefix, "keyPrefix"), "key_prefix");
         return entryPage(keyPrefix, "")
                 .expand(page -> page.nextPageToken().isEmpty() ? Mono.empty() : entryPage(keyPrefix, page.nextPageToken()))
                 .concatMapIterable(PagedRead.Page::items);
@@ -456,6 +464,9 @@ public final class SharedMemoryPool implements AutoCloseable {
      */
     public Mono<Rendering> renderContext(List<String> poolIds, int maxTokens, boolean asMessages) {
         List<String> ids = List.copyOf(poolIds);
+        for (int i = 0; i < ids.size(); i++) {
+            Utf16.checkText(ids.get(i), "pool_ids[" + i + "]");
+        }
         return blocking(() -> {
             RenderPoolContextRequest request = RenderPoolContextRequest.newBuilder().addAllPoolIds(ids)
                     .setMaxTokens(maxTokens)

@@ -8,6 +8,7 @@ import dev.agentscopememory.client.internal.WireEnums;
 import dev.agentscopememory.grpc.v1.CreateMemoryRequest;
 import dev.agentscopememory.grpc.v1.GetMemoryRequest;
 import dev.agentscopememory.grpc.v1.Memory;
+import dev.agentscopememory.grpc.v1.MemoryServiceGrpc;
 import io.grpc.CallOptions;
 import io.grpc.Channel;
 import io.grpc.ClientCall;
@@ -46,6 +47,55 @@ class RemoteConnectionTest {
             assertEquals(dev.agentscopememory.grpc.v1.MemoryKind.MEMORY_KIND_IN_MEMORY, memory.getKind());
             assertEquals(0, memory.getMessageCount());
         }
+    }
+
+    /**
+     * A connection opened from a target and dropped without close() would keep its socket open:
+     * once collected, its channel is shut down. A channel given to a connection stays its owner's.
+     */
+    @Test
+    void aConnectionCollectedWithoutCloseHasItsChannelShutDown() throws Exception {
+        ManagedChannel owned = usedAndDropped();
+        assertTrue(ConnectionProbe.collectUntil(owned::isShutdown, Duration.ofSeconds(30)),
+                "the channel of a collected connection is still open");
+
+        // A stub still in use holds its connection: its channel stays open.
+        MemoryServiceGrpc.MemoryServiceBlockingStub stub = stubOfADroppedConnection();
+        ManagedChannel collected = usedAndDropped();
+        assertTrue(ConnectionProbe.collectUntil(collected::isShutdown, Duration.ofSeconds(30)));
+        GetMemoryRequest get = GetMemoryRequest.newBuilder().setMemoryId("core-missing-" + UUID.randomUUID()).build();
+        assertEquals(Status.Code.NOT_FOUND, assertThrows(io.grpc.StatusRuntimeException.class,
+                () -> stub.withDeadlineAfter(20, TimeUnit.SECONDS).getMemory(get)).getStatus().getCode());
+
+        ManagedChannel given = ManagedChannelBuilder.forTarget(TestServer.shared().target()).usePlaintext().build();
+        try {
+            dropConnectionOver(given);
+            ManagedChannel probe = usedAndDropped();
+            assertTrue(ConnectionProbe.collectUntil(probe::isShutdown, Duration.ofSeconds(30)));
+            assertTrue(!given.isShutdown(), "a channel passed in was shut down by the connection's collection");
+        } finally {
+            given.shutdownNow();
+        }
+    }
+
+    private static ManagedChannel usedAndDropped() throws Exception {
+        RemoteConnection connection = RemoteConnection.builder().target(TestServer.shared().target()).build();
+        GetMemoryRequest get = GetMemoryRequest.newBuilder().setMemoryId("core-missing-" + UUID.randomUUID()).build();
+        assertThrows(RemoteMemoryException.NotFound.class,
+                () -> connection.call("MemoryService/GetMemory", true, () -> connection.memoryService().getMemory(get)));
+        return ConnectionProbe.ownedChannel(connection);
+    }
+
+    private static MemoryServiceGrpc.MemoryServiceBlockingStub stubOfADroppedConnection() throws Exception {
+        return RemoteConnection.builder().target(TestServer.shared().target()).build()
+                .streamStub(MemoryServiceGrpc::newBlockingStub);
+    }
+
+    private static void dropConnectionOver(ManagedChannel channel) {
+        RemoteConnection connection = RemoteConnection.builder().channel(channel).build();
+        GetMemoryRequest get = GetMemoryRequest.newBuilder().setMemoryId("core-missing-" + UUID.randomUUID()).build();
+        assertThrows(RemoteMemoryException.NotFound.class,
+                () -> connection.call("MemoryService/GetMemory", true, () -> connection.memoryService().getMemory(get)));
     }
 
     @Test

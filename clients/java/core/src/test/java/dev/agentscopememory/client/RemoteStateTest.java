@@ -39,6 +39,24 @@ class RemoteStateTest {
         assertEquals(entries(), RemoteState.join(all));
     }
 
+    /** Half a surrogate pair would reach the server as '?': the load is refused before anything is sent. */
+    @Test
+    void anEntryHoldingALoneSurrogateIsRefusedNamingIt() {
+        List<StateEntry> entries = List.of(
+                StateEntry.newBuilder().setKey("memory_messages").setList(JsonList.newBuilder()
+                        .addItems("{\"text\":\"好\"}").addItems("{\"text\":\"好\ud83d\"}")).build());
+        // Never dialled: the check comes first.
+        try (RemoteConnection nowhere = RemoteConnection.builder().target("127.0.0.1:1").maxAttempts(1).build()) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> RemoteState.load(nowhere, "m", entries, null));
+            assertEquals("memory_messages[1]: contains a lone surrogate at character 10 of its JSON; "
+                    + "it is not Unicode text and cannot be stored", e.getMessage());
+            List<StateEntry> single = List.of(StateEntry.newBuilder().setKey("k").setJson("\"\udc00\"").build());
+            e = assertThrows(IllegalArgumentException.class, () -> RemoteState.load(nowhere, "m", single, null));
+            assertTrue(e.getMessage().startsWith("k: contains a lone surrogate at character 1 "), e.getMessage());
+        }
+    }
+
     @Test
     void aStreamEndingInsideAnEntryIsRefused() {
         StateEntry cut = StateEntry.newBuilder().setKey("a").setJson("{").setPartial(true).build();

@@ -294,6 +294,48 @@ class SharedMemoryPoolTest {
         }
     }
 
+    /**
+     * Half a surrogate pair has no UTF-8 form; protobuf sent '?' in its place, so a write to key
+     * "计划\uD800" replaced the entry "计划?" and content came back with '?'. Refused before sending,
+     * naming the field; the pool is unchanged.
+     */
+    @Test
+    void aLoneSurrogateIsRefusedNamingTheFieldAndChangesNothing() {
+        String poolId = "代理池-" + java.util.UUID.randomUUID();
+        try (SharedMemoryPool pool = pool(poolId, "规划")) {
+            pool.write("计划?", "{\"步骤\": 1}").block();
+            IllegalArgumentException key = assertThrows(IllegalArgumentException.class,
+                    () -> pool.write("计划\uD800", "{\"步骤\": 2}").block());
+            assertEquals("key: contains a lone surrogate at character 2; it is not Unicode text", key.getMessage());
+            IllegalArgumentException content = assertThrows(IllegalArgumentException.class,
+                    () -> pool.write("计划?", "{\"步骤\": \"半\uDE00\"}").block());
+            assertTrue(content.getMessage().startsWith("content_json: contains a lone surrogate at character 9"),
+                    content.getMessage());
+            assertTrue(assertThrows(IllegalArgumentException.class,
+                    () -> pool.write("计划?", "{}", "{\"\uD83D\": 1}", null).block()).getMessage()
+                    .startsWith("metadata_json: "));
+            assertTrue(assertThrows(IllegalArgumentException.class, () -> pool.get("计划\uD800").block())
+                    .getMessage().startsWith("key: "));
+            assertTrue(assertThrows(IllegalArgumentException.class, () -> pool.delete("计划\uD800").block())
+                    .getMessage().startsWith("key: "));
+            assertTrue(assertThrows(IllegalArgumentException.class, () -> pool.listEntries("计\uD800").blockFirst())
+                    .getMessage().startsWith("key_prefix: "));
+            assertTrue(assertThrows(IllegalArgumentException.class,
+                    () -> pool.renderContext(List.of(poolId, "池\uD800"), 0, false).block())
+                    .getMessage().startsWith("pool_ids[1]: "));
+            SharedMemoryPool.Entry kept = pool.get("计划?").block();
+            assertEquals(1, kept.version());
+            assertEquals("{\"步骤\": 1}", kept.contentJson());
+            assertEquals(1, pool.listEvents(0).collectList().block().size());
+        }
+        assertTrue(assertThrows(IllegalArgumentException.class,
+                () -> SharedMemoryPool.builder().target(server.target()).poolId("池\uD800").build())
+                .getMessage().startsWith("pool_id: "));
+        assertTrue(assertThrows(IllegalArgumentException.class,
+                () -> SharedMemoryPool.builder().target(server.target()).poolId(poolId).writer("写\uDC00").build())
+                .getMessage().startsWith("writer: "));
+    }
+
     @Test
     void badInputIsRefusedNamingTheField() {
         try (SharedMemoryPool pool = pool("错误池", "测试")) {

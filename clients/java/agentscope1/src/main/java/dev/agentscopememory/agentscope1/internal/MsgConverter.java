@@ -416,6 +416,30 @@ public final class MsgConverter {
         }
     }
 
+    /**
+     * The JSON AgentScope's codec writes for an item of a session entry (a message, an event...),
+     * refused when it holds half a surrogate pair, naming {@code where} and the field. Such text
+     * comes from a session file holding an escape like {@code "\ud800"}: Jackson reads it into
+     * half a character (AgentScope's JsonSession then cannot write it back), and protobuf would
+     * send {@code '?'} in its place, so the server would store other text than the session's.
+     *
+     * @param value the item
+     * @param where its place, e.g. {@code memory_messages[3]}
+     * @return its JSON
+     * @throws IllegalArgumentException when it holds a lone surrogate
+     */
+    public static String stateJson(Object value, String where) {
+        String json = JsonUtils.getJsonCodec().toJson(value);
+        if (Utf16.loneSurrogateAt(json) >= 0) {
+            try {
+                checkNoLoneSurrogate(TREES.readTree(json), where);
+            } catch (JsonProcessingException e) {
+                throw new IllegalStateException("AgentScope's codec wrote invalid JSON", e);
+            }
+        }
+        return json;
+    }
+
     /** The JSON AgentScope's codec writes for a message, as a tree. */
     private static JsonNode javaTree(Object value) {
         try {

@@ -6,7 +6,8 @@ package dev.agentscopememory.client.internal;
  *
  * <p>A Java string may hold half of a UTF-16 surrogate pair (a model's stream cut inside an emoji,
  * say). UTF-8 has no encoding for it, and protobuf-java silently sends {@code '?'} in its place, so
- * what the server stores would differ from what was given: ids, messages and states refuse it.
+ * what the server stores would differ from what was given: ids, messages, states, labels and pool
+ * entries refuse it.
  */
 public final class Utf16 {
 
@@ -28,5 +29,22 @@ public final class Utf16 {
             }
         }
         return -1;
+    }
+
+    /**
+     * Returns {@code value} when it is Unicode text.
+     *
+     * @param value the text (not null)
+     * @param field the server's name of the field, which starts the message
+     * @return {@code value}
+     * @throws IllegalArgumentException naming the field and the character when it holds a lone surrogate
+     */
+    public static String checkText(String value, String field) {
+        int at = loneSurrogateAt(value);
+        if (at >= 0) {
+            throw new IllegalArgumentException(field + ": contains a lone surrogate at character "
+                    + value.codePointCount(0, at) + "; it is not Unicode text");
+        }
+        return value;
     }
 }
