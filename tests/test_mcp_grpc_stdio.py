@@ -3,6 +3,7 @@ forwarding to a running server (`--target`, update and history included) as the 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import sys
@@ -85,3 +86,21 @@ async def test_target_forwards_to_the_server_as_the_keys_tenant(server_factory) 
         assert refused.startswith("Not authenticated:") and "API key" in refused
         # The session survives the refusal.
         assert len((await s.list_tools()).tools) == 9
+
+
+async def test_embedded_store_is_refused_beside_a_server_on_the_same_data_dir(server_factory, tmp_path) -> None:
+    # It used to start: a memory added through it was listed by the server but never found by
+    # the server's searches (each process indexes a scope once, from the rows it saw then).
+    data_dir = tmp_path / "shared"
+    server = await server_factory(data_dir=data_dir)
+    done = await asyncio.create_subprocess_exec(EXE, "mcp", "--data-dir", str(data_dir), stdin=asyncio.subprocess.DEVNULL,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(done.communicate(), 60)
+    assert done.returncode == 1 and out == b""
+    assert err.decode() == (f"agentscope-memory mcp: data_dir {data_dir} is in use by a running agentscope-memory"
+                            f" server (pid {os.getpid()}); use --target HOST:PORT to serve its memories through it\n")
+    # Through the server it works, and its searches see what was added.
+    async with stdio_session("--target", server.address, "--user-id", "alice") as s:
+        data(await s.call_tool("add_long_term_memory", {"texts": ["Alice drives a red Volvo"]}))
+        found = data(await s.call_tool("search_long_term_memory", {"query": "which car does Alice drive"}))
+        assert found["results"][0]["text"] == "Alice drives a red Volvo"

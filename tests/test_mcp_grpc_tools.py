@@ -68,8 +68,10 @@ async def test_long_term_tools_round_trip_in_chinese_and_english(server_factory)
             "memory_id": peanut["id"], "text": "用户对花生和腰果过敏", "importance": 1}))
         assert updated["memory"]["text"] == "用户对花生和腰果过敏"
         history = data(await s.call_tool("get_long_term_memory_history", {"memory_id": peanut["id"]}))
+        # (the importance given to add_long_term_memory is set right after the ADD)
         assert [(h["event"], h["old_text"], h["new_text"]) for h in history["history"] if h["event"] != "ASSESS"] == [
-            ("ADD", None, "用户对花生过敏"), ("UPDATE", "用户对花生过敏", "用户对花生和腰果过敏")]
+            ("ADD", None, "用户对花生过敏"), ("UPDATE", "用户对花生过敏", "用户对花生过敏"),
+            ("UPDATE", "用户对花生过敏", "用户对花生和腰果过敏")]
         # A page at a time: the token leads to the next change.
         paged, token = [], ""
         while True:
@@ -89,6 +91,24 @@ async def test_long_term_tools_round_trip_in_chinese_and_english(server_factory)
         assert data(await s.call_tool("delete_long_term_memory", {"memory_id": peanut["id"]})) == {"deleted": peanut["id"]}
         gone = error_text(await s.call_tool("get_long_term_memory", {"memory_id": peanut["id"]}))
         assert gone.startswith("Not found:") and peanut["id"] in gone
+
+
+async def test_the_importance_a_model_gives_is_the_one_ranking_uses(server_factory) -> None:
+    # `importance` used to go into the metadata only: the memory kept the default 0.5 (shown
+    # beside the metadata's 0.9), search ranked by 0.5, and background scoring replaced it.
+    server = await server_factory(mcp_port=0)
+    async with http_session(f"http://127.0.0.1:{server.mcp_port}/mcp") as s:
+        added = data(await s.call_tool("add_long_term_memory", {
+            "texts": ["用户对花生过敏", "Alice 的护照号码以 E12 开头"], "user_id": "alice", "importance": 0.9}))
+        assert [m["importance"] for m in added["stored"]] == [0.9, 0.9]
+        peanut = added["stored"][0]["id"]
+        found = data(await s.call_tool("search_long_term_memory", {"query": "花生过敏", "user_id": "alice", "top_k": 1}))
+        assert found["results"][0]["id"] == peanut
+        assert found["results"][0]["importance"] == 0.9 and found["results"][0]["score_components"]["importance"] == 0.9
+        updated = data(await s.call_tool("update_long_term_memory", {"memory_id": peanut, "importance": 0.2}))
+        assert updated["memory"]["importance"] == 0.2
+        got = data(await s.call_tool("get_long_term_memory", {"memory_id": peanut}))
+        assert got["memory"]["importance"] == 0.2
 
 
 async def test_working_memory_append_and_read_pages_newest_last(server_factory) -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from agentscope_memory.client import MemoryClient, TieredClient
 from agentscope_memory.message import Msg, MsgRole
+from agentscope_memory.short_term.tiered import TieredConfig
 from agentscope_memory_server.cli import main
 
 
@@ -83,3 +84,22 @@ def test_a_session_of_another_kind_leaves_the_memory_unchanged(threaded_server, 
     assert len(err.strip().splitlines()) == 1
     with MemoryClient(threaded_server.address) as client:
         assert client.get_messages("自动") == kept and client.get_memory("自动").version == version
+
+
+def test_show_prints_a_tiered_sessions_tiers(threaded_server, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`session show` of a TIERED memory's session printed nothing at all (exit 0): its lists are
+    tier items wrapping messages, not messages."""
+    with TieredClient(threaded_server.address) as tiered:
+        tiered.create_memory("层-摘要", TieredConfig(l2_budget=60))
+        tiered.add("层-摘要", [Msg.create(MsgRole.USER, f"第{i}条: 部署窗口改到周{i}上午十点") for i in range(1, 7)],
+                   importances=[0.9] * 6)
+        assert [t.items for t in tiered.status("层-摘要").tiers][:3] == [6, 5, 1]
+    sessions = str(tmp_path / "sessions")
+    assert main(["session", "export", "--memory-id", "层-摘要", "--session-id", "摘要", "--dir", sessions,
+                 "--target", threaded_server.address]) == 0
+    capsys.readouterr()
+    assert main(["session", "show", "摘要", "--dir", sessions]) == 0
+    shown = capsys.readouterr().out
+    assert "== tieredMemory_l1 (6 items)" in shown and "== tieredMemory_l2 (5 items)" in shown
+    assert shown.count("USER:\n    第6条: 部署窗口改到周6上午十点") == 2
+    assert "== tieredMemory_l3 (1 items)\n[summary]:\n    " in shown and "第1条: 部署窗口改到周1上午" in shown.split("tieredMemory_l3")[1]

@@ -62,8 +62,9 @@ class RemoteAccess:
     async def get(self, memory_id: str) -> LongTermItem:
         return await self.long_term.get(memory_id)
 
-    async def update(self, memory_id: str, text: str | None, metadata: dict[str, Any] | None) -> LongTermItem:
-        return await self.long_term.update(memory_id, text, metadata=metadata)
+    async def update(self, memory_id: str, text: str | None, metadata: dict[str, Any] | None,
+                     importance: float | None = None) -> LongTermItem:
+        return await self.long_term.update(memory_id, text, importance=importance, metadata=metadata)
 
     async def delete(self, memory_id: str) -> None:
         await self.long_term.delete(memory_id)

@@ -77,7 +77,10 @@ class MemoryAccess(Protocol):
         ...
     async def list_long_term(self, scope: Scope, limit: int) -> list[LongTermItem]: ...
     async def get(self, memory_id: str) -> LongTermItem: ...
-    async def update(self, memory_id: str, text: str | None, metadata: dict[str, Any] | None) -> LongTermItem: ...
+    async def update(self, memory_id: str, text: str | None, metadata: dict[str, Any] | None,
+                     importance: float | None = None) -> LongTermItem:
+        """Change text, merge metadata and/or set the importance the engine ranks by."""
+        ...
     async def delete(self, memory_id: str) -> None: ...
     async def history_page(self, memory_id: str, page_size: int, page_token: str) -> HistoryPage:
         """A page of a memory's changes, as `GetLongTermMemoryHistory` pages them (at most
@@ -121,8 +124,9 @@ class ServiceAccess:
     async def get(self, memory_id: str) -> LongTermItem:
         return await self._engine().get(self.tenant, memory_id)
 
-    async def update(self, memory_id: str, text: str | None, metadata: dict[str, Any] | None) -> LongTermItem:
-        return await self._engine().update(self.tenant, memory_id, text, metadata)
+    async def update(self, memory_id: str, text: str | None, metadata: dict[str, Any] | None,
+                     importance: float | None = None) -> LongTermItem:
+        return await self._engine().update(self.tenant, memory_id, text, metadata, importance)
 
     async def delete(self, memory_id: str) -> None:
         await self._engine().delete(self.tenant, memory_id)

@@ -473,6 +473,10 @@ class MemoryTools:
             metadata["importance"] = importance
         msgs = [Msg.create(MsgRole.USER, t) for t in texts]
         items = await self.access.record(scope, msgs, metadata)
+        if importance is not None:
+            # Record takes no importance: set it as a user's (which ranking uses and background
+            # scoring leaves alone), rather than only noting it in the metadata.
+            items = [await self.access.update(i.id, None, None, importance) for i in items]
         result: dict[str, Any] = {"stored": [item_json(i) for i in items], "stored_count": len(items)}
         if len(items) < len(texts):
             result["note"] = "texts already stored in this scope were not stored again"
@@ -510,7 +514,7 @@ class MemoryTools:
         if text is None and metadata is None:
             raise InvalidArgumentError("text", "give text, metadata or importance: there is nothing to change")
         await self._owned(memory_id)
-        return {"memory": item_json(await self.access.update(memory_id, text, metadata))}
+        return {"memory": item_json(await self.access.update(memory_id, text, metadata, importance))}
 
     async def _delete(self, a: _Args) -> dict[str, Any]:
         memory_id = a.memory_id()

@@ -41,6 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--postgres-dsn", help="PostgreSQL DSN for --store postgres")
     serve.add_argument("--mcp-port", type=int, help="also serve MCP over HTTP on this port (/mcp, /sse); off by default")
     serve.add_argument("--inspector-port", type=int, help="also serve the web inspector on this port (0 picks one); off by default")
+    serve.add_argument("--metrics-port", type=int, help="serve Prometheus /metrics on this port (0 picks one); off by default")
     serve.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     serve.add_argument("--log-format", choices=["json", "text"])
     session_cli.add_parser(commands)
@@ -88,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
                 postgres_dsn=args.postgres_dsn,
                 mcp_port=args.mcp_port,
                 inspector_port=args.inspector_port,
+                metrics_port=args.metrics_port,
                 log_level=args.log_level,
                 log_format=args.log_format,
             )

@@ -2,8 +2,9 @@
 
 Two servers on one sqlite file each believe they see every write: their coherent caches
 (`WatchMessages`) would let clients read stale conversations, and their checkpoints and job
-runners compete. The lock is the server's alone, so a program in local mode (the Python
-client without a server, `coherent_cache` off) may still open the same file beside a server.
+runners compete. `agentscope-memory mcp` on an embedded store holds it too. Otherwise the lock
+is the server's alone, so a program in local mode (the Python client without a server,
+`coherent_cache` off) may still open the same file beside a server.
 The operating system releases it when the process ends, however it ends (`kill -9` included).
 """
 

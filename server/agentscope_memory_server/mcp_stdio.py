@@ -17,6 +17,7 @@ import anyio
 
 from agentscope_memory.memory_tools import Connection, MemoryAccess, ServiceAccess
 from agentscope_memory_server.config import Settings
+from agentscope_memory_server.data_dir_lock import DataDirInUseError, DataDirLock
 from agentscope_memory_server.mcp_server import Binding, build_server, session_binding
 
 log = logging.getLogger("agentscope_memory_server.mcp")
@@ -71,5 +72,27 @@ def main(args: Any, settings: Settings) -> int:
         certificates = args.tls_ca_file.read_bytes() if args.tls_ca_file else None
         anyio.run(run_forwarding, args.target, args.api_key, certificates, conn, stdin, stdout)
     else:
-        anyio.run(run_embedded, settings, conn, args.tenant, stdin, stdout)
+        lock = _hold_data_dir(settings)
+        try:
+            anyio.run(run_embedded, settings, conn, args.tenant, stdin, stdout)
+        finally:
+            if lock is not None:
+                lock.release()
     return 0
+
+
+def _hold_data_dir(settings: Settings) -> DataDirLock | None:
+    """The server's data-dir lock, held while the embedded store is served. Beside a server on
+    the same sqlite file, what this process wrote was invisible to the server's searches (each
+    process keeps its own scope indexes) and to its coherent caches."""
+    if settings.store != "sqlite":
+        return None
+    lock = DataDirLock(settings.data_dir)
+    try:
+        lock.acquire()
+    except DataDirInUseError as exc:
+        who = f" (pid {exc.holder})" if exc.holder else ""
+        raise DataDirInUseError(
+            f"data_dir {settings.data_dir} is in use by a running agentscope-memory server{who}; "
+            "use --target HOST:PORT to serve its memories through it") from None
+    return lock

@@ -21,7 +21,7 @@ from agentscope_memory.session.exchange import read_entries, write_entries
 from agentscope_memory.session.state import StateEntry
 from agentscope_memory.short_term.auto_context.kind import AutoContextKind
 from agentscope_memory.short_term.in_memory import InMemoryKind
-from agentscope_memory.short_term.tiered.kind import TieredKind
+from agentscope_memory.short_term.tiered.kind import KEY_L1, KEY_L2, KEY_L3, TieredKind
 from agentscope_memory_server.progress import byte_progress
 
 DEFAULT_DIR = Path("./data/sessions/default")
@@ -152,7 +152,17 @@ def _show(args: argparse.Namespace) -> int:
         print(f"no session {args.session_id!r} in {args.dir}", file=sys.stderr)
         return 1
     for key, kind in session.keys(args.session_id):
-        if kind != "list" or not key.endswith(("messages", "Messages")):
+        if kind != "list":
+            continue
+        if key in TIER_KEYS:
+            # A TIERED memory's tiers hold items that wrap a message (or a summary's text).
+            items = session.get_list(args.session_id, key)
+            print(f"== {key} ({len(items)} items)")
+            for i, item in enumerate(items):
+                if isinstance(item, dict):
+                    print(format_tier_item(item, f"{key}[{i}]"))
+            continue
+        if not key.endswith(("messages", "Messages")):
             continue
         items = session.get_list(args.session_id, key)
         print(f"== {key} ({len(items)} messages)")
@@ -160,6 +170,15 @@ def _show(args: argparse.Namespace) -> int:
             if item is not None:
                 print(format_message(msg_from_dict(item, f"{key}[{i}]")))
     return 0
+
+
+TIER_KEYS = (KEY_L1, KEY_L2, KEY_L3)
+
+
+def format_tier_item(item: dict[str, object], where: str) -> str:
+    if isinstance(item.get("msg"), dict):
+        return format_message(msg_from_dict(item["msg"], f"{where}.msg"))
+    return f"[{item.get('kind', 'summary')}]:\n    {item.get('text', '')}"
 
 
 _ACTIONS = {"export": _export, "import": _import, "list": _list, "show": _show}
