@@ -261,12 +261,7 @@ async def _serve(settings: Settings, service: Service, tracing: Tracing | None =
         running.closers.append(close_tracing)
     try:
         if metrics is not None:
-            running.metrics_port = _serve_metrics(settings, metrics)
-
-            async def close_metrics() -> None:
-                metrics.close()
-
-            running.closers.append(close_metrics)
+            await _serve_metrics(settings, metrics, running)
         if settings.mem0_rest_port is not None:
             await _serve_mem0_rest(settings, service, running)
         if settings.mcp_port is not None:
@@ -301,12 +296,15 @@ def _bind_failure(settings: Settings, exc: RuntimeError) -> str:
     return str(exc)
 
 
-def _serve_metrics(settings: Settings, metrics: Metrics) -> int:
-    try:
-        return metrics.serve(settings.host, settings.metrics_port or 0)
-    except OSError as exc:
-        raise OSError(f"cannot listen on {host_port(settings.host, settings.metrics_port or 0)} (metrics_port):"
-                      f" {exc.strerror or exc}") from None
+async def _serve_metrics(settings: Settings, metrics: Metrics, running: RunningServer) -> None:
+    """Prometheus `/metrics` on its own port, behind the same keys as the other HTTP surfaces."""
+    from agentscope_memory_server.tenancy import ApiKeys
+
+    http = await serve_asgi(metrics.app(ApiKeys(settings.api_keys)), settings.host, settings.metrics_port or 0,
+                            name="metrics", setting="metrics_port", grace=settings.shutdown_grace_s,
+                            max_body_bytes=settings.grpc_max_receive_bytes)
+    running.http_servers.append(http)
+    running.metrics_port = http.port
 
 
 async def _serve_mem0_rest(settings: Settings, service: Service, running: RunningServer) -> None:
