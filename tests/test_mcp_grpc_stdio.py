@@ -3,8 +3,10 @@ forwarding to a running server (`--target`, update and history included) as the 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -85,3 +87,27 @@ async def test_target_forwards_to_the_server_as_the_keys_tenant(server_factory) 
         assert refused.startswith("Not authenticated:") and "API key" in refused
         # The session survives the refusal.
         assert len((await s.list_tools()).tools) == 9
+
+
+async def test_the_embedded_store_is_refused_on_a_data_dir_a_server_holds(server_factory, tmp_path) -> None:
+    data_dir = tmp_path / "data"
+    await server_factory(data_dir=data_dir, long_term_enabled=False)
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSCOPE_MEMORY_")}
+    done = subprocess.run([EXE, "mcp", "--data-dir", str(data_dir)], input="", capture_output=True, text=True,
+                          env=environ, timeout=60)
+    assert done.returncode == 1, done
+    lines = [line for line in done.stderr.splitlines() if line.startswith("agentscope-memory")]
+    assert lines == [f"agentscope-memory mcp: data_dir {data_dir} is in use by another agentscope-memory server"
+                     f" (pid {os.getpid()}); stop it, or give this one another --data-dir"], done.stderr
+
+
+async def test_a_server_is_refused_on_a_data_dir_the_embedded_store_holds(tmp_path) -> None:
+    data_dir = tmp_path / "数据"
+    async with stdio_session("--data-dir", str(data_dir)) as s:
+        await s.list_tools()
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSCOPE_MEMORY_")}
+        environ["AGENTSCOPE_MEMORY_LONG_TERM_ENABLED"] = "false"
+        done = await asyncio.to_thread(
+            subprocess.run, [EXE, "serve", "--port", "0", "--data-dir", str(data_dir)], capture_output=True,
+            text=True, env=environ, timeout=60)
+        assert done.returncode == 1 and f"data_dir {data_dir} is in use by another" in done.stderr, done

@@ -2,7 +2,7 @@
 subprocess (AgentScope's stdio clients, desktop and IDE assistants).
 
 It serves either an embedded store (the library's service on a data directory, no server
-needed) or, with `--target`, a running server through the gRPC clients. stdout carries the
+needed; like a server, it holds the data directory's lock while it runs) or, with `--target`, a running server through the gRPC clients. stdout carries the
 protocol only: logs and anything else printed go to stderr.
 """
 
@@ -17,6 +17,7 @@ import anyio
 
 from agentscope_memory.memory_tools import Connection, MemoryAccess, ServiceAccess
 from agentscope_memory_server.config import Settings
+from agentscope_memory_server.data_dir_lock import DataDirLock
 from agentscope_memory_server.mcp_server import Binding, build_server, session_binding
 
 log = logging.getLogger("agentscope_memory_server.mcp")
@@ -71,5 +72,14 @@ def main(args: Any, settings: Settings) -> int:
         certificates = args.tls_ca_file.read_bytes() if args.tls_ca_file else None
         anyio.run(run_forwarding, args.target, args.api_key, certificates, conn, stdin, stdout)
     else:
-        anyio.run(run_embedded, settings, conn, args.tenant, stdin, stdout)
+        # The embedded store is a server's (coherent caches, job runners): two on one sqlite
+        # file, this and `serve` or another `mcp`, would each miss the other's writes.
+        lock = DataDirLock(settings.data_dir) if settings.store == "sqlite" else None
+        if lock is not None:
+            lock.acquire()
+        try:
+            anyio.run(run_embedded, settings, conn, args.tenant, stdin, stdout)
+        finally:
+            if lock is not None:
+                lock.release()
     return 0
