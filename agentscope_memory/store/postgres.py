@@ -128,6 +128,14 @@ CREATE TABLE IF NOT EXISTS asm_requests (
 CREATE INDEX IF NOT EXISTS asm_requests_by_age ON asm_requests (created);
 """
 
+# The lists that page by a text key over what can grow large (a tenant's memories, a pool's
+# entries) compare it bytewise (`Dialect.bytewise`); an index in the database's collation does
+# not serve that order, so these do.
+_BYTEWISE_INDEXES = """
+CREATE INDEX IF NOT EXISTS asm_memories_bytewise ON asm_memories (tenant, memory_id COLLATE "C");
+CREATE INDEX IF NOT EXISTS asm_pool_entries_bytewise ON asm_pool_entries (tenant, pool_id, entry_key COLLATE "C");
+"""
+
 
 def postgres_dialect() -> Dialect:
     # A list item is text (JSON) or bytes (a serialized Msg); one BYTEA column holds either,
@@ -154,6 +162,7 @@ def postgres_dialect() -> Dialect:
         decode_rows=decode,
         row_lock=" FOR UPDATE",
         claim_lock=" FOR UPDATE SKIP LOCKED",
+        bytewise=' COLLATE "C"',
         is_unique_violation=lambda exc: isinstance(exc, pg_errors.UniqueViolation),
     )
 
@@ -192,6 +201,7 @@ class PostgresStore:
                 self._check_schema_version(conn)
                 conn.execute(_SCHEMA)
                 conn.execute(self._dialect.ddl(SHARED_SCHEMA))
+                conn.execute(_BYTEWISE_INDEXES)
 
     def _check_schema_version(self, conn: Any) -> None:
         # Before any DDL: a database from a newer version is left exactly as it is.
