@@ -93,3 +93,5 @@ async def test_the_http_surfaces_speak_only_tls_too(server_factory, certificate)
             assert answer.status_code < 500, (name, answer.status_code)
         assert "agentscope_memory_rpc" in (await https.get(f"https://127.0.0.1:{server.metrics_port}/metrics",
                                                           headers=headers)).text
+        login = await https.post(f"https://127.0.0.1:{server.inspector_port}/login", data={"key": api_key})
+        assert login.status_code == 303 and "secure" in login.headers["set-cookie"].lower().split("; ")
