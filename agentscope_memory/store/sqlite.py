@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
+from agentscope_memory.errors import ResourceExhaustedError
 from agentscope_memory.store.base import Row, StoreOpenError
 from agentscope_memory.store.sql import SHARED_SCHEMA, Dialect, SqlTx
 from agentscope_memory.store.sql.schema import check_schema_version
@@ -204,8 +205,15 @@ class SqliteStore:
                 if self._writes % _PRUNE_EVERY == 0:
                     tx.prune_requests()
             conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
+        except BaseException as exc:
+            # SQLite may have rolled back itself (a full disk does): a second ROLLBACK would
+            # raise "no transaction is active" in place of the reason.
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError) and exc.sqlite_errorcode == sqlite3.SQLITE_FULL:
+                # Not the caller's fault nor a bug (INTERNAL): the operator's to fix.
+                raise ResourceExhaustedError("", f"the store's disk is full ({exc}; data dir {self.path.parent});"
+                                                 " nothing of this call was stored") from exc
             raise
         if write:
             self._since_checkpoint += 1
