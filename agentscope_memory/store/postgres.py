@@ -28,7 +28,7 @@ from psycopg import errors as pg_errors
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from agentscope_memory.errors import AbortedError, UnavailableError
+from agentscope_memory.errors import AbortedError, ResourceExhaustedError, UnavailableError
 from agentscope_memory.store.base import Row
 from agentscope_memory.store.sql import SHARED_SCHEMA, Dialect, SqlTx
 from agentscope_memory.store.sql.schema import check_schema_version
@@ -232,6 +232,10 @@ class PostgresStore:
                 # undo whole, so a caller's retry with fresh state succeeds (gRPC ABORTED).
                 raise AbortedError(f"PostgreSQL undid the transaction ({_first_line(exc)}); nothing of it was stored,"
                                    " retry") from exc
+            except pg_errors.DiskFull as exc:
+                # Not the caller's fault nor a bug (INTERNAL): the operator's to fix.
+                raise ResourceExhaustedError("", f"PostgreSQL's disk is full ({_first_line(exc)}); nothing of this"
+                                                 " call was stored") from exc
             except psycopg.OperationalError as exc:
                 # Only a lost connection is the database's absence; a statement's own failure
                 # (a deadlock, a cancelled query) on a live connection goes up unchanged.
