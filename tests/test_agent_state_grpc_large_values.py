@@ -240,6 +240,13 @@ async def test_the_streamed_value_limit_is_a_setting(server_factory) -> None:
     assert ServiceSettings().agent_state_limits().max_streamed_value_bytes == 64 * MiB
     with pytest.raises(ValidationError, match="max_state_streamed_value_bytes"):
         ServiceSettings(max_state_streamed_value_bytes=1000)
+    # A value is one row: SQLite holds 10^9 bytes a row (PostgreSQL's text a little under 1 GiB),
+    # so the largest limit leaves 64 KiB of that for the row's ids and key; 1 GiB was allowed.
+    largest = 10**9 - 64 * 1024
+    assert ServiceSettings(max_state_streamed_value_bytes=largest).agent_state_limits().max_streamed_value_bytes == largest
+    for beyond in (largest + 1, 10**9, 1024 * MiB):
+        with pytest.raises(ValidationError, match=f"max_state_streamed_value_bytes\n.*less than or equal to {largest}"):
+            ServiceSettings(max_state_streamed_value_bytes=beyond)
     server = await server_factory(max_state_streamed_value_bytes=6 * MiB, max_state_value_bytes=1000)
     async with grpc.aio.insecure_channel(server.address) as channel:
         client = AsyncAgentStateClient(channel=channel, timeout=60)

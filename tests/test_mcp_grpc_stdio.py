@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -104,3 +105,15 @@ async def test_embedded_store_is_refused_beside_a_server_on_the_same_data_dir(se
         data(await s.call_tool("add_long_term_memory", {"texts": ["Alice drives a red Volvo"]}))
         found = data(await s.call_tool("search_long_term_memory", {"query": "which car does Alice drive"}))
         assert found["results"][0]["text"] == "Alice drives a red Volvo"
+
+
+async def test_a_server_is_refused_on_a_data_dir_the_embedded_store_holds(tmp_path) -> None:
+    data_dir = tmp_path / "数据"
+    async with stdio_session("--data-dir", str(data_dir)) as s:
+        await s.list_tools()
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSCOPE_MEMORY_")}
+        environ["AGENTSCOPE_MEMORY_LONG_TERM_ENABLED"] = "false"
+        done = await asyncio.to_thread(
+            subprocess.run, [EXE, "serve", "--port", "0", "--data-dir", str(data_dir)], capture_output=True,
+            text=True, env=environ, timeout=60)
+        assert done.returncode == 1 and f"data_dir {data_dir} is in use by another" in done.stderr, done

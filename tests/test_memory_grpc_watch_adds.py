@@ -221,7 +221,9 @@ async def test_adds_on_a_watch_are_counted_as_add_messages_calls(server_factory)
         await stream_failure(call, 2, add("m"))
         call.cancel()
     async with httpx.AsyncClient() as http:
-        text = (await http.get(f"http://127.0.0.1:{server.metrics_port}/metrics")).text
+        # With keys on, /metrics wants one (any tenant's) as the other HTTP surfaces do.
+        text = (await http.get(f"http://127.0.0.1:{server.metrics_port}/metrics",
+                               headers={"Authorization": f"Bearer {next(iter(KEYS))}"})).text
     method = "/agentscope.memory.v1.MemoryService/AddMessages"
     assert f'agentscope_memory_rpc_calls_total{{code="OK",method="{method}"}} 1.0' in text
     assert f'agentscope_memory_rpc_calls_total{{code="INVALID_ARGUMENT",method="{method}"}} 1.0' in text

@@ -40,3 +40,24 @@ async def test_call_duration_by_service_method_and_status_code(server_factory) -
     assert count("agentscope.memory.v1.StateService", "StreamLoadState", 0) == 1
     # The server's own names stay (dashboards built on them keep working).
     assert 'agentscope_memory_rpc_calls_total{code="NOT_FOUND",method="/agentscope.memory.v1.MemoryService/GetMemory"} 1.0' in text
+
+
+async def test_metrics_want_a_configured_key_when_keys_are_on(server_factory) -> None:
+    keys = {"metrics-key-tenant-a-0001": "tenant-a", "metrics-key-tenant-b-0002": "tenant-b"}
+    server = await server_factory(metrics_port=0, api_keys=keys)
+    async with AsyncMemoryClient(server.address, api_key="metrics-key-tenant-a-0001", timeout=10) as client:
+        await client.create_memory("secret-memory")
+    url = f"http://127.0.0.1:{server.metrics_port}/metrics"
+    async with httpx.AsyncClient() as http:
+        missing = await http.get(url)
+        unknown = await http.get(url, headers={"Authorization": "Bearer not-a-configured-key-000"})
+        # Prometheus' `authorization` scrape setting sends Bearer; any tenant's key may read.
+        scraped = await http.get(url, headers={"Authorization": "Bearer metrics-key-tenant-b-0002"})
+        by_header = await http.get(url, headers={"x-api-key": "metrics-key-tenant-a-0001"})
+    assert missing.status_code == 401 and "missing API key" in missing.text
+    assert missing.headers["www-authenticate"].startswith("Bearer")
+    assert unknown.status_code == 401 and "unknown API key" in unknown.text
+    assert "agentscope_memory_rpc" not in missing.text + unknown.text
+    assert scraped.status_code == 200 and by_header.status_code == 200
+    assert 'method="/agentscope.memory.v1.MemoryService/CreateMemory"' in scraped.text
+    assert "tenant-a" not in scraped.text and "secret-memory" not in scraped.text

@@ -33,25 +33,45 @@ async def test_status_numbers_and_gauges(server_factory) -> None:  # type: ignor
         # Four messages (52 tokens) replaced by one summary: the ratio is their quotient.
         l3 = await tiered.get_items("g", 3)
         assert status.compaction_ratio == round(2 * ITEM_TOKENS / l3[0].tokens, 4)
-    async with httpx.AsyncClient() as http:
-        text = (await http.get(f"http://127.0.0.1:{server.metrics_port}/metrics")).text
-    assert f'agentscope_memory_tiered_tokens{{memory_id="g",tenant="default",tier="L2"}} {float(ITEM_TOKENS)}' in text
-    assert 'agentscope_memory_tiered_items{memory_id="g",tenant="default",tier="L1"} 3.0' in text
-    assert 'agentscope_memory_tiered_budget_tokens{memory_id="g",tenant="default",tier="L4"} 100000.0' in text
-    assert 'agentscope_memory_tiered_summaries{memory_id="g",tenant="default"} 1.0' in text
-    assert 'agentscope_memory_tiered_l4_vectors{memory_id="g",tenant="default"} 0.0' in text
-    assert f'agentscope_memory_tiered_compaction_ratio{{memory_id="g",tenant="default"}} {status.compaction_ratio}' in text
-    # A deleted memory's series leave with it (by either delete path), so labels do not pile up.
+    text = await _metrics(server.metrics_port)
+    # Sums over the memories this server reported, never one series per tenant or memory.
+    assert f'agentscope_memory_tiered_tokens{{tier="L2"}} {float(ITEM_TOKENS)}' in text
+    assert 'agentscope_memory_tiered_items{tier="L1"} 3.0' in text
+    assert 'agentscope_memory_tiered_budget_tokens{tier="L4"} 100000.0' in text
+    assert "agentscope_memory_tiered_summaries 1.0" in text and "agentscope_memory_tiered_memories 1.0" in text
+    assert "agentscope_memory_tiered_l4_vectors 0.0" in text
+    # Every report observes the histograms (each add reports), the ratio once there is a summary.
+    ratios = _sample(text, "agentscope_memory_tiered_compaction_ratio_count")
+    # (the one summary's ratio at each report since it was written)
+    assert ratios >= 1
+    assert _sample(text, "agentscope_memory_tiered_compaction_ratio_sum") == pytest.approx(ratios * status.compaction_ratio)
+    assert _sample(text, 'agentscope_memory_tiered_fill_ratio_count{tier="L2"}') >= 5
     async with AsyncTieredClient(server.address) as tiered, AsyncMemoryClient(server.address) as memories:
-        await tiered.create_memory("h", CONFIG)
-        await tiered.status("h")
+        await tiered.create_memory("记忆-h", CONFIG)
+        await tiered.add("记忆-h", [msg(9)])
+        text = await _metrics(server.metrics_port)
+        assert "agentscope_memory_tiered_memories 2.0" in text
+        assert 'agentscope_memory_tiered_items{tier="L1"} 4.0' in text
+        assert "tenant=" not in text and "memory_id=" not in text and "记忆" not in text
+        # A deleted memory leaves the sums (by either delete path).
         await memories.delete_memory("g")
+        text = await _metrics(server.metrics_port)
+        assert "agentscope_memory_tiered_memories 1.0" in text and "agentscope_memory_tiered_summaries 0.0" in text
+        assert 'agentscope_memory_tiered_items{tier="L1"} 1.0' in text
         async with AsyncScopeClient(server.address) as scopes:
-            await scopes.delete_memory("h", force=True)
+            await scopes.delete_memory("记忆-h", force=True)
+    text = await _metrics(server.metrics_port)
+    assert "agentscope_memory_tiered_memories 0.0" in text
+    assert 'agentscope_memory_tiered_items{tier="L1"} 0.0' in text
+
+
+def _sample(text: str, series: str) -> float:
+    return next(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(series + " "))
+
+
+async def _metrics(port: int) -> str:
     async with httpx.AsyncClient() as http:
-        text = (await http.get(f"http://127.0.0.1:{server.metrics_port}/metrics")).text
-    assert 'memory_id="g"' not in text and 'memory_id="h"' not in text
-    assert "agentscope_memory_tiered_items" in text  # the metric family itself stays
+        return (await http.get(f"http://127.0.0.1:{port}/metrics")).text
 
 
 def test_cli_draws_the_box(threaded_server, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]

@@ -69,3 +69,29 @@ def test_a_pair_that_is_not_a_certificate_and_its_key_is_named_at_start(
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and f"tls_cert_file {bad_cert} and tls_key_file {bad_key}" in err, err
         assert why in err, err
+
+
+async def test_the_http_surfaces_speak_only_tls_too(server_factory, certificate) -> None:
+    import ssl
+
+    import httpx
+
+    cert, key = certificate
+    api_key = "tls-key-of-tenant-a-0001"
+    server = await server_factory(tls_cert_file=cert, tls_key_file=key, api_keys={api_key: "a"}, metrics_port=0,
+                                  mem0_rest_port=0, mcp_port=0, inspector_port=0, long_term_enabled=False)
+    headers = {"Authorization": f"Bearer {api_key}"}
+    surfaces = {"metrics": (server.metrics_port, "/metrics"), "mem0 REST": (server.mem0_rest_port, "/v1/memories/"),
+                "MCP": (server.mcp_port, "/mcp"), "inspector": (server.inspector_port, "/")}
+    trusted = ssl.create_default_context(cafile=str(cert))
+    async with httpx.AsyncClient(verify=trusted, timeout=10) as https, httpx.AsyncClient(timeout=10) as plain:
+        for name, (port, path) in surfaces.items():
+            # The key (and the inspector's login cookie) would cross the network in clear.
+            with pytest.raises(httpx.HTTPError):
+                await plain.get(f"http://127.0.0.1:{port}{path}", headers=headers)
+            answer = await https.get(f"https://127.0.0.1:{port}{path}", headers=headers)
+            assert answer.status_code < 500, (name, answer.status_code)
+        assert "agentscope_memory_rpc" in (await https.get(f"https://127.0.0.1:{server.metrics_port}/metrics",
+                                                          headers=headers)).text
+        login = await https.post(f"https://127.0.0.1:{server.inspector_port}/login", data={"key": api_key})
+        assert login.status_code == 303 and "secure" in login.headers["set-cookie"].lower().split("; ")

@@ -23,6 +23,12 @@ from agentscope_memory.validation.json_text import MAX_STATE_DEPTH, parse_json
 
 KiB = 1024
 MiB = 1024 * KiB
+# The largest value a store can hold, so the largest `max_streamed_value_bytes` a server may
+# set: a value is one row, and SQLite takes at most 10^9 bytes a row (its default
+# SQLITE_MAX_LENGTH), less room here for the row's ids and key (at most a few KiB).
+# PostgreSQL's text holds a little under 1 GiB, more than this. 1 GiB was allowed: such a
+# value passed every check and then failed in the store.
+MAX_STORABLE_VALUE_BYTES = 1_000_000_000 - 64 * KiB
 
 # The key a 1.x `InMemoryMemory` (and our 1.x `RemoteMemory`) saves its messages under, which
 # AgentScope-Java 2.x's legacy loader reads when a slot has no `agent_state`.

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from agentscope_memory.agent_state import AgentStateLimits
+from agentscope_memory.agent_state.engine import MAX_STORABLE_VALUE_BYTES
 from agentscope_memory.long_term.mem0.backend import Mem0Config
 from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES
 from agentscope_memory.short_term.manager import Limits
@@ -73,7 +74,7 @@ class ServiceSettings(BaseModel):
     # up to max_state_streamed_value_bytes, moves in pieces (StreamPutValue, StreamGetValue) and
     # is held whole in the server's memory while it is written or read.
     max_state_value_bytes: int = Field(4 * MiB - 64 * 1024, gt=0, le=4 * MiB - 64 * 1024)
-    max_state_streamed_value_bytes: int = Field(64 * MiB, gt=0, le=1024 * MiB)
+    max_state_streamed_value_bytes: int = Field(64 * MiB, gt=0, le=MAX_STORABLE_VALUE_BYTES)
     max_state_list_items: int = Field(100_000, gt=0)
     max_state_list_bytes: int = Field(256 * MiB, gt=0)
 

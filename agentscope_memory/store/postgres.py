@@ -19,14 +19,16 @@ again on another, so a restart the server slept through costs no call.
 from __future__ import annotations
 
 import asyncio
+import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence, TypeVar
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from agentscope_memory.errors import AbortedError, UnavailableError
+from agentscope_memory.errors import AbortedError, ResourceExhaustedError, UnavailableError
 from agentscope_memory.store.base import Row
 from agentscope_memory.store.sql import SHARED_SCHEMA, Dialect, SqlTx
 from agentscope_memory.store.sql.schema import check_schema_version
@@ -46,6 +48,35 @@ RECONNECT_S = CONNECTION_WAIT_S
 # Waits for the database at startup before giving up: a replica started together with its
 # database waits 30 s for it, as it always did.
 STARTUP_WAITS = 3
+
+# libpq's own defaults wait for a dead network path as long as the operating system does: a
+# connection attempt to an address that drops packets hangs psycopg's 130 s (occupying one of
+# the pool's few workers, so a database back after an outage stayed unused that long), and a
+# pooled connection whose peer vanished is noticed after two hours of idle keepalive. So: an
+# attempt gives up after 10 s (the pool tries again), an idle connection is probed after 30 s
+# and dropped after three unanswered probes 10 s apart, and one whose sent data goes
+# unacknowledged for 60 s is dropped. A value the DSN (or PGCONNECT_TIMEOUT) sets wins.
+CONNECTION_DEFAULTS = {
+    "connect_timeout": "10",
+    "keepalives": "1",
+    "keepalives_idle": "30",
+    "keepalives_interval": "10",
+    "keepalives_count": "3",
+    "tcp_user_timeout": "60000",
+}
+
+
+def with_connection_defaults(dsn: str) -> str:
+    """`dsn` with `CONNECTION_DEFAULTS` for what it does not set itself."""
+    try:
+        given = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return dsn  # malformed: the connection attempt reports it, as it always did
+    missing = {k: v for k, v in CONNECTION_DEFAULTS.items() if k not in given}
+    if os.environ.get("PGCONNECT_TIMEOUT"):
+        missing.pop("connect_timeout", None)
+    return make_conninfo(dsn, **missing) if missing else dsn
+
 
 # The first tables, as every existing database has them. Tables added later are in
 # `sql/schema.py`, shared with SQLite.
@@ -97,6 +128,14 @@ CREATE TABLE IF NOT EXISTS asm_requests (
 CREATE INDEX IF NOT EXISTS asm_requests_by_age ON asm_requests (created);
 """
 
+# The lists that page by a text key over what can grow large (a tenant's memories, a pool's
+# entries) compare it bytewise (`Dialect.bytewise`); an index in the database's collation does
+# not serve that order, so these do.
+_BYTEWISE_INDEXES = """
+CREATE INDEX IF NOT EXISTS asm_memories_bytewise ON asm_memories (tenant, memory_id COLLATE "C");
+CREATE INDEX IF NOT EXISTS asm_pool_entries_bytewise ON asm_pool_entries (tenant, pool_id, entry_key COLLATE "C");
+"""
+
 
 def postgres_dialect() -> Dialect:
     # A list item is text (JSON) or bytes (a serialized Msg); one BYTEA column holds either,
@@ -123,6 +162,7 @@ def postgres_dialect() -> Dialect:
         decode_rows=decode,
         row_lock=" FOR UPDATE",
         claim_lock=" FOR UPDATE SKIP LOCKED",
+        bytewise=' COLLATE "C"',
         is_unique_violation=lambda exc: isinstance(exc, pg_errors.UniqueViolation),
     )
 
@@ -133,7 +173,7 @@ class PostgresStore:
     def __init__(self, dsn: str, *, pool_size: int = 8) -> None:
         self._dialect = postgres_dialect()
         self._pool_size = pool_size
-        self._pool = ConnectionPool(dsn, min_size=1, max_size=pool_size, open=True, timeout=CONNECTION_WAIT_S,
+        self._pool = ConnectionPool(with_connection_defaults(dsn), min_size=1, max_size=pool_size, open=True, timeout=CONNECTION_WAIT_S,
                                     reconnect_timeout=RECONNECT_S, kwargs={"autocommit": True})
         self._executor = ThreadPoolExecutor(max_workers=pool_size, thread_name_prefix="postgres")
         self._closed = False
@@ -161,6 +201,7 @@ class PostgresStore:
                 self._check_schema_version(conn)
                 conn.execute(_SCHEMA)
                 conn.execute(self._dialect.ddl(SHARED_SCHEMA))
+                conn.execute(_BYTEWISE_INDEXES)
 
     def _check_schema_version(self, conn: Any) -> None:
         # Before any DDL: a database from a newer version is left exactly as it is.
@@ -191,6 +232,10 @@ class PostgresStore:
                 # undo whole, so a caller's retry with fresh state succeeds (gRPC ABORTED).
                 raise AbortedError(f"PostgreSQL undid the transaction ({first_line(exc)}); nothing of it was stored,"
                                    " retry") from exc
+            except pg_errors.DiskFull as exc:
+                # Not the caller's fault nor a bug (INTERNAL): the operator's to fix.
+                raise ResourceExhaustedError("", f"PostgreSQL's disk is full ({first_line(exc)}); nothing of this"
+                                                 " call was stored") from exc
             except psycopg.OperationalError as exc:
                 # Only a lost connection is the database's absence; a statement's own failure
                 # (a deadlock, a cancelled query) on a live connection goes up unchanged.

@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
+from agentscope_memory.errors import ResourceExhaustedError, UnavailableError
 from agentscope_memory.store.base import Row, StoreOpenError
 from agentscope_memory.store.sql import SHARED_SCHEMA, Dialect, SqlTx
 from agentscope_memory.store.sql.schema import check_schema_version
@@ -94,6 +95,8 @@ _AUTOCHECKPOINT_PAGES = 10000
 # Between two checkpoint rounds while writes keep coming (SQLite's own came about every 40 ms
 # under a stream of appends).
 _CHECKPOINT_PAUSE_S = 0.02
+# How long a transaction waits for the file's lock held by another program before giving up.
+_BUSY_TIMEOUT_MS = 10_000
 
 
 def _is_unique_violation(exc: BaseException) -> bool:
@@ -174,7 +177,7 @@ class SqliteStore:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(f"PRAGMA synchronous={self._synchronous}")
-            conn.execute("PRAGMA busy_timeout=10000")
+            conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA foreign_keys=OFF")
             # A safety net only: the background checkpoints keep the WAL far below it, unless
             # writes come so fast and so steadily that none of them can finish.
@@ -195,8 +198,8 @@ class SqliteStore:
 
     def _in_transaction(self, tenant: str, fn: Callable[[SqlTx], T], write: bool, large: bool = False) -> T:
         conn = self._connection()
-        conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
         try:
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             tx = SqlTx(conn, self._dialect, tenant, write)
             result = fn(tx)
             if write:
@@ -204,8 +207,14 @@ class SqliteStore:
                 if self._writes % _PRUNE_EVERY == 0:
                     tx.prune_requests()
             conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
+        except BaseException as exc:
+            # SQLite may have rolled back itself (a full disk does): a second ROLLBACK would
+            # raise "no transaction is active" in place of the reason.
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            reason = self._operators_problem(exc)
+            if reason is not None:
+                raise reason from exc
             raise
         if write:
             self._since_checkpoint += 1
@@ -217,6 +226,20 @@ class SqliteStore:
                 except RuntimeError:
                     pass  # closing: the last connection to close checkpoints the WAL itself
         return result
+
+    def _operators_problem(self, exc: BaseException) -> Exception | None:
+        """What the caller is told when the file, not the call, is the problem (neither the
+        caller's fault nor a bug, so not INTERNAL); None for any other error."""
+        code = exc.sqlite_errorcode if isinstance(exc, sqlite3.OperationalError) else None
+        if code == sqlite3.SQLITE_FULL:
+            return ResourceExhaustedError("", f"the store's disk is full ({exc}; data dir {self.path.parent});"
+                                              " nothing of this call was stored")
+        if code == sqlite3.SQLITE_BUSY:
+            # Another program (a local-mode client, a sqlite3 shell) held the write lock past
+            # busy_timeout: it may let go, so the call may be retried.
+            return UnavailableError(f"{self.path} is locked by another program ({exc}, waited {_BUSY_TIMEOUT_MS // 1000} s);"
+                                    " nothing of this call was stored; retry")
+        return None
 
     def _checkpoint(self) -> None:
         # PASSIVE: copies what no reader still needs and waits for no one. SQLite starts the log

@@ -9,6 +9,7 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Awaitable, Callable
 
 import grpc
@@ -261,12 +262,7 @@ async def _serve(settings: Settings, service: Service, tracing: Tracing | None =
         running.closers.append(close_tracing)
     try:
         if metrics is not None:
-            running.metrics_port = _serve_metrics(settings, metrics)
-
-            async def close_metrics() -> None:
-                metrics.close()
-
-            running.closers.append(close_metrics)
+            await _serve_metrics(settings, metrics, running)
         if settings.mem0_rest_port is not None:
             await _serve_mem0_rest(settings, service, running)
         if settings.mcp_port is not None:
@@ -301,12 +297,24 @@ def _bind_failure(settings: Settings, exc: RuntimeError) -> str:
     return str(exc)
 
 
-def _serve_metrics(settings: Settings, metrics: Metrics) -> int:
-    try:
-        return metrics.serve(settings.host, settings.metrics_port or 0)
-    except OSError as exc:
-        raise OSError(f"cannot listen on {host_port(settings.host, settings.metrics_port or 0)} (metrics_port):"
-                      f" {exc.strerror or exc}") from None
+def _tls(settings: Settings) -> tuple[Path, Path] | None:
+    """The certificate and key the HTTP surfaces speak TLS with: gRPC's, so that no surface
+    of a server configured for TLS takes an API key (or the inspector's cookie) in clear."""
+    if settings.tls_cert_file is None or settings.tls_key_file is None:
+        return None
+    return settings.tls_cert_file, settings.tls_key_file
+
+
+async def _serve_metrics(settings: Settings, metrics: Metrics, running: RunningServer) -> None:
+    """Prometheus `/metrics` on its own port, behind the same keys as the other HTTP surfaces."""
+    from agentscope_memory_server.tenancy import ApiKeys
+
+    http = await serve_asgi(metrics.app(ApiKeys(settings.api_keys)), settings.host, settings.metrics_port or 0,
+                            name="metrics", setting="metrics_port", grace=settings.shutdown_grace_s,
+                            max_body_bytes=settings.grpc_max_receive_bytes,
+                            tls=_tls(settings))
+    running.http_servers.append(http)
+    running.metrics_port = http.port
 
 
 async def _serve_mem0_rest(settings: Settings, service: Service, running: RunningServer) -> None:
@@ -316,7 +324,8 @@ async def _serve_mem0_rest(settings: Settings, service: Service, running: Runnin
 
     app = create_app(service.long_term, ApiKeys(settings.api_keys), service.memories.limits.max_page_bytes)
     http = await serve_asgi(app, settings.host, settings.mem0_rest_port or 0, name="mem0-rest", setting="mem0_rest_port",
-                            grace=settings.shutdown_grace_s, max_body_bytes=settings.grpc_max_receive_bytes)
+                            grace=settings.shutdown_grace_s, max_body_bytes=settings.grpc_max_receive_bytes,
+                            tls=_tls(settings))
     running.http_servers.append(http)
     running.mem0_rest_port = http.port
     if settings.mem0_rest_port_file is not None:
@@ -332,7 +341,8 @@ async def _serve_mcp(settings: Settings, service: Service, running: RunningServe
     app = McpHttpApp(service, ApiKeys(settings.api_keys), Connection.from_params(settings.mcp_bind))
     http = await serve_asgi(app, settings.host, settings.mcp_port or 0, name="mcp", setting="mcp_port",
                             grace=settings.shutdown_grace_s,
-                            max_body_bytes=settings.grpc_max_receive_bytes, error_key="error")
+                            max_body_bytes=settings.grpc_max_receive_bytes,
+                            tls=_tls(settings), error_key="error")
     running.http_servers.append(http)
     running.mcp_port = http.port
     if settings.mcp_port_file is not None:
@@ -355,7 +365,8 @@ async def _serve_inspector(settings: Settings, service: Service, running: Runnin
                      metrics_text if metrics is not None else None)
     http = await serve_asgi(app, settings.host, settings.inspector_port or 0, name="inspector",
                             setting="inspector_port",
-                            grace=settings.shutdown_grace_s, max_body_bytes=settings.grpc_max_receive_bytes)
+                            grace=settings.shutdown_grace_s, max_body_bytes=settings.grpc_max_receive_bytes,
+                            tls=_tls(settings))
     running.http_servers.append(http)
     running.inspector_port = http.port
     if settings.inspector_port_file is not None:

@@ -16,6 +16,7 @@ import math
 import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -145,11 +146,13 @@ def _bind(host: str, port: int, setting: str) -> socket.socket:
 
 
 async def serve_asgi(app: Any, host: str, port: int, *, name: str, grace: float = 10.0,
-                     max_body_bytes: int | None = None, error_key: str = "detail", setting: str = "") -> HttpServer:
+                     max_body_bytes: int | None = None, error_key: str = "detail", setting: str = "",
+                     tls: tuple[Path, Path] | None = None) -> HttpServer:
     """Start serving `app` on host:port (0 picks a free port) and return once it accepts
     connections. The app's lifespan (if any) has run its startup by then. With
     `max_body_bytes`, larger request bodies get 413 (`{error_key: message}`). `setting`: the
-    setting that chose the port, named when it cannot be bound."""
+    setting that chose the port, named when it cannot be bound. `tls`: (certificate chain,
+    private key) PEM files, to speak HTTPS only, as gRPC does with them."""
     sock = _bind(host, port, setting)
     if max_body_bytes is not None:
         app = BodyLimit(app, max_body_bytes, error_key)
@@ -160,6 +163,8 @@ async def serve_asgi(app: Any, host: str, port: int, *, name: str, grace: float 
         access_log=False,
         timeout_graceful_shutdown=_whole_seconds(grace),
         server_header=False,
+        ssl_certfile=str(tls[0]) if tls else None,
+        ssl_keyfile=str(tls[1]) if tls else None,
     )
     server = _EmbeddedServer(config)
     task = asyncio.create_task(server.serve(sockets=[sock]), name=f"http:{name}")

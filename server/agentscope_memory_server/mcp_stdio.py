@@ -2,7 +2,7 @@
 subprocess (AgentScope's stdio clients, desktop and IDE assistants).
 
 It serves either an embedded store (the library's service on a data directory, no server
-needed) or, with `--target`, a running server through the gRPC clients. stdout carries the
+needed; like a server, it holds the data directory's lock while it runs) or, with `--target`, a running server through the gRPC clients. stdout carries the
 protocol only: logs and anything else printed go to stderr.
 """
 

@@ -1,4 +1,9 @@
-"""Prometheus metrics: calls and latency per RPC and status code, on their own HTTP port."""
+"""Prometheus metrics: calls and latency per RPC and status code, on their own HTTP port.
+
+With API keys configured, `/metrics` wants one too (Prometheus sends `Authorization: Bearer`,
+`authorization.credentials_file` in its scrape config): what it shows is the server's, not a
+tenant's, so any configured key may read it, and no series is labelled with a tenant or an id.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,11 @@ import time
 from typing import Any, AsyncIterator, Awaitable, Callable
 
 import grpc
-from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Histogram, make_asgi_app
 
+from agentscope_memory.errors import UnauthenticatedError
 from agentscope_memory_server.handlers import Behaviour, wrap_behaviour
+from agentscope_memory_server.tenancy import ApiKeys
 
 
 # The metrics of the server running the current call (set by `MetricsInterceptor`), for calls
@@ -42,7 +49,6 @@ class Metrics:
             buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
             registry=self.registry,
         )
-        self._server: Any = None
 
     def observe(self, method: str, code: str, seconds: float, unary: bool) -> None:
         """Records one finished call (`method` as gRPC names it: `/package.Service/Method`)."""
@@ -53,16 +59,43 @@ class Metrics:
             self.calls.labels(method, code).inc()
             self.latency.labels(method).observe(seconds)
 
-    def serve(self, host: str, port: int) -> int:
-        self._server, thread = start_http_server(port, addr=host, registry=self.registry)
-        del thread
-        return int(self._server.server_port)
+    def app(self, keys: ApiKeys) -> Callable[..., Awaitable[None]]:
+        """The ASGI app of `/metrics` (any path, as Prometheus' own server): the registry in
+        the text format, to a request with a known key when keys are configured (else 401)."""
+        exposition = make_asgi_app(self.registry)
 
-    def close(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
+        async def app(scope: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]],
+                      send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+            if scope["type"] == "lifespan":
+                await _no_lifespan(receive, send)
+                return
+            if scope["type"] != "http":
+                return
+            headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", [])}
+            try:
+                keys.authenticate(headers)
+            except UnauthenticatedError as exc:
+                body = f"{exc}\n".encode()
+                await send({"type": "http.response.start", "status": 401, "headers": [
+                    (b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", b'Bearer realm="agentscope-memory"')]})
+                await send({"type": "http.response.body", "body": body})
+                return
+            await exposition(scope, receive, send)
+
+        return app
+
+
+async def _no_lifespan(receive: Callable[[], Awaitable[dict[str, Any]]],
+                       send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+    # Nothing to start or stop; answering keeps uvicorn from logging that lifespan is unsupported.
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
 
 
 def _code_of(exc: BaseException, context: grpc.aio.ServicerContext) -> str:

@@ -3,11 +3,11 @@ memory service (`agentscope_memory.short_term.tiered`)."""
 
 from __future__ import annotations
 
-import contextlib
+from dataclasses import dataclass
 from typing import AsyncIterator
 
 import grpc
-from prometheus_client import CollectorRegistry, Gauge
+from prometheus_client import CollectorRegistry, Gauge, Histogram
 
 from agentscope_memory._proto.agentscope.memory.v1 import tiered_memory_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import tiered_memory_service_pb2_grpc as pb_grpc
@@ -27,43 +27,75 @@ MAX_RESPONSE_BYTES = 4 * 1024 * 1024 - 64 * 1024
 
 
 class TierGauges:
-    """The status view as Prometheus gauges, per (tenant, memory, tier), set whenever a status
-    is read or a move happens through this server."""
+    """The status view as Prometheus series, summed over the TIERED memories this server has
+    reported (a status read, or a move through it) and not seen deleted: per tier, the items,
+    tokens and budgets; summaries and L4 vectors; how many memories; and, at every report,
+    histograms of each tier's fill and of the compaction ratio.
+
+    No series is labelled with a tenant or a memory id: `/metrics` is the server's, not a
+    tenant's, and a label per memory grows without bound. The per-memory figures the sums are
+    kept from stay in this process, a few numbers a memory."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        labels = ["tenant", "memory_id", "tier"]
-        self.items = Gauge("agentscope_memory_tiered_items", "Items per tier of a TIERED memory", labels,
+        tier = ["tier"]
+        self.memories = Gauge("agentscope_memory_tiered_memories", "TIERED memories reported through this server",
+                              registry=registry)
+        self.items = Gauge("agentscope_memory_tiered_items", "Items per tier, over the TIERED memories", tier,
                            registry=registry)
-        self.tokens = Gauge("agentscope_memory_tiered_tokens", "Tokens per tier of a TIERED memory", labels,
+        self.tokens = Gauge("agentscope_memory_tiered_tokens", "Tokens per tier, over the TIERED memories", tier,
                             registry=registry)
-        self.budget = Gauge("agentscope_memory_tiered_budget_tokens", "Token budget per tier of a TIERED memory",
-                            labels, registry=registry)
-        self.summaries = Gauge("agentscope_memory_tiered_summaries", "Summaries in L3", ["tenant", "memory_id"],
+        self.budget = Gauge("agentscope_memory_tiered_budget_tokens", "Token budgets per tier, over the TIERED memories",
+                            tier, registry=registry)
+        self.summaries = Gauge("agentscope_memory_tiered_summaries", "Summaries in L3, over the TIERED memories",
                                registry=registry)
-        self.vectors = Gauge("agentscope_memory_tiered_l4_vectors", "Vectors written to long-term memory",
-                             ["tenant", "memory_id"], registry=registry)
-        self.ratio = Gauge("agentscope_memory_tiered_compaction_ratio", "Tokens replaced per summary token",
-                           ["tenant", "memory_id"], registry=registry)
+        self.vectors = Gauge("agentscope_memory_tiered_l4_vectors",
+                             "Vectors written to long-term memory, over the TIERED memories", registry=registry)
+        self.fill = Histogram("agentscope_memory_tiered_fill_ratio", "A tier's tokens over its budget, at each report",
+                              tier, buckets=(0.1, 0.25, 0.5, 0.75, 0.9, 1.0, 1.25, 1.5, 2.0), registry=registry)
+        self.ratio = Histogram("agentscope_memory_tiered_compaction_ratio",
+                               "Tokens replaced per summary token, at each report of a memory with summaries",
+                               buckets=(0.5, 1, 1.5, 2, 3, 5, 10, 20, 50), registry=registry)
+        self._last: dict[tuple[str, str], _Figures] = {}
 
     def forget(self, tenant: str, memory_id: str) -> None:
-        """Drop a deleted memory's series (a memory that never reported has none)."""
-        for gauge in (self.items, self.tokens, self.budget):
-            for tier in ("L1", "L2", "L3", "L4"):
-                with contextlib.suppress(KeyError):
-                    gauge.remove(tenant, memory_id, tier)
-        for gauge in (self.summaries, self.vectors, self.ratio):
-            with contextlib.suppress(KeyError):
-                gauge.remove(tenant, memory_id)
+        """Take a deleted memory out of the sums (a memory that never reported is in none)."""
+        last = self._last.pop((tenant, memory_id), None)
+        if last is not None:
+            self._add(last, -1)
+            self.memories.dec()
 
     def set(self, tenant: str, status: TierStatus) -> None:
+        figures = _Figures(tuple((f"L{u.tier}", u.items, u.tokens, u.budget) for u in status.tiers),
+                           status.summaries, status.l4_vectors)
+        last = self._last.get((tenant, status.memory_id))
+        if last is None:
+            self.memories.inc()
+        else:
+            self._add(last, -1)
+        self._add(figures, 1)
+        self._last[(tenant, status.memory_id)] = figures
         for usage in status.tiers:
-            tier = f"L{usage.tier}"
-            self.items.labels(tenant, status.memory_id, tier).set(usage.items)
-            self.tokens.labels(tenant, status.memory_id, tier).set(usage.tokens)
-            self.budget.labels(tenant, status.memory_id, tier).set(usage.budget)
-        self.summaries.labels(tenant, status.memory_id).set(status.summaries)
-        self.vectors.labels(tenant, status.memory_id).set(status.l4_vectors)
-        self.ratio.labels(tenant, status.memory_id).set(status.compaction_ratio)
+            if usage.budget:
+                self.fill.labels(f"L{usage.tier}").observe(usage.fill)
+        if status.summaries:
+            self.ratio.observe(status.compaction_ratio)
+
+    def _add(self, figures: _Figures, sign: int) -> None:
+        for tier, items, tokens, budget in figures.tiers:
+            self.items.labels(tier).inc(sign * items)
+            self.tokens.labels(tier).inc(sign * tokens)
+            self.budget.labels(tier).inc(sign * budget)
+        self.summaries.inc(sign * figures.summaries)
+        self.vectors.inc(sign * figures.vectors)
+
+
+@dataclass(frozen=True)
+class _Figures:
+    """What one memory last added to the sums: (tier, items, tokens, budget) per tier."""
+
+    tiers: tuple[tuple[str, int, int, int], ...]
+    summaries: int
+    vectors: int
 
 
 class TieredServicer(pb_grpc.TieredMemoryServiceServicer):

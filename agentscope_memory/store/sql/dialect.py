@@ -51,6 +51,11 @@ class Dialect:
     # other's rows instead of waiting for them or taking them twice.
     claim_lock: str
     is_unique_violation: Callable[[BaseException], bool]
+    # Put after a text column (`{bytewise}`) that is compared or ordered, for code point (UTF-8
+    # byte) order on every database: SQLite's own, and what the Python side and the other
+    # store give; PostgreSQL follows the database's collation otherwise (`en_US.UTF-8` puts
+    # `a` before `B` before `_x`), so a list's order would depend on how the database was made.
+    bytewise: str = ""
     # Rendered statements, by source text. Per store instance, filled on first use (from any of
     # the store's threads: a racing first use renders the same text twice, harmlessly).
     _rendered: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
@@ -77,6 +82,7 @@ class Dialect:
         names["item_values"] = ", ".join("?" * len(self.item_columns))
         names["row_lock"] = self.row_lock
         names["claim_lock"] = self.claim_lock
+        names["bytewise"] = self.bytewise
         rendered = text.format_map(names)
         if self.placeholder != "?":
             # psycopg reads `%` as the start of a placeholder; a literal one is `%%`.

@@ -52,7 +52,7 @@ class JobStatements(SqlTxBase):
         if kind is not None:
             where, params = where + " AND kind = ?", params + [kind]
         rows = self._all(
-            f"SELECT {_JOB_COLUMNS} FROM {{jobs}} WHERE {where} ORDER BY created, job_id", params
+            f"SELECT {_JOB_COLUMNS} FROM {{jobs}} WHERE {where} ORDER BY created, job_id{{bytewise}}", params
         )
         return [_job_record(r) for r in rows]
 

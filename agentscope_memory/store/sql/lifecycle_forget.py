@@ -26,30 +26,31 @@ class LifecycleForgetStatements(LongTermStatements):
         sql = "SELECT {columns} FROM {ltm} WHERE tenant = ? AND scope_key = ? AND deleted = 0"
         params: list[Any] = [self.tenant, scope_key]
         if after is not None:
-            sql += " AND (created > ? OR (created = ? AND memory_id > ?))"
+            sql += " AND (created > ? OR (created = ? AND memory_id{bytewise} > ?))"
             params += [after[0], after[0], after[1]]
-        return self._rows(sql + " ORDER BY created, memory_id LIMIT ?", [*params, int(limit)])
+        return self._rows(sql + " ORDER BY created, memory_id{bytewise} LIMIT ?", [*params, int(limit)])
 
     def ltm_tenant_scope_keys(self, after: str, limit: int) -> list[str]:
         """This tenant's exact scopes, in key order, after `after`."""
-        rows = self._all("SELECT scope_key FROM {ltm_scopes} WHERE tenant = ? AND scope_key > ? ORDER BY scope_key LIMIT ?",
+        rows = self._all("SELECT scope_key FROM {ltm_scopes} WHERE tenant = ? AND scope_key{bytewise} > ?"
+                         " ORDER BY scope_key{bytewise} LIMIT ?",
                          (self.tenant, after, int(limit)))
         return [str(r[0]) for r in rows]
 
     def ltm_tenant_scopes(self, after: str, limit: int) -> list[tuple[str, str, str, str]]:
         """This tenant's exact scopes as (key, agent, user, run), in key order, after `after`."""
         rows = self._all("SELECT scope_key, agent_name, user_id, run_name FROM {ltm_scopes} WHERE tenant = ?"
-                         " AND scope_key > ? ORDER BY scope_key LIMIT ?", (self.tenant, after, int(limit)))
+                         " AND scope_key{bytewise} > ? ORDER BY scope_key{bytewise} LIMIT ?", (self.tenant, after, int(limit)))
         return [(str(r[0]), str(r[1]), str(r[2]), str(r[3])) for r in rows]
 
     def ltm_tenants(self) -> list[str]:
         """Every tenant that has long-term memories (a NO_TENANT transaction: the scheduler's)."""
-        return [str(r[0]) for r in self._all("SELECT DISTINCT tenant FROM {ltm_scopes} ORDER BY tenant")]
+        return [str(r[0]) for r in self._all("SELECT DISTINCT tenant{bytewise} FROM {ltm_scopes} ORDER BY tenant{bytewise}")]
 
     def ltm_deleted_before(self, before: float, limit: int) -> list[LongTermRow]:
         """Soft-deleted memories of this tenant whose deletion is older than `before`."""
         return self._rows(
-            "SELECT {columns} FROM {ltm} WHERE tenant = ? AND deleted = 1 AND updated < ? ORDER BY updated, memory_id LIMIT ?",
+            "SELECT {columns} FROM {ltm} WHERE tenant = ? AND deleted = 1 AND updated < ? ORDER BY updated, memory_id{bytewise} LIMIT ?",
             (self.tenant, before, int(limit)))
 
     def ltm_purge(self, memory_ids: Sequence[str]) -> list[str]:

@@ -12,7 +12,7 @@ class LifecycleReflectStatements(LongTermStatements):
         order = "DESC" if newest_first else "ASC"
         return self._rows(
             "SELECT {columns} FROM {ltm} WHERE tenant = ? AND scope_key = ? AND memory_type = ? AND deleted = 0"
-            f" ORDER BY created {order}, memory_id {order} LIMIT ?",
+            f" ORDER BY created {order}, memory_id{{bytewise}} {order} LIMIT ?",
             (self.tenant, scope_key, memory_type, int(limit)),
         )
 

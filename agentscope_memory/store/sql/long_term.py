@@ -199,7 +199,7 @@ class LongTermStatements(SqlTxBase):
             if value:
                 sql += f" AND {column} = ?"
                 params.append(value)
-        return [r[0] for r in self._all(sql + " ORDER BY scope_key", params)]
+        return [r[0] for r in self._all(sql + " ORDER BY scope_key{bytewise}", params)]
 
     def ltm_existing_hashes(self, scope_key: str, hashes: Sequence[str]) -> set[str]:
         if not hashes:
@@ -306,13 +306,13 @@ class LongTermStatements(SqlTxBase):
                " AND deleted = 0")
         params: list[Any] = [self.tenant, *scope_keys]
         if after is not None:
-            sql += " AND (created > ? OR (created = ? AND memory_id > ?))"
+            sql += " AND (created > ? OR (created = ? AND memory_id{bytewise} > ?))"
             params += [after[0], after[0], after[1]]
-        return self._rows(sql + " ORDER BY created, memory_id LIMIT ?", [*params, limit])
+        return self._rows(sql + " ORDER BY created, memory_id{bytewise} LIMIT ?", [*params, limit])
 
     def ltm_scope_rows(self, scope_key: str) -> list[LongTermRow]:
         return self._rows(
-            "SELECT {columns} FROM {ltm} WHERE tenant = ? AND scope_key = ? AND deleted = 0 ORDER BY created, memory_id",
+            "SELECT {columns} FROM {ltm} WHERE tenant = ? AND scope_key = ? AND deleted = 0 ORDER BY created, memory_id{bytewise}",
             (self.tenant, scope_key),
         )
 

@@ -97,8 +97,8 @@ class MemoryStatements(SqlTxBase):
 
     def list_memories(self, after_id: str, limit: int) -> list[MemoryRecord]:
         rows = self._all(
-            f"SELECT {_MEMORY_COLUMNS} FROM {{memories}} WHERE tenant = ? AND memory_id > ?"
-            " ORDER BY memory_id LIMIT ?",
+            f"SELECT {_MEMORY_COLUMNS} FROM {{memories}} WHERE tenant = ? AND memory_id{{bytewise}} > ?"
+            " ORDER BY memory_id{bytewise} LIMIT ?",
             (self.tenant, after_id, limit),
         )
         return [_memory_record(r) for r in rows]
@@ -211,7 +211,7 @@ class MemoryStatements(SqlTxBase):
         # range comparisons follow the database's collation.
         rows = self._all(
             "SELECT key FROM {kv} WHERE tenant = ? AND memory_id = ? AND substr(key, 1, ?) = ?"
-            " ORDER BY key",
+            " ORDER BY key{bytewise}",
             (self.tenant, memory_id, len(prefix), prefix),
         )
         return [r[0] for r in rows]
@@ -219,7 +219,7 @@ class MemoryStatements(SqlTxBase):
     def kv_scan(self, prefix: str) -> list[KvEntry]:
         rows = self._all(
             "SELECT tenant, memory_id, key, value FROM {kv} WHERE substr(key, 1, ?) = ?"
-            " ORDER BY tenant, memory_id, key",
+            " ORDER BY tenant{bytewise}, memory_id{bytewise}, key{bytewise}",
             (len(prefix), prefix),
         )
         return [KvEntry(*row) for row in rows]

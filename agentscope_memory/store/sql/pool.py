@@ -111,18 +111,18 @@ class PoolStatements(SqlTxBase):
             sql += " AND substr(entry_key, 1, ?) = ?"
             params += [len(prefix), prefix]
         if after_key is not None:
-            sql += " AND entry_key > ?"
+            sql += " AND entry_key{bytewise} > ?"
             params.append(after_key)
-        return [_entry(r) for r in self._all(sql + " ORDER BY entry_key LIMIT ?", [*params, limit])]
+        return [_entry(r) for r in self._all(sql + " ORDER BY entry_key{bytewise} LIMIT ?", [*params, limit])]
 
     def pool_newest(self, pool_id: str, before: tuple[float, str] | None, limit: int) -> list[PoolEntryRow]:
         """Entries by `updated_at` descending (then key), after the position `before`."""
         sql = f"SELECT {_ENTRY} FROM {{pool_entries}} WHERE tenant = ? AND pool_id = ?"
         params: list[Any] = [self.tenant, pool_id]
         if before is not None:
-            sql += " AND (updated_at < ? OR (updated_at = ? AND entry_key > ?))"
+            sql += " AND (updated_at < ? OR (updated_at = ? AND entry_key{bytewise} > ?))"
             params += [before[0], before[0], before[1]]
-        return [_entry(r) for r in self._all(sql + " ORDER BY updated_at DESC, entry_key LIMIT ?", [*params, limit])]
+        return [_entry(r) for r in self._all(sql + " ORDER BY updated_at DESC, entry_key{bytewise} LIMIT ?", [*params, limit])]
 
     def pool_events(self, pool_id: str, after_seq: int, limit: int) -> list[PoolEventRow]:
         rows = self._all(

@@ -94,8 +94,8 @@ class ScopeStatements(SqlTxBase):
 
     def scope_children(self, space: str, parent: str, after: str, limit: int) -> list[str]:
         rows = self._all(
-            "SELECT child FROM {scope_links} WHERE tenant = ? AND space = ? AND parent = ? AND child > ?"
-            " ORDER BY child LIMIT ?",
+            "SELECT child FROM {scope_links} WHERE tenant = ? AND space = ? AND parent = ? AND child{bytewise} > ?"
+            " ORDER BY child{bytewise} LIMIT ?",
             (self.tenant, space, parent, after, limit),
         )
         return [r[0] for r in rows]
@@ -153,8 +153,8 @@ class ScopeStatements(SqlTxBase):
     def scope_global_memories(self, after: str, limit: int) -> list[str]:
         """The tenant's memories holding GLOBAL items, by id."""
         rows = self._all(
-            "SELECT DISTINCT memory_id FROM {scope_marks} WHERE tenant = ? AND visibility = 'GLOBAL'"
-            " AND memory_id > ? ORDER BY memory_id LIMIT ?",
+            "SELECT DISTINCT memory_id{bytewise} FROM {scope_marks} WHERE tenant = ? AND visibility = 'GLOBAL'"
+            " AND memory_id{bytewise} > ? ORDER BY memory_id{bytewise} LIMIT ?",
             (self.tenant, after, limit),
         )
         return [r[0] for r in rows]
@@ -179,14 +179,14 @@ class ScopeStatements(SqlTxBase):
             return []
         rows = self._all(
             f"SELECT scope_key FROM {{scope_ltm_keys}} WHERE tenant = ? AND base_key IN ({placeholders(len(base_keys))})"
-            " ORDER BY scope_key",
+            " ORDER BY scope_key{bytewise}",
             (self.tenant, *base_keys),
         )
         return [r[0] for r in rows]
 
     def scope_ltm_global_keys(self) -> list[str]:
         rows = self._all(
-            "SELECT scope_key FROM {scope_ltm_keys} WHERE tenant = ? AND visibility = 'GLOBAL' ORDER BY scope_key",
+            "SELECT scope_key FROM {scope_ltm_keys} WHERE tenant = ? AND visibility = 'GLOBAL' ORDER BY scope_key{bytewise}",
             (self.tenant,),
         )
         return [r[0] for r in rows]

@@ -279,7 +279,8 @@ class Inspector:
         if self.keys.tenant_for(key) is None:
             return self.render(request, "login.html", status=401, error="unknown API key")
         response = RedirectResponse("/", status_code=303)
-        response.set_cookie(COOKIE, key, httponly=True, samesite="strict")
+        # Secure over HTTPS (a server with TLS): the cookie holds the key, never sent in clear.
+        response.set_cookie(COOKIE, key, httponly=True, samesite="strict", secure=request.url.scheme == "https")
         return response
 
     async def logout(self, request: Request) -> Response:
