@@ -72,10 +72,11 @@ class Endpoint:
             return conn
         import psycopg
 
-        from agentscope_memory.store.postgres import first_line
+        from agentscope_memory.store.postgres import first_line, with_connection_defaults
 
         try:
-            return psycopg.connect(self.dsn or "", autocommit=True)
+            # The server's timeouts and keepalives: a dead path fails the copy, not hangs it.
+            return psycopg.connect(with_connection_defaults(self.dsn or ""), autocommit=True)
         except psycopg.Error as exc:
             raise CopyRefused(f"cannot connect to {self.describe()}: {first_line(exc)}") from None
 
