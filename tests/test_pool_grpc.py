@@ -77,7 +77,37 @@ async def test_compare_and_set(server) -> None:
             assert raw.value.code() == grpc.StatusCode.ABORTED
             assert dict(raw.value.trailing_metadata() or ())["agentscope-memory-current-version"] == "2"
         await pools.delete(POOL, "k", expected_version=2)
-        assert (await pools.write(POOL, "k", "again", expected_version=0)).entry.version == 1
+        # Written again, the key goes on from the version deleted: no version of it repeats.
+        assert (await pools.write(POOL, "k", "again", expected_version=0)).entry.version == 3
+
+
+async def test_a_stale_compare_and_set_cannot_land_on_a_key_deleted_and_written_again(server) -> None:
+    # ABA: an agent read 任务 at version 1; meanwhile another deleted it and wrote a new, different
+    # entry under the same key. The stale agent's compare-and-set must not overwrite it.
+    async with AsyncPoolClient(server.address, timeout=10) as pools:
+        read = (await pools.write(POOL, "任务", {"负责人": "甲"}, writer="planner")).entry
+        await pools.delete(POOL, "任务", writer="planner", expected_version=read.version)
+        again = (await pools.write(POOL, "任务", {"负责人": "乙"}, writer="coder", expected_version=0)).entry
+        assert again.version > read.version
+        with pytest.raises(PoolConflictError) as caught:
+            await pools.write(POOL, "任务", {"负责人": "甲", "完成": True}, writer="stale", expected_version=read.version)
+        assert (caught.value.expected, caught.value.actual) == (read.version, again.version)
+        with pytest.raises(PoolConflictError):
+            await pools.delete(POOL, "任务", writer="stale", expected_version=read.version)
+        async with grpc.aio.insecure_channel(server.address) as channel:
+            with pytest.raises(grpc.aio.AioRpcError) as raw:
+                await pb_grpc.SharedPoolServiceStub(channel).WritePoolEntry(pb.WritePoolEntryRequest(
+                    pool_id=POOL, key="任务", content_json="{}", expected_version=read.version))
+            assert raw.value.code() == grpc.StatusCode.ABORTED
+        assert (await pools.get(POOL, "任务")).value == {"负责人": "乙"}
+        # Deleted and written again twice more: still each version once, in the order written.
+        versions = [read.version, again.version]
+        for i in range(2):
+            await pools.delete(POOL, "任务")
+            versions.append((await pools.write(POOL, "任务", i)).entry.version)
+        assert versions == sorted(set(versions))
+        events = [e async for e in pools.iter_events(POOL) if e.key == "任务"]
+        assert [e.version for e in events if e.event_type == "shared_pool.write"] == versions
 
 
 def test_a_conflict_reports_its_versions_whatever_the_key_says(threaded_server) -> None:
