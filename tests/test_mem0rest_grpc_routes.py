@@ -96,6 +96,36 @@ async def test_delete_all_forgets_a_scope(rest) -> None:
     assert len((await rest.get("/memories", params={"user_id": "dave"})).json()["results"]) == 1
 
 
+@pytest.mark.parametrize("path", ["/memories", "/v1/memories/"])
+async def test_delete_all_of_a_parent_scope_needs_force_as_over_grpc(server_factory, path) -> None:
+    # DeleteScope refuses a scope other scopes inherit from unless `force`, which detaches them;
+    # mem0's route forgets the same scope and must not quietly leave the children hanging on it.
+    from agentscope_memory.client.scopes import AsyncScopeClient
+    from agentscope_memory.long_term import Scope
+
+    server = await server_factory(mem0_rest_port=0, api_keys={KEY_A: "tenant-a"})
+    boss, staff = Scope(user_id="老板"), Scope(user_id="员工")
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.mem0_rest_port}",
+                                 headers={"Authorization": f"Token {KEY_A}"}, timeout=60) as rest, \
+            AsyncScopeClient(server.address, api_key=KEY_A) as scopes:
+        await scopes.set_long_term_parent(staff, boss)
+        await rest.post("/memories", json={"messages": "预算是十万元", "user_id": "老板"})
+        await rest.post("/memories", json={"messages": "我负责写测试", "user_id": "员工"})
+        refused = await rest.delete(path, params={"user_id": "老板"})
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["detail"].startswith("force: ") and "1 child scope" in refused.json()["detail"]
+        assert len((await rest.get("/memories", params={"user_id": "老板"})).json()["results"]) == 1
+        assert (await scopes.long_term_lineage(staff)).ancestors == [boss]
+        forced = await rest.delete(path, params={"user_id": "老板", "force": "true"})
+        assert forced.status_code == 200 and forced.json()["deleted"] == 1, forced.text
+        assert (await rest.get("/memories", params={"user_id": "老板"})).json()["results"] == []
+        assert (await scopes.long_term_lineage(staff)).ancestors == []
+        assert [m["memory"] for m in (await rest.get("/memories", params={"user_id": "员工"})).json()["results"]] == [
+            "我负责写测试"]
+        # A scope without children needs no force.
+        assert (await rest.delete(path, params={"user_id": "员工"})).json()["deleted"] == 1
+
+
 async def test_keys_decide_the_tenant(rest) -> None:
     added = (await rest.post("/memories", json={"messages": "tenant A secret", "user_id": "alice"})).json()
     memory_id = added["results"][0]["id"]

@@ -30,6 +30,7 @@ from agentscope_memory.mem0_api.models import (
 )
 from agentscope_memory.message import Msg, MsgRole
 from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES
+from agentscope_memory.scopes.engine import ScopeEngine
 
 DEFAULT_SEARCH_TOP_K = 10
 DEFAULT_LIST_TOP_K = 100
@@ -170,8 +171,12 @@ def to_msgs(messages: Sequence[Mem0Message] | str) -> list[Msg]:
 class Mem0Api:
     """mem0's REST operations for one tenant at a time over a `LongTermEngine`."""
 
-    def __init__(self, engine: LongTermEngine, max_history_bytes: int = DEFAULT_PAGE_BYTES) -> None:
+    def __init__(self, engine: LongTermEngine, max_history_bytes: int = DEFAULT_PAGE_BYTES,
+                 scopes: ScopeEngine | None = None) -> None:
         self.engine = engine
+        # Forgetting a scope goes through the scope hierarchy when there is one, so a parent
+        # scope is refused unless `force`, as `DeleteScope` refuses it.
+        self.scopes = scopes
         # What one `GET /memories/{id}/history` answer may hold (the server's page byte budget).
         self.max_history_bytes = max_history_bytes
 
@@ -236,8 +241,12 @@ class Mem0Api:
         await self.engine.delete(tenant, memory_id)
         return {"message": "Memory deleted successfully!"}
 
-    async def delete_all(self, tenant: str, ids: Ids) -> dict[str, Any]:
-        deleted = await self.engine.delete_scope(tenant, _scope(ids.model_dump(), ""))
+    async def delete_all(self, tenant: str, ids: Ids, force: bool = False) -> dict[str, Any]:
+        scope = _scope(ids.model_dump(), "")
+        if self.scopes is not None:
+            deleted = await self.scopes.delete_long_term_scope(tenant, scope, force)
+        else:
+            deleted = await self.engine.delete_scope(tenant, scope)
         return {"message": "Memories deleted successfully!", "deleted": deleted}
 
     async def history(self, tenant: str, memory_id: str) -> list[dict[str, Any]]:
