@@ -318,6 +318,38 @@ async def test_rendering_newest_first_within_the_budget(server) -> None:
         assert (await pools.render(["empty pool"])).entry_count == 0
 
 
+async def test_each_entry_stays_one_line_whatever_its_text_holds(server) -> None:
+    # A rendering promises one line per entry: a reader (or a model) splits it into entries. A
+    # string holding line breaks is shown as a JSON string literal, from which the text comes back.
+    values = {
+        "plan": "Step 1: write the tests\nStep 2: fix the bug\r\nStep 3: release",
+        "计划": "第一步：写测试\n第二步：修复\u2028第三步：发布",
+        "quoted": '"already quoted"',
+        "nested": {"说明": "第一行\n第二行", "sep": "a\u2029b\x85c"},
+        "plain": "one line, shown as it is",
+    }
+    async with AsyncPoolClient(server.address, timeout=10) as pools:
+        for key, value in values.items():
+            await pools.write("多行", key, value)
+        for key in ("a\u2028b",):  # a key may hold a Unicode line separator (not a control character)
+            await pools.write("多行", key, "x")
+        rendered = await pools.render(["多行"], 10_000)
+        lines = rendered.text.splitlines()
+        assert len(lines) == rendered.entry_count == len(values) + 1
+        shown = {}
+        for line in lines:
+            key, _, text = line.removeprefix("[SHARED:").partition("] ")
+            shown[key] = text
+        assert shown["plain"] == "one line, shown as it is"
+        for key in ("plan", "计划", "quoted"):
+            assert shown[key].startswith('"') and json.loads(shown[key]) == values[key]
+        assert json.loads(shown["nested"]) == values["nested"]
+        as_messages = await pools.render(["多行"], 10_000, messages=True)
+        assert [m.text_content for m in as_messages.messages] == lines
+        assert all(len(m.text_content.splitlines()) == 1 for m in as_messages.messages)
+        assert {m.metadata["key"] for m in as_messages.messages} == {*values, "a\u2028b"}
+
+
 async def test_a_page_of_entries_with_large_metadata_fits_a_stock_4_mib_client(server) -> None:
     # 100 small entries with 64 KiB of metadata each: 6.5 MB, in pages a stock client receives.
     metadata = json.dumps({"notes": "备" * 21_800}, ensure_ascii=False)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.long_term.text import tokenize
 from agentscope_memory.message import Msg, MsgRole, TextBlock
+from agentscope_memory.one_line import one_line
 from agentscope_memory.short_term.tiered.items import MARKER, TierItem
 
 if TYPE_CHECKING:
@@ -194,11 +195,13 @@ async def project(service: TieredService, tenant: str, memory_id: str, request: 
         allowance = min(math.floor(shares[section] * request.budget) + carry, request.budget - spent)
         msgs: list[Msg] = []
         if section == PLAN and request.include_plan:
-            msgs = _fit_text("## Plan", [request.plan], allowance, cost, PLAN)
+            msgs = _fit_text("## Plan", [request.plan], allowance, cost, PLAN)[0]
         elif section == FACTS and facts:
             fresh = [f for f in facts if f not in placed]
-            msgs = _fit_text("## Relevant facts", [f"- {f}" for f in fresh], allowance, cost, FACTS)
-            shown = len(msgs[0].text_content.splitlines()) - 1 if msgs else 0
+            # One line a fact, whatever its text holds; and the facts shown are counted as
+            # kept, not as lines (a fact of three lines made two unshown facts count as shown,
+            # and so left out of the sections filled after this one too).
+            msgs, shown = _fit_text("## Relevant facts", [f"- {one_line(f)}" for f in fresh], allowance, cost, FACTS)
             placed.update(fresh[:shown])
         elif section == SHARED:
             msgs = _fit_newest(list(request.shared_context), allowance, cost)
@@ -233,8 +236,9 @@ async def project(service: TieredService, tenant: str, memory_id: str, request: 
     return Projection(mode, not request.mode, messages, request.budget, total, used)
 
 
-def _fit_text(title: str, lines: list[str], allowance: int, cost: Cost, kind: str) -> list[Msg]:
-    """One system message with as many of `lines` (best first) as fit. Lines are counted one
+def _fit_text(title: str, lines: list[str], allowance: int, cost: Cost, kind: str) -> tuple[list[Msg], int]:
+    """One system message with as many of `lines` (best first) as fit, and how many of them
+    (the last perhaps cut) it holds. Lines are counted one
     by one (a line's own count bounds what it adds), then the whole message is checked, so
     many facts cost a linear number of counts."""
     kept: list[str] = []
@@ -260,7 +264,7 @@ def _fit_text(title: str, lines: list[str], allowance: int, cost: Cost, kind: st
             break
     while kept and cost([_system(title, kept, kind)]) > allowance:
         kept.pop()
-    return [_system(title, kept, kind)] if kept else []
+    return ([_system(title, kept, kind)] if kept else []), len(kept)
 
 
 def _fit_newest(msgs: list[Msg], allowance: int, cost: Cost) -> list[Msg]:
