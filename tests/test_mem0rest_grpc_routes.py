@@ -126,6 +126,42 @@ async def test_delete_all_of_a_parent_scope_needs_force_as_over_grpc(server_fact
         assert (await rest.delete(path, params={"user_id": "员工"})).json()["deleted"] == 1
 
 
+async def test_search_touches_only_what_it_returns(server_factory) -> None:
+    # A memory's last access and access count drive decay and forgetting. What the metadata
+    # filter, the threshold or top_k leave out of the answer was not recalled.
+    from agentscope_memory.client import AsyncLongTermClient
+
+    server = await server_factory(mem0_rest_port=0, api_keys={KEY_A: "tenant-a"})
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.mem0_rest_port}",
+                                 headers={"Authorization": f"Token {KEY_A}"}, timeout=60) as rest, \
+            AsyncLongTermClient(server.address, api_key=KEY_A, timeout=30) as ltm:
+        ids = []
+        for text, category in (("我喜欢绿茶", "food"), ("I like green tea", "food"), ("绿茶要用八十度的水泡", "tips"),
+                               ("Green tea is brewed at 80 degrees", "tips")):
+            added = await rest.post("/memories", json={"messages": text, "user_id": "茶友", "metadata": {"c": category}})
+            ids.append(added.json()["results"][0]["id"])
+        before = {memory_id: await ltm.get(memory_id) for memory_id in ids}
+        # Nothing passes this threshold: nothing is recalled.
+        none = await rest.post("/search", json={"query": "绿茶 green tea", "user_id": "茶友", "threshold": 100.0})
+        assert none.status_code == 200 and none.json()["results"] == []
+        found = await rest.post("/search", json={"query": "绿茶 green tea", "user_id": "茶友", "top_k": 1,
+                                                 "filters": {"c": "tips"}})
+        [hit] = found.json()["results"]
+        assert hit["metadata"]["c"] == "tips"
+        # Touches land in the background: wait for the hit's, then give any other a moment.
+        for _ in range(100):
+            if (await ltm.get(hit["id"])).access_count:
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)
+        for memory_id in ids:
+            after = await ltm.get(memory_id)
+            if memory_id == hit["id"]:
+                assert after.access_count == 1 and after.last_accessed_at > before[memory_id].last_accessed_at
+            else:
+                assert (after.access_count, after.last_accessed_at) == (0, before[memory_id].last_accessed_at), after.text
+
+
 async def test_keys_decide_the_tenant(rest) -> None:
     added = (await rest.post("/memories", json={"messages": "tenant A secret", "user_id": "alice"})).json()
     memory_id = added["results"][0]["id"]

@@ -154,8 +154,10 @@ class LongTermEngine(Protocol):
         """AgentScope `record(msgs)`: store what the messages say; returns what was stored."""
         ...
 
-    async def search(self, tenant: str, scope: Scope, query: str, limit: int = DEFAULT_TOP_K) -> list[LongTermItem]:
-        """The memories of `scope` that best match `query`, best first."""
+    async def search(self, tenant: str, scope: Scope, query: str, limit: int = DEFAULT_TOP_K, *,
+                     touch: bool = True) -> list[LongTermItem]:
+        """The memories of `scope` that best match `query`, best first, marked recalled unless
+        `touch` is false (the caller then `touch`es what it shows of them)."""
         ...
 
     async def retrieve(
@@ -165,11 +167,17 @@ class LongTermEngine(Protocol):
         ...
 
     async def search_ranked(
-        self, tenant: str, scope: Scope, query: str, options: RankOptions | None = None, *, route: bool = False
+        self, tenant: str, scope: Scope, query: str, options: RankOptions | None = None, *, route: bool = False,
+        touch: bool = True,
     ) -> tuple[list[LongTermItem], str]:
         """Ranked search whose items carry every score component (`item.scores`); with
         `route`, the query's domain filters candidates (general_chat recalls nothing).
-        Returns (items best first, the routed domain or "")."""
+        Returns (items best first, the routed domain or ""). `touch` as for `search`."""
+        ...
+
+    def touch(self, tenant: str, memory_ids: Sequence[str]) -> None:
+        """Mark memories recalled now: what a caller showed of a search made without `touch`
+        (only what a user or model saw keeps a memory from decaying)."""
         ...
 
     async def list(self, tenant: str, scope: Scope, limit: int = 100) -> list[LongTermItem]: ...

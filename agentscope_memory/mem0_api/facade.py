@@ -212,11 +212,14 @@ class Mem0Api:
         # top_k matches are found or the scope has nothing more to give.
         fetch = top_k if not wanted else min(max(top_k * 5, 50), MAX_TOP_K)
         while True:
-            found = await self.engine.search(tenant, scope, request.query, fetch)
+            # Not touched by the search: what the filters, the threshold and top_k leave out
+            # was not recalled, and must decay as if it had not been searched.
+            found = await self.engine.search(tenant, scope, request.query, fetch, touch=False)
             hits = [i for i in found if _matches(i, wanted)]
             if request.threshold is not None:
                 hits = [i for i in hits if i.score is None or i.score >= request.threshold]
             if len(hits) >= top_k or len(found) < fetch or fetch >= MAX_TOP_K:
+                self.engine.touch(tenant, [i.id for i in hits[:top_k]])
                 return [memory_json(i) for i in hits[:top_k]]
             fetch = min(fetch * 4, MAX_TOP_K)
 

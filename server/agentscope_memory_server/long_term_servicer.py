@@ -168,9 +168,13 @@ class LongTermServicer(pb_grpc.LongTermMemoryServiceServicer):
             return pb.SearchLongTermMemoriesResponse(
                 results=results[:_fit(results, budget)], routed_domain=domain,
                 summary=text, summary_method=summary.method if summary else "")
-        items, domain = await self.engine.search_ranked(tenant_of(context), scope, request.query, options, route=request.route_query)
+        items, domain = await self.engine.search_ranked(tenant_of(context), scope, request.query, options,
+                                                        route=request.route_query, touch=False)
         results = [long_term_result_to_proto(i) for i in items]
-        return pb.SearchLongTermMemoriesResponse(results=results[:_fit(results, self.max_page_bytes)], routed_domain=domain)
+        kept = _fit(results, self.max_page_bytes)
+        # What the byte budget cut was not recalled: only what the caller receives is touched.
+        self.engine.touch(tenant_of(context), [i.id for i in items[:kept]])
+        return pb.SearchLongTermMemoriesResponse(results=results[:kept], routed_domain=domain)
 
     @grpc_errors
     async def UpdateLongTermMemory(self, request: pb.UpdateLongTermMemoryRequest, context: grpc.aio.ServicerContext) -> pb.UpdateLongTermMemoryResponse:

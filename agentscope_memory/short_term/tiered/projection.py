@@ -25,6 +25,7 @@ from agentscope_memory.one_line import one_line
 from agentscope_memory.short_term.tiered.items import MARKER, TierItem
 
 if TYPE_CHECKING:
+    from agentscope_memory.long_term.engine import LongTermItem
     from agentscope_memory.short_term.tiered.service import TieredService
 
 STANDARD, MINIMAL, DEBUG, ANALYTICAL, CONTEXTUAL = "STANDARD", "MINIMAL", "DEBUG", "ANALYTICAL", "CONTEXTUAL"
@@ -173,11 +174,13 @@ async def project(service: TieredService, tenant: str, memory_id: str, request: 
 
     # Candidates per section, best first.
     facts: list[str] = []
+    recalled: list[LongTermItem] = []
     if request.include_facts:
         texts = [i.content for i in tiers.l3] + [i.content for i in tiers.l2]
         if service.long_term is not None and request.instruction.strip():
-            found, _ = await service.long_term.search_ranked(tenant, service.scope(memory_id, config), request.instruction)
-            texts += [f.text for f in found]
+            recalled, _ = await service.long_term.search_ranked(tenant, service.scope(memory_id, config),
+                                                                request.instruction, touch=False)
+            texts += [f.text for f in recalled]
         texts = list(dict.fromkeys(t for t in texts if t.strip()))
         scores = await rank_by_similarity(service, request.instruction, texts)
         facts = [t for _, t in sorted(zip(scores, texts, strict=True), key=lambda p: -p[0])]
@@ -232,6 +235,9 @@ async def project(service: TieredService, tenant: str, memory_id: str, request: 
         chosen[RECENT] = [m for m in chosen[RECENT] if m.id not in working_ids]
         used[RECENT] = cost(chosen[RECENT]) if chosen[RECENT] else 0
     messages = [m for section in READ_ORDER[mode] for m in chosen.get(section, [])]
+    if service.long_term is not None:
+        # Recalled are the long-term memories the projection shows, not those the budget left out.
+        service.long_term.touch(tenant, [f.id for f in recalled if f.text in placed])
     total = cost(messages) if messages else 0
     return Projection(mode, not request.mode, messages, request.budget, total, used)
 
