@@ -14,6 +14,7 @@ from typing import Any
 from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.ids import check_id
 from agentscope_memory.long_term.importance import LlmScorer
+from agentscope_memory.long_term.metadata_filter import metadata_matches
 from agentscope_memory.long_term.engine import (
     HistoryEntry,
     LongTermEngine,
@@ -134,7 +135,7 @@ def split_filters(request: Ids, filters: dict[str, Any] | None) -> tuple[Scope, 
 
 
 def _matches(item: LongTermItem, metadata: dict[str, Any]) -> bool:
-    return all(k in item.metadata and item.metadata[k] == v for k, v in metadata.items())
+    return metadata_matches(item.metadata, metadata)
 
 
 def _message_text(message: Mem0Message, where: str) -> str:
