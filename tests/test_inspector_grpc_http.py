@@ -114,3 +114,21 @@ async def test_an_admin_deleting_a_parent_memory_needs_force_as_over_grpc(server
         with pytest.raises(NotFoundError):
             await memories.get_memory("主管")
         assert (await scopes.lineage("助手")).ancestors == []
+
+
+async def test_searching_long_term_memory_in_the_inspector_is_not_a_recall(inspector) -> None:
+    # The inspector is read-only for a reader key: an operator looking at a scope must not
+    # change what decay and forgetting read (last access, access count) of what they looked at.
+    import asyncio
+
+    from agentscope_memory.client import AsyncLongTermClient
+    from agentscope_memory.long_term import Scope
+
+    server, http = inspector
+    async with AsyncLongTermClient(server.address, api_key=KEY, timeout=30) as ltm:
+        [before] = await ltm.record(Scope(user_id="检查员"), [Msg.create(MsgRole.USER, "我对花生过敏")])
+        page = await http.get("/long-term", params={"user_id": "检查员", "query": "花生"})
+        assert page.status_code == 200 and "我对花生过敏" in page.text
+        await asyncio.sleep(0.5)  # a touch lands in the background, within milliseconds
+        after = await ltm.get(before.id)
+        assert (after.access_count, after.last_accessed_at) == (0, before.last_accessed_at)

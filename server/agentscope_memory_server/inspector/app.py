@@ -213,7 +213,8 @@ class Inspector:
             error = "long-term memory is switched off on this server"
         elif query:
             try:
-                items, _ = await self.service.long_term.search_ranked(tenant, scope, query)
+                # An operator looking is not a recall: decay and forgetting must not see it.
+                items, _ = await self.service.long_term.search_ranked(tenant, scope, query, touch=False)
             except MemoryServiceError as exc:
                 error = str(exc)
             else:
