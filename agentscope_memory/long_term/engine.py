@@ -161,9 +161,10 @@ class LongTermEngine(Protocol):
         ...
 
     async def retrieve(
-        self, tenant: str, scope: Scope, msg: Msg | None, limit: int = DEFAULT_TOP_K
+        self, tenant: str, scope: Scope, msg: Msg | None, limit: int = DEFAULT_TOP_K, *, touch: bool = True
     ) -> tuple[str, list[LongTermItem]]:
-        """AgentScope `retrieve(msg)`: what the memory holds for the message, as one text."""
+        """AgentScope `retrieve(msg)`: what the memory holds for the message, as one text
+        (`touch` as for `search`)."""
         ...
 
     async def search_ranked(
@@ -237,11 +238,12 @@ async def all_history(engine: LongTermEngine, tenant: str, memory_id: str) -> li
 class Searches(Protocol):
     """What `retrieve_by_search` needs of an engine."""
 
-    async def search(self, tenant: str, scope: Scope, query: str, limit: int = DEFAULT_TOP_K) -> list[LongTermItem]: ...
+    async def search(self, tenant: str, scope: Scope, query: str, limit: int = DEFAULT_TOP_K, *,
+                     touch: bool = True) -> list[LongTermItem]: ...
 
 
 async def retrieve_by_search(
-    engine: Searches, tenant: str, scope: Scope, msg: Msg | None, limit: int = DEFAULT_TOP_K
+    engine: Searches, tenant: str, scope: Scope, msg: Msg | None, limit: int = DEFAULT_TOP_K, *, touch: bool = True
 ) -> tuple[str, list[LongTermItem]]:
     """AgentScope-Java `retrieve(msg)`: the memories found for the message's text, joined with
     newlines; a message without text gives "" (reference/agentscope-java-core.md §6.4)."""
@@ -253,5 +255,5 @@ async def retrieve_by_search(
         check_msg(msg, "message")
     if msg is None or not msg.text_content:
         return "", []
-    items = await engine.search(tenant, scope, msg.text_content, limit or DEFAULT_TOP_K)
+    items = await engine.search(tenant, scope, msg.text_content, limit or DEFAULT_TOP_K, touch=touch)
     return "\n".join(i.text for i in items if i.text), items

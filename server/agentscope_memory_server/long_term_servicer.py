@@ -80,12 +80,15 @@ class LongTermServicer(pb_grpc.LongTermMemoryServiceServicer):
         if request.limit < 0:
             raise InvalidArgumentError("limit", "must not be negative")
         msg = msg_from_proto(request.message, "message") if request.HasField("message") else None
-        text, items = await self.engine.retrieve(tenant_of(context), scope_from_proto(request.scope), msg, request.limit or 5)
+        text, items = await self.engine.retrieve(tenant_of(context), scope_from_proto(request.scope), msg,
+                                                 request.limit or 5, touch=False)
         memories = [long_term_item_to_proto(i) for i in items]
         # The text repeats each memory's text: both count against the budget.
         kept = _fit(memories, self.max_page_bytes, lambda i: len(items[i].text.encode("utf-8")) + 1)
         if kept < len(items):
             text = "\n".join(i.text for i in items[:kept] if i.text)
+        # Recalled is what the answer holds (as for a search).
+        self.engine.touch(tenant_of(context), [i.id for i in items[:kept]])
         return pb.RetrieveResponse(text=text, memories=memories[:kept])
 
     @grpc_errors

@@ -389,9 +389,9 @@ class HybridEngine:
         return items
 
     async def retrieve(
-        self, tenant: str, scope: Scope, msg: Msg | None, limit: int = DEFAULT_TOP_K
+        self, tenant: str, scope: Scope, msg: Msg | None, limit: int = DEFAULT_TOP_K, *, touch: bool = True
     ) -> tuple[str, list[LongTermItem]]:
-        return await retrieve_by_search(self, tenant, scope, msg, limit)
+        return await retrieve_by_search(self, tenant, scope, msg, limit, touch=touch)
 
     async def search_ranked(
         self, tenant: str, scope: Scope, query: str, options: RankOptions | None = None, *, route: bool = False,
