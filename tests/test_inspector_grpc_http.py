@@ -10,6 +10,8 @@ import httpx
 import pytest
 
 from agentscope_memory.client import AsyncMemoryClient, AsyncPoolClient
+from agentscope_memory.client.scopes import AsyncScopeClient
+from agentscope_memory.errors import NotFoundError
 from agentscope_memory.message import Msg, MsgRole
 
 KEY = "inspector-http-key-0001"
@@ -87,3 +89,46 @@ async def test_links_to_ids_holding_slashes_and_dot_segments_lead_to_them(inspec
     assert action
     filtered = await http.get(str(pool.url.join(action.group(1))))
     assert filtered.status_code == 200 and "<code>k</code>" in _entries(filtered), filtered.url
+
+
+async def test_an_admin_deleting_a_parent_memory_needs_force_as_over_grpc(server_factory) -> None:
+    # DeleteMemory refuses a memory with children unless `force` (which detaches them); the
+    # inspector's delete button must apply the same rule, not detach them silently.
+    admin = "inspector-admin-key-0001"
+    server = await server_factory(inspector_port=0, api_keys={admin: "tenant-a"}, inspector_admin_keys=[admin])
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.inspector_port}",
+                                 headers={"X-API-Key": admin}, timeout=60) as http, \
+            AsyncMemoryClient(server.address, api_key=admin) as memories, \
+            AsyncScopeClient(server.address, api_key=admin) as scopes:
+        await memories.create_memory("主管")
+        await scopes.create_child("主管", "助手")
+        page = (await http.get("/memories/%E4%B8%BB%E7%AE%A1")).text
+        csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', page)
+        assert csrf is not None and 'name="force"' in page
+        refused = await http.post("/memories/%E4%B8%BB%E7%AE%A1/delete", data={"csrf": csrf.group(1)})
+        assert refused.status_code == 409 and "force" in refused.text and "1 child" in refused.text
+        assert (await memories.get_memory("主管")).memory_id == "主管"
+        assert (await scopes.lineage("助手")).ancestors == ["主管"]
+        forced = await http.post("/memories/%E4%B8%BB%E7%AE%A1/delete", data={"csrf": csrf.group(1), "force": "on"})
+        assert forced.status_code == 303
+        with pytest.raises(NotFoundError):
+            await memories.get_memory("主管")
+        assert (await scopes.lineage("助手")).ancestors == []
+
+
+async def test_searching_long_term_memory_in_the_inspector_is_not_a_recall(inspector) -> None:
+    # The inspector is read-only for a reader key: an operator looking at a scope must not
+    # change what decay and forgetting read (last access, access count) of what they looked at.
+    import asyncio
+
+    from agentscope_memory.client import AsyncLongTermClient
+    from agentscope_memory.long_term import Scope
+
+    server, http = inspector
+    async with AsyncLongTermClient(server.address, api_key=KEY, timeout=30) as ltm:
+        [before] = await ltm.record(Scope(user_id="检查员"), [Msg.create(MsgRole.USER, "我对花生过敏")])
+        page = await http.get("/long-term", params={"user_id": "检查员", "query": "花生"})
+        assert page.status_code == 200 and "我对花生过敏" in page.text
+        await asyncio.sleep(0.5)  # a touch lands in the background, within milliseconds
+        after = await ltm.get(before.id)
+        assert (after.access_count, after.last_accessed_at) == (0, before.last_accessed_at)

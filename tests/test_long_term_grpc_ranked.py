@@ -261,3 +261,39 @@ async def test_mem0_data_is_migrated_once_losing_nothing(tmp_path, server_factor
     # A second start migrates nothing again.
     again_server = await server_factory(data_dir=data)
     assert len(await again_server.service.long_term.list("default", Scope(agent_name="Assistant", user_id="alice"))) == 2
+
+
+@pytest.mark.parametrize("where", ["sqlite", "postgres-indexed", "postgres-in-database"])
+async def test_a_metadata_filter_means_equal_values_wherever_the_scope_is_searched(server_factory, request,
+                                                                                    where) -> None:
+    # `metadata_filter_json` keeps memories whose metadata holds each key "with an equal value":
+    # true is not 1, and a list or object is equal only to the same list or object. A scope
+    # over `long_term_index_max_vectors` on PostgreSQL is searched by the database, the others
+    # by the in-memory index: the same filter must keep the same memories either way.
+    settings: dict[str, object] = {}
+    if where != "sqlite":
+        settings = {"store": "postgres", "postgres_dsn": request.getfixturevalue("postgres_dsn")}
+    if where == "postgres-in-database":
+        settings["long_term_index_max_vectors"] = 1
+    server = await server_factory(**settings)
+    scope = pb.Scope(user_id=f"过滤-{where}")
+    stored = {
+        "真 verified true": {"verified": True}, "一 verified one": {"verified": 1},
+        "字 verified text": {"verified": "true"}, "标签 tags a b": {"tags": ["a", "b"]}, "标签 tags a": {"tags": ["a"]},
+        "地点 place full": {"place": {"城市": "北京", "区": "海淀"}}, "地点 place city": {"place": {"城市": "北京"}},
+    }
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        stub = pb_grpc.LongTermMemoryServiceStub(channel)
+        for text, metadata in stored.items():
+            await stub.Record(pb.RecordRequest(scope=scope, messages=[user(text)], metadata_json=json.dumps(metadata)))
+
+        async def kept(wanted: dict[str, object]) -> set[str]:
+            found = await stub.SearchLongTermMemories(pb.SearchLongTermMemoriesRequest(
+                scope=scope, query="verified tags place 标签 地点", top_k=100, metadata_filter_json=json.dumps(wanted)))
+            return {r.memory.memory for r in found.results}
+
+        assert await kept({"verified": True}) == {"真 verified true"}
+        assert await kept({"verified": 1}) == {"一 verified one"}
+        assert await kept({"verified": 1.0}) == {"一 verified one"}
+        assert await kept({"tags": ["a"]}) == {"标签 tags a"}
+        assert await kept({"place": {"城市": "北京"}}) == {"地点 place city"}

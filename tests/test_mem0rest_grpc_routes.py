@@ -96,6 +96,72 @@ async def test_delete_all_forgets_a_scope(rest) -> None:
     assert len((await rest.get("/memories", params={"user_id": "dave"})).json()["results"]) == 1
 
 
+@pytest.mark.parametrize("path", ["/memories", "/v1/memories/"])
+async def test_delete_all_of_a_parent_scope_needs_force_as_over_grpc(server_factory, path) -> None:
+    # DeleteScope refuses a scope other scopes inherit from unless `force`, which detaches them;
+    # mem0's route forgets the same scope and must not quietly leave the children hanging on it.
+    from agentscope_memory.client.scopes import AsyncScopeClient
+    from agentscope_memory.long_term import Scope
+
+    server = await server_factory(mem0_rest_port=0, api_keys={KEY_A: "tenant-a"})
+    boss, staff = Scope(user_id="老板"), Scope(user_id="员工")
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.mem0_rest_port}",
+                                 headers={"Authorization": f"Token {KEY_A}"}, timeout=60) as rest, \
+            AsyncScopeClient(server.address, api_key=KEY_A) as scopes:
+        await scopes.set_long_term_parent(staff, boss)
+        await rest.post("/memories", json={"messages": "预算是十万元", "user_id": "老板"})
+        await rest.post("/memories", json={"messages": "我负责写测试", "user_id": "员工"})
+        refused = await rest.delete(path, params={"user_id": "老板"})
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["detail"].startswith("force: ") and "1 child scope" in refused.json()["detail"]
+        assert len((await rest.get("/memories", params={"user_id": "老板"})).json()["results"]) == 1
+        assert (await scopes.long_term_lineage(staff)).ancestors == [boss]
+        forced = await rest.delete(path, params={"user_id": "老板", "force": "true"})
+        assert forced.status_code == 200 and forced.json()["deleted"] == 1, forced.text
+        assert (await rest.get("/memories", params={"user_id": "老板"})).json()["results"] == []
+        assert (await scopes.long_term_lineage(staff)).ancestors == []
+        assert [m["memory"] for m in (await rest.get("/memories", params={"user_id": "员工"})).json()["results"]] == [
+            "我负责写测试"]
+        # A scope without children needs no force.
+        assert (await rest.delete(path, params={"user_id": "员工"})).json()["deleted"] == 1
+
+
+async def test_search_touches_only_what_it_returns(server_factory) -> None:
+    # A memory's last access and access count drive decay and forgetting. What the metadata
+    # filter, the threshold or top_k leave out of the answer was not recalled.
+    from agentscope_memory.client import AsyncLongTermClient
+
+    server = await server_factory(mem0_rest_port=0, api_keys={KEY_A: "tenant-a"})
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.mem0_rest_port}",
+                                 headers={"Authorization": f"Token {KEY_A}"}, timeout=60) as rest, \
+            AsyncLongTermClient(server.address, api_key=KEY_A, timeout=30) as ltm:
+        ids = []
+        for text, category in (("我喜欢绿茶", "food"), ("I like green tea", "food"), ("绿茶要用八十度的水泡", "tips"),
+                               ("Green tea is brewed at 80 degrees", "tips")):
+            added = await rest.post("/memories", json={"messages": text, "user_id": "茶友", "metadata": {"c": category}})
+            ids.append(added.json()["results"][0]["id"])
+        before = {memory_id: await ltm.get(memory_id) for memory_id in ids}
+        # Nothing passes this threshold: nothing is recalled.
+        none = await rest.post("/search", json={"query": "绿茶 green tea", "user_id": "茶友", "threshold": 100.0})
+        assert none.status_code == 200 and none.json()["results"] == []
+        found = await rest.post("/search", json={"query": "绿茶 green tea", "user_id": "茶友", "top_k": 1,
+                                                 "filters": {"c": "tips"}})
+        [hit] = found.json()["results"]
+        assert hit["metadata"]["c"] == "tips"
+        # Touches land in the background: wait for the hit's, then give any other a moment.
+        for _ in range(100):
+            if (await ltm.get(hit["id"])).access_count:
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)
+        for memory_id in ids:
+            after = await ltm.get(memory_id)
+            if memory_id == hit["id"]:
+                assert after.access_count == 1 and after.last_accessed_at > before[memory_id].last_accessed_at
+            else:
+                assert (after.access_count, after.last_accessed_at) == (0, before[memory_id].last_accessed_at), after.text
+
+
 async def test_keys_decide_the_tenant(rest) -> None:
     added = (await rest.post("/memories", json={"messages": "tenant A secret", "user_id": "alice"})).json()
     memory_id = added["results"][0]["id"]

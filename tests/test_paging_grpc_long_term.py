@@ -89,3 +89,47 @@ async def test_record_search_and_retrieve_answers_fit_a_stock_client(server) -> 
         listed_by_client = await client.list(Scope(user_id="big-metadata"), limit=1000)
         assert sorted(i.text for i in listed_by_client) == sorted(texts)
         assert len(await client.list(Scope(user_id="big-metadata"), limit=70)) == 70
+
+
+@pytest.mark.parametrize("call", ["search", "retrieve"])
+async def test_an_answer_cut_by_the_byte_budget_touches_only_what_it_holds(server_factory, call) -> None:
+    # Recall keeps a memory from decaying: the memories an answer's byte budget (4 MiB; here
+    # `max_page_bytes`, smaller) had no room for were not recalled, so their access count and
+    # last access stay as they were.
+    import asyncio
+    import json
+
+    server = await server_factory(max_page_bytes=1024 * 1024)
+    scope = pb.Scope(user_id=f"被截断-{call}")
+    texts = [f"记录 {i}：关于帆船的笔记 notes on sailing boats" for i in range(40)]
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        ltm = pb_grpc.LongTermMemoryServiceStub(channel)
+        await ltm.Record(pb.RecordRequest(
+            scope=scope, messages=[msg_to_proto(Msg.create(MsgRole.USER, t)) for t in texts],
+            metadata_json=json.dumps({"blob": "帆" * 21_000})))
+        ids = []
+        token = ""
+        while True:
+            page = await ltm.ListLongTermMemories(pb.ListLongTermMemoriesRequest(scope=scope, page_token=token))
+            ids += [m.id for m in page.memories]
+            token = page.next_page_token
+            if not token:
+                break
+        assert len(ids) == len(texts)
+        if call == "search":
+            found = await ltm.SearchLongTermMemories(pb.SearchLongTermMemoriesRequest(
+                scope=scope, query="sailing boats 帆船", top_k=1000, top_k_semantic=1000))
+            answered = [r.memory.id for r in found.results]
+        else:
+            got = await ltm.Retrieve(pb.RetrieveRequest(
+                scope=scope, message=msg_to_proto(Msg.create(MsgRole.USER, "sailing boats 帆船")), limit=1000))
+            answered = [m.id for m in got.memories]
+        assert 0 < len(answered) < len(texts)
+        for _ in range(100):  # touches land in the background: one transaction for an answer
+            first = await ltm.GetLongTermMemory(pb.GetLongTermMemoryRequest(id=answered[0]))
+            if first.memory.access_count:
+                break
+            await asyncio.sleep(0.05)
+        counts = {i: (await ltm.GetLongTermMemory(pb.GetLongTermMemoryRequest(id=i))).memory.access_count for i in ids}
+        assert {counts[i] for i in answered} == {1}
+        assert {counts[i] for i in ids if i not in answered} == {0}

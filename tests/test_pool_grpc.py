@@ -95,7 +95,37 @@ async def test_compare_and_set(server) -> None:
             assert raw.value.code() == grpc.StatusCode.ABORTED
             assert dict(raw.value.trailing_metadata() or ())["agentscope-memory-current-version"] == "2"
         await pools.delete(POOL, "k", expected_version=2)
-        assert (await pools.write(POOL, "k", "again", expected_version=0)).entry.version == 1
+        # Written again, the key goes on from the version deleted: no version of it repeats.
+        assert (await pools.write(POOL, "k", "again", expected_version=0)).entry.version == 3
+
+
+async def test_a_stale_compare_and_set_cannot_land_on_a_key_deleted_and_written_again(server) -> None:
+    # ABA: an agent read 任务 at version 1; meanwhile another deleted it and wrote a new, different
+    # entry under the same key. The stale agent's compare-and-set must not overwrite it.
+    async with AsyncPoolClient(server.address, timeout=10) as pools:
+        read = (await pools.write(POOL, "任务", {"负责人": "甲"}, writer="planner")).entry
+        await pools.delete(POOL, "任务", writer="planner", expected_version=read.version)
+        again = (await pools.write(POOL, "任务", {"负责人": "乙"}, writer="coder", expected_version=0)).entry
+        assert again.version > read.version
+        with pytest.raises(PoolConflictError) as caught:
+            await pools.write(POOL, "任务", {"负责人": "甲", "完成": True}, writer="stale", expected_version=read.version)
+        assert (caught.value.expected, caught.value.actual) == (read.version, again.version)
+        with pytest.raises(PoolConflictError):
+            await pools.delete(POOL, "任务", writer="stale", expected_version=read.version)
+        async with grpc.aio.insecure_channel(server.address) as channel:
+            with pytest.raises(grpc.aio.AioRpcError) as raw:
+                await pb_grpc.SharedPoolServiceStub(channel).WritePoolEntry(pb.WritePoolEntryRequest(
+                    pool_id=POOL, key="任务", content_json="{}", expected_version=read.version))
+            assert raw.value.code() == grpc.StatusCode.ABORTED
+        assert (await pools.get(POOL, "任务")).value == {"负责人": "乙"}
+        # Deleted and written again twice more: still each version once, in the order written.
+        versions = [read.version, again.version]
+        for i in range(2):
+            await pools.delete(POOL, "任务")
+            versions.append((await pools.write(POOL, "任务", i)).entry.version)
+        assert versions == sorted(set(versions))
+        events = [e async for e in pools.iter_events(POOL) if e.key == "任务"]
+        assert [e.version for e in events if e.event_type == "shared_pool.write"] == versions
 
 
 def test_a_conflict_reports_its_versions_whatever_the_key_says(threaded_server) -> None:
@@ -304,6 +334,38 @@ async def test_rendering_newest_first_within_the_budget(server) -> None:
         assert one.entry_count == 2 and one.omitted_count == 1 and one.token_count <= as_messages.token_count - 1
         assert one.text.splitlines()[0] == "[SHARED:new] 最新的事实"
         assert (await pools.render(["empty pool"])).entry_count == 0
+
+
+async def test_each_entry_stays_one_line_whatever_its_text_holds(server) -> None:
+    # A rendering promises one line per entry: a reader (or a model) splits it into entries. A
+    # string holding line breaks is shown as a JSON string literal, from which the text comes back.
+    values = {
+        "plan": "Step 1: write the tests\nStep 2: fix the bug\r\nStep 3: release",
+        "计划": "第一步：写测试\n第二步：修复\u2028第三步：发布",
+        "quoted": '"already quoted"',
+        "nested": {"说明": "第一行\n第二行", "sep": "a\u2029b\x85c"},
+        "plain": "one line, shown as it is",
+    }
+    async with AsyncPoolClient(server.address, timeout=10) as pools:
+        for key, value in values.items():
+            await pools.write("多行", key, value)
+        for key in ("a\u2028b",):  # a key may hold a Unicode line separator (not a control character)
+            await pools.write("多行", key, "x")
+        rendered = await pools.render(["多行"], 10_000)
+        lines = rendered.text.splitlines()
+        assert len(lines) == rendered.entry_count == len(values) + 1
+        shown = {}
+        for line in lines:
+            key, _, text = line.removeprefix("[SHARED:").partition("] ")
+            shown[key] = text
+        assert shown["plain"] == "one line, shown as it is"
+        for key in ("plan", "计划", "quoted"):
+            assert shown[key].startswith('"') and json.loads(shown[key]) == values[key]
+        assert json.loads(shown["nested"]) == values["nested"]
+        as_messages = await pools.render(["多行"], 10_000, messages=True)
+        assert [m.text_content for m in as_messages.messages] == lines
+        assert all(len(m.text_content.splitlines()) == 1 for m in as_messages.messages)
+        assert {m.metadata["key"] for m in as_messages.messages} == {*values, "a\u2028b"}
 
 
 async def test_a_page_of_entries_with_large_metadata_fits_a_stock_4_mib_client(server) -> None:

@@ -246,3 +246,35 @@ async def test_llm_importance_scores_with_the_llm_and_falls_back(tmp_path: Path)
             await service.tiered.add_items(T, "off", [Msg.create(MsgRole.USER, "the weather is fine")])
             _, tiers = await service.tiered.tiers(T, "off")
             assert tiers.l1[0].method == "heuristic" and len(llm.chat_requests) == calls
+
+
+async def test_projection_and_query_touch_only_the_long_term_memories_they_show(tmp_path: Path) -> None:
+    # Recall keeps a memory from decaying and being forgotten: a memory the budget or the limit
+    # left out was not recalled, so its last access and access count stay as they were.
+    from agentscope_memory.long_term.engine import Scope
+    from agentscope_memory.message import Msg, MsgRole
+    from agentscope_memory.short_term.tiered.projection import ProjectionRequest
+
+    facts = ["数据库密码每个月更换一次。", "The database password rotates every month.",
+             "数据库备份每天凌晨两点运行。", "The database backup runs at 2 a.m. every day.",
+             "数据库在周日维护。", "The database is maintained on Sundays."]
+    settings = ServiceSettings(data_dir=tmp_path, long_term_preload=False)
+    async with build_service(settings) as service:
+        await service.memories.create_memory(T, "p", "TIERED", config())
+        stored = await service.long_term.record(T, Scope(agent_name="p"), [Msg.create(MsgRole.USER, f) for f in facts])
+        assert len(stored) == len(facts)
+        projected = await service.tiered.project(T, "p", ProjectionRequest("数据库密码多久更换一次？", 60, "ANALYTICAL"))
+        shown = [line[2:] for m in projected.messages if m.metadata.get("tiered_section") == "facts"
+                 for line in m.text_content.splitlines()[1:]]
+        assert 1 <= len(shown) < len(facts)
+        hits = await service.tiered.query(T, "p", "database backup", tiers=[4], limit=1)
+        assert len(hits) == 1 and hits[0].tier == 4
+    # Reopened: the touches, made in the background, have all landed.
+    async with build_service(settings) as service:
+        recalled = set(shown) | {hits[0].text}
+        for before in stored:
+            after = await service.long_term.get(T, before.id)
+            if before.text in recalled:
+                assert after.access_count == 1 and after.last_accessed_at > before.last_accessed_at, before.text
+            else:
+                assert (after.access_count, after.last_accessed_at) == (0, before.last_accessed_at), before.text

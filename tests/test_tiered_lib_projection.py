@@ -3,6 +3,7 @@ the total budget, plan/facts/shared sections and facts ranked by similarity."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,24 @@ async def test_a_text_is_a_fact_or_history_never_both(tmp_path: Path) -> None:
             # Messages (L1 or L2) may repeat an L2 fact only as the recent conversation itself.
             recent_ids = [m.id for m in working]
             assert len(recent_ids) == len(set(recent_ids)), mode
+
+
+async def test_a_multi_line_fact_is_one_line_and_hides_no_other_fact(tmp_path: Path) -> None:
+    # The facts section is one line a fact; a fact holding line breaks is shown as a JSON string
+    # literal. Counting lines as facts made the facts after it count as shown without being
+    # shown, and so left them out of the working section as well: they vanished.
+    async with build_service(ServiceSettings(data_dir=tmp_path, long_term_enabled=False)) as service:
+        await service.memories.create_memory(T, "m", "TIERED", config())
+        facts = [f"事实{i}：第一行\n第二行\nline three of fact {i}" if i % 2 else f"Fact {i}: first line\r\nsecond line"
+                 for i in range(8)]
+        await service.tiered.add_items(T, "m", [Msg.create(MsgRole.USER, f) for f in facts], [0.9] * len(facts))
+        for budget in (120, 200, 2000):
+            p = await service.tiered.project(T, "m", ProjectionRequest("事实 fact", budget, STANDARD))
+            fact_msgs = [m for m in p.messages if m.metadata.get("tiered_section") == "facts"]
+            assert len(fact_msgs) == 1, budget
+            lines = fact_msgs[0].text_content.split("\n")[1:]
+            assert lines and all(line.startswith('- "') for line in lines), lines
+            as_facts = [json.loads(line[2:]) for line in lines if line.endswith('"')]
+            assert as_facts and set(as_facts) <= set(facts)
+            others = [m.text_content for m in p.messages if "tiered_section" not in m.metadata]
+            assert [f for f in facts if f not in as_facts and f not in others] == [], budget

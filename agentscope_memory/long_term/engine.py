@@ -154,22 +154,31 @@ class LongTermEngine(Protocol):
         """AgentScope `record(msgs)`: store what the messages say; returns what was stored."""
         ...
 
-    async def search(self, tenant: str, scope: Scope, query: str, limit: int = DEFAULT_TOP_K) -> list[LongTermItem]:
-        """The memories of `scope` that best match `query`, best first."""
+    async def search(self, tenant: str, scope: Scope, query: str, limit: int = DEFAULT_TOP_K, *,
+                     touch: bool = True) -> list[LongTermItem]:
+        """The memories of `scope` that best match `query`, best first, marked recalled unless
+        `touch` is false (the caller then `touch`es what it shows of them)."""
         ...
 
     async def retrieve(
-        self, tenant: str, scope: Scope, msg: Msg | None, limit: int = DEFAULT_TOP_K
+        self, tenant: str, scope: Scope, msg: Msg | None, limit: int = DEFAULT_TOP_K, *, touch: bool = True
     ) -> tuple[str, list[LongTermItem]]:
-        """AgentScope `retrieve(msg)`: what the memory holds for the message, as one text."""
+        """AgentScope `retrieve(msg)`: what the memory holds for the message, as one text
+        (`touch` as for `search`)."""
         ...
 
     async def search_ranked(
-        self, tenant: str, scope: Scope, query: str, options: RankOptions | None = None, *, route: bool = False
+        self, tenant: str, scope: Scope, query: str, options: RankOptions | None = None, *, route: bool = False,
+        touch: bool = True,
     ) -> tuple[list[LongTermItem], str]:
         """Ranked search whose items carry every score component (`item.scores`); with
         `route`, the query's domain filters candidates (general_chat recalls nothing).
-        Returns (items best first, the routed domain or "")."""
+        Returns (items best first, the routed domain or ""). `touch` as for `search`."""
+        ...
+
+    def touch(self, tenant: str, memory_ids: Sequence[str]) -> None:
+        """Mark memories recalled now: what a caller showed of a search made without `touch`
+        (only what a user or model saw keeps a memory from decaying)."""
         ...
 
     async def list(self, tenant: str, scope: Scope, limit: int = 100) -> list[LongTermItem]: ...
@@ -229,11 +238,12 @@ async def all_history(engine: LongTermEngine, tenant: str, memory_id: str) -> li
 class Searches(Protocol):
     """What `retrieve_by_search` needs of an engine."""
 
-    async def search(self, tenant: str, scope: Scope, query: str, limit: int = DEFAULT_TOP_K) -> list[LongTermItem]: ...
+    async def search(self, tenant: str, scope: Scope, query: str, limit: int = DEFAULT_TOP_K, *,
+                     touch: bool = True) -> list[LongTermItem]: ...
 
 
 async def retrieve_by_search(
-    engine: Searches, tenant: str, scope: Scope, msg: Msg | None, limit: int = DEFAULT_TOP_K
+    engine: Searches, tenant: str, scope: Scope, msg: Msg | None, limit: int = DEFAULT_TOP_K, *, touch: bool = True
 ) -> tuple[str, list[LongTermItem]]:
     """AgentScope-Java `retrieve(msg)`: the memories found for the message's text, joined with
     newlines; a message without text gives "" (reference/agentscope-java-core.md §6.4)."""
@@ -245,5 +255,5 @@ async def retrieve_by_search(
         check_msg(msg, "message")
     if msg is None or not msg.text_content:
         return "", []
-    items = await engine.search(tenant, scope, msg.text_content, limit or DEFAULT_TOP_K)
+    items = await engine.search(tenant, scope, msg.text_content, limit or DEFAULT_TOP_K, touch=touch)
     return "\n".join(i.text for i in items if i.text), items

@@ -14,6 +14,7 @@ from typing import Any
 from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.ids import check_id
 from agentscope_memory.long_term.importance import LlmScorer
+from agentscope_memory.long_term.metadata_filter import metadata_matches
 from agentscope_memory.long_term.engine import (
     HistoryEntry,
     LongTermEngine,
@@ -30,6 +31,7 @@ from agentscope_memory.mem0_api.models import (
 )
 from agentscope_memory.message import Msg, MsgRole
 from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES
+from agentscope_memory.scopes.engine import ScopeEngine
 
 DEFAULT_SEARCH_TOP_K = 10
 DEFAULT_LIST_TOP_K = 100
@@ -133,7 +135,7 @@ def split_filters(request: Ids, filters: dict[str, Any] | None) -> tuple[Scope, 
 
 
 def _matches(item: LongTermItem, metadata: dict[str, Any]) -> bool:
-    return all(k in item.metadata and item.metadata[k] == v for k, v in metadata.items())
+    return metadata_matches(item.metadata, metadata)
 
 
 def _message_text(message: Mem0Message, where: str) -> str:
@@ -170,8 +172,12 @@ def to_msgs(messages: Sequence[Mem0Message] | str) -> list[Msg]:
 class Mem0Api:
     """mem0's REST operations for one tenant at a time over a `LongTermEngine`."""
 
-    def __init__(self, engine: LongTermEngine, max_history_bytes: int = DEFAULT_PAGE_BYTES) -> None:
+    def __init__(self, engine: LongTermEngine, max_history_bytes: int = DEFAULT_PAGE_BYTES,
+                 scopes: ScopeEngine | None = None) -> None:
         self.engine = engine
+        # Forgetting a scope goes through the scope hierarchy when there is one, so a parent
+        # scope is refused unless `force`, as `DeleteScope` refuses it.
+        self.scopes = scopes
         # What one `GET /memories/{id}/history` answer may hold (the server's page byte budget).
         self.max_history_bytes = max_history_bytes
 
@@ -207,11 +213,14 @@ class Mem0Api:
         # top_k matches are found or the scope has nothing more to give.
         fetch = top_k if not wanted else min(max(top_k * 5, 50), MAX_TOP_K)
         while True:
-            found = await self.engine.search(tenant, scope, request.query, fetch)
+            # Not touched by the search: what the filters, the threshold and top_k leave out
+            # was not recalled, and must decay as if it had not been searched.
+            found = await self.engine.search(tenant, scope, request.query, fetch, touch=False)
             hits = [i for i in found if _matches(i, wanted)]
             if request.threshold is not None:
                 hits = [i for i in hits if i.score is None or i.score >= request.threshold]
             if len(hits) >= top_k or len(found) < fetch or fetch >= MAX_TOP_K:
+                self.engine.touch(tenant, [i.id for i in hits[:top_k]])
                 return [memory_json(i) for i in hits[:top_k]]
             fetch = min(fetch * 4, MAX_TOP_K)
 
@@ -236,8 +245,12 @@ class Mem0Api:
         await self.engine.delete(tenant, memory_id)
         return {"message": "Memory deleted successfully!"}
 
-    async def delete_all(self, tenant: str, ids: Ids) -> dict[str, Any]:
-        deleted = await self.engine.delete_scope(tenant, _scope(ids.model_dump(), ""))
+    async def delete_all(self, tenant: str, ids: Ids, force: bool = False) -> dict[str, Any]:
+        scope = _scope(ids.model_dump(), "")
+        if self.scopes is not None:
+            deleted = await self.scopes.delete_long_term_scope(tenant, scope, force)
+        else:
+            deleted = await self.engine.delete_scope(tenant, scope)
         return {"message": "Memories deleted successfully!", "deleted": deleted}
 
     async def history(self, tenant: str, memory_id: str) -> list[dict[str, Any]]:

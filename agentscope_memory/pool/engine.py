@@ -148,7 +148,10 @@ class SharedPools:
                     merged, ensure_ascii=False, separators=(",", ":")).encode("utf-8")) > self.limits.max_metadata_bytes):
                 raise ResourceExhaustedError("metadata_json", "the merged metadata would exceed "
                                              f"{self.limits.max_metadata_bytes} bytes")
-            row = PoolEntryRow(pool_id, key, content_json, actual + 1, current.created_by if current else writer,
+            # A key deleted and written again goes on from its last version, never back to 1: a
+            # writer that read the deleted entry must not compare-and-set over the new one (ABA).
+            version = actual + 1 if current is not None else tx.pool_last_version(pool_id, key) + 1
+            row = PoolEntryRow(pool_id, key, content_json, version, current.created_by if current else writer,
                                writer, current.created_at if current else now, now, merged)
             tx.pool_put(row)
             tx.pool_add_event(PoolEventRow(pool_id, last + 1, WRITE_EVENT, key, row.version, writer, now))

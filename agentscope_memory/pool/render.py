@@ -8,6 +8,7 @@ import json
 from typing import Iterable
 
 from agentscope_memory.message import Msg, MsgRole
+from agentscope_memory.one_line import one_line, one_line_json, without_unicode_breaks
 from agentscope_memory.pool.model import PoolEntry, RenderedPools
 from agentscope_memory.short_term.auto_context.tokens import estimate_tokens
 from agentscope_memory.store.codec import encode_msg
@@ -16,10 +17,13 @@ PREFIX = "[SHARED:{key}]"
 
 
 def entry_line(entry: PoolEntry) -> str:
-    """A JSON string is shown as its text; any other JSON value compactly."""
+    """One line: a JSON string is shown as its text, any other JSON value compactly. A string
+    holding a line break is shown as a JSON string literal instead (`one_line`), so the line
+    stays one and the text can be read back."""
     value = json.loads(entry.content_json)
-    shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return f"{PREFIX.format(key=entry.key)} {shown}"
+    shown = one_line(value) if isinstance(value, str) else one_line_json(value)
+    # A key holds no control character, but may hold a Unicode line or paragraph separator.
+    return f"{PREFIX.format(key=without_unicode_breaks(entry.key))} {shown}"
 
 
 def entry_message(entry: PoolEntry, line: str) -> Msg:

@@ -322,7 +322,8 @@ async def _serve_mem0_rest(settings: Settings, service: Service, running: Runnin
     from agentscope_memory_server.mem0_http import create_app
     from agentscope_memory_server.tenancy import ApiKeys
 
-    app = create_app(service.long_term, ApiKeys(settings.api_keys), service.memories.limits.max_page_bytes)
+    app = create_app(service.long_term, ApiKeys(settings.api_keys), service.memories.limits.max_page_bytes,
+                     service.scopes)
     http = await serve_asgi(app, settings.host, settings.mem0_rest_port or 0, name="mem0-rest", setting="mem0_rest_port",
                             grace=settings.shutdown_grace_s, max_body_bytes=settings.grpc_max_receive_bytes,
                             tls=_tls(settings))

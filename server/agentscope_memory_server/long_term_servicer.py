@@ -80,12 +80,15 @@ class LongTermServicer(pb_grpc.LongTermMemoryServiceServicer):
         if request.limit < 0:
             raise InvalidArgumentError("limit", "must not be negative")
         msg = msg_from_proto(request.message, "message") if request.HasField("message") else None
-        text, items = await self.engine.retrieve(tenant_of(context), scope_from_proto(request.scope), msg, request.limit or 5)
+        text, items = await self.engine.retrieve(tenant_of(context), scope_from_proto(request.scope), msg,
+                                                 request.limit or 5, touch=False)
         memories = [long_term_item_to_proto(i) for i in items]
         # The text repeats each memory's text: both count against the budget.
         kept = _fit(memories, self.max_page_bytes, lambda i: len(items[i].text.encode("utf-8")) + 1)
         if kept < len(items):
             text = "\n".join(i.text for i in items[:kept] if i.text)
+        # Recalled is what the answer holds (as for a search).
+        self.engine.touch(tenant_of(context), [i.id for i in items[:kept]])
         return pb.RetrieveResponse(text=text, memories=memories[:kept])
 
     @grpc_errors
@@ -168,9 +171,13 @@ class LongTermServicer(pb_grpc.LongTermMemoryServiceServicer):
             return pb.SearchLongTermMemoriesResponse(
                 results=results[:_fit(results, budget)], routed_domain=domain,
                 summary=text, summary_method=summary.method if summary else "")
-        items, domain = await self.engine.search_ranked(tenant_of(context), scope, request.query, options, route=request.route_query)
+        items, domain = await self.engine.search_ranked(tenant_of(context), scope, request.query, options,
+                                                        route=request.route_query, touch=False)
         results = [long_term_result_to_proto(i) for i in items]
-        return pb.SearchLongTermMemoriesResponse(results=results[:_fit(results, self.max_page_bytes)], routed_domain=domain)
+        kept = _fit(results, self.max_page_bytes)
+        # What the byte budget cut was not recalled: only what the caller receives is touched.
+        self.engine.touch(tenant_of(context), [i.id for i in items[:kept]])
+        return pb.SearchLongTermMemoriesResponse(results=results[:kept], routed_domain=domain)
 
     @grpc_errors
     async def UpdateLongTermMemory(self, request: pb.UpdateLongTermMemoryRequest, context: grpc.aio.ServicerContext) -> pb.UpdateLongTermMemoryResponse:

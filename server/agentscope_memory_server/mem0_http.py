@@ -31,6 +31,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from agentscope_memory import errors
 from agentscope_memory.long_term.engine import LongTermEngine
 from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES
+from agentscope_memory.scopes.engine import ScopeEngine
 from agentscope_memory.mem0_api import (
     AddRequest,
     Ids,
@@ -77,9 +78,11 @@ def _validation_detail(exc: RequestValidationError) -> str:
     return "; ".join(problems) or "invalid request"
 
 
-def create_app(engine: LongTermEngine | None, keys: ApiKeys, max_page_bytes: int = DEFAULT_PAGE_BYTES) -> FastAPI:
+def create_app(engine: LongTermEngine | None, keys: ApiKeys, max_page_bytes: int = DEFAULT_PAGE_BYTES,
+               scopes: ScopeEngine | None = None) -> FastAPI:
     """The facade as an ASGI app; `engine` None means long-term memory is off (501).
-    `max_page_bytes` bounds one history answer (mem0's history has no paging)."""
+    `max_page_bytes` bounds one history answer (mem0's history has no paging); `scopes`, the
+    server's scope hierarchy, makes forgetting a parent scope need `force` as over gRPC."""
     app = FastAPI(
         title="agentscope-memory: mem0-compatible REST API",
         description="mem0's memory routes over the agentscope-memory long-term engine. "
@@ -88,7 +91,7 @@ def create_app(engine: LongTermEngine | None, keys: ApiKeys, max_page_bytes: int
         "a server without an LLM stores the messages verbatim and answers `inferred: false`.",
         version="1",
     )
-    api = Mem0Api(engine, max_page_bytes) if engine is not None else None
+    api = Mem0Api(engine, max_page_bytes, scopes) if engine is not None else None
 
     @app.exception_handler(errors.MemoryServiceError)
     async def _library_error(request: Request, exc: errors.MemoryServiceError) -> JSONResponse:
@@ -159,9 +162,10 @@ def create_app(engine: LongTermEngine | None, keys: ApiKeys, max_page_bytes: int
     @app.delete("/v1/memories/", tags=["mem0 platform"], summary="Forget a scope")
     async def delete_all(
         user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
-        t: str = Tenant, m: Mem0Api = Api,
+        force: bool = False, t: str = Tenant, m: Mem0Api = Api,
     ) -> dict[str, Any]:
-        return await m.delete_all(t, Ids(user_id=user_id, agent_id=agent_id, run_id=run_id))
+        # mem0 has no `force`: ours, as DeleteScope's, for a scope other scopes inherit from.
+        return await m.delete_all(t, Ids(user_id=user_id, agent_id=agent_id, run_id=run_id), force)
 
     # One memory.
     @app.get("/memories/{memory_id}", tags=["mem0 OSS server"], summary="Get a memory")

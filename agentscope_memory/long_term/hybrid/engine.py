@@ -380,16 +380,18 @@ class HybridEngine:
 
     # -- search -------------------------------------------------------------------------------
 
-    async def search(self, tenant: str, scope: Scope, query: str, limit: int = DEFAULT_TOP_K) -> list[LongTermItem]:
+    async def search(self, tenant: str, scope: Scope, query: str, limit: int = DEFAULT_TOP_K, *,
+                     touch: bool = True) -> list[LongTermItem]:
         """The AgentScope-parity search: the server's default ranking, top `limit`."""
         options = self.settings.defaults.with_overrides(top_k=limit or DEFAULT_TOP_K)
-        items, _ = await self.search_ranked(tenant, scope, query, options, route=self.settings.route_parity_calls)
+        items, _ = await self.search_ranked(tenant, scope, query, options, route=self.settings.route_parity_calls,
+                                            touch=touch)
         return items
 
     async def retrieve(
-        self, tenant: str, scope: Scope, msg: Msg | None, limit: int = DEFAULT_TOP_K
+        self, tenant: str, scope: Scope, msg: Msg | None, limit: int = DEFAULT_TOP_K, *, touch: bool = True
     ) -> tuple[str, list[LongTermItem]]:
-        return await retrieve_by_search(self, tenant, scope, msg, limit)
+        return await retrieve_by_search(self, tenant, scope, msg, limit, touch=touch)
 
     async def search_ranked(
         self, tenant: str, scope: Scope, query: str, options: RankOptions | None = None, *, route: bool = False,
@@ -397,7 +399,8 @@ class HybridEngine:
     ) -> tuple[list[LongTermItem], str]:
         """Ranked search with every score component. Returns (items best first, the routed
         domain or "" when routing is off). A query routed to general_chat recalls nothing.
-        `touch=False`: the server's own lookups (extraction) are not recalls."""
+        `touch=False`: the server's own lookups (extraction) are not recalls, and a caller that
+        cuts the results (a threshold, a budget) `touch`es only what it shows."""
         scope.validate()
         options = (options or self.settings.defaults).validate()
         if len(query) > MAX_TEXT_CHARS:
@@ -491,6 +494,12 @@ class HybridEngine:
             dense = sorted(dense, key=lambda c: -c[1])[:k]
             lexical = sorted(lexical, key=lambda c: -c[1])[:k]
         return dense, lexical
+
+    def touch(self, tenant: str, memory_ids: Sequence[str]) -> None:
+        """Mark memories recalled now (last access, access count; what decay and forgetting
+        read), in the background as a search does."""
+        if memory_ids:
+            self._touch_later(tenant, list(memory_ids), self._clock())
 
     def _touch_later(self, tenant: str, memory_ids: list[str], now: float) -> None:
         async def touch() -> None:

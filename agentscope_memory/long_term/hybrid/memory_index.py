@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from agentscope_memory.long_term.metadata_filter import metadata_matches
 from agentscope_memory.store.base import LongTermFilter, LongTermRow
 from agentscope_memory.tracing import traced
 
@@ -182,8 +183,8 @@ class ScopeIndex:
             if where.created_before is not None:
                 mask &= created < where.created_before
         if where.metadata:
-            items = where.metadata.items()
-            mask &= np.fromiter((all(m.get(k, _MISSING) == v for k, v in items) for m in self._metadata), bool, n)
+            wanted = where.metadata
+            mask &= np.fromiter((metadata_matches(m, wanted) for m in self._metadata), bool, n)
         return mask
 
     def search(
@@ -248,9 +249,3 @@ def _signature(row: LongTermRow) -> tuple[Any, ...]:
     return (row.content_hash, row.embedding_model, row.lex_terms, row.memory_type, row.domain, row.created,
             json.dumps(row.metadata, sort_keys=True, ensure_ascii=False))
 
-
-class _Missing:
-    pass
-
-
-_MISSING = _Missing()

@@ -157,7 +157,9 @@ class Mem0Engine:
                 fresh.append(message)
         return fresh
 
-    async def search(self, tenant: str, scope: Scope, query: str, limit: int = DEFAULT_TOP_K) -> list[LongTermItem]:
+    async def search(self, tenant: str, scope: Scope, query: str, limit: int = DEFAULT_TOP_K, *,
+                     touch: bool = True) -> list[LongTermItem]:
+        # mem0 keeps no access times: `touch` has nothing to mark.
         scope.validate()
         if not query.strip():
             return []
@@ -167,9 +169,9 @@ class Mem0Engine:
         return [_item(r) for r in (result or {}).get("results", [])]
 
     async def retrieve(
-        self, tenant: str, scope: Scope, msg: Msg | None, limit: int = DEFAULT_TOP_K
+        self, tenant: str, scope: Scope, msg: Msg | None, limit: int = DEFAULT_TOP_K, *, touch: bool = True
     ) -> tuple[str, list[LongTermItem]]:
-        return await retrieve_by_search(self, tenant, scope, msg, limit)
+        return await retrieve_by_search(self, tenant, scope, msg, limit, touch=touch)
 
     async def list(self, tenant: str, scope: Scope, limit: int = 100) -> list[LongTermItem]:
         scope.validate()

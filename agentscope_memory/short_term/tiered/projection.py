@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.long_term.text import tokenize
 from agentscope_memory.message import Msg, MsgRole, TextBlock
+from agentscope_memory.one_line import one_line
 from agentscope_memory.short_term.tiered.items import MARKER, TierItem
 
 if TYPE_CHECKING:
+    from agentscope_memory.long_term.engine import LongTermItem
     from agentscope_memory.short_term.tiered.service import TieredService
 
 STANDARD, MINIMAL, DEBUG, ANALYTICAL, CONTEXTUAL = "STANDARD", "MINIMAL", "DEBUG", "ANALYTICAL", "CONTEXTUAL"
@@ -172,11 +174,13 @@ async def project(service: TieredService, tenant: str, memory_id: str, request: 
 
     # Candidates per section, best first.
     facts: list[str] = []
+    recalled: list[LongTermItem] = []
     if request.include_facts:
         texts = [i.content for i in tiers.l3] + [i.content for i in tiers.l2]
         if service.long_term is not None and request.instruction.strip():
-            found, _ = await service.long_term.search_ranked(tenant, service.scope(memory_id, config), request.instruction)
-            texts += [f.text for f in found]
+            recalled, _ = await service.long_term.search_ranked(tenant, service.scope(memory_id, config),
+                                                                request.instruction, touch=False)
+            texts += [f.text for f in recalled]
         texts = list(dict.fromkeys(t for t in texts if t.strip()))
         scores = await rank_by_similarity(service, request.instruction, texts)
         facts = [t for _, t in sorted(zip(scores, texts, strict=True), key=lambda p: -p[0])]
@@ -194,11 +198,13 @@ async def project(service: TieredService, tenant: str, memory_id: str, request: 
         allowance = min(math.floor(shares[section] * request.budget) + carry, request.budget - spent)
         msgs: list[Msg] = []
         if section == PLAN and request.include_plan:
-            msgs = _fit_text("## Plan", [request.plan], allowance, cost, PLAN)
+            msgs = _fit_text("## Plan", [request.plan], allowance, cost, PLAN)[0]
         elif section == FACTS and facts:
             fresh = [f for f in facts if f not in placed]
-            msgs = _fit_text("## Relevant facts", [f"- {f}" for f in fresh], allowance, cost, FACTS)
-            shown = len(msgs[0].text_content.splitlines()) - 1 if msgs else 0
+            # One line a fact, whatever its text holds; and the facts shown are counted as
+            # kept, not as lines (a fact of three lines made two unshown facts count as shown,
+            # and so left out of the sections filled after this one too).
+            msgs, shown = _fit_text("## Relevant facts", [f"- {one_line(f)}" for f in fresh], allowance, cost, FACTS)
             placed.update(fresh[:shown])
         elif section == SHARED:
             msgs = _fit_newest(list(request.shared_context), allowance, cost)
@@ -229,12 +235,16 @@ async def project(service: TieredService, tenant: str, memory_id: str, request: 
         chosen[RECENT] = [m for m in chosen[RECENT] if m.id not in working_ids]
         used[RECENT] = cost(chosen[RECENT]) if chosen[RECENT] else 0
     messages = [m for section in READ_ORDER[mode] for m in chosen.get(section, [])]
+    if service.long_term is not None:
+        # Recalled are the long-term memories the projection shows, not those the budget left out.
+        service.long_term.touch(tenant, [f.id for f in recalled if f.text in placed])
     total = cost(messages) if messages else 0
     return Projection(mode, not request.mode, messages, request.budget, total, used)
 
 
-def _fit_text(title: str, lines: list[str], allowance: int, cost: Cost, kind: str) -> list[Msg]:
-    """One system message with as many of `lines` (best first) as fit. Lines are counted one
+def _fit_text(title: str, lines: list[str], allowance: int, cost: Cost, kind: str) -> tuple[list[Msg], int]:
+    """One system message with as many of `lines` (best first) as fit, and how many of them
+    (the last perhaps cut) it holds. Lines are counted one
     by one (a line's own count bounds what it adds), then the whole message is checked, so
     many facts cost a linear number of counts."""
     kept: list[str] = []
@@ -260,7 +270,7 @@ def _fit_text(title: str, lines: list[str], allowance: int, cost: Cost, kind: st
             break
     while kept and cost([_system(title, kept, kind)]) > allowance:
         kept.pop()
-    return [_system(title, kept, kind)] if kept else []
+    return ([_system(title, kept, kind)] if kept else []), len(kept)
 
 
 def _fit_newest(msgs: list[Msg], allowance: int, cost: Cost) -> list[Msg]:

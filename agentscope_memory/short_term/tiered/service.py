@@ -442,7 +442,7 @@ class TieredService:
             hits.append(QueryHit(item.tier, item.seq, item.kind, item.content, item.importance, relevance, recency,
                                  frequency, round(score, 6), item.msg))
         if L4 in wanted and self._long_term is not None and text.strip():
-            found, _ = await self._long_term.search_ranked(tenant, self.scope(memory_id, config), text)
+            found, _ = await self._long_term.search_ranked(tenant, self.scope(memory_id, config), text, touch=False)
             for lt in found:
                 relevance = min(1.0, max(0.0, lt.scores.semantic if lt.scores is not None else (lt.score or 0.0)))
                 importance = lt.importance if lt.importance is not None else config.default_importance
@@ -454,6 +454,9 @@ class TieredService:
                                      round(score, 6), None, lt.id))
         hits.sort(key=lambda h: (-h.score, -h.seq))
         hits = hits[:limit]
+        # Only the long-term memories the caller gets count as recalled.
+        if self._long_term is not None:
+            self._long_term.touch(tenant, [h.long_term_id for h in hits if h.tier == L4])
         seen = [h.seq for h in hits if h.tier != L4]
         if seen:
             await self.store.run(tenant, lambda tx: tx.tiered_hit(memory_id, seen), small=True)

@@ -421,9 +421,11 @@ class LongTermStatements(SqlTxBase):
         if where.created_before is not None:
             sql += " AND created < ?"
             params.append(where.created_before)
-        if where.metadata:
-            sql += " AND CAST(metadata_json AS jsonb) @> CAST(? AS jsonb)"
-            params.append(json.dumps(where.metadata, ensure_ascii=False))
+        for key, value in where.metadata.items():
+            # Equal values (long_term/metadata_filter.py), not jsonb containment (`@>`), by
+            # which [1] matched [1, 2] here and not in the in-memory index.
+            sql += " AND CAST(metadata_json AS jsonb) -> CAST(? AS text) = CAST(? AS jsonb)"
+            params += [key, json.dumps(value, ensure_ascii=False)]
         return sql, params
 
     def ltm_dense(self, scope_keys: Sequence[str], vector: bytes, k: int, where: LongTermFilter) -> list[tuple[str, float]]:

@@ -4,7 +4,8 @@
   locks this row first, so a pool's changes are serialised (also across PostgreSQL replicas)
   and its sequence numbers commit in order: a watcher reading "after N" never skips one.
 - `pool_entries`: one row per key, its JSON content, version, writers, times and metadata.
-- `pool_events`: one row per write or delete, by (pool, sequence).
+- `pool_events`: one row per write or delete, by (pool, sequence). They are kept: a key's
+  events are also what remembers the versions a deleted key had, so that it never repeats one.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ CREATE TABLE IF NOT EXISTS {pool_events} (
     created_at DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (tenant, pool_id, seq)
 );
+CREATE INDEX IF NOT EXISTS {pool_events}_by_key ON {pool_events} (tenant, pool_id, entry_key, version);
 """
 
 POOL_TABLES = ("pools", "pool_entries", "pool_events")
@@ -78,6 +80,11 @@ class PoolStatements(SqlTxBase):
         row = self._one(f"SELECT {_ENTRY} FROM {{pool_entries}} WHERE tenant = ? AND pool_id = ? AND entry_key = ?",
                         (self.tenant, pool_id, key))
         return _entry(row) if row else None
+
+    def pool_last_version(self, pool_id: str, key: str) -> int:
+        row = self._one("SELECT MAX(version) FROM {pool_events} WHERE tenant = ? AND pool_id = ? AND entry_key = ?",
+                        (self.tenant, pool_id, key))
+        return int(row[0]) if row and row[0] is not None else 0
 
     def pool_put(self, entry: PoolEntryRow) -> None:
         self._execute(

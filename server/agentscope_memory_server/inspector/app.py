@@ -195,7 +195,11 @@ class Inspector:
         form = await request.form()
         if not self.is_admin(request) or not hmac.compare_digest(str(form.get("csrf", "")), self.csrf(request)):
             return PlainTextResponse("deleting needs an admin key (inspector_admin_keys)", status_code=403)
-        await self.service.memories.delete_memory(tenant, memory_id)
+        # DeleteMemory's rule: a memory with children is refused unless `force` detaches them.
+        if self.service.scopes is not None:
+            await self.service.scopes.delete_memory(tenant, memory_id, form.get("force") == "on")
+        else:
+            await self.service.memories.delete_memory(tenant, memory_id)
         return RedirectResponse("/", status_code=303)
 
     async def long_term(self, request: Request) -> Response:
@@ -209,7 +213,8 @@ class Inspector:
             error = "long-term memory is switched off on this server"
         elif query:
             try:
-                items, _ = await self.service.long_term.search_ranked(tenant, scope, query)
+                # An operator looking is not a recall: decay and forgetting must not see it.
+                items, _ = await self.service.long_term.search_ranked(tenant, scope, query, touch=False)
             except MemoryServiceError as exc:
                 error = str(exc)
             else:

@@ -117,7 +117,8 @@ public final class SharedMemoryPool implements AutoCloseable {
      * @param poolId the pool
      * @param key the entry's key
      * @param contentJson the content, one JSON document as written
-     * @param version 1 when created, one more with each write; a deleted key written again starts at 1
+     * @param version 1 when created, one more with each write; a deleted key written again goes on from
+     *     the version it was deleted at, so a version of a key never repeats
      * @param createdBy the writer that created it
      * @param updatedBy the writer of the last write
      * @param createTime when it was created
@@ -184,7 +185,8 @@ public final class SharedMemoryPool implements AutoCloseable {
     // ---------------------------------------------------------------- entries
 
     /**
-     * Writes an entry, last writer wins: creates it at version 1 or replaces its content.
+     * Writes an entry, last writer wins: creates it at version 1 (a deleted key at the version it was
+     * deleted at + 1) or replaces its content.
      *
      * @param key the key (any Unicode text of 1-1024 bytes of UTF-8)
      * @param contentJson one JSON document (any JSON value), at most 1 MiB
