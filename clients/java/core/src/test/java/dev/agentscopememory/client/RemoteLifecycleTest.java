@@ -143,7 +143,7 @@ class RemoteLifecycleTest {
             RemoteMemoryException bad = assertThrows(RemoteMemoryException.class, () -> connection.call(
                     "LongTermMemoryService/GetLongTermMemoryHistory", true, () -> connection.longTermMemoryService()
                             .getLongTermMemoryHistory(GetLongTermMemoryHistoryRequest.newBuilder().setId(id)
-                                    .setPageSize(1001).build())));
+                                    .setPageSize(-1).build())));
             assertEquals(Status.Code.INVALID_ARGUMENT, bad.getCode());
             assertTrue(bad.getMessage().contains("page_size"), bad.getMessage());
         }
