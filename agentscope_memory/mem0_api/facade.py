@@ -13,8 +13,8 @@ from typing import Any
 
 from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.ids import check_id
+from agentscope_memory.validation.messages import check_json_value
 from agentscope_memory.long_term.importance import LlmScorer
-from agentscope_memory.long_term.metadata_filter import metadata_matches
 from agentscope_memory.long_term.engine import (
     HistoryEntry,
     LongTermEngine,
@@ -35,7 +35,6 @@ from agentscope_memory.scopes.engine import ScopeEngine
 
 DEFAULT_SEARCH_TOP_K = 10
 DEFAULT_LIST_TOP_K = 100
-MAX_TOP_K = 1000
 # The most entries one history answer holds, and how many the engine is asked for at a time.
 MAX_HISTORY_ENTRIES = 1000
 HISTORY_READ_PAGE = 200
@@ -130,12 +129,12 @@ def split_filters(request: Ids, filters: dict[str, Any] | None) -> tuple[Scope, 
     for key, value in flat.items():
         if isinstance(value, (dict, list)) and key not in _ID_KEYS:
             raise InvalidArgumentError(f"filters.{key}", "operator filters are not supported; give a plain value to match")
+        if key not in _ID_KEYS:
+            # Stored metadata never holds NUL or a non-finite number: such a filter is a mistake
+            # (and PostgreSQL's jsonb cannot even hold it).
+            check_json_value({key: value}, "filters", allow_nul=False)
     scope = _scope({k: flat.get(k) for k in _ID_KEYS}, "filters.")
     return scope, {k: v for k, v in flat.items() if k not in _ID_KEYS}
-
-
-def _matches(item: LongTermItem, metadata: dict[str, Any]) -> bool:
-    return metadata_matches(item.metadata, metadata)
 
 
 def _message_text(message: Mem0Message, where: str) -> str:
@@ -209,27 +208,19 @@ class Mem0Api:
             raise InvalidArgumentError("query", "must not be empty")
         scope, wanted = split_filters(request, request.filters)
         top_k = request.top_k or request.limit or DEFAULT_SEARCH_TOP_K
-        # Metadata filters apply after the engine's scoped search: fetch more than asked until
-        # top_k matches are found or the scope has nothing more to give.
-        fetch = top_k if not wanted else min(max(top_k * 5, 50), MAX_TOP_K)
-        while True:
-            # Not touched by the search: what the filters, the threshold and top_k leave out
-            # was not recalled, and must decay as if it had not been searched.
-            found = await self.engine.search(tenant, scope, request.query, fetch, touch=False)
-            hits = [i for i in found if _matches(i, wanted)]
-            if request.threshold is not None:
-                hits = [i for i in hits if i.score is None or i.score >= request.threshold]
-            if len(hits) >= top_k or len(found) < fetch or fetch >= MAX_TOP_K:
-                self.engine.touch(tenant, [i.id for i in hits[:top_k]])
-                return [memory_json(i) for i in hits[:top_k]]
-            fetch = min(fetch * 4, MAX_TOP_K)
+        # The engine filters before its top-k cut, so a match ranked below others is found. Not
+        # touched by the search: what the threshold leaves out was not recalled, and must decay
+        # as if it had not been searched.
+        hits = await self.engine.search(tenant, scope, request.query, top_k, touch=False, metadata=wanted)
+        if request.threshold is not None:
+            hits = [i for i in hits if i.score is None or i.score >= request.threshold]
+        self.engine.touch(tenant, [i.id for i in hits])
+        return [memory_json(i) for i in hits]
 
     async def list_memories(self, tenant: str, request: ListRequest) -> list[dict[str, Any]]:
         scope, wanted = split_filters(request, request.filters)
         top_k = request.top_k or request.page_size or DEFAULT_LIST_TOP_K
-        fetch = top_k if not wanted else MAX_TOP_K
-        items = await self.engine.list(tenant, scope, fetch)
-        return [memory_json(i) for i in items if _matches(i, wanted)][:top_k]
+        return [memory_json(i) for i in await self.engine.list(tenant, scope, top_k, metadata=wanted)]
 
     async def get(self, tenant: str, memory_id: str) -> dict[str, Any]:
         return memory_json(await self.engine.get(tenant, memory_id))
