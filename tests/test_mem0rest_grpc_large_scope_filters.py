@@ -93,6 +93,14 @@ async def test_filters_find_the_matching_memories_of_a_large_scope(server_factor
         assert listed.status_code == 200, listed.text
         assert [m["memory"] for m in listed.json()["results"]] == MATCHING
         assert listed.json()["count"] == len(MATCHING)
+        # mem0's numbered pages (query parameters) of the filtered list, and of the whole scope.
+        second = (await rest.post("/v3/memories/", params={"page": 2, "page_size": 2},
+                                  json={"filters": {"user_id": "旅行者", "topic": "trip", "day": 3}})).json()
+        assert ([m["memory"] for m in second["results"]], second["count"], second["next"]) == (MATCHING[2:], 3, None)
+        last = (await rest.post("/v3/memories/", params={"page": 12, "page_size": 100},
+                                json={"filters": {"user_id": "旅行者"}})).json()
+        assert [m["memory"] for m in last["results"]] == [*MATCHING, OTHER_DAY]
+        assert (last["count"], last["next"]) == (FILLERS + len(MATCHING) + 1, None) and "page=11" in last["previous"]
 
 
 async def test_a_top_k_above_the_candidate_default_is_served_whole(server_factory, store_settings) -> None:

@@ -184,9 +184,13 @@ class LongTermEngine(Protocol):
         ...
 
     async def list(self, tenant: str, scope: Scope, limit: int = 100, *,
-                   metadata: Mapping[str, Any] | None = None) -> list[LongTermItem]:
-        """The first `limit` memories of `scope`, oldest first; with `metadata`, the first
-        `limit` of those that match it (as `search`'s)."""
+                   metadata: Mapping[str, Any] | None = None, offset: int = 0) -> list[LongTermItem]:
+        """Up to `limit` memories of `scope`, oldest first, after the first `offset`; with
+        `metadata`, of those that match it (as `search`'s)."""
+        ...
+
+    async def count(self, tenant: str, scope: Scope, *, metadata: Mapping[str, Any] | None = None) -> int:
+        """How many memories `list` gives with no limit."""
         ...
 
     async def list_page(self, tenant: str, scope: Scope, limit: int, cursor: str = "") -> LongTermListPage:

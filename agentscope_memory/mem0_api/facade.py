@@ -222,6 +222,15 @@ class Mem0Api:
         top_k = request.top_k or request.page_size or DEFAULT_LIST_TOP_K
         return [memory_json(i) for i in await self.engine.list(tenant, scope, top_k, metadata=wanted)]
 
+    async def list_page(self, tenant: str, request: ListRequest, page: int = 1,
+                        page_size: int | None = None) -> tuple[list[dict[str, Any]], int, int]:
+        """mem0's numbered pages (`POST /v3/memories/?page=2&page_size=50`, 1-indexed, oldest
+        first): (the page's memories, how many match in all, the page size used)."""
+        scope, wanted = split_filters(request, request.filters)
+        size = page_size or request.page_size or request.top_k or DEFAULT_LIST_TOP_K
+        items = await self.engine.list(tenant, scope, size, metadata=wanted, offset=(page - 1) * size)
+        return [memory_json(i) for i in items], await self.engine.count(tenant, scope, metadata=wanted), size
+
     async def get(self, tenant: str, memory_id: str) -> dict[str, Any]:
         return memory_json(await self.engine.get(tenant, memory_id))
 

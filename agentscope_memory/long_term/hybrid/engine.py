@@ -584,18 +584,31 @@ class HybridEngine:
     # -- single memories --------------------------------------------------------------------
 
     async def list(self, tenant: str, scope: Scope, limit: int = 100, *,
-                   metadata: Mapping[str, Any] | None = None) -> builtins.list[LongTermItem]:
-        scope.validate()
-        if metadata:
-            # As a search's filter: PostgreSQL, which filters a list itself, cannot read a NUL.
-            check_json_value(dict(metadata), "metadata_filter_json", allow_nul=False)
+                   metadata: Mapping[str, Any] | None = None, offset: int = 0) -> builtins.list[LongTermItem]:
+        self._check_listing(scope, metadata)
         await self._ready()
 
         def read(tx: Tx) -> builtins.list[LongTermRow]:
             return tx.ltm_list(tx.ltm_scope_keys(scope.agent_name, scope.user_id, scope.run_name), limit,
-                               metadata=metadata)
+                               metadata=metadata, offset=offset)
 
         return [item_of(r) for r in await self._store.run(tenant, read, write=False)]
+
+    async def count(self, tenant: str, scope: Scope, *, metadata: Mapping[str, Any] | None = None) -> int:
+        self._check_listing(scope, metadata)
+        await self._ready()
+
+        def read(tx: Tx) -> int:
+            return tx.ltm_count(tx.ltm_scope_keys(scope.agent_name, scope.user_id, scope.run_name), metadata)
+
+        return await self._store.run(tenant, read, write=False)
+
+    @staticmethod
+    def _check_listing(scope: Scope, metadata: Mapping[str, Any] | None) -> None:
+        scope.validate()
+        if metadata:
+            # As a search's filter: PostgreSQL, which filters a list itself, cannot read a NUL.
+            check_json_value(dict(metadata), "metadata_filter_json", allow_nul=False)
 
     async def list_page(self, tenant: str, scope: Scope, limit: int, cursor: str = "") -> LongTermListPage:
         """Oldest first, by (created, id); a cursor names the last item of the page before."""

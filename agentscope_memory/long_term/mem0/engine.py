@@ -44,6 +44,8 @@ _MEM0_IDS = (("agent_name", "agent_id"), ("user_id", "user_id"), ("run_name", "r
 # `~b64:` + unpadded base64url of their UTF-8; every other id is passed as is, so scopes stored
 # before Unicode ids keep their data.
 _ENCODED = "~b64:"
+# The most memories `count` reads to count them (mem0 has no count of its own).
+_COUNT_LIMIT = 100_000
 
 
 def to_mem0_id(value: str) -> str:
@@ -182,11 +184,16 @@ class Mem0Engine:
         return await retrieve_by_search(self, tenant, scope, msg, limit, touch=touch)
 
     async def list(self, tenant: str, scope: Scope, limit: int = 100, *,
-                   metadata: Mapping[str, Any] | None = None) -> list[LongTermItem]:
+                   metadata: Mapping[str, Any] | None = None, offset: int = 0) -> list[LongTermItem]:
         scope.validate()
-        result = await self._store.call("get_all", filters=self._matching(tenant, scope, metadata), top_k=limit)
+        result = await self._store.call("get_all", filters=self._matching(tenant, scope, metadata),
+                                        top_k=offset + limit)
         items = [_item(r) for r in (result or {}).get("results", [])]
-        return [i for i in items if metadata_matches(i.metadata, metadata or {})]
+        return [i for i in items if metadata_matches(i.metadata, metadata or {})][offset:]
+
+    async def count(self, tenant: str, scope: Scope, *, metadata: Mapping[str, Any] | None = None) -> int:
+        # mem0 counts nothing: what its get_all gives, up to _COUNT_LIMIT memories, is counted.
+        return len(await self.list(tenant, scope, _COUNT_LIMIT, metadata=metadata))
 
     async def list_page(self, tenant: str, scope: Scope, limit: int, cursor: str = "") -> LongTermListPage:
         # mem0's get_all has no cursor: the cursor is an offset into its (stable) order, so a

@@ -315,34 +315,46 @@ class LongTermStatements(SqlTxBase):
         return [self._row(r) for r in rows]
 
     def ltm_list(self, scope_keys: Sequence[str], limit: int, after: tuple[float, str] | None = None,
-                 metadata: Mapping[str, Any] | None = None) -> list[LongTermRow]:
+                 metadata: Mapping[str, Any] | None = None, offset: int = 0) -> list[LongTermRow]:
         if not scope_keys:
             return []
         if metadata and not self._pg:
-            return self._ltm_list_matching(scope_keys, limit, after, metadata)
-        sql, params = self._list_where(scope_keys, after)
-        if metadata:
-            clause, values = _metadata_clause(metadata)
-            sql, params = sql + clause, [*params, *values]
-        return self._rows(f"SELECT {{columns}} FROM {{ltm}}{sql} ORDER BY created, memory_id{{bytewise}} LIMIT ?",
-                          [*params, limit])
+            found = self._matching_ids(scope_keys, after, metadata, offset + limit)[offset:]
+            rows = {r.memory_id: r for r in self.ltm_get_many(found)}
+            return [rows[m] for m in found if m in rows]
+        sql, params = self._list_where(scope_keys, after, metadata)
+        return self._rows(f"SELECT {{columns}} FROM {{ltm}}{sql} ORDER BY created, memory_id{{bytewise}} LIMIT ? OFFSET ?",
+                          [*params, limit, offset])
 
-    def _list_where(self, scope_keys: Sequence[str], after: tuple[float, str] | None) -> tuple[str, list[Any]]:
+    def ltm_count(self, scope_keys: Sequence[str], metadata: Mapping[str, Any] | None = None) -> int:
+        if not scope_keys:
+            return 0
+        if metadata and not self._pg:
+            return len(self._matching_ids(scope_keys, None, metadata, None))
+        sql, params = self._list_where(scope_keys, None, metadata)
+        row = self._one(f"SELECT COUNT(*) FROM {{ltm}}{sql}", params)
+        return int(row[0]) if row else 0
+
+    def _list_where(self, scope_keys: Sequence[str], after: tuple[float, str] | None,
+                    metadata: Mapping[str, Any] | None = None) -> tuple[str, list[Any]]:
         sql = f" WHERE tenant = ? AND scope_key IN ({placeholders(len(scope_keys))}) AND deleted = 0"
         params: list[Any] = [self.tenant, *scope_keys]
         if after is not None:
             sql += " AND (created > ? OR (created = ? AND memory_id{bytewise} > ?))"
             params += [after[0], after[0], after[1]]
+        if metadata:
+            clause, values = _metadata_clause(metadata)
+            sql, params = sql + clause, [*params, *values]
         return sql, params
 
-    def _ltm_list_matching(self, scope_keys: Sequence[str], limit: int, after: tuple[float, str] | None,
-                           metadata: Mapping[str, Any]) -> list[LongTermRow]:
-        """SQLite: `ltm_list` of the memories whose metadata matches, in the same order. SQLite's
-        JSON functions do not compare as `metadata_matches` does (true is 1 there, an object is
-        its text), so the scope is scanned in batches of ids and metadata only, and just the
-        matching rows are read whole."""
+    def _matching_ids(self, scope_keys: Sequence[str], after: tuple[float, str] | None,
+                      metadata: Mapping[str, Any], enough: int | None) -> list[str]:
+        """SQLite: the ids, in `ltm_list`'s order, of the memories whose metadata matches (the
+        first `enough`, or all). SQLite's JSON functions do not compare as `metadata_matches`
+        does (true is 1 there, an object is its text), so the scope is scanned in batches of ids
+        and metadata only; the caller reads just the matching rows whole."""
         found: list[str] = []
-        while len(found) < limit:
+        while enough is None or len(found) < enough:
             sql, params = self._list_where(scope_keys, after)
             batch = self._all(f"SELECT memory_id, created, metadata_json FROM {{ltm}}{sql}"
                               " ORDER BY created, memory_id{bytewise} LIMIT ?", [*params, _SCAN_BATCH])
@@ -350,9 +362,7 @@ class LongTermStatements(SqlTxBase):
             if len(batch) < _SCAN_BATCH:
                 break
             after = (float(batch[-1][1]), batch[-1][0])
-        found = found[:limit]
-        rows = {r.memory_id: r for r in self.ltm_get_many(found)}
-        return [rows[m] for m in found if m in rows]
+        return found if enough is None else found[:enough]
 
     def ltm_scope_rows(self, scope_key: str) -> list[LongTermRow]:
         return self._rows(
