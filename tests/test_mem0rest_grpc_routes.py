@@ -198,6 +198,11 @@ ERROR_CASES = [
         ("post", "/v3/memories/?page=0", {"json": {"filters": {"user_id": "a"}}}, 400, "query.page: Input should be greater"),
         ("post", "/v3/memories/?page=99999999999999999999", {"json": {"filters": {"user_id": "a"}}}, 400, "query.page"),
         ("post", "/v3/memories/?page_size=0", {"json": {"filters": {"user_id": "a"}}}, 400, "query.page_size"),
+        # An AND of two values for one key matched the last one's memories (another user's, here).
+        ("post", "/search", {"json": {"query": "x", "filters": {"AND": [{"user_id": "alice"}, {"user_id": "bob"}]}}}, 400,
+         "filters.AND[1].user_id: is 'bob' but filters.AND[0].user_id is 'alice': no memory matches both"),
+        ("post", "/v3/memories/", {"json": {"filters": {"user_id": "alice", "AND": [{"主题": "旅行"}, {"主题": "饮食"}]}}},
+         400, "filters.AND[1].主题: is '饮食' but filters.AND[0].主题 is '旅行'"),
         ("delete", "/memories", {}, 400, "at least one of user_id"),
         ("put", "/memories/nope", {"json": {}}, 400, "text"),
         ("get", "/memories/00000000-0000-0000-0000-000000000000", {}, 404, "does not exist"),

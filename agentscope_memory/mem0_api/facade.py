@@ -15,6 +15,7 @@ from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.ids import check_id
 from agentscope_memory.validation.messages import check_json_value
 from agentscope_memory.long_term.importance import LlmScorer
+from agentscope_memory.long_term.metadata_filter import json_equal
 from agentscope_memory.long_term.engine import (
     HistoryEntry,
     LongTermEngine,
@@ -107,18 +108,27 @@ def split_filters(request: Ids, filters: dict[str, Any] | None) -> tuple[Scope, 
 
     Top-level ids are merged in (AgentScope-Java sends `user_id` both ways); a filter naming a
     different id than the top level is refused rather than guessed. mem0's `{"AND": [...]}` of
-    plain conditions is flattened; operators (`{"gte": ...}`), `OR` and `NOT` are refused."""
+    plain conditions is flattened; operators (`{"gte": ...}`), `OR` and `NOT` are refused, and
+    so are two conditions asking one key for different values (nothing could match both)."""
     flat: dict[str, Any] = {}
+    where: dict[str, str] = {}
+
+    def add(key: str, value: Any, field: str) -> None:
+        if key in flat and not json_equal(flat[key], value):
+            raise InvalidArgumentError(field, f"is {value!r} but {where[key]} is {flat[key]!r}: no memory matches both")
+        flat[key], where[key] = value, field
+
     for key, value in (filters or {}).items():
         if key == "AND" and isinstance(value, list):
             for i, condition in enumerate(value):
                 if not isinstance(condition, dict):
                     raise InvalidArgumentError(f"filters.AND[{i}]", "must be an object")
-                flat.update(condition)
+                for name, wanted in condition.items():
+                    add(name, wanted, f"filters.AND[{i}].{name}")
         elif key in ("OR", "NOT"):
             raise InvalidArgumentError(f"filters.{key}", "is not supported; only equality filters (and AND) are")
         else:
-            flat[key] = value
+            add(key, value, f"filters.{key}")
     for key in _ID_KEYS:
         top = getattr(request, key)
         if top is None:
