@@ -41,6 +41,8 @@ MAX_HISTORY_ENTRIES = 1000
 HISTORY_READ_PAGE = 200
 _ROLES = {"user": MsgRole.USER, "assistant": MsgRole.ASSISTANT, "system": MsgRole.SYSTEM, "tool": MsgRole.TOOL}
 _ID_KEYS = ("user_id", "agent_id", "run_id")
+# mem0's comparison operators in a filter condition.
+_OPERATORS = frozenset({"eq", "ne", "gt", "gte", "lt", "lte", "in", "nin", "contains", "icontains"})
 
 VERBATIM_NOTE = "stored verbatim: no LLM is configured on this server, so infer=true could not extract facts"
 NOT_INFERRED_NOTE = "stored verbatim (infer=false)"
@@ -103,13 +105,21 @@ def _scope(ids: dict[str, Any], where: str) -> Scope:
     return Scope(agent_name=ids.get("agent_id") or "", user_id=ids.get("user_id") or "", run_name=ids.get("run_id") or "")
 
 
+def _is_operator(value: Any) -> bool:
+    """Whether a filter value is one of mem0's operator conditions (`{"gte": 3}`, `{"in": [...]}`)
+    rather than a value to match: AgentScope-Java sends its metadata as filters, so a list or an
+    object of other keys is metadata to be equal to."""
+    return isinstance(value, dict) and bool(value) and all(k in _OPERATORS for k in value)
+
+
 def split_filters(request: Ids, filters: dict[str, Any] | None) -> tuple[Scope, dict[str, Any]]:
     """(scope, metadata equality filters) from `filters` and the request's top-level ids.
 
     Top-level ids are merged in (AgentScope-Java sends `user_id` both ways); a filter naming a
     different id than the top level is refused rather than guessed. mem0's `{"AND": [...]}` of
     plain conditions is flattened; operators (`{"gte": ...}`), `OR` and `NOT` are refused, and
-    so are two conditions asking one key for different values (nothing could match both)."""
+    so are two conditions asking one key for different values (nothing could match both). Any
+    other value, a list or an object included, is matched for equality."""
     flat: dict[str, Any] = {}
     where: dict[str, str] = {}
 
@@ -137,7 +147,7 @@ def split_filters(request: Ids, filters: dict[str, Any] | None) -> tuple[Scope, 
             raise InvalidArgumentError(key, f"is {top!r} but filters.{key} is {flat[key]!r}")
         flat[key] = top
     for key, value in flat.items():
-        if isinstance(value, (dict, list)) and key not in _ID_KEYS:
+        if _is_operator(value) and key not in _ID_KEYS:
             raise InvalidArgumentError(f"filters.{key}", "operator filters are not supported; give a plain value to match")
         if key not in _ID_KEYS:
             # Stored metadata never holds NUL or a non-finite number: such a filter is a mistake
