@@ -56,8 +56,8 @@ async def _fill(engine: HybridEngine, scope: Scope) -> None:
     start = time.time() - 10_000
     rows = [_row(scope, f"I like green tea, cup {i}", tea, {"topic": "tea"}, start + i, engine.embedding_model)
             for i in range(FILLERS)]
-    rows += [_row(scope, text, vector, {"topic": "trip", "day": 3 if text in MATCHING else 7}, start + FILLERS + i,
-                  engine.embedding_model)
+    rows += [_row(scope, text, vector, {"topic": "trip", "day": 3 if text in MATCHING else 7, "stops": ["里昂", "Lyon"]},
+                  start + FILLERS + i, engine.embedding_model)
              for i, (text, vector) in enumerate(zip([*MATCHING, OTHER_DAY], other, strict=True))]
 
     def write(tx: Any) -> None:
@@ -101,6 +101,12 @@ async def test_filters_find_the_matching_memories_of_a_large_scope(server_factor
                                 json={"filters": {"user_id": "旅行者"}})).json()
         assert [m["memory"] for m in last["results"]] == [*MATCHING, OTHER_DAY]
         assert (last["count"], last["next"]) == (FILLERS + len(MATCHING) + 1, None) and "page=11" in last["previous"]
+        # A list value (as AgentScope-Java sends its metadata) is matched whole, in order.
+        for stops, expected in ((["里昂", "Lyon"], 4), (["Lyon", "里昂"], 0), (["Lyon"], 0)):
+            filters = {"user_id": "旅行者", "stops": stops}
+            listed = (await rest.post("/v3/memories/", json={"filters": filters})).json()
+            found = (await rest.post("/search", json={"query": "green tea", "filters": filters, "top_k": 5})).json()
+            assert (listed["count"], len(listed["results"]), len(found["results"])) == (expected,) * 3, stops
 
 
 async def test_a_top_k_above_the_candidate_default_is_served_whole(server_factory, store_settings) -> None:
