@@ -24,6 +24,10 @@ def one_line(text: str) -> str:
     return text
 
 
-def without_unicode_breaks(text: str) -> str:
-    """`text` with the line breaks that are not control characters written as `\\uXXXX`."""
-    return text.translate(_UNICODE_BREAKS)
+def one_line_label(text: str) -> str:
+    """`text` as a label closed by `]` (a pool's `[SHARED:key]`): as it is; or, when it holds a
+    `]` (the label would seem to end there), a line break, or opens with a quote, as a JSON
+    string literal, from which `json.loads` gives it back."""
+    if "]" in text:
+        return one_line_json(text)
+    return one_line(text)

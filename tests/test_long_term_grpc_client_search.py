@@ -3,6 +3,7 @@ command: every score component comes back, weights and filters apply, in English
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -67,3 +68,35 @@ async def test_local_mode_search(tmp_path) -> None:
         found = await ltm.search(ALICE, "Anna Berlin", top_k=1)
         assert [i.text for i in found] == ["My sister Anna lives in Berlin"] and found[0].scores.final > 0
         assert await ltm.search(ALICE, "Anna", memory_types=["fact"]) == []
+
+
+async def test_every_client_filters_by_metadata(server, tmp_path) -> None:
+    # The RPC has taken metadata_filter_json all along; the clients had no way to send it.
+    from conftest import make_settings
+
+    tagged = [("我每天早上喝绿茶", {"主题": "饮食"}), ("I drink green tea at noon", {"主题": "饮食", "day": 2}),
+              ("Green tea stains are hard to clean", {"主题": "家务", "tags": ["厨房"]})]
+
+    async def check(ltm) -> None:
+        for text, metadata in tagged:
+            await ltm.record(ALICE, [Msg.create(MsgRole.USER, text)], metadata=metadata)
+        assert {i.text for i in await ltm.search(ALICE, "green tea", metadata={"主题": "饮食"})} == {
+            "我每天早上喝绿茶", "I drink green tea at noon"}
+        assert [i.text for i in await ltm.search(ALICE, "green tea", metadata={"主题": "饮食", "day": 2.0})] == [
+            "I drink green tea at noon"]
+        assert [i.text for i in await ltm.search(ALICE, "tea", metadata={"tags": ["厨房"]})] == [tagged[2][0]]
+        assert await ltm.search(ALICE, "tea", metadata={"day": True}) == []
+        with pytest.raises(InvalidArgumentError, match="metadata_filter_json"):
+            await ltm.search(ALICE, "tea", metadata={"k": "\x00"})
+
+    async with AsyncLongTermClient(server.address) as remote:
+        await check(remote)
+    async with AsyncLocalLongTermClient(make_settings(tmp_path / "local")) as local:
+        await check(local)
+
+    def blocking() -> list[str]:
+        # In a thread: the server answers on this test's event loop.
+        with LongTermClient(server.address) as ltm:
+            return [i.text for i in ltm.search(ALICE, "tea", metadata={"主题": "家务"})]
+
+    assert await asyncio.to_thread(blocking) == [tagged[2][0]]

@@ -117,3 +117,28 @@ async def test_a_server_is_refused_on_a_data_dir_the_embedded_store_holds(tmp_pa
             subprocess.run, [EXE, "serve", "--port", "0", "--data-dir", str(data_dir)], capture_output=True,
             text=True, env=environ, timeout=60)
         assert done.returncode == 1 and f"data_dir {data_dir} is in use by another" in done.stderr, done
+
+
+async def test_target_filters_as_an_in_process_server_does(server_factory) -> None:
+    # Forwarded, a filtered search took 5 x top_k of Retrieve's results and filtered them with
+    # Python's `==`: a match ranked below them was missed, and `true` matched 1.
+    from agentscope_memory.client import AsyncLongTermClient
+    from agentscope_memory.long_term import Scope
+    from agentscope_memory.message import Msg, MsgRole
+    from mcp_helpers import http_session
+
+    server = await server_factory(api_keys={KEY_A: "tenant-a"}, mcp_port=0)
+    scope = Scope(user_id="茶客")
+    async with AsyncLongTermClient(server.address, api_key=KEY_A) as ltm:
+        for i in range(14):
+            await ltm.record(scope, [Msg.create(MsgRole.USER, f"I drink green tea, cup {i}")], metadata={"topic": "tea"})
+        await ltm.record(scope, [Msg.create(MsgRole.USER, "火车九点从里昂出发")], metadata={"topic": "trip", "flag": True})
+    train = ["火车九点从里昂出发"]
+    searches = [("green tea", {"topic": "trip"}, train), ("火车", {"flag": 1}, []), ("火车", {"flag": True}, train)]
+    async with http_session(f"http://127.0.0.1:{server.mcp_port}/mcp", {"x-api-key": KEY_A}) as in_process, \
+            stdio_session("--target", server.address, env={"AGENTSCOPE_MEMORY_API_KEY": KEY_A}) as forwarded:
+        for query, filters, expected in searches:
+            for session in (in_process, forwarded):
+                found = data(await session.call_tool("search_long_term_memory", {
+                    "query": query, "user_id": "茶客", "top_k": 2, "filters": filters}))
+                assert [r["text"] for r in found["results"]] == expected, (filters, session is forwarded)

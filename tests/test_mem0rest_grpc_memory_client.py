@@ -54,3 +54,32 @@ def test_memory_client_refuses_a_wrong_key(mem0_server: ServerThread) -> None:
 
     with pytest.raises(ValueError, match="unknown API key"):
         MemoryClient(api_key="wrong-key-000000000000", host=f"http://127.0.0.1:{mem0_server.running.mem0_rest_port}")
+
+
+def test_memory_client_pages_through_get_all(mem0_server: ServerThread) -> None:
+    # mem0's MemoryClient sends `page` and `page_size` as query parameters and reads mem0's
+    # envelope: `count` (all that match), `next` / `previous` (the neighbouring pages' URLs).
+    from mem0 import MemoryClient
+
+    client = MemoryClient(api_key=KEY, host=f"http://127.0.0.1:{mem0_server.running.mem0_rest_port}")
+    texts = [f"第{i}条笔记 note {i}" for i in range(7)]
+    for i, text in enumerate(texts):
+        client.add([{"role": "user", "content": text}], user_id="翻页", metadata={"kept": i % 2 == 0})
+    kept = [t for i, t in enumerate(texts) if i % 2 == 0]
+
+    seen: list[str] = []
+    page = 1
+    while True:
+        answer = client.get_all(filters={"AND": [{"user_id": "翻页"}, {"kept": True}]}, page=page, page_size=3)
+        assert answer["count"] == len(kept)
+        assert len(answer["results"]) <= 3
+        assert (answer["previous"] is None) == (page == 1)
+        seen += [r["memory"] for r in answer["results"]]
+        if answer["next"] is None:
+            break
+        assert f"page={page + 1}" in answer["next"] and "page_size=3" in answer["next"]
+        page += 1
+    assert (seen, page) == (kept, 2)
+    everything = client.get_all(filters={"user_id": "翻页"}, page=3, page_size=3)
+    assert ([r["memory"] for r in everything["results"]], everything["count"]) == ([texts[6]], 7)
+    assert client.get_all(filters={"user_id": "翻页"}, page=4, page_size=3)["results"] == []

@@ -71,6 +71,27 @@ async def test_other_filter_keys_are_metadata_equality_filters_and_top_k_is_hono
     assert len(listed) == 4
 
 
+async def test_metadata_holding_a_list_or_an_object_is_found_by_the_filters_java_sends(rest) -> None:
+    # AgentScope-Java sends the metadata it records with as search filters: a list or an object
+    # in it was refused as an operator filter, the client swallowed the 400 and recalled nothing.
+    metadata = {"tags": ["travel", "旅行"], "profile": {"lang": "zh", "level": 2}}
+    for text, meta in (("I like window seats", metadata), ("我喜欢靠过道的座位", {**metadata, "tags": ["travel"]})):
+        added = await rest.post("/v1/memories/", json={**JAVA_ADD, "messages": [{"role": "user", "content": text}],
+                                                       "metadata": meta})
+        assert added.status_code == 200, added.text
+    found = await rest.post("/v2/memories/search/", json={**JAVA_SEARCH, "query": "seats",
+                                                          "filters": {"agent_id": "Friday", "user_id": "alice", **metadata}})
+    assert found.status_code == 200, found.text
+    assert [h["memory"] for h in found.json()] == ["I like window seats"]
+    # Equal values only: a list is not matched by one of its items, nor an object by part of it.
+    for partial in ({"tags": ["travel"]}, {"profile": {"lang": "zh"}}, {"tags": "travel"}):
+        hits = (await rest.post("/search", json={"query": "seats", "user_id": "alice", "filters": partial})).json()
+        expected = ["我喜欢靠过道的座位"] if partial == {"tags": ["travel"]} else []
+        assert [h["memory"] for h in hits["results"]] == expected, partial
+    listed = await rest.post("/v3/memories/", json={"filters": {"user_id": "alice", "profile": metadata["profile"]}})
+    assert listed.json()["count"] == 2
+
+
 async def test_get_update_history_delete_one_memory(rest) -> None:
     added = (await rest.post("/memories", json={"messages": "我住在杭州", "user_id": "bob"})).json()
     memory_id = added["results"][0]["id"]
@@ -184,6 +205,8 @@ ERROR_CASES = [
         ("post", "/search", {"json": {"query": "tea", "user_id": "a", "top_k": 0}}, 400, "top_k"),
         ("post", "/search", {"json": {"query": "tea", "user_id": "a", "filters": {"user_id": "b"}}}, 400, "user_id"),
         ("post", "/search", {"json": {"query": "x", "filters": {"user_id": "a", "created_at": {"gte": "2026"}}}}, 400, "operator"),
+        ("post", "/search", {"json": {"query": "x", "filters": {"user_id": "a", "n": {"in": [1, 2], "ne": 3}}}}, 400,
+         "filters.n: operator"),
         ("post", "/search", {"json": {"query": "x", "user_id": "a\x00b"}}, 400, "NUL"),
         ("post", "/search", {"content": b'{"query": "x", "user_id": "a", "threshold": NaN}',
                              "headers": {"Content-Type": "application/json"}}, 400, "threshold"),
@@ -191,6 +214,18 @@ ERROR_CASES = [
         ("get", "/memories?user_id=alice&top_k=0", {}, 400, "query.top_k: Input should be greater than or equal to 1"),
         ("get", "/memories?user_id=alice&top_k=-5", {}, 400, "query.top_k"),
         ("get", "/memories?user_id=alice&top_k=99999999999999999999", {}, 400, "query.top_k: Input should be less than"),
+        ("post", "/search", {"json": {"query": "x", "filters": {"user_id": "a", "k": "\x00"}}}, 400, "filters: contains a NUL"),
+        ("post", "/v3/memories/", {"json": {"filters": {"user_id": "a", "k": "\x00"}}}, 400, "filters: contains a NUL"),
+        ("post", "/v3/memories/", {"content": b'{"filters": {"user_id": "a", "k": NaN}}',
+                                   "headers": {"Content-Type": "application/json"}}, 400, "filters: holds the number nan"),
+        ("post", "/v3/memories/?page=0", {"json": {"filters": {"user_id": "a"}}}, 400, "query.page: Input should be greater"),
+        ("post", "/v3/memories/?page=99999999999999999999", {"json": {"filters": {"user_id": "a"}}}, 400, "query.page"),
+        ("post", "/v3/memories/?page_size=0", {"json": {"filters": {"user_id": "a"}}}, 400, "query.page_size"),
+        # An AND of two values for one key matched the last one's memories (another user's, here).
+        ("post", "/search", {"json": {"query": "x", "filters": {"AND": [{"user_id": "alice"}, {"user_id": "bob"}]}}}, 400,
+         "filters.AND[1].user_id: is 'bob' but filters.AND[0].user_id is 'alice': no memory matches both"),
+        ("post", "/v3/memories/", {"json": {"filters": {"user_id": "alice", "AND": [{"主题": "旅行"}, {"主题": "饮食"}]}}},
+         400, "filters.AND[1].主题: is '饮食' but filters.AND[0].主题 is '旅行'"),
         ("delete", "/memories", {}, 400, "at least one of user_id"),
         ("put", "/memories/nope", {"json": {}}, 400, "text"),
         ("get", "/memories/00000000-0000-0000-0000-000000000000", {}, 404, "does not exist"),

@@ -368,6 +368,35 @@ async def test_each_entry_stays_one_line_whatever_its_text_holds(server) -> None
         assert {m.metadata["key"] for m in as_messages.messages} == {*values, "a\u2028b"}
 
 
+def _split_rendered(line: str) -> tuple[str, str]:
+    """A reader's split of one `[SHARED:key] content` line: a key opening with `"` is a JSON
+    string literal, any other ends at the first `] `."""
+    label = line.removeprefix("[SHARED:")
+    if label.startswith('"'):
+        key, end = json.JSONDecoder().raw_decode(label)
+        assert label[end:end + 2] == "] ", line
+        return key, label[end + 2:]
+    key, _, text = label.partition("] ")
+    return key, text
+
+
+async def test_a_key_holding_a_bracket_is_rendered_so_the_line_splits_back(server) -> None:
+    # `[SHARED:a] b] c` was both key "a] b" with "c" and key "a" with "b] c".
+    entries = {"a] b": "c", "a": "b] c", "计划] 第二步": "完成", "计划": "第二步] 完成", "x]y": "z", "[标签]": "值",
+               '"quoted key"': "v", "行\u2028分隔": "w", "plain key": "shown as always", "计划：第一步": "写测试"}
+    async with AsyncPoolClient(server.address, timeout=10) as pools:
+        for key, value in entries.items():
+            await pools.write("括号", key, value)
+        rendered = await pools.render(["括号"], 10_000)
+    lines = rendered.text.splitlines()
+    assert len(lines) == len(entries)
+    assert dict(_split_rendered(line) for line in lines) == entries
+    # Keys without `]`, a line break or a leading quote are shown exactly as before.
+    assert "[SHARED:plain key] shown as always" in lines and "[SHARED:计划：第一步] 写测试" in lines
+    assert "[SHARED:a] b] c" in lines and '[SHARED:"a] b"] c' in lines
+    assert '[SHARED:"计划] 第二步"] 完成' in lines and "[SHARED:计划] 第二步] 完成" in lines
+
+
 async def test_a_page_of_entries_with_large_metadata_fits_a_stock_4_mib_client(server) -> None:
     # 100 small entries with 64 KiB of metadata each: 6.5 MB, in pages a stock client receives.
     metadata = json.dumps({"notes": "备" * 21_800}, ensure_ascii=False)

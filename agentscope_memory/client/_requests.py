@@ -156,14 +156,15 @@ SEARCH_WEIGHTS = ("alpha", "beta", "gamma", "delta", "decay_rate", "dense_weight
 
 def search(scope: Scope, query: str, top_k: int, weights: dict[str, float | None],
            memory_types: Sequence[str], domains: Sequence[str], route_query: bool,
-           ranking: str = "") -> ltm_pb.SearchLongTermMemoriesRequest:
+           ranking: str = "", metadata: dict[str, Any] | None = None) -> ltm_pb.SearchLongTermMemoriesRequest:
     """A ranked search: unset weights take the server's defaults."""
     unknown = set(weights) - set(SEARCH_WEIGHTS)
     if unknown:
         raise TypeError(f"unknown search options: {', '.join(sorted(unknown))}")
     request = ltm_pb.SearchLongTermMemoriesRequest(scope=scope_to_proto(scope), query=query, top_k=top_k,
                                                    memory_types=list(memory_types), domains=list(domains),
-                                                   route_query=route_query, ranking=ranking_to_proto(ranking))
+                                                   route_query=route_query, ranking=ranking_to_proto(ranking),
+                                                   metadata_filter_json=to_json_text(metadata) if metadata else "")
     for name, value in weights.items():
         if value is not None:
             setattr(request, name, value)

@@ -218,12 +218,12 @@ class AsyncLocalLongTermClient(_LocalClient):
 
     async def search(self, scope: Scope, query: str, *, top_k: int = 0, memory_types: Sequence[str] = (),
                      domains: Sequence[str] = (), route_query: bool = False, ranking: str = "",
-                     **weights: float | None) -> builtins.list[LongTermItem]:
+                     metadata: dict[str, Any] | None = None, **weights: float | None) -> builtins.list[LongTermItem]:
         from agentscope_memory.client._requests import search as search_request
 
         # The request the remote client would send, read as the server reads it: the same
         # options (`ranking` included) and the same errors.
-        request = search_request(scope, query, top_k, weights, memory_types, domains, route_query, ranking)
+        request = search_request(scope, query, top_k, weights, memory_types, domains, route_query, ranking, metadata)
         check_request(request)
         if not query.strip():
             raise InvalidArgumentError("query", "is required")

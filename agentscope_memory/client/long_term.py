@@ -91,12 +91,13 @@ class AsyncLongTermClient(AsyncGrpcClient):
 
     async def search(self, scope: Scope, query: str, *, top_k: int = 0, memory_types: Sequence[str] = (),
                      domains: Sequence[str] = (), route_query: bool = False, ranking: str = "",
-                     **weights: float | None) -> builtins.list[LongTermItem]:
+                     metadata: dict[str, Any] | None = None, **weights: float | None) -> builtins.list[LongTermItem]:
         """Ranked search, best first; each item's `scores` holds every component of its score
         (final, semantic, dense, lexical, decay, importance, frequency). Weights (alpha, beta,
         gamma, delta, decay_rate, dense_weight) and `ranking` (shipped, seed, semantic, dense,
-        lexical, rrf) left out take the server's defaults."""
-        request = _requests.search(scope, query, top_k, weights, memory_types, domains, route_query, ranking)
+        lexical, rrf) left out take the server's defaults. `metadata`: only memories holding
+        each of its keys with an equal value."""
+        request = _requests.search(scope, query, top_k, weights, memory_types, domains, route_query, ranking, metadata)
         response = await self._call(self._stub.SearchLongTermMemories, request)
         return [long_term_result_from_proto(r) for r in response.results]
 
@@ -190,8 +191,8 @@ class LongTermClient(BlockingGrpcClient):
 
     def search(self, scope: Scope, query: str, *, top_k: int = 0, memory_types: Sequence[str] = (),
                domains: Sequence[str] = (), route_query: bool = False, ranking: str = "",
-               **weights: float | None) -> builtins.list[LongTermItem]:
-        request = _requests.search(scope, query, top_k, weights, memory_types, domains, route_query, ranking)
+               metadata: dict[str, Any] | None = None, **weights: float | None) -> builtins.list[LongTermItem]:
+        request = _requests.search(scope, query, top_k, weights, memory_types, domains, route_query, ranking, metadata)
         return [long_term_result_from_proto(r) for r in self._call(self._stub.SearchLongTermMemories, request).results]
 
     def update(self, memory_id: str, text: str | None = None, *, importance: float | None = None,

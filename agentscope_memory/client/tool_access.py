@@ -10,14 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from agentscope_memory._proto.agentscope.memory.v1 import (
-    long_term_memory_service_pb2 as lt_pb,
-)
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
 from agentscope_memory.client import _requests
 from agentscope_memory.client.aio import AsyncMemoryClient
-from agentscope_memory.client.long_term import AsyncLongTermClient, _items
-from agentscope_memory.convert.to_proto import msg_to_proto, scope_to_proto
+from agentscope_memory.client.long_term import AsyncLongTermClient
 from agentscope_memory.errors import NotFoundError
 from agentscope_memory.long_term.engine import LongTermItem, Scope
 from agentscope_memory.memory_tools.access import (
@@ -25,10 +21,8 @@ from agentscope_memory.memory_tools.access import (
     MessagesPage,
     WorkingMemoriesPage,
     WorkingMemoryInfo,
-    filter_items,
-    wider,
 )
-from agentscope_memory.message import Msg, MsgRole
+from agentscope_memory.message import Msg
 
 # The server's ListLongTermMemories page_size limit.
 MAX_REMOTE_LIST = 1000
@@ -52,9 +46,9 @@ class RemoteAccess:
         return await self.long_term.record(scope, msgs, metadata or None)
 
     async def search(self, scope: Scope, query: str, limit: int, filters: dict[str, Any]) -> list[LongTermItem]:
-        request = lt_pb.RetrieveRequest(scope=scope_to_proto(scope), message=msg_to_proto(Msg.create(MsgRole.USER, query)),
-                                        limit=wider(limit, filters))
-        return filter_items(_items(await self.long_term._call(self.long_term._stub.Retrieve, request)), limit, filters)
+        # The ranked search an in-process server runs for the tool (`ServiceAccess.search`): the
+        # server filters by metadata before its top-k cut, with the same equality.
+        return await self.long_term.search(scope, query, top_k=limit, metadata=filters or None)
 
     async def list_long_term(self, scope: Scope, limit: int) -> list[LongTermItem]:
         return await self.long_term.list(scope, min(limit, MAX_REMOTE_LIST))

@@ -19,7 +19,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2 as s
 from agentscope_memory.convert import enums
 from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.long_term.engine import HistoryEntry, LongTermItem, Scope
-from agentscope_memory.long_term.hybrid.ranking import RankOptions
+from agentscope_memory.long_term.hybrid.ranking import MAX_TOP_K, RankOptions
 from agentscope_memory.long_term.tools import ToolSchema
 from agentscope_memory.long_term.modes import Mode
 from agentscope_memory.message import (
@@ -288,8 +288,11 @@ def search_options_from_proto(request: ltm_pb.SearchLongTermMemoriesRequest, def
     )
     optional = {name: getattr(request, name) for name in ("alpha", "beta", "gamma", "delta", "decay_rate", "dense_weight")
                 if request.HasField(name)}
+    # Unset, the candidates are at least top_k: the legs' default would cut a larger top_k to it.
+    # (A top_k over the limit is refused under its own name.)
+    top_k_semantic = request.top_k_semantic or max(defaults.top_k_semantic, min(request.top_k, MAX_TOP_K))
     return defaults.with_overrides(
-        top_k=request.top_k or None, top_k_semantic=request.top_k_semantic or None,
+        top_k=request.top_k or None, top_k_semantic=top_k_semantic,
         ranking=_RANKINGS.get(request.ranking), where=where, **optional,
     )
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import builtins  # `list` is also a method name in the engines below
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 
 from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES
@@ -155,9 +155,11 @@ class LongTermEngine(Protocol):
         ...
 
     async def search(self, tenant: str, scope: Scope, query: str, limit: int = DEFAULT_TOP_K, *,
-                     touch: bool = True) -> list[LongTermItem]:
+                     touch: bool = True, metadata: Mapping[str, Any] | None = None) -> list[LongTermItem]:
         """The memories of `scope` that best match `query`, best first, marked recalled unless
-        `touch` is false (the caller then `touch`es what it shows of them)."""
+        `touch` is false (the caller then `touch`es what it shows of them). With `metadata`,
+        only memories holding each of its keys with an equal value (`metadata_filter.py`), chosen
+        before the top `limit` are cut (a filter never hides a match ranked below others)."""
         ...
 
     async def retrieve(
@@ -181,7 +183,15 @@ class LongTermEngine(Protocol):
         (only what a user or model saw keeps a memory from decaying)."""
         ...
 
-    async def list(self, tenant: str, scope: Scope, limit: int = 100) -> list[LongTermItem]: ...
+    async def list(self, tenant: str, scope: Scope, limit: int = 100, *,
+                   metadata: Mapping[str, Any] | None = None, offset: int = 0) -> list[LongTermItem]:
+        """Up to `limit` memories of `scope`, oldest first, after the first `offset`; with
+        `metadata`, of those that match it (as `search`'s)."""
+        ...
+
+    async def count(self, tenant: str, scope: Scope, *, metadata: Mapping[str, Any] | None = None) -> int:
+        """How many memories `list` gives with no limit."""
+        ...
 
     async def list_page(self, tenant: str, scope: Scope, limit: int, cursor: str = "") -> LongTermListPage:
         """Up to `limit` memories of exactly this scope in a stable order, starting after

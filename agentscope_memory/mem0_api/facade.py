@@ -13,8 +13,9 @@ from typing import Any
 
 from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.ids import check_id
+from agentscope_memory.validation.messages import check_json_value
 from agentscope_memory.long_term.importance import LlmScorer
-from agentscope_memory.long_term.metadata_filter import metadata_matches
+from agentscope_memory.long_term.metadata_filter import json_equal
 from agentscope_memory.long_term.engine import (
     HistoryEntry,
     LongTermEngine,
@@ -35,12 +36,13 @@ from agentscope_memory.scopes.engine import ScopeEngine
 
 DEFAULT_SEARCH_TOP_K = 10
 DEFAULT_LIST_TOP_K = 100
-MAX_TOP_K = 1000
 # The most entries one history answer holds, and how many the engine is asked for at a time.
 MAX_HISTORY_ENTRIES = 1000
 HISTORY_READ_PAGE = 200
 _ROLES = {"user": MsgRole.USER, "assistant": MsgRole.ASSISTANT, "system": MsgRole.SYSTEM, "tool": MsgRole.TOOL}
 _ID_KEYS = ("user_id", "agent_id", "run_id")
+# mem0's comparison operators in a filter condition.
+_OPERATORS = frozenset({"eq", "ne", "gt", "gte", "lt", "lte", "in", "nin", "contains", "icontains"})
 
 VERBATIM_NOTE = "stored verbatim: no LLM is configured on this server, so infer=true could not extract facts"
 NOT_INFERRED_NOTE = "stored verbatim (infer=false)"
@@ -103,23 +105,40 @@ def _scope(ids: dict[str, Any], where: str) -> Scope:
     return Scope(agent_name=ids.get("agent_id") or "", user_id=ids.get("user_id") or "", run_name=ids.get("run_id") or "")
 
 
+def _is_operator(value: Any) -> bool:
+    """Whether a filter value is one of mem0's operator conditions (`{"gte": 3}`, `{"in": [...]}`)
+    rather than a value to match: AgentScope-Java sends its metadata as filters, so a list or an
+    object of other keys is metadata to be equal to."""
+    return isinstance(value, dict) and bool(value) and all(k in _OPERATORS for k in value)
+
+
 def split_filters(request: Ids, filters: dict[str, Any] | None) -> tuple[Scope, dict[str, Any]]:
     """(scope, metadata equality filters) from `filters` and the request's top-level ids.
 
     Top-level ids are merged in (AgentScope-Java sends `user_id` both ways); a filter naming a
     different id than the top level is refused rather than guessed. mem0's `{"AND": [...]}` of
-    plain conditions is flattened; operators (`{"gte": ...}`), `OR` and `NOT` are refused."""
+    plain conditions is flattened; operators (`{"gte": ...}`), `OR` and `NOT` are refused, and
+    so are two conditions asking one key for different values (nothing could match both). Any
+    other value, a list or an object included, is matched for equality."""
     flat: dict[str, Any] = {}
+    where: dict[str, str] = {}
+
+    def add(key: str, value: Any, field: str) -> None:
+        if key in flat and not json_equal(flat[key], value):
+            raise InvalidArgumentError(field, f"is {value!r} but {where[key]} is {flat[key]!r}: no memory matches both")
+        flat[key], where[key] = value, field
+
     for key, value in (filters or {}).items():
         if key == "AND" and isinstance(value, list):
             for i, condition in enumerate(value):
                 if not isinstance(condition, dict):
                     raise InvalidArgumentError(f"filters.AND[{i}]", "must be an object")
-                flat.update(condition)
+                for name, wanted in condition.items():
+                    add(name, wanted, f"filters.AND[{i}].{name}")
         elif key in ("OR", "NOT"):
             raise InvalidArgumentError(f"filters.{key}", "is not supported; only equality filters (and AND) are")
         else:
-            flat[key] = value
+            add(key, value, f"filters.{key}")
     for key in _ID_KEYS:
         top = getattr(request, key)
         if top is None:
@@ -128,14 +147,14 @@ def split_filters(request: Ids, filters: dict[str, Any] | None) -> tuple[Scope, 
             raise InvalidArgumentError(key, f"is {top!r} but filters.{key} is {flat[key]!r}")
         flat[key] = top
     for key, value in flat.items():
-        if isinstance(value, (dict, list)) and key not in _ID_KEYS:
+        if _is_operator(value) and key not in _ID_KEYS:
             raise InvalidArgumentError(f"filters.{key}", "operator filters are not supported; give a plain value to match")
+        if key not in _ID_KEYS:
+            # Stored metadata never holds NUL or a non-finite number: such a filter is a mistake
+            # (and PostgreSQL's jsonb cannot even hold it).
+            check_json_value({key: value}, "filters", allow_nul=False)
     scope = _scope({k: flat.get(k) for k in _ID_KEYS}, "filters.")
     return scope, {k: v for k, v in flat.items() if k not in _ID_KEYS}
-
-
-def _matches(item: LongTermItem, metadata: dict[str, Any]) -> bool:
-    return metadata_matches(item.metadata, metadata)
 
 
 def _message_text(message: Mem0Message, where: str) -> str:
@@ -209,27 +228,28 @@ class Mem0Api:
             raise InvalidArgumentError("query", "must not be empty")
         scope, wanted = split_filters(request, request.filters)
         top_k = request.top_k or request.limit or DEFAULT_SEARCH_TOP_K
-        # Metadata filters apply after the engine's scoped search: fetch more than asked until
-        # top_k matches are found or the scope has nothing more to give.
-        fetch = top_k if not wanted else min(max(top_k * 5, 50), MAX_TOP_K)
-        while True:
-            # Not touched by the search: what the filters, the threshold and top_k leave out
-            # was not recalled, and must decay as if it had not been searched.
-            found = await self.engine.search(tenant, scope, request.query, fetch, touch=False)
-            hits = [i for i in found if _matches(i, wanted)]
-            if request.threshold is not None:
-                hits = [i for i in hits if i.score is None or i.score >= request.threshold]
-            if len(hits) >= top_k or len(found) < fetch or fetch >= MAX_TOP_K:
-                self.engine.touch(tenant, [i.id for i in hits[:top_k]])
-                return [memory_json(i) for i in hits[:top_k]]
-            fetch = min(fetch * 4, MAX_TOP_K)
+        # The engine filters before its top-k cut, so a match ranked below others is found. Not
+        # touched by the search: what the threshold leaves out was not recalled, and must decay
+        # as if it had not been searched.
+        hits = await self.engine.search(tenant, scope, request.query, top_k, touch=False, metadata=wanted)
+        if request.threshold is not None:
+            hits = [i for i in hits if i.score is None or i.score >= request.threshold]
+        self.engine.touch(tenant, [i.id for i in hits])
+        return [memory_json(i) for i in hits]
 
     async def list_memories(self, tenant: str, request: ListRequest) -> list[dict[str, Any]]:
         scope, wanted = split_filters(request, request.filters)
         top_k = request.top_k or request.page_size or DEFAULT_LIST_TOP_K
-        fetch = top_k if not wanted else MAX_TOP_K
-        items = await self.engine.list(tenant, scope, fetch)
-        return [memory_json(i) for i in items if _matches(i, wanted)][:top_k]
+        return [memory_json(i) for i in await self.engine.list(tenant, scope, top_k, metadata=wanted)]
+
+    async def list_page(self, tenant: str, request: ListRequest, page: int = 1,
+                        page_size: int | None = None) -> tuple[list[dict[str, Any]], int, int]:
+        """mem0's numbered pages (`POST /v3/memories/?page=2&page_size=50`, 1-indexed, oldest
+        first): (the page's memories, how many match in all, the page size used)."""
+        scope, wanted = split_filters(request, request.filters)
+        size = page_size or request.page_size or request.top_k or DEFAULT_LIST_TOP_K
+        items = await self.engine.list(tenant, scope, size, metadata=wanted, offset=(page - 1) * size)
+        return [memory_json(i) for i in items], await self.engine.count(tenant, scope, metadata=wanted), size
 
     async def get(self, tenant: str, memory_id: str) -> dict[str, Any]:
         return memory_json(await self.engine.get(tenant, memory_id))

@@ -54,19 +54,6 @@ class WorkingMemoriesPage:
     next_page_token: str
 
 
-# Without filtering in the engine, a filtered search looks at this many times more candidates.
-SEARCH_FILTER_FACTOR = 5
-
-
-def wider(limit: int, filters: dict[str, Any]) -> int:
-    return limit * SEARCH_FILTER_FACTOR if filters else limit
-
-
-def filter_items(items: list[LongTermItem], limit: int, filters: dict[str, Any]) -> list[LongTermItem]:
-    """The first `limit` items whose metadata has every key/value of `filters`."""
-    return [i for i in items if all(i.metadata.get(k) == v for k, v in filters.items())][:limit]
-
-
 class MemoryAccess(Protocol):
     """The service as one tenant sees it."""
 

@@ -8,7 +8,7 @@ import json
 from typing import Iterable
 
 from agentscope_memory.message import Msg, MsgRole
-from agentscope_memory.one_line import one_line, one_line_json, without_unicode_breaks
+from agentscope_memory.one_line import one_line, one_line_json, one_line_label
 from agentscope_memory.pool.model import PoolEntry, RenderedPools
 from agentscope_memory.short_term.auto_context.tokens import estimate_tokens
 from agentscope_memory.store.codec import encode_msg
@@ -22,8 +22,10 @@ def entry_line(entry: PoolEntry) -> str:
     stays one and the text can be read back."""
     value = json.loads(entry.content_json)
     shown = one_line(value) if isinstance(value, str) else one_line_json(value)
-    # A key holds no control character, but may hold a Unicode line or paragraph separator.
-    return f"{PREFIX.format(key=without_unicode_breaks(entry.key))} {shown}"
+    # A key holding `]`, a line break (a Unicode separator: never a control character) or
+    # opening with `"` is shown as a JSON string literal: the label's end stays where a reader
+    # looks for it, and other keys are shown exactly as they always were.
+    return f"{PREFIX.format(key=one_line_label(entry.key))} {shown}"
 
 
 def entry_message(entry: PoolEntry, line: str) -> Msg:

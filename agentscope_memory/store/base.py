@@ -14,7 +14,7 @@ only uses them may pass `NO_TENANT` to `Store.run`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, NamedTuple, Protocol, Sequence, TypeVar
+from typing import Any, Callable, Mapping, NamedTuple, Protocol, Sequence, TypeVar
 
 T = TypeVar("T")
 
@@ -289,7 +289,15 @@ class Tx(Protocol):
     def ltm_get_many_unembedded(self, memory_ids: Sequence[str]) -> list[LongTermRow]:
         """`ltm_get_many` without the embeddings (None): a search's rows, whose vectors nobody reads."""
         ...
-    def ltm_list(self, scope_keys: Sequence[str], limit: int, after: tuple[float, str] | None = None) -> list[LongTermRow]: ...
+    def ltm_list(self, scope_keys: Sequence[str], limit: int, after: tuple[float, str] | None = None,
+                 metadata: Mapping[str, Any] | None = None, offset: int = 0) -> list[LongTermRow]:
+        """Live memories by (created, id), after `after`, the first `offset` skipped; with
+        `metadata`, only those holding every key with an equal value (`long_term/metadata_filter.py`),
+        filtered before the offset and the limit."""
+        ...
+    def ltm_count(self, scope_keys: Sequence[str], metadata: Mapping[str, Any] | None = None) -> int:
+        """How many memories `ltm_list` would give with no limit."""
+        ...
     def ltm_scope_rows(self, scope_key: str) -> list[LongTermRow]:
         """Every live memory of one exact scope, embeddings included (to build an index)."""
         ...

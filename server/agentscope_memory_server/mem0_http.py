@@ -22,7 +22,7 @@ import logging
 import uuid
 from typing import Any
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
@@ -43,6 +43,9 @@ from agentscope_memory.mem0_api import (
 from agentscope_memory_server.tenancy import ApiKeys
 
 log = logging.getLogger("agentscope_memory_server.mem0_rest")
+
+# The largest `page` of `POST /v3/memories/`: its offset stays far inside SQL's 64-bit integers.
+MAX_PAGE_NUMBER = 1_000_000
 
 _STATUS: list[tuple[type[Exception], int]] = [
     (errors.InvalidArgumentError, 400),
@@ -154,9 +157,21 @@ def create_app(engine: LongTermEngine | None, keys: ApiKeys, max_page_bytes: int
         return {"results": await m.list_memories(t, request)}
 
     @app.post("/v3/memories/", tags=["mem0 platform"], summary="List memories matching filters")
-    async def list_v3(body: ListRequest, t: str = Tenant, m: Mem0Api = Api) -> dict[str, Any]:
-        results = await m.list_memories(t, body)
-        return {"count": len(results), "next": None, "previous": None, "results": results}
+    async def list_v3(
+        request: Request, body: ListRequest,
+        page: int = Query(1, ge=1, le=MAX_PAGE_NUMBER, description="1-indexed page number"),
+        page_size: int | None = Query(None, ge=1, le=1000, description="memories per page (default 100)"),
+        t: str = Tenant, m: Mem0Api = Api,
+    ) -> dict[str, Any]:
+        # mem0's MemoryClient.get_all sends `page` and `page_size` in the query string and
+        # follows `next` (the next page's URL) until it is null; `count` is all that match.
+        results, count, size = await m.list_page(t, body, page, page_size)
+
+        def url(number: int) -> str:
+            return str(request.url.include_query_params(page=number, page_size=size))
+
+        return {"count": count, "next": url(page + 1) if page * size < count else None,
+                "previous": url(page - 1) if page > 1 else None, "results": results}
 
     @app.delete("/memories", tags=["mem0 OSS server"], summary="Forget a scope")
     @app.delete("/v1/memories/", tags=["mem0 platform"], summary="Forget a scope")

@@ -56,6 +56,7 @@ from agentscope_memory.long_term.hybrid.extraction import Mem0Extractor
 from agentscope_memory.long_term.hybrid.index_cache import IndexCache
 from agentscope_memory.long_term.hybrid.memory_index import ScopeIndex
 from agentscope_memory.long_term.hybrid.ranking import (
+    MAX_TOP_K,
     MEMORY_TYPES,
     RankOptions,
     Scores,
@@ -381,9 +382,15 @@ class HybridEngine:
     # -- search -------------------------------------------------------------------------------
 
     async def search(self, tenant: str, scope: Scope, query: str, limit: int = DEFAULT_TOP_K, *,
-                     touch: bool = True) -> list[LongTermItem]:
-        """The AgentScope-parity search: the server's default ranking, top `limit`."""
-        options = self.settings.defaults.with_overrides(top_k=limit or DEFAULT_TOP_K)
+                     touch: bool = True, metadata: Mapping[str, Any] | None = None) -> list[LongTermItem]:
+        """The AgentScope-parity search: the server's default ranking, top `limit`, of the
+        memories whose metadata holds `metadata`'s keys with equal values."""
+        defaults = self.settings.defaults
+        limit = limit or DEFAULT_TOP_K
+        # The legs keep at least `limit` candidates each, or a limit above them would be cut to them.
+        options = defaults.with_overrides(top_k=limit,
+                                          top_k_semantic=max(defaults.top_k_semantic, min(limit, MAX_TOP_K)),
+                                          where=LongTermFilter(metadata=dict(metadata or {})))
         items, _ = await self.search_ranked(tenant, scope, query, options, route=self.settings.route_parity_calls,
                                             touch=touch)
         return items
@@ -576,14 +583,32 @@ class HybridEngine:
 
     # -- single memories --------------------------------------------------------------------
 
-    async def list(self, tenant: str, scope: Scope, limit: int = 100) -> builtins.list[LongTermItem]:
-        scope.validate()
+    async def list(self, tenant: str, scope: Scope, limit: int = 100, *,
+                   metadata: Mapping[str, Any] | None = None, offset: int = 0) -> builtins.list[LongTermItem]:
+        self._check_listing(scope, metadata)
         await self._ready()
 
         def read(tx: Tx) -> builtins.list[LongTermRow]:
-            return tx.ltm_list(tx.ltm_scope_keys(scope.agent_name, scope.user_id, scope.run_name), limit)
+            return tx.ltm_list(tx.ltm_scope_keys(scope.agent_name, scope.user_id, scope.run_name), limit,
+                               metadata=metadata, offset=offset)
 
         return [item_of(r) for r in await self._store.run(tenant, read, write=False)]
+
+    async def count(self, tenant: str, scope: Scope, *, metadata: Mapping[str, Any] | None = None) -> int:
+        self._check_listing(scope, metadata)
+        await self._ready()
+
+        def read(tx: Tx) -> int:
+            return tx.ltm_count(tx.ltm_scope_keys(scope.agent_name, scope.user_id, scope.run_name), metadata)
+
+        return await self._store.run(tenant, read, write=False)
+
+    @staticmethod
+    def _check_listing(scope: Scope, metadata: Mapping[str, Any] | None) -> None:
+        scope.validate()
+        if metadata:
+            # As a search's filter: PostgreSQL, which filters a list itself, cannot read a NUL.
+            check_json_value(dict(metadata), "metadata_filter_json", allow_nul=False)
 
     async def list_page(self, tenant: str, scope: Scope, limit: int, cursor: str = "") -> LongTermListPage:
         """Oldest first, by (created, id); a cursor names the last item of the page before."""

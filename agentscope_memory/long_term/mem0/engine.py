@@ -12,7 +12,7 @@ import base64
 import builtins  # `list` is also a method name in the engines below
 import hashlib
 import logging
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from agentscope_memory.validation.ids import check_id
 from agentscope_memory.validation.long_term import check_record
@@ -30,6 +30,7 @@ from agentscope_memory.long_term.engine import (
 from agentscope_memory.long_term.hybrid import records
 from agentscope_memory.long_term.hybrid.records import MAX_TEXT_CHARS
 from agentscope_memory.long_term.mem0.backend import TENANT_KEY, Mem0Backend
+from agentscope_memory.long_term.metadata_filter import metadata_matches
 from agentscope_memory.message import Msg
 from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES, cut_to_budget
 
@@ -43,6 +44,8 @@ _MEM0_IDS = (("agent_name", "agent_id"), ("user_id", "user_id"), ("run_name", "r
 # `~b64:` + unpadded base64url of their UTF-8; every other id is passed as is, so scopes stored
 # before Unicode ids keep their data.
 _ENCODED = "~b64:"
+# The most memories `count` reads to count them (mem0 has no count of its own).
+_COUNT_LIMIT = 100_000
 
 
 def to_mem0_id(value: str) -> str:
@@ -157,26 +160,40 @@ class Mem0Engine:
                 fresh.append(message)
         return fresh
 
+    def _matching(self, tenant: str, scope: Scope, metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+        """mem0's filters for `scope` and metadata equality: mem0 filters its payload before
+        its top-k cut. The scope's own keys come last, so a metadata key cannot widen them."""
+        return {**(metadata or {}), **self._filters(tenant, scope)}
+
     async def search(self, tenant: str, scope: Scope, query: str, limit: int = DEFAULT_TOP_K, *,
-                     touch: bool = True) -> list[LongTermItem]:
+                     touch: bool = True, metadata: Mapping[str, Any] | None = None) -> list[LongTermItem]:
         # mem0 keeps no access times: `touch` has nothing to mark.
         scope.validate()
         if not query.strip():
             return []
         result = await self._store.call(
-            "search", query, filters=self._filters(tenant, scope), top_k=limit or DEFAULT_TOP_K
+            "search", query, filters=self._matching(tenant, scope, metadata), top_k=limit or DEFAULT_TOP_K
         )
-        return [_item(r) for r in (result or {}).get("results", [])]
+        items = [_item(r) for r in (result or {}).get("results", [])]
+        # Equality is `metadata_filter.py`'s, whatever rules mem0's vector store compares by.
+        return [i for i in items if metadata_matches(i.metadata, metadata or {})]
 
     async def retrieve(
         self, tenant: str, scope: Scope, msg: Msg | None, limit: int = DEFAULT_TOP_K, *, touch: bool = True
     ) -> tuple[str, list[LongTermItem]]:
         return await retrieve_by_search(self, tenant, scope, msg, limit, touch=touch)
 
-    async def list(self, tenant: str, scope: Scope, limit: int = 100) -> list[LongTermItem]:
+    async def list(self, tenant: str, scope: Scope, limit: int = 100, *,
+                   metadata: Mapping[str, Any] | None = None, offset: int = 0) -> list[LongTermItem]:
         scope.validate()
-        result = await self._store.call("get_all", filters=self._filters(tenant, scope), top_k=limit)
-        return [_item(r) for r in (result or {}).get("results", [])]
+        result = await self._store.call("get_all", filters=self._matching(tenant, scope, metadata),
+                                        top_k=offset + limit)
+        items = [_item(r) for r in (result or {}).get("results", [])]
+        return [i for i in items if metadata_matches(i.metadata, metadata or {})][offset:]
+
+    async def count(self, tenant: str, scope: Scope, *, metadata: Mapping[str, Any] | None = None) -> int:
+        # mem0 counts nothing: what its get_all gives, up to _COUNT_LIMIT memories, is counted.
+        return len(await self.list(tenant, scope, _COUNT_LIMIT, metadata=metadata))
 
     async def list_page(self, tenant: str, scope: Scope, limit: int, cursor: str = "") -> LongTermListPage:
         # mem0's get_all has no cursor: the cursor is an offset into its (stable) order, so a

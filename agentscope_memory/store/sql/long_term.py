@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from agentscope_memory.long_term.metadata_filter import metadata_matches
 from agentscope_memory.store.base import LongTermFilter, LongTermHistoryRow, LongTermRow
 from agentscope_memory.store.sql.base import SqlTxBase
 from agentscope_memory.store.sql.dialect import placeholders
@@ -118,6 +119,8 @@ _COLUMNS = (
     " content_hash, deleted, source_json, embedding_model, embedding, version"
 )
 _COUNT = len(_COLUMNS.split(","))
+# Rows of ids and metadata SQLite reads at a time while looking for a metadata filter's matches.
+_SCAN_BATCH = 1000
 
 
 def vector_literal(vector: bytes) -> str:
@@ -130,6 +133,18 @@ def tsquery_text(terms: Sequence[str]) -> str:
     indexed text, so both sides agree)."""
     quoted = ["'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in dict.fromkeys(terms) if t]
     return " | ".join(quoted)
+
+
+def _metadata_clause(metadata: Mapping[str, Any]) -> tuple[str, list[Any]]:
+    """PostgreSQL: every key of `metadata` with an equal value in a row's metadata."""
+    sql = ""
+    params: list[Any] = []
+    for key, value in metadata.items():
+        # Equal values (long_term/metadata_filter.py), not jsonb containment (`@>`), by
+        # which [1] matched [1, 2] here and not in the in-memory index.
+        sql += " AND CAST(metadata_json AS jsonb) -> CAST(? AS text) = CAST(? AS jsonb)"
+        params += [key, json.dumps(value, ensure_ascii=False)]
+    return sql, params
 
 
 class LongTermStatements(SqlTxBase):
@@ -299,16 +314,55 @@ class LongTermStatements(SqlTxBase):
         )
         return [self._row(r) for r in rows]
 
-    def ltm_list(self, scope_keys: Sequence[str], limit: int, after: tuple[float, str] | None = None) -> list[LongTermRow]:
+    def ltm_list(self, scope_keys: Sequence[str], limit: int, after: tuple[float, str] | None = None,
+                 metadata: Mapping[str, Any] | None = None, offset: int = 0) -> list[LongTermRow]:
         if not scope_keys:
             return []
-        sql = (f"SELECT {{columns}} FROM {{ltm}} WHERE tenant = ? AND scope_key IN ({placeholders(len(scope_keys))})"
-               " AND deleted = 0")
+        if metadata and not self._pg:
+            found = self._matching_ids(scope_keys, after, metadata, offset + limit)[offset:]
+            rows = {r.memory_id: r for r in self.ltm_get_many(found)}
+            return [rows[m] for m in found if m in rows]
+        sql, params = self._list_where(scope_keys, after, metadata)
+        return self._rows(f"SELECT {{columns}} FROM {{ltm}}{sql} ORDER BY created, memory_id{{bytewise}} LIMIT ? OFFSET ?",
+                          [*params, limit, offset])
+
+    def ltm_count(self, scope_keys: Sequence[str], metadata: Mapping[str, Any] | None = None) -> int:
+        if not scope_keys:
+            return 0
+        if metadata and not self._pg:
+            return len(self._matching_ids(scope_keys, None, metadata, None))
+        sql, params = self._list_where(scope_keys, None, metadata)
+        row = self._one(f"SELECT COUNT(*) FROM {{ltm}}{sql}", params)
+        return int(row[0]) if row else 0
+
+    def _list_where(self, scope_keys: Sequence[str], after: tuple[float, str] | None,
+                    metadata: Mapping[str, Any] | None = None) -> tuple[str, list[Any]]:
+        sql = f" WHERE tenant = ? AND scope_key IN ({placeholders(len(scope_keys))}) AND deleted = 0"
         params: list[Any] = [self.tenant, *scope_keys]
         if after is not None:
             sql += " AND (created > ? OR (created = ? AND memory_id{bytewise} > ?))"
             params += [after[0], after[0], after[1]]
-        return self._rows(sql + " ORDER BY created, memory_id{bytewise} LIMIT ?", [*params, limit])
+        if metadata:
+            clause, values = _metadata_clause(metadata)
+            sql, params = sql + clause, [*params, *values]
+        return sql, params
+
+    def _matching_ids(self, scope_keys: Sequence[str], after: tuple[float, str] | None,
+                      metadata: Mapping[str, Any], enough: int | None) -> list[str]:
+        """SQLite: the ids, in `ltm_list`'s order, of the memories whose metadata matches (the
+        first `enough`, or all). SQLite's JSON functions do not compare as `metadata_matches`
+        does (true is 1 there, an object is its text), so the scope is scanned in batches of ids
+        and metadata only; the caller reads just the matching rows whole."""
+        found: list[str] = []
+        while enough is None or len(found) < enough:
+            sql, params = self._list_where(scope_keys, after)
+            batch = self._all(f"SELECT memory_id, created, metadata_json FROM {{ltm}}{sql}"
+                              " ORDER BY created, memory_id{bytewise} LIMIT ?", [*params, _SCAN_BATCH])
+            found += [r[0] for r in batch if metadata_matches(json.loads(r[2]), metadata)]
+            if len(batch) < _SCAN_BATCH:
+                break
+            after = (float(batch[-1][1]), batch[-1][0])
+        return found if enough is None else found[:enough]
 
     def ltm_scope_rows(self, scope_key: str) -> list[LongTermRow]:
         return self._rows(
@@ -421,12 +475,8 @@ class LongTermStatements(SqlTxBase):
         if where.created_before is not None:
             sql += " AND created < ?"
             params.append(where.created_before)
-        for key, value in where.metadata.items():
-            # Equal values (long_term/metadata_filter.py), not jsonb containment (`@>`), by
-            # which [1] matched [1, 2] here and not in the in-memory index.
-            sql += " AND CAST(metadata_json AS jsonb) -> CAST(? AS text) = CAST(? AS jsonb)"
-            params += [key, json.dumps(value, ensure_ascii=False)]
-        return sql, params
+        clause, values = _metadata_clause(where.metadata)
+        return sql + clause, params + values
 
     def ltm_dense(self, scope_keys: Sequence[str], vector: bytes, k: int, where: LongTermFilter) -> list[tuple[str, float]]:
         if not scope_keys:
