@@ -79,6 +79,14 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     private final String parentMemoryId;
     private final Visibility visibility;
     private final boolean includeInherited;
+    /**
+     * With {@code includeInherited}: how many inherited messages led the list {@link
+     * #getMessages()} last returned, -1 before the first. AgentScope's {@code deleteMessage(i)}
+     * means index i of that list; the parents may share or delete messages at any time, so
+     * counting them again at the delete would move the index onto another of this memory's own
+     * messages.
+     */
+    private volatile int inheritedSeen = -1;
     private volatile boolean ensured;
     /** Serialises first-use creation; private so no caller can hold it and stall our calls. */
     private final Object createLock = new Object();
@@ -701,6 +709,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
             return own;
         }
         List<Msg> all = getInheritedMessages();
+        inheritedSeen = all.size();
         all.addAll(own);
         return all;
     }
@@ -827,7 +836,13 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         return watch != null && cached != null && watch.current(cached.etag());
     }
 
-    /** Deletes the message at {@code index}; an index out of range (negative too) does nothing. */
+    /**
+     * Deletes the message at {@code index}; an index out of range (negative too) does nothing.
+     * With {@code includeInherited}, the index is a position in the list {@link #getMessages()}
+     * last returned (before any, in the current one): an inherited message there is read-only
+     * (nothing is deleted), and one of this memory's own is deleted whatever its parents shared
+     * or deleted since.
+     */
     @Override
     public void deleteMessage(int index) {
         if (index < 0) {
@@ -835,7 +850,8 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         }
         if (includeInherited) {
             // Inherited messages come first in getMessages() and are read-only here.
-            int inherited = getInheritedMessages().size();
+            int seen = inheritedSeen;
+            int inherited = seen >= 0 ? seen : getInheritedMessages().size();
             if (index < inherited) {
                 return;
             }

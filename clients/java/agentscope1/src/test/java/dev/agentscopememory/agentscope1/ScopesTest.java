@@ -89,6 +89,43 @@ class ScopesTest {
         assertThrows(RemoteMemoryException.NotFound.class, orphan::getMessages);
     }
 
+    /**
+     * AgentScope's deleteMessage(i) deletes index i of the list getMessages returned. A parent
+     * that shares (or deletes) a message between a child's read and its delete must not move
+     * the delete onto another of the child's own messages.
+     */
+    @Test
+    void aDeleteRefersToTheListTheChildLastReadWhateverItsParentSharedSince() {
+        String id = "父-" + UUID.randomUUID();
+        RemoteMemory parent = RemoteMemory.builder().connection(connection).memoryId(id)
+                .visibility(Visibility.SHARED).build();
+        parent.addMessage(user("shared 1"));
+        parent.flush();
+        RemoteMemory child = RemoteMemory.createChild(connection, id, id + "/子", Visibility.LOCAL);
+        child.addMessages(List.of(user("own a"), user("own b"), user("own c")));
+        assertEquals(List.of("shared 1", "own a", "own b", "own c"), texts(child.getMessages()));
+
+        parent.addMessage(user("shared 2"));
+        parent.flush();
+        child.deleteMessage(2); // "own b" in the list the child holds
+        assertEquals(List.of("own a", "own c"), texts(child.ownMessages()));
+        child.deleteMessage(0); // inherited: read-only
+        assertEquals(List.of("own a", "own c"), texts(child.ownMessages()));
+
+        assertEquals(List.of("shared 1", "shared 2", "own a", "own c"), texts(child.getMessages()));
+        parent.deleteMessage(0); // "shared 1" leaves the child's inherited messages
+        child.deleteMessage(3); // "own c" in the list the child holds
+        assertEquals(List.of("own a"), texts(child.ownMessages()));
+        child.deleteMessage(1); // "shared 2": read-only
+        assertEquals(List.of("shared 2", "own a"), texts(child.getMessages()));
+
+        // Before any read, an index counts the inherited messages there are now.
+        RemoteMemory fresh = RemoteMemory.builder().connection(connection).memoryId(id + "/子")
+                .includeInherited(true).build();
+        fresh.deleteMessage(1);
+        assertEquals(List.of("shared 2"), texts(child.getMessages()));
+    }
+
     @Test
     void aSubAgentsModelSeesWhatItsParentShared() {
         String id = "lead-" + UUID.randomUUID();
