@@ -24,6 +24,10 @@ import io.agentscope.core.util.JsonUtils;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The one conversion between AgentScope-Java 1.x's {@link Msg} and the wire {@code Msg}, both
@@ -44,6 +48,16 @@ public final class MsgConverter {
     private static final ObjectMapper TREES = new ObjectMapper();
 
     private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
+
+    private static final Logger log = LoggerFactory.getLogger(MsgConverter.class);
+
+    /**
+     * The unknown block kinds already warned about (by their field numbers), so a history full of
+     * them logs once per kind, not once per read; bounded, as a server chooses the numbers.
+     */
+    private static final Set<String> WARNED_KINDS = ConcurrentHashMap.newKeySet();
+
+    private static final int MAX_WARNED_KINDS = 64;
 
     private MsgConverter() {}
 
@@ -278,11 +292,37 @@ public final class MsgConverter {
         }
         ArrayNode content = out.putArray("content");
         for (int i = 0; i < msg.getContentCount(); i++) {
-            content.add(blockToJson(msg.getContent(i), "content[" + i + "]"));
+            addKnown(content, msg.getContent(i), "content[" + i + "]");
         }
         out.set("metadata", objectTree(msg.getMetadataJson(), "metadata_json"));
         putOptional(out, "timestamp", msg.hasTimestamp(), msg.getTimestamp());
         return out;
+    }
+
+    /**
+     * Adds the JSON of {@code block} to {@code blocks}, or leaves out a block of a kind this
+     * client does not know. A newer server (written to by newer clients) may hold block kinds
+     * AgentScope-Java 1.x has no class for; failing the read, as Jackson does on an unknown
+     * {@code "type"}, would make the whole conversation unreadable to this agent for one block
+     * it could never show its model anyway. So the message comes without it (the server keeps
+     * it), with a warning once per kind: a message read here and stored again (a {@code saveTo}
+     * then {@code loadFrom}) is stored without it.
+     */
+    private static void addKnown(ArrayNode blocks, ContentBlock block, String where) {
+        if (block.getBlockCase() != ContentBlock.BlockCase.BLOCK_NOT_SET) {
+            blocks.add(blockToJson(block, where));
+            return;
+        }
+        if (block.getUnknownFields().asMap().isEmpty()) {
+            // Not a newer kind (that arrives as a field this client has no name for): nothing at all.
+            throw new IllegalArgumentException(where + ": no block kind is set");
+        }
+        String kind = block.getUnknownFields().asMap().keySet().toString();
+        if (WARNED_KINDS.size() < MAX_WARNED_KINDS && WARNED_KINDS.add(kind)) {
+            log.warn("{}: a content block of a kind this client does not know (ContentBlock field number {}; "
+                    + "written by a newer client?) is left out of the message it reads; upgrade the "
+                    + "client to see it", where, kind);
+        }
     }
 
     private static ObjectNode blockToJson(ContentBlock block, String where) {
@@ -318,7 +358,7 @@ public final class MsgConverter {
                 putOptional(out, "name", b.hasName(), b.getName());
                 ArrayNode output = out.putArray("output");
                 for (int i = 0; i < b.getOutputCount(); i++) {
-                    output.add(blockToJson(b.getOutput(i), where + ".output[" + i + "]"));
+                    addKnown(output, b.getOutput(i), where + ".output[" + i + "]");
                 }
                 out.set("metadata", objectTree(b.getMetadataJson(), where + ".metadata_json"));
             }
@@ -360,7 +400,7 @@ public final class MsgConverter {
                     out.put("totalPixels", b.getTotalPixels());
                 }
             }
-            case BLOCK_NOT_SET -> throw new IllegalArgumentException(where + ": no block kind is set");
+            case BLOCK_NOT_SET -> throw new IllegalStateException(where + ": no block kind is set (see addKnown)");
         }
         return out;
     }
