@@ -924,12 +924,16 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
             connection.call("MemoryService/CreateMemory", true,
                     () -> connection.memoryService().createMemory(built));
             if (parentMemoryId != null) {
-                SetParentRequest parent = SetParentRequest.newBuilder()
-                        .setMemoryId(memoryId).setParentMemoryId(parentMemoryId).build();
-                connection.call("ScopeService/SetParent", true, () -> connection.scopeService().setParent(parent));
+                setParent();
             }
             ensured = true;
         }
+    }
+
+    private void setParent() {
+        SetParentRequest parent = SetParentRequest.newBuilder()
+                .setMemoryId(memoryId).setParentMemoryId(parentMemoryId).build();
+        connection.call("ScopeService/SetParent", true, () -> connection.scopeService().setParent(parent));
     }
 
     private CreateMemoryRequest createRequest() {
@@ -951,10 +955,12 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
      * with no messages yet (a new conversation) then needs no read at all. Leaves the memory
      * unensured when the watch could not do it (a server without coherent caching, or one that
      * refused the create): {@link #ensureMemory} then calls {@code CreateMemory}, which reports
-     * any error.
+     * any error. A memory built with a parent is attached to it right after ({@code SetParent},
+     * as {@link #ensureMemory} does), before anything is read; when that fails, the memory stays
+     * unensured and the next call attaches it again.
      */
     private void createWithWatch() {
-        if (ensured || !createIfMissing || parentMemoryId != null) {
+        if (ensured || !createIfMissing) {
             return;
         }
         synchronized (createLock) {
@@ -964,6 +970,9 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
             MessageWatch.Started started = watch.openCreating(createRequest(), connection.deadline().toNanos());
             if (started == null) {
                 return;
+            }
+            if (parentMemoryId != null) {
+                setParent();
             }
             ensured = true;
             if (started.messageCount() == 0 && !started.etag().isEmpty()) {

@@ -9,12 +9,17 @@ import dev.agentscopememory.client.RemoteMemoryException;
 import dev.agentscopememory.client.TestServer;
 import dev.agentscopememory.client.Visibility;
 import io.agentscope.core.message.Msg;
+import io.grpc.Grpc;
+import io.grpc.InsecureChannelCredentials;
+import io.grpc.ManagedChannel;
 import io.agentscope.core.message.MsgRole;
 import io.agentscope.core.ReActAgent;
 import io.agentscope.core.message.ContentBlock;
 import io.agentscope.core.message.TextBlock;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.UUID;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -124,6 +129,37 @@ class ScopesTest {
                 .includeInherited(true).build();
         fresh.deleteMessage(1);
         assertEquals(List.of("shared 2"), texts(child.getMessages()));
+    }
+
+    /**
+     * A memory built with a parent starts as the plain memory does, with the watch that creates
+     * it (no CreateMemory, and no GetMessages for a new conversation), and is attached to its
+     * parent before its first read returns.
+     */
+    @Test
+    void aChildsFirstReadCreatesItOverTheWatchAndAttachesItFirst() throws Exception {
+        String id = "首-" + UUID.randomUUID();
+        RemoteMemory parent = RemoteMemory.builder().connection(connection).memoryId(id)
+                .visibility(Visibility.SHARED).build();
+        parent.addMessage(user("the plan"));
+        parent.flush();
+        Map<String, AtomicInteger> calls = new java.util.TreeMap<>();
+        for (String method : List.of("CreateMemory", "SetParent", "WatchMessages", "GetMessages", "ListInheritedMessages")) {
+            calls.put(method, new AtomicInteger());
+        }
+        ManagedChannel channel = Grpc.newChannelBuilder(server.target(), InsecureChannelCredentials.create()).build();
+        try (RemoteMemory child = RemoteMemory.builder().channel(CountedCalls.on(channel, calls))
+                .memoryId(id + "/子").parentMemoryId(id).build()) {
+            assertEquals(List.of("the plan"), texts(child.getMessages()));
+            assertEquals("{CreateMemory=0, GetMessages=0, ListInheritedMessages=1, SetParent=1, WatchMessages=1}",
+                    calls.toString());
+            child.addMessage(user("mine"));
+            assertEquals(List.of("the plan", "mine"), texts(child.getMessages()));
+        } finally {
+            channel.shutdownNow();
+        }
+        RemoteMemory other = RemoteMemory.builder().connection(connection).memoryId(id + "/子").build();
+        assertEquals(List.of("the plan"), texts(other.getInheritedMessages()));
     }
 
     @Test
