@@ -300,8 +300,8 @@ public final class MsgConverter {
     }
 
     /**
-     * Adds the JSON of {@code block} to {@code blocks}, or leaves out a block of a kind this
-     * client does not know. A newer server (written to by newer clients) may hold block kinds
+     * Adds the JSON of {@code block} to {@code blocks}, or leaves out a block of a kind (or a
+     * media block with a source of a kind) this client does not know. A newer server (written to by newer clients) may hold block kinds
      * AgentScope-Java 1.x has no class for; failing the read, as Jackson does on an unknown
      * {@code "type"}, would make the whole conversation unreadable to this agent for one block
      * it could never show its model anyway. So the message comes without it (the server keeps
@@ -309,20 +309,40 @@ public final class MsgConverter {
      * then {@code loadFrom}) is stored without it.
      */
     private static void addKnown(ArrayNode blocks, ContentBlock block, String where) {
-        if (block.getBlockCase() != ContentBlock.BlockCase.BLOCK_NOT_SET) {
+        String newer = newerKind(block, where);
+        if (newer == null) {
             blocks.add(blockToJson(block, where));
             return;
         }
-        if (block.getUnknownFields().asMap().isEmpty()) {
-            // Not a newer kind (that arrives as a field this client has no name for): nothing at all.
-            throw new IllegalArgumentException(where + ": no block kind is set");
+        if (WARNED_KINDS.size() < MAX_WARNED_KINDS && WARNED_KINDS.add(newer)) {
+            log.warn("{}: a content block with a {} this client does not know (written by a newer client?) "
+                    + "is left out of the message it reads; upgrade the client to see it", where, newer);
         }
-        String kind = block.getUnknownFields().asMap().keySet().toString();
-        if (WARNED_KINDS.size() < MAX_WARNED_KINDS && WARNED_KINDS.add(kind)) {
-            log.warn("{}: a content block of a kind this client does not know (ContentBlock field number {}; "
-                    + "written by a newer client?) is left out of the message it reads; upgrade the "
-                    + "client to see it", where, kind);
+    }
+
+    /**
+     * What of {@code block} is of a kind newer than this client's stubs (a oneof case they have no
+     * name for arrives as an unknown field, with no case set), or null when it is all known. A
+     * block or source with no case and nothing unknown is not newer but empty: an error.
+     */
+    private static String newerKind(ContentBlock block, String where) {
+        if (block.getBlockCase() == ContentBlock.BlockCase.BLOCK_NOT_SET) {
+            if (block.getUnknownFields().asMap().isEmpty()) {
+                throw new IllegalArgumentException(where + ": no block kind is set");
+            }
+            return "kind (ContentBlock field " + block.getUnknownFields().asMap().keySet() + ")";
         }
+        Source source = switch (block.getBlockCase()) {
+            case IMAGE -> block.getImage().hasSource() ? block.getImage().getSource() : null;
+            case AUDIO -> block.getAudio().hasSource() ? block.getAudio().getSource() : null;
+            case VIDEO -> block.getVideo().hasSource() ? block.getVideo().getSource() : null;
+            default -> null;
+        };
+        if (source != null && source.getSourceCase() == Source.SourceCase.SOURCE_NOT_SET
+                && !source.getUnknownFields().asMap().isEmpty()) {
+            return "source kind (Source field " + source.getUnknownFields().asMap().keySet() + ")";
+        }
+        return null;
     }
 
     private static ObjectNode blockToJson(ContentBlock block, String where) {

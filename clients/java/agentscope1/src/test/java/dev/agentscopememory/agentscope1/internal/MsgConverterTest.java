@@ -190,6 +190,28 @@ class MsgConverterTest {
         List<Msg> list = MsgConverter.fromProto(List.of(wire, only));
         assertEquals(List.of("新-1", "新-2"), List.of(list.get(0).getId(), list.get(1).getId()));
         assertEquals(List.of(), list.get(1).getContent());
+
+        // An image whose source is of a newer kind (Source field 9) cannot be an ImageBlock here either.
+        java.io.ByteArrayOutputStream source = new java.io.ByteArrayOutputStream();
+        com.google.protobuf.CodedOutputStream out = com.google.protobuf.CodedOutputStream.newInstance(source);
+        out.writeString(9, "file-abc");
+        out.flush();
+        dev.agentscopememory.grpc.v1.Msg image = dev.agentscopememory.grpc.v1.Msg.newBuilder()
+                .setId("新-3").setRole(Role.ROLE_USER).addContent(text("look"))
+                .addContent(ContentBlock.newBuilder().setImage(dev.agentscopememory.grpc.v1.ImageBlock.newBuilder()
+                        .setSource(dev.agentscopememory.grpc.v1.Source.parseFrom(source.toByteArray()))))
+                .build();
+        image = dev.agentscopememory.grpc.v1.Msg.parseFrom(image.toByteArray());
+        assertEquals(TREES.readTree("[{\"type\":\"text\",\"text\":\"look\"}]"),
+                jackson(MsgConverter.fromProto(image)).get("content"));
+        // An empty source is not a newer one: it is refused, naming it.
+        dev.agentscopememory.grpc.v1.Msg emptySource = dev.agentscopememory.grpc.v1.Msg.newBuilder()
+                .setRole(Role.ROLE_USER).addContent(ContentBlock.newBuilder().setImage(
+                        dev.agentscopememory.grpc.v1.ImageBlock.newBuilder()
+                                .setSource(dev.agentscopememory.grpc.v1.Source.getDefaultInstance())))
+                .build();
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> MsgConverter.fromProto(emptySource));
+        assertTrue(e.getMessage().contains("content[0].source"), e.getMessage());
     }
 
     @Test
