@@ -81,7 +81,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     private final boolean includeInherited;
     /**
      * With {@code includeInherited}: how many inherited messages led the list {@link
-     * #getMessages()} last returned, -1 before the first. AgentScope's {@code deleteMessage(i)}
+     * #getMessages()} last returned (or {@link #messageCount()} last counted), -1 before the first. AgentScope's {@code deleteMessage(i)}
      * means index i of that list; the parents may share or delete messages at any time, so
      * counting them again at the delete would move the index onto another of this memory's own
      * messages.
@@ -839,7 +839,8 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     /**
      * Deletes the message at {@code index}; an index out of range (negative too) does nothing.
      * With {@code includeInherited}, the index is a position in the list {@link #getMessages()}
-     * last returned (before any, in the current one): an inherited message there is read-only
+     * last returned or {@link #messageCount()} last counted (before either, in the current one):
+     * an inherited message there is read-only
      * (nothing is deleted), and one of this memory's own is deleted whatever its parents shared
      * or deleted since.
      */
@@ -885,6 +886,10 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
      * default for a memory built with a parent), and are never part of its saved state.
      */
     public List<Msg> getInheritedMessages() {
+        return MsgConverter.fromProto(inheritedWire());
+    }
+
+    private List<dev.agentscopememory.grpc.v1.Msg> inheritedWire() {
         ensureMemory();
         List<dev.agentscopememory.grpc.v1.Msg> wire = new ArrayList<>();
         String token = "";
@@ -898,15 +903,27 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
             }
             token = page.getNextPageToken();
         } while (!token.isEmpty());
-        return MsgConverter.fromProto(wire);
+        return wire;
     }
 
-    /** How many messages {@link #getMessages()} would return, without transferring them. */
+    /**
+     * How many messages {@link #getMessages()} would return, without transferring this memory's
+     * own (the inherited ones, which lead the list with {@code includeInherited}, are read to be
+     * counted: the server has no count of them). With {@code includeInherited}, {@link
+     * #deleteMessage} then indexes the list counted here, so {@code deleteMessage(messageCount() -
+     * 1)} deletes the last message whatever the parents shared before.
+     */
     public long messageCount() {
         ensureMemory();
         GetMemoryRequest request = GetMemoryRequest.newBuilder().setMemoryId(memoryId).build();
-        return call("MemoryService/GetMemory", true,
+        long own = call("MemoryService/GetMemory", true,
                 () -> connection.memoryService().getMemory(request)).getMemory().getMessageCount();
+        if (!includeInherited) {
+            return own;
+        }
+        int inherited = inheritedWire().size();
+        inheritedSeen = inherited;
+        return inherited + own;
     }
 
     // ---------------------------------------------------------------- lifecycle

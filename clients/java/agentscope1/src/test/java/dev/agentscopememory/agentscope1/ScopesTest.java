@@ -131,6 +131,24 @@ class ScopesTest {
         assertEquals(List.of("shared 2"), texts(child.getMessages()));
     }
 
+    /** messageCount() counts what getMessages() returns, so its last index is the last message. */
+    @Test
+    void aChildsMessageCountIsTheSizeOfItsMessagesAndItsLastIndexTheLastMessage() {
+        String id = "计数-" + UUID.randomUUID();
+        RemoteMemory parent = RemoteMemory.builder().connection(connection).memoryId(id)
+                .visibility(Visibility.SHARED).build();
+        parent.addMessage(user("shared 1"));
+        parent.flush();
+        RemoteMemory child = RemoteMemory.createChild(connection, id, id + "/子", Visibility.LOCAL);
+        child.addMessages(List.of(user("own a"), user("own b")));
+        assertEquals(child.getMessages().size(), child.messageCount());
+        parent.addMessage(user("shared 2"));
+        parent.flush();
+        assertEquals(4, child.messageCount());
+        child.deleteMessage((int) child.messageCount() - 1);
+        assertEquals(List.of("shared 1", "shared 2", "own a"), texts(child.getMessages()));
+    }
+
     /**
      * A memory built with a parent starts as the plain memory does, with the watch that creates
      * it (no CreateMemory, and no GetMessages for a new conversation), and is attached to its
