@@ -928,18 +928,23 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
 
     // ---------------------------------------------------------------- lifecycle
 
-    /** Creates the memory on first use when {@code createIfMissing} (the default). */
+    /**
+     * On first use: creates the memory when {@code createIfMissing} (the default), and attaches it
+     * to the builder's parent, if any (an existing memory too: a missing one is then NOT_FOUND).
+     */
     protected void ensureMemory() {
-        if (ensured || !createIfMissing) {
+        if (ensured || (!createIfMissing && parentMemoryId == null)) {
             return;
         }
         synchronized (createLock) {
             if (ensured) {
                 return;
             }
-            CreateMemoryRequest built = createRequest();
-            connection.call("MemoryService/CreateMemory", true,
-                    () -> connection.memoryService().createMemory(built));
+            if (createIfMissing) {
+                CreateMemoryRequest built = createRequest();
+                connection.call("MemoryService/CreateMemory", true,
+                        () -> connection.memoryService().createMemory(built));
+            }
             if (parentMemoryId != null) {
                 setParent();
             }

@@ -131,6 +131,28 @@ class ScopesTest {
         assertEquals(List.of("shared 2"), texts(child.getMessages()));
     }
 
+    /** A parent named for a memory that must already exist (createIfMissing false) is set all the same. */
+    @Test
+    void anExistingMemoryIsAttachedToTheParentItsBuilderNames() {
+        String id = "已有-" + UUID.randomUUID();
+        RemoteMemory parent = RemoteMemory.builder().connection(connection).memoryId(id)
+                .visibility(Visibility.SHARED).build();
+        parent.addMessage(user("shared"));
+        parent.flush();
+        RemoteMemory existing = RemoteMemory.builder().connection(connection).memoryId(id + "/旧").build();
+        existing.addMessage(user("old note"));
+        existing.flush();
+
+        RemoteMemory child = RemoteMemory.builder().connection(connection).memoryId(id + "/旧")
+                .createIfMissing(false).parentMemoryId(id).build();
+        assertEquals(List.of("shared", "old note"), texts(child.getMessages()));
+        // Still never created: a missing memory is NOT_FOUND, not attached.
+        RemoteMemory missing = RemoteMemory.builder().connection(connection).memoryId(id + "/无")
+                .createIfMissing(false).parentMemoryId(id).build();
+        assertThrows(RemoteMemoryException.NotFound.class, missing::getMessages);
+        assertThrows(RemoteMemoryException.NotFound.class, missing::getMessages);
+    }
+
     /** messageCount() counts what getMessages() returns, so its last index is the last message. */
     @Test
     void aChildsMessageCountIsTheSizeOfItsMessagesAndItsLastIndexTheLastMessage() {
