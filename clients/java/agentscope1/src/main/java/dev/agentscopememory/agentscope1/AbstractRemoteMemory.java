@@ -81,10 +81,10 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     private final boolean includeInherited;
     /**
      * With {@code includeInherited}: how many inherited messages led the list {@link
-     * #getMessages()} last returned (or {@link #messageCount()} last counted), -1 before the first. AgentScope's {@code deleteMessage(i)}
-     * means index i of that list; the parents may share or delete messages at any time, so
-     * counting them again at the delete would move the index onto another of this memory's own
-     * messages.
+     * #getMessages()} last returned (or {@link #messageCount()} last counted), -1 before the
+     * first. AgentScope's {@code deleteMessage(i)} means index i of that list; the parents may
+     * share or delete messages at any time, so counting them again at the delete would move the
+     * index onto another of this memory's own messages.
      */
     private volatile int inheritedSeen = -1;
     private volatile boolean ensured;
@@ -840,9 +840,8 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
      * Deletes the message at {@code index}; an index out of range (negative too) does nothing.
      * With {@code includeInherited}, the index is a position in the list {@link #getMessages()}
      * last returned or {@link #messageCount()} last counted (before either, in the current one):
-     * an inherited message there is read-only
-     * (nothing is deleted), and one of this memory's own is deleted whatever its parents shared
-     * or deleted since.
+     * an inherited message there is read-only (nothing is deleted), and one of this memory's own
+     * is deleted whatever its parents shared or deleted since.
      */
     @Override
     public void deleteMessage(int index) {

@@ -52,8 +52,9 @@ public final class MsgConverter {
     private static final Logger log = LoggerFactory.getLogger(MsgConverter.class);
 
     /**
-     * The unknown block kinds already warned about (by their field numbers), so a history full of
-     * them logs once per kind, not once per read; bounded, as a server chooses the numbers.
+     * The unknown block and source kinds already warned about (by their field numbers), so a
+     * history full of them logs once per kind, not once per read; bounded, as a server chooses
+     * the numbers.
      */
     private static final Set<String> WARNED_KINDS = ConcurrentHashMap.newKeySet();
 
@@ -301,12 +302,12 @@ public final class MsgConverter {
 
     /**
      * Adds the JSON of {@code block} to {@code blocks}, or leaves out a block of a kind (or a
-     * media block with a source of a kind) this client does not know. A newer server (written to by newer clients) may hold block kinds
-     * AgentScope-Java 1.x has no class for; failing the read, as Jackson does on an unknown
-     * {@code "type"}, would make the whole conversation unreadable to this agent for one block
-     * it could never show its model anyway. So the message comes without it (the server keeps
-     * it), with a warning once per kind: a message read here and stored again (a {@code saveTo}
-     * then {@code loadFrom}) is stored without it.
+     * media block with a source of a kind) this client does not know. A newer server (written to
+     * by newer clients) may hold block kinds AgentScope-Java 1.x has no class for; failing the
+     * read, as Jackson does on an unknown {@code "type"}, would make the whole conversation
+     * unreadable to this agent for one block it could never show its model anyway. So the
+     * message comes without it (the server keeps it), with a warning once per kind: a message
+     * read here and stored again (a {@code saveTo} then {@code loadFrom}) is stored without it.
      */
     private static void addKnown(ArrayNode blocks, ContentBlock block, String where) {
         String newer = newerKind(block, where);
