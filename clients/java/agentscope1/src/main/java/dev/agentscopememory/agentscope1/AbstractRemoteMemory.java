@@ -79,6 +79,14 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
     private final String parentMemoryId;
     private final Visibility visibility;
     private final boolean includeInherited;
+    /**
+     * With {@code includeInherited}: how many inherited messages led the list {@link
+     * #getMessages()} last returned (or {@link #messageCount()} last counted), -1 before the
+     * first. AgentScope's {@code deleteMessage(i)} means index i of that list; the parents may
+     * share or delete messages at any time, so counting them again at the delete would move the
+     * index onto another of this memory's own messages.
+     */
+    private volatile int inheritedSeen = -1;
     private volatile boolean ensured;
     /** Serialises first-use creation; private so no caller can hold it and stall our calls. */
     private final Object createLock = new Object();
@@ -701,6 +709,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
             return own;
         }
         List<Msg> all = getInheritedMessages();
+        inheritedSeen = all.size();
         all.addAll(own);
         return all;
     }
@@ -827,7 +836,13 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         return watch != null && cached != null && watch.current(cached.etag());
     }
 
-    /** Deletes the message at {@code index}; an index out of range (negative too) does nothing. */
+    /**
+     * Deletes the message at {@code index}; an index out of range (negative too) does nothing.
+     * With {@code includeInherited}, the index is a position in the list {@link #getMessages()}
+     * last returned or {@link #messageCount()} last counted (before either, in the current one):
+     * an inherited message there is read-only (nothing is deleted), and one of this memory's own
+     * is deleted whatever its parents shared or deleted since.
+     */
     @Override
     public void deleteMessage(int index) {
         if (index < 0) {
@@ -835,7 +850,8 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         }
         if (includeInherited) {
             // Inherited messages come first in getMessages() and are read-only here.
-            int inherited = getInheritedMessages().size();
+            int seen = inheritedSeen;
+            int inherited = seen >= 0 ? seen : getInheritedMessages().size();
             if (index < inherited) {
                 return;
             }
@@ -869,6 +885,10 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
      * default for a memory built with a parent), and are never part of its saved state.
      */
     public List<Msg> getInheritedMessages() {
+        return MsgConverter.fromProto(inheritedWire());
+    }
+
+    private List<dev.agentscopememory.grpc.v1.Msg> inheritedWire() {
         ensureMemory();
         List<dev.agentscopememory.grpc.v1.Msg> wire = new ArrayList<>();
         String token = "";
@@ -882,38 +902,59 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
             }
             token = page.getNextPageToken();
         } while (!token.isEmpty());
-        return MsgConverter.fromProto(wire);
+        return wire;
     }
 
-    /** How many messages {@link #getMessages()} would return, without transferring them. */
+    /**
+     * How many messages {@link #getMessages()} would return, without transferring this memory's
+     * own (the inherited ones, which lead the list with {@code includeInherited}, are read to be
+     * counted: the server has no count of them). With {@code includeInherited}, {@link
+     * #deleteMessage} then indexes the list counted here, so {@code deleteMessage(messageCount() -
+     * 1)} deletes the last message whatever the parents shared before.
+     */
     public long messageCount() {
         ensureMemory();
         GetMemoryRequest request = GetMemoryRequest.newBuilder().setMemoryId(memoryId).build();
-        return call("MemoryService/GetMemory", true,
+        long own = call("MemoryService/GetMemory", true,
                 () -> connection.memoryService().getMemory(request)).getMemory().getMessageCount();
+        if (!includeInherited) {
+            return own;
+        }
+        int inherited = inheritedWire().size();
+        inheritedSeen = inherited;
+        return inherited + own;
     }
 
     // ---------------------------------------------------------------- lifecycle
 
-    /** Creates the memory on first use when {@code createIfMissing} (the default). */
+    /**
+     * On first use: creates the memory when {@code createIfMissing} (the default), and attaches it
+     * to the builder's parent, if any (an existing memory too: a missing one is then NOT_FOUND).
+     */
     protected void ensureMemory() {
-        if (ensured || !createIfMissing) {
+        if (ensured || (!createIfMissing && parentMemoryId == null)) {
             return;
         }
         synchronized (createLock) {
             if (ensured) {
                 return;
             }
-            CreateMemoryRequest built = createRequest();
-            connection.call("MemoryService/CreateMemory", true,
-                    () -> connection.memoryService().createMemory(built));
+            if (createIfMissing) {
+                CreateMemoryRequest built = createRequest();
+                connection.call("MemoryService/CreateMemory", true,
+                        () -> connection.memoryService().createMemory(built));
+            }
             if (parentMemoryId != null) {
-                SetParentRequest parent = SetParentRequest.newBuilder()
-                        .setMemoryId(memoryId).setParentMemoryId(parentMemoryId).build();
-                connection.call("ScopeService/SetParent", true, () -> connection.scopeService().setParent(parent));
+                setParent();
             }
             ensured = true;
         }
+    }
+
+    private void setParent() {
+        SetParentRequest parent = SetParentRequest.newBuilder()
+                .setMemoryId(memoryId).setParentMemoryId(parentMemoryId).build();
+        connection.call("ScopeService/SetParent", true, () -> connection.scopeService().setParent(parent));
     }
 
     private CreateMemoryRequest createRequest() {
@@ -935,10 +976,12 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
      * with no messages yet (a new conversation) then needs no read at all. Leaves the memory
      * unensured when the watch could not do it (a server without coherent caching, or one that
      * refused the create): {@link #ensureMemory} then calls {@code CreateMemory}, which reports
-     * any error.
+     * any error. A memory built with a parent is attached to it right after ({@code SetParent},
+     * as {@link #ensureMemory} does), before anything is read; when that fails, the memory stays
+     * unensured and the next call attaches it again.
      */
     private void createWithWatch() {
-        if (ensured || !createIfMissing || parentMemoryId != null) {
+        if (ensured || !createIfMissing) {
             return;
         }
         synchronized (createLock) {
@@ -948,6 +991,9 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
             MessageWatch.Started started = watch.openCreating(createRequest(), connection.deadline().toNanos());
             if (started == null) {
                 return;
+            }
+            if (parentMemoryId != null) {
+                setParent();
             }
             ensured = true;
             if (started.messageCount() == 0 && !started.etag().isEmpty()) {

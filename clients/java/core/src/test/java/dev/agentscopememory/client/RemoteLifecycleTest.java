@@ -139,7 +139,9 @@ class RemoteLifecycleTest {
                 assertEquals("UPDATE", history.get(i + 1).event());
                 assertTrue(history.get(i + 1).detailJson().contains(String.format("\"%03dmmm", i)), "entry " + (i + 1));
             }
-            // A bad page size is named.
+            // A page size over the maximum is served as the maximum (AIP-158); a negative one is named.
+            assertFalse(connection.longTermMemoryService().getLongTermMemoryHistory(GetLongTermMemoryHistoryRequest
+                    .newBuilder().setId(id).setPageSize(1001).build()).getEntriesList().isEmpty());
             RemoteMemoryException bad = assertThrows(RemoteMemoryException.class, () -> connection.call(
                     "LongTermMemoryService/GetLongTermMemoryHistory", true, () -> connection.longTermMemoryService()
                             .getLongTermMemoryHistory(GetLongTermMemoryHistoryRequest.newBuilder().setId(id)

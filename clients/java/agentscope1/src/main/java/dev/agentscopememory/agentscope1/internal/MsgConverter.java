@@ -24,6 +24,10 @@ import io.agentscope.core.util.JsonUtils;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The one conversion between AgentScope-Java 1.x's {@link Msg} and the wire {@code Msg}, both
@@ -44,6 +48,17 @@ public final class MsgConverter {
     private static final ObjectMapper TREES = new ObjectMapper();
 
     private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
+
+    private static final Logger log = LoggerFactory.getLogger(MsgConverter.class);
+
+    /**
+     * The unknown block and source kinds already warned about (by their field numbers), so a
+     * history full of them logs once per kind, not once per read; bounded, as a server chooses
+     * the numbers.
+     */
+    private static final Set<String> WARNED_KINDS = ConcurrentHashMap.newKeySet();
+
+    private static final int MAX_WARNED_KINDS = 64;
 
     private MsgConverter() {}
 
@@ -278,11 +293,57 @@ public final class MsgConverter {
         }
         ArrayNode content = out.putArray("content");
         for (int i = 0; i < msg.getContentCount(); i++) {
-            content.add(blockToJson(msg.getContent(i), "content[" + i + "]"));
+            addKnown(content, msg.getContent(i), "content[" + i + "]");
         }
         out.set("metadata", objectTree(msg.getMetadataJson(), "metadata_json"));
         putOptional(out, "timestamp", msg.hasTimestamp(), msg.getTimestamp());
         return out;
+    }
+
+    /**
+     * Adds the JSON of {@code block} to {@code blocks}, or leaves out a block of a kind (or a
+     * media block with a source of a kind) this client does not know. A newer server (written to
+     * by newer clients) may hold block kinds AgentScope-Java 1.x has no class for; failing the
+     * read, as Jackson does on an unknown {@code "type"}, would make the whole conversation
+     * unreadable to this agent for one block it could never show its model anyway. So the
+     * message comes without it (the server keeps it), with a warning once per kind: a message
+     * read here and stored again (a {@code saveTo} then {@code loadFrom}) is stored without it.
+     */
+    private static void addKnown(ArrayNode blocks, ContentBlock block, String where) {
+        String newer = newerKind(block, where);
+        if (newer == null) {
+            blocks.add(blockToJson(block, where));
+            return;
+        }
+        if (WARNED_KINDS.size() < MAX_WARNED_KINDS && WARNED_KINDS.add(newer)) {
+            log.warn("{}: a content block with a {} this client does not know (written by a newer client?) "
+                    + "is left out of the message it reads; upgrade the client to see it", where, newer);
+        }
+    }
+
+    /**
+     * What of {@code block} is of a kind newer than this client's stubs (a oneof case they have no
+     * name for arrives as an unknown field, with no case set), or null when it is all known. A
+     * block or source with no case and nothing unknown is not newer but empty: an error.
+     */
+    private static String newerKind(ContentBlock block, String where) {
+        if (block.getBlockCase() == ContentBlock.BlockCase.BLOCK_NOT_SET) {
+            if (block.getUnknownFields().asMap().isEmpty()) {
+                throw new IllegalArgumentException(where + ": no block kind is set");
+            }
+            return "kind (ContentBlock field " + block.getUnknownFields().asMap().keySet() + ")";
+        }
+        Source source = switch (block.getBlockCase()) {
+            case IMAGE -> block.getImage().hasSource() ? block.getImage().getSource() : null;
+            case AUDIO -> block.getAudio().hasSource() ? block.getAudio().getSource() : null;
+            case VIDEO -> block.getVideo().hasSource() ? block.getVideo().getSource() : null;
+            default -> null;
+        };
+        if (source != null && source.getSourceCase() == Source.SourceCase.SOURCE_NOT_SET
+                && !source.getUnknownFields().asMap().isEmpty()) {
+            return "source kind (Source field " + source.getUnknownFields().asMap().keySet() + ")";
+        }
+        return null;
     }
 
     private static ObjectNode blockToJson(ContentBlock block, String where) {
@@ -318,7 +379,7 @@ public final class MsgConverter {
                 putOptional(out, "name", b.hasName(), b.getName());
                 ArrayNode output = out.putArray("output");
                 for (int i = 0; i < b.getOutputCount(); i++) {
-                    output.add(blockToJson(b.getOutput(i), where + ".output[" + i + "]"));
+                    addKnown(output, b.getOutput(i), where + ".output[" + i + "]");
                 }
                 out.set("metadata", objectTree(b.getMetadataJson(), where + ".metadata_json"));
             }
@@ -360,7 +421,7 @@ public final class MsgConverter {
                     out.put("totalPixels", b.getTotalPixels());
                 }
             }
-            case BLOCK_NOT_SET -> throw new IllegalArgumentException(where + ": no block kind is set");
+            case BLOCK_NOT_SET -> throw new IllegalStateException(where + ": no block kind is set (see addKnown)");
         }
         return out;
     }

@@ -12,6 +12,7 @@ import dev.agentscopememory.grpc.v1.ContentBlock;
 import dev.agentscopememory.grpc.v1.Role;
 import io.agentscope.core.message.Msg;
 import io.agentscope.core.util.JsonUtils;
+import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -140,6 +141,77 @@ class MsgConverterTest {
                 .setRoleValue(42).build();
         e = assertThrows(IllegalArgumentException.class, () -> MsgConverter.fromProto(unknownRole));
         assertTrue(e.getMessage().contains("role"), e.getMessage());
+    }
+
+    /**
+     * A block of a oneof case a newer server has and this client's stubs do not (here field 12,
+     * a message with one string): protobuf keeps it as an unknown field and the block arrives
+     * with no kind set. The message is read without it, rather than the whole read failing.
+     */
+    static ContentBlock newerKindOfBlock() throws Exception {
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+        com.google.protobuf.CodedOutputStream out = com.google.protobuf.CodedOutputStream.newInstance(bytes);
+        out.writeByteArray(12, dev.agentscopememory.grpc.v1.TextBlock.newBuilder().setText("a hologram").build().toByteArray());
+        out.flush();
+        ContentBlock block = ContentBlock.parseFrom(bytes.toByteArray());
+        assertEquals(ContentBlock.BlockCase.BLOCK_NOT_SET, block.getBlockCase());
+        return block;
+    }
+
+    static ContentBlock text(String text) {
+        return ContentBlock.newBuilder().setText(dev.agentscopememory.grpc.v1.TextBlock.newBuilder().setText(text)).build();
+    }
+
+    @Test
+    void aBlockOfANewerKindIsLeftOutNotFailingTheRead() throws Exception {
+        dev.agentscopememory.grpc.v1.Msg wire = dev.agentscopememory.grpc.v1.Msg.newBuilder()
+                .setId("新-1").setRole(Role.ROLE_ASSISTANT)
+                .addContent(text("before"))
+                .addContent(newerKindOfBlock())
+                .addContent(ContentBlock.newBuilder().setToolResult(dev.agentscopememory.grpc.v1.ToolResultBlock
+                        .newBuilder().setId("c1").setName("look")
+                        .addOutput(newerKindOfBlock()).addOutput(text("seen"))))
+                .addContent(text("after"))
+                .setMetadataJson("{\"k\":1}")
+                .build();
+        // As on a real call: the bytes of a newer server's answer, read by these stubs.
+        wire = dev.agentscopememory.grpc.v1.Msg.parseFrom(wire.toByteArray());
+        Msg back = MsgConverter.fromProto(wire);
+        assertEquals(TREES.readTree("{\"id\":\"新-1\",\"name\":null,\"role\":\"ASSISTANT\",\"content\":["
+                        + "{\"type\":\"text\",\"text\":\"before\"},"
+                        + "{\"type\":\"tool_result\",\"id\":\"c1\",\"name\":\"look\",\"output\":["
+                        + "{\"type\":\"text\",\"text\":\"seen\"}],\"metadata\":{}},"
+                        + "{\"type\":\"text\",\"text\":\"after\"}],"
+                        + "\"metadata\":{\"k\":1},\"timestamp\":null}"),
+                jackson(back));
+        // A message made only of newer blocks is still a message (with no content), in its place.
+        dev.agentscopememory.grpc.v1.Msg only = dev.agentscopememory.grpc.v1.Msg.newBuilder()
+                .setId("新-2").setRole(Role.ROLE_USER).addContent(newerKindOfBlock()).build();
+        List<Msg> list = MsgConverter.fromProto(List.of(wire, only));
+        assertEquals(List.of("新-1", "新-2"), List.of(list.get(0).getId(), list.get(1).getId()));
+        assertEquals(List.of(), list.get(1).getContent());
+
+        // An image whose source is of a newer kind (Source field 9) cannot be an ImageBlock here either.
+        java.io.ByteArrayOutputStream source = new java.io.ByteArrayOutputStream();
+        com.google.protobuf.CodedOutputStream out = com.google.protobuf.CodedOutputStream.newInstance(source);
+        out.writeString(9, "file-abc");
+        out.flush();
+        dev.agentscopememory.grpc.v1.Msg image = dev.agentscopememory.grpc.v1.Msg.newBuilder()
+                .setId("新-3").setRole(Role.ROLE_USER).addContent(text("look"))
+                .addContent(ContentBlock.newBuilder().setImage(dev.agentscopememory.grpc.v1.ImageBlock.newBuilder()
+                        .setSource(dev.agentscopememory.grpc.v1.Source.parseFrom(source.toByteArray()))))
+                .build();
+        image = dev.agentscopememory.grpc.v1.Msg.parseFrom(image.toByteArray());
+        assertEquals(TREES.readTree("[{\"type\":\"text\",\"text\":\"look\"}]"),
+                jackson(MsgConverter.fromProto(image)).get("content"));
+        // An empty source is not a newer one: it is refused, naming it.
+        dev.agentscopememory.grpc.v1.Msg emptySource = dev.agentscopememory.grpc.v1.Msg.newBuilder()
+                .setRole(Role.ROLE_USER).addContent(ContentBlock.newBuilder().setImage(
+                        dev.agentscopememory.grpc.v1.ImageBlock.newBuilder()
+                                .setSource(dev.agentscopememory.grpc.v1.Source.getDefaultInstance())))
+                .build();
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> MsgConverter.fromProto(emptySource));
+        assertTrue(e.getMessage().contains("content[0].source"), e.getMessage());
     }
 
     @Test
