@@ -57,7 +57,7 @@ def add(memory_id: str, msgs: Sequence[Msg], request_id: str) -> pb.AddMessagesR
 
 
 def page_messages(response: pb.GetMessagesResponse) -> list[Msg]:
-    return msgs_from_proto(response.messages, "response.messages")
+    return msgs_from_proto(response.messages, "response.messages", newer_kinds=True)
 
 
 # How often a paged read that the server aborted (the memory changed between its pages) is
@@ -148,7 +148,7 @@ def end_turn(memory_id: str, scope: Scope, mode: Mode | str, background: bool) -
 def turn(response: ltm_pb.BeginTurnResponse) -> tuple[list[Msg], dict[str, dict[str, Any]]]:
     """What BeginTurn stored, and the tools to offer the model (name -> JSON schema)."""
     tools = [tool_schema_from_proto(t) for t in response.tools]
-    return [msg_from_proto(m, "input") for m in response.input], {t.name: t.parameters for t in tools}
+    return [msg_from_proto(m, "input", newer_kinds=True) for m in response.input], {t.name: t.parameters for t in tools}
 
 
 SEARCH_WEIGHTS = ("alpha", "beta", "gamma", "delta", "decay_rate", "dense_weight")

@@ -75,7 +75,7 @@ def _delete_request(pool_id: str, key: str, writer: str, expected_version: int |
 
 
 def _rendered(response: pool_pb.RenderPoolContextResponse) -> RenderedPools:
-    return RenderedPools(response.text, [msg_from_proto(m) for m in response.messages], response.entry_count,
+    return RenderedPools(response.text, [msg_from_proto(m, newer_kinds=True) for m in response.messages], response.entry_count,
                          response.omitted_count, response.token_count)
 
 

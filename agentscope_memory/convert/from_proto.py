@@ -10,7 +10,10 @@ from __future__ import annotations
 import json
 import math
 import struct
+import warnings
 from typing import Any
+
+from google.protobuf.unknown_fields import UnknownFieldSet
 
 from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2 as ltm_pb
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as mem_pb
@@ -82,7 +85,34 @@ def _source_from_proto(source: pb.Source, field: str) -> Source:
     raise MessageError(field, "has no kind: set url or base64")
 
 
-def block_from_proto(block: pb.ContentBlock, field: str) -> ContentBlock:
+class _NewerKind(Exception):
+    """A block (or its media source) of a kind a newer server has: a reading client leaves it out."""
+
+
+def _newer_kind(message: Any, field: str, what: str) -> _NewerKind | None:
+    """The block or source `message` holds only fields this version does not know (a kind a
+    newer server added): the exception that leaves it out of what a client reads, warned once
+    per kind. None when it holds nothing at all, which is an error however new the server."""
+    unknown = sorted({f.field_number for f in UnknownFieldSet(message)})
+    if not unknown:
+        return None
+    warnings.warn(f"{what} of a kind this client does not know (field {unknown[0]}) was left out of what it "
+                  "read: the server is newer; upgrade agentscope-memory to see it", RuntimeWarning, stacklevel=4)
+    return _NewerKind(field)
+
+
+def _media_source(source: pb.Source, field: str, newer_kinds: bool) -> Source:
+    if newer_kinds and source.WhichOneof("source") is None:
+        newer = _newer_kind(source, field, "a media source")
+        if newer is not None:
+            raise newer
+    return _source_from_proto(source, field)
+
+
+def block_from_proto(block: pb.ContentBlock, field: str, newer_kinds: bool = False) -> ContentBlock:
+    """The library's block. A client reading what a server stored passes `newer_kinds`: a block
+    of a kind a newer server has (or a media block whose source is) raises `_NewerKind`, which
+    `msg_from_proto` answers by leaving the block out; the server, reading a request, refuses it."""
     kind = block.WhichOneof("block")
     if kind == "text":
         return TextBlock(block.text.text)
@@ -114,10 +144,7 @@ def block_from_proto(block: pb.ContentBlock, field: str) -> ContentBlock:
         return ToolResultBlock(
             id=result.id if result.HasField("id") else None,
             name=result.name if result.HasField("name") else None,
-            output=[
-                block_from_proto(b, f"{field}.tool_result.output[{i}]")
-                for i, b in enumerate(result.output)
-            ],
+            output=_blocks(result.output, f"{field}.tool_result.output", newer_kinds),
             metadata=metadata,
         )
     if kind == "image":
@@ -125,18 +152,18 @@ def block_from_proto(block: pb.ContentBlock, field: str) -> ContentBlock:
         if not image.HasField("source"):
             raise MessageError(f"{field}.image.source", "is required")
         return ImageBlock(
-            _source_from_proto(image.source, f"{field}.image.source"),
+            _media_source(image.source, f"{field}.image.source", newer_kinds),
             image.min_pixels if image.HasField("min_pixels") else None,
             image.max_pixels if image.HasField("max_pixels") else None,
         )
     if kind == "audio":
         if not block.audio.HasField("source"):
             raise MessageError(f"{field}.audio.source", "is required")
-        return AudioBlock(_source_from_proto(block.audio.source, f"{field}.audio.source"))
+        return AudioBlock(_media_source(block.audio.source, f"{field}.audio.source", newer_kinds))
     if kind == "video":
         video = block.video
         return VideoBlock(
-            _source_from_proto(video.source, f"{field}.video.source")
+            _media_source(video.source, f"{field}.video.source", newer_kinds)
             if video.HasField("source")
             else None,
             float32_shortest(video.fps) if video.HasField("fps") else None,
@@ -145,12 +172,28 @@ def block_from_proto(block: pb.ContentBlock, field: str) -> ContentBlock:
             video.max_pixels if video.HasField("max_pixels") else None,
             video.total_pixels if video.HasField("total_pixels") else None,
         )
+    newer = _newer_kind(block, field, "a content block") if newer_kinds else None
+    if newer is not None:
+        raise newer
     raise MessageError(
         field, "has no type: set one of text, thinking, tool_use, tool_result, image, audio, video"
     )
 
 
-def msg_from_proto(msg: pb.Msg, field: str = "message") -> Msg:
+def _blocks(blocks: Any, field: str, newer_kinds: bool) -> list[ContentBlock]:
+    out: list[ContentBlock] = []
+    for i, b in enumerate(blocks):
+        try:
+            out.append(block_from_proto(b, f"{field}[{i}]", newer_kinds))
+        except _NewerKind:
+            continue
+    return out
+
+
+def msg_from_proto(msg: pb.Msg, field: str = "message", newer_kinds: bool = False) -> Msg:
+    """The library's message. `newer_kinds`: a client reading what a server stored; blocks of a
+    kind a newer server has are left out (with a warning), as the Java client does, instead of
+    failing the whole read of a conversation that other, newer agents share."""
     role = enums.ROLE_FROM_PB.get(msg.role, ...)
     if role is ...:
         raise MessageError(
@@ -161,14 +204,14 @@ def msg_from_proto(msg: pb.Msg, field: str = "message") -> Msg:
         id=msg.id if msg.HasField("id") else None,
         name=msg.name if msg.HasField("name") else None,
         role=role,
-        content=[block_from_proto(b, f"{field}.content[{i}]") for i, b in enumerate(msg.content)],
+        content=_blocks(msg.content, f"{field}.content", newer_kinds),
         metadata={k: v for k, v in metadata.items() if v is not None},
         timestamp=msg.timestamp if msg.HasField("timestamp") else None,
     )
 
 
-def msgs_from_proto(msgs: Any, field: str = "messages") -> list[Msg]:
-    return [msg_from_proto(m, f"{field}[{i}]") for i, m in enumerate(msgs)]
+def msgs_from_proto(msgs: Any, field: str = "messages", newer_kinds: bool = False) -> list[Msg]:
+    return [msg_from_proto(m, f"{field}[{i}]", newer_kinds) for i, m in enumerate(msgs)]
 
 
 

@@ -70,7 +70,7 @@ def item_to_proto(item: TierItem) -> pb.TierItem:
 def item_from_proto(item: pb.TierItem) -> TierItem:
     return TierItem(item.sequence, TIERS.get(item.tier, 0), KIND_FROM_PB.get(item.kind, MESSAGE), item.importance,
                     item.tokens, item.create_time.ToNanoseconds() / 1e9,
-                    msg_from_proto(item.message, "message") if item.HasField("message") else None, item.text,
+                    msg_from_proto(item.message, "message", newer_kinds=True) if item.HasField("message") else None, item.text,
                     list(item.origin_sequences), item.method, item.hits, item.covered)
 
 
@@ -125,7 +125,8 @@ def hit_to_proto(hit: QueryHit) -> pb.TierHit:
 def hit_from_proto(hit: pb.TierHit) -> QueryHit:
     return QueryHit(TIERS.get(hit.tier, 0), hit.sequence, hit.kind, hit.text, hit.importance, hit.relevance,
                     hit.recency, hit.frequency, hit.score,
-                    msg_from_proto(hit.message, "message") if hit.HasField("message") else None, hit.long_term_id)
+                    msg_from_proto(hit.message, "message", newer_kinds=True) if hit.HasField("message") else None,
+                    hit.long_term_id)
 
 
 def mode_from_proto(value: int) -> str:
@@ -145,5 +146,5 @@ def projection_to_proto(projection: Projection) -> pb.ProjectContextResponse:
 
 def projection_from_proto(response: pb.ProjectContextResponse, budget: int) -> Projection:
     return Projection(MODE_FROM_PB.get(response.mode, ""), response.mode_detected,
-                      [msg_from_proto(m, "messages") for m in response.messages], budget, response.tokens,
+                      [msg_from_proto(m, "messages", newer_kinds=True) for m in response.messages], budget, response.tokens,
                       dict(response.section_tokens))

@@ -60,7 +60,8 @@ class InheritedMessage:
 
     @property
     def message(self) -> Msg:
-        return decode_msg(self.stored)
+        # A read-only view, also of what a newer server stored: blocks of kinds it added are left out.
+        return decode_msg(self.stored, newer_kinds=True)
 
 
 @dataclass(frozen=True)

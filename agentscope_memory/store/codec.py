@@ -27,8 +27,10 @@ def stored_bytes(data: str | bytes) -> bytes:
     return data
 
 
-def decode_msg(data: str | bytes) -> Msg:
-    return msg_from_proto(pb.Msg.FromString(stored_bytes(data)), "stored message")
+def decode_msg(data: str | bytes, newer_kinds: bool = False) -> Msg:
+    """A stored message. `newer_kinds`: for a client's read-only view, leave out blocks of a kind
+    a newer server stored (`convert.from_proto`); the store itself reads strictly."""
+    return msg_from_proto(pb.Msg.FromString(stored_bytes(data)), "stored message", newer_kinds)
 
 
 def stored_to_proto(data: str | bytes) -> pb.Msg:
