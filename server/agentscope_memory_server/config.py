@@ -38,6 +38,10 @@ class Settings(BaseSettings, ServiceSettings):
 
     # Authentication: API key -> tenant. Empty means no authentication (tenant "default").
     api_keys: dict[str, str] = Field(default_factory=dict)
+    # A client address presenting this many wrong keys (or forged inspector sessions) within a
+    # minute is refused for a minute, on every surface; 0 = no limit (behind a proxy that
+    # hides client addresses, raise it or turn it off).
+    auth_failure_limit: int = Field(10, ge=0, description="wrong keys per client address per minute before a minute's refusal; 0 = no limit")
 
     # mem0-compatible REST API (AgentScope's Mem0LongTermMemory, mem0's MemoryClient) on its
     # own HTTP port, same keys and tenants as gRPC; unset = off; 0 picks one.
