@@ -313,6 +313,7 @@ async def _serve_metrics(settings: Settings, metrics: Metrics, running: RunningS
     http = await serve_asgi(metrics.app(keys), settings.host, settings.metrics_port or 0,
                             name="metrics", setting="metrics_port", grace=settings.shutdown_grace_s,
                             max_body_bytes=settings.grpc_max_receive_bytes,
+                            max_connections=settings.http_max_connections,
                             tls=_tls(settings))
     running.http_servers.append(http)
     running.metrics_port = http.port
@@ -325,6 +326,7 @@ async def _serve_mem0_rest(settings: Settings, service: Service, running: Runnin
                      service.scopes)
     http = await serve_asgi(app, settings.host, settings.mem0_rest_port or 0, name="mem0-rest", setting="mem0_rest_port",
                             grace=settings.shutdown_grace_s, max_body_bytes=settings.grpc_max_receive_bytes,
+                            max_connections=settings.http_max_connections,
                             tls=_tls(settings))
     running.http_servers.append(http)
     running.mem0_rest_port = http.port
@@ -340,6 +342,7 @@ async def _serve_mcp(settings: Settings, service: Service, running: RunningServe
     http = await serve_asgi(app, settings.host, settings.mcp_port or 0, name="mcp", setting="mcp_port",
                             grace=settings.shutdown_grace_s,
                             max_body_bytes=settings.grpc_max_receive_bytes,
+                            max_connections=settings.http_max_connections,
                             tls=_tls(settings), error_key="error")
     running.http_servers.append(http)
     running.mcp_port = http.port
@@ -366,6 +369,7 @@ async def _serve_inspector(settings: Settings, service: Service, running: Runnin
     http = await serve_asgi(app, settings.host, settings.inspector_port or 0, name="inspector",
                             setting="inspector_port",
                             grace=settings.shutdown_grace_s, max_body_bytes=settings.grpc_max_receive_bytes,
+                            max_connections=settings.http_max_connections,
                             tls=_tls(settings))
     running.http_servers.append(http)
     running.inspector_port = http.port

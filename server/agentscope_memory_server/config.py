@@ -35,6 +35,10 @@ class Settings(BaseSettings, ServiceSettings):
     tls_key_file: Path | None = Field(None, description="PEM private key")
 
     grpc_max_receive_bytes: int = Field(64 * MiB, gt=0)
+    # Open connections each HTTP surface (mem0 REST, MCP, inspector, /metrics) holds at most;
+    # more are answered 503 and closed. MCP's SSE clients each hold one for as long as they
+    # stay connected: raise it for more of them (and the process's open-file limit with it).
+    http_max_connections: int = Field(512, ge=1, description="open connections per HTTP port; more get 503")
 
     # Authentication: API key -> tenant. Empty means no authentication (tenant "default").
     api_keys: dict[str, str] = Field(default_factory=dict)
