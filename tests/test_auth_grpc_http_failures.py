@@ -112,6 +112,9 @@ def test_a_session_expires() -> None:
     now[0] += 61
     assert sessions.read(token) == (None, False)
     assert Sessions(b"other" * 8, clock=lambda: now[0]).read(token) == (None, True)
+    # Not a session at all (an older version's cookie held the key): refused, not counted.
+    assert sessions.read("the-right-key-0123456789") == (None, False)
+    assert sessions.read("1.2.3") == (None, False)
 
 
 def test_a_refusal_ends_after_its_time_and_old_failures_leave_the_window() -> None:
@@ -142,3 +145,13 @@ def test_a_refusal_ends_after_its_time_and_old_failures_leave_the_window() -> No
 ])
 def test_grpc_peers_are_counted_by_the_address_http_sees(peer, address) -> None:
     assert grpc_peer_address(peer) == address
+
+
+async def test_forged_inspector_sessions_count_as_failed_authentications(server_factory) -> None:
+    server = await server_factory(api_keys={KEY: "tenant-a"}, auth_failure_limit=2, inspector_port=0,
+                                  long_term_enabled=False)
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.inspector_port}", timeout=30) as forger:
+        forger.cookies.set("agentscope_memory_key", f"9999999999.{'0' * 32}.{'0' * 64}")
+        assert (await forger.get("/", follow_redirects=False)).status_code == 303
+        refused = await forger.get("/", follow_redirects=False)
+        assert refused.status_code == 429 and "too many failed authentications" in refused.text

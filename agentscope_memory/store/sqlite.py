@@ -110,7 +110,8 @@ class _LockBusy(Exception):
 
 
 def _is_busy(exc: BaseException) -> bool:
-    return isinstance(exc, sqlite3.OperationalError) and exc.sqlite_errorcode == sqlite3.SQLITE_BUSY
+    # The primary code: SQLITE_BUSY_RECOVERY and the like are busy too.
+    return isinstance(exc, sqlite3.OperationalError) and exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY
 
 
 def _is_unique_violation(exc: BaseException) -> bool:

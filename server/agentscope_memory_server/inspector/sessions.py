@@ -39,13 +39,18 @@ class Sessions:
 
     def read(self, token: str) -> tuple[str | None, bool]:
         """(key id, forged): the key id of a valid, unexpired session, else None, with whether
-        the token was forged (its signature wrong) rather than merely expired or malformed."""
-        if len(token) > _MAX_TOKEN_CHARS or not token.isascii():
+        the token was forged (a session's shape with a wrong signature) rather than expired or
+        not a session at all (a cookie of an older version held the key itself)."""
+        parts = token.split(".") if len(token) <= _MAX_TOKEN_CHARS and token.isascii() else []
+        if len(parts) != 3 or not parts[0].isdigit() or not (_is_hex(parts[1], 32) and _is_hex(parts[2], 64)):
+            return None, False
+        expiry, key_id, signature = parts
+        if not hmac.compare_digest(signature, self._signature(f"{expiry}.{key_id}")):
             return None, True
-        body, _, signature = token.rpartition(".")
-        expiry, _, key_id = body.partition(".")
-        if not hmac.compare_digest(signature, self._signature(body)):
-            return None, True
-        if not expiry.isdigit() or int(expiry) <= self._clock():
+        if int(expiry) <= self._clock():
             return None, False
         return key_id, False
+
+
+def _is_hex(text: str, length: int) -> bool:
+    return len(text) == length and all(c in "0123456789abcdef" for c in text)
