@@ -335,6 +335,8 @@ class SqliteStore:
             except asyncio.CancelledError:
                 cancelled = True
         if cancelled:
+            if not done.cancelled():
+                done.exception()  # seen: the caller hears of its cancellation instead
             raise asyncio.CancelledError
         return done.result()
 
