@@ -96,3 +96,37 @@ async def test_a_cancelled_small_write_waiting_for_the_lock_ends_with_its_transa
     finally:
         other.close()
         await store.close()
+
+
+async def test_a_write_cancelled_while_waiting_for_the_lock_is_still_announced_to_watchers(
+        server_factory, tmp_path: Path) -> None:
+    """The writer gave up (its deadline passed) while another program held the lock; the write
+    committed once the lock was free, and a client caching the memory must hear of it."""
+    import asyncio
+
+    from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
+    from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
+    from tests.watch_helpers import add, texts
+
+    server = await server_factory(data_dir=tmp_path / "data", long_term_enabled=False, coherent_cache_lease_s=30.0)
+    other = sqlite3.connect(tmp_path / "data" / "agentscope-memory.sqlite3", isolation_level=None)
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        stub = pb_grpc.MemoryServiceStub(channel)
+        await stub.CreateMemory(pb.CreateMemoryRequest(memory_id="缓存", kind=pb.MEMORY_KIND_IN_MEMORY))
+        watch = stub.WatchMessages()
+        await watch.write(pb.WatchMessagesRequest(memory_id="缓存", renewal=1))
+        started = (await watch.read()).started
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            with pytest.raises(grpc.aio.AioRpcError) as late:
+                await stub.AddMessages(add("缓存", "迟到"), timeout=0.5)
+            assert late.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        finally:
+            other.execute("COMMIT")
+            other.close()
+        changed = (await asyncio.wait_for(watch.read(), 15)).changed
+        assert changed.previous_etag == started.etag and texts(changed.messages) == ["迟到"]
+        await watch.write(pb.WatchMessagesRequest(ack_sequence=changed.sequence))
+        current = await stub.GetMessages(pb.GetMessagesRequest(memory_id="缓存"))
+        assert current.etag == changed.etag and texts(current.messages) == ["迟到"]
+        watch.cancel()
