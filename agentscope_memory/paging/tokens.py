@@ -112,6 +112,15 @@ class PageTokens:
     def _set_key(self, key: bytes) -> None:
         self._keyed = hmac.new(key, digestmod=hashlib.sha256)
 
+    def derived_key(self, purpose: str) -> bytes:
+        """A key of its own for `purpose` (e.g. signing inspector sessions), derived from the
+        server's key, so it is as stable as page tokens are and never equals their key."""
+        if self._keyed is None:
+            raise RuntimeError("PageTokens.ready() was not awaited")
+        mac = self._keyed.copy()
+        mac.update(b"derived key|" + purpose.encode("utf-8"))
+        return mac.digest()
+
     def _tag(self, listing: str, binding: Binding, payload: bytes) -> bytes:
         if self._keyed is None:
             raise RuntimeError("PageTokens.ready() was not awaited")

@@ -362,7 +362,15 @@ class WatchedStore:
         announcement is started right there, as its own task, only when the memory has watchers.
         A write nobody watches costs no task and no extra turn of the event loop."""
         tracked, changed = _tracking(fn)
-        result = await self.inner.run(tenant, tracked, write=True, small=True)
+        try:
+            result = await self.inner.run(tenant, tracked, write=True, small=True)
+        except asyncio.CancelledError:
+            # The store waited for a lock another program held and the caller was cancelled
+            # meanwhile: the transaction is over, and if it ran it may have committed.
+            if changed:
+                task = asyncio.ensure_future(self._announce(coherence, tenant, sorted(changed[-1]), _writer_watch.get()))
+                task.add_done_callback(_consume_outcome)
+            raise
         watched = [m for m in sorted(changed[-1]) if coherence.watching(tenant, m)] if changed else []
         skip, written = _writer_watch.get(), _written.get() or {}
         watched = [m for m in watched if not coherence.settled(tenant, m, skip, written.get(m))]

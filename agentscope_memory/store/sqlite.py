@@ -13,6 +13,12 @@ of their own: SQLite's automatic checkpoint would run them in whichever commit c
 threshold, which for a small write is the event loop, holding it for hundreds of microseconds
 every hundred or so appends. SQLite's own stays on, at ten times its default, as a safety net
 for a stream of writes so steady that a background checkpoint never catches up with it.
+
+A transaction run inline on the event loop never waits for the file's lock: its connection has no
+busy timeout, so while another program (a local-mode client, a `sqlite3` shell) holds the lock it
+fails at once with SQLITE_BUSY, before the transaction did anything, and runs again on a worker
+thread, which waits for the lock as long as any transaction does. Health checks and every other
+call go on meanwhile.
 """
 
 from __future__ import annotations
@@ -99,6 +105,15 @@ _CHECKPOINT_PAUSE_S = 0.02
 _BUSY_TIMEOUT_MS = 10_000
 
 
+class _LockBusy(Exception):
+    """An inline transaction found the file locked by another program; nothing of it ran."""
+
+
+def _is_busy(exc: BaseException) -> bool:
+    # The primary code: SQLITE_BUSY_RECOVERY and the like are busy too.
+    return isinstance(exc, sqlite3.OperationalError) and exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY
+
+
 def _is_unique_violation(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.IntegrityError) and getattr(exc, "sqlite_errorcode", None) in (
         sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY,
@@ -135,7 +150,9 @@ class SqliteStore:
 
     # A small write runs on the caller's event loop and does not suspend between its commit and
     # its return: the caller's next line runs right after the commit, whatever cancels it later
-    # (`WatchedStore` relies on that to announce the write without a task of its own).
+    # (`WatchedStore` relies on that to announce the write without a task of its own). When
+    # another program holds the file's lock it runs on the writer thread instead, and then a
+    # cancellation reaches its caller only once the transaction is over.
     inline_small_writes = True
 
     def __init__(self, path: Path, *, synchronous: str = "NORMAL", readers: int = 2) -> None:
@@ -171,18 +188,21 @@ class SqliteStore:
             self._shutdown()
             raise
 
-    def _connection(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
+    def _connection(self, inline: bool = False) -> sqlite3.Connection:
+        # An event loop's thread has a connection of its own that never waits for the lock
+        # (see the module docstring); a worker thread's waits up to the busy timeout.
+        attribute = "inline_conn" if inline else "conn"
+        conn = getattr(self._local, attribute, None)
         if conn is None:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(f"PRAGMA synchronous={self._synchronous}")
-            conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+            conn.execute(f"PRAGMA busy_timeout={0 if inline else _BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA foreign_keys=OFF")
             # A safety net only: the background checkpoints keep the WAL far below it, unless
             # writes come so fast and so steadily that none of them can finish.
             conn.execute(f"PRAGMA wal_autocheckpoint={_AUTOCHECKPOINT_PAGES}")
-            self._local.conn = conn
+            setattr(self._local, attribute, conn)
             with self._connections_lock:
                 self._connections.append(conn)
         return conn
@@ -196,10 +216,18 @@ class SqliteStore:
         conn.executescript(_SCHEMA)
         conn.executescript(self._dialect.ddl(SHARED_SCHEMA))
 
-    def _in_transaction(self, tenant: str, fn: Callable[[SqlTx], T], write: bool, large: bool = False) -> T:
-        conn = self._connection()
+    def _in_transaction(
+        self, tenant: str, fn: Callable[[SqlTx], T], write: bool, large: bool = False, inline: bool = False
+    ) -> T:
+        conn = self._connection(inline)
         try:
-            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            except sqlite3.OperationalError as exc:
+                # A write takes the lock here, before `fn` runs: busy, nothing of it ran.
+                if inline and _is_busy(exc):
+                    raise _LockBusy from exc
+                raise
             tx = SqlTx(conn, self._dialect, tenant, write)
             result = fn(tx)
             if write:
@@ -212,6 +240,9 @@ class SqliteStore:
             # raise "no transaction is active" in place of the reason.
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
+            # A read takes its lock at its first statement, which is all it may have done.
+            if inline and not write and _is_busy(exc):
+                raise _LockBusy from exc
             reason = self._operators_problem(exc)
             if reason is not None:
                 raise reason from exc
@@ -277,14 +308,37 @@ class SqliteStore:
         loop = asyncio.get_running_loop()
         if not write:
             if small:
-                return self._in_transaction(tenant, fn, False)
+                try:
+                    return self._in_transaction(tenant, fn, False, inline=True)
+                except _LockBusy:
+                    pass
             return await loop.run_in_executor(self._readers, self._in_transaction, tenant, fn, False)
         if self._write_lock is None:
             self._write_lock = asyncio.Lock()
         async with self._write_lock:
             if small:
-                return self._in_transaction(tenant, fn, True)
+                try:
+                    return self._in_transaction(tenant, fn, True, inline=True)
+                except _LockBusy:
+                    return await self._wait_for_lock(loop, tenant, fn)
             return await loop.run_in_executor(self._writer, self._in_transaction, tenant, fn, True, True)
+
+    async def _wait_for_lock(self, loop: asyncio.AbstractEventLoop, tenant: str, fn: Callable[[SqlTx], T]) -> T:
+        """A small write whose file another program has locked, on the writer thread. Its caller
+        hears of a cancellation only once the transaction is over, committed or not, so what it
+        does after a small write (`WatchedStore` announces it) still follows the commit."""
+        done = loop.run_in_executor(self._writer, self._in_transaction, tenant, fn, True)
+        cancelled = False
+        while not done.done():
+            try:
+                await asyncio.wait([done])
+            except asyncio.CancelledError:
+                cancelled = True
+        if cancelled:
+            if not done.cancelled():
+                done.exception()  # seen: the caller hears of its cancellation instead
+            raise asyncio.CancelledError
+        return done.result()
 
     async def close(self) -> None:
         if self._closed:

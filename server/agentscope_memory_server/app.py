@@ -48,7 +48,8 @@ from agentscope_memory_server.reflection_docs import documented_pool
 from agentscope_memory_server.reflection_v1 import enable_reflection
 from agentscope_memory_server.tracing import Tracing, TracingInterceptor
 from agentscope_memory_server.state_servicer import StateServicer
-from agentscope_memory_server.tenancy import AuthInterceptor
+from agentscope_memory_server.auth_failures import FailedAuthLimiter
+from agentscope_memory_server.tenancy import ApiKeys, AuthInterceptor
 
 log = logging.getLogger("agentscope_memory_server")
 
@@ -173,8 +174,10 @@ async def _serve(settings: Settings, service: Service, tracing: Tracing | None =
         interceptors.append(MetricsInterceptor(metrics))
     drain = Drain()
     interceptors.append(DrainInterceptor(drain))
+    # One table of keys and one count of failed authentications for every surface.
+    keys = ApiKeys(settings.api_keys, FailedAuthLimiter(settings.auth_failure_limit))
     if settings.api_keys:
-        interceptors.append(AuthInterceptor(settings.api_keys))
+        interceptors.append(AuthInterceptor(keys))
     # Last, so it wraps the servicers directly: authentication and metrics see every call, and
     # an undecodable request reaches no servicer (of any service, including later ones).
     interceptors.append(DecodeErrorInterceptor())
@@ -262,13 +265,13 @@ async def _serve(settings: Settings, service: Service, tracing: Tracing | None =
         running.closers.append(close_tracing)
     try:
         if metrics is not None:
-            await _serve_metrics(settings, metrics, running)
+            await _serve_metrics(settings, metrics, running, keys)
         if settings.mem0_rest_port is not None:
-            await _serve_mem0_rest(settings, service, running)
+            await _serve_mem0_rest(settings, service, running, keys)
         if settings.mcp_port is not None:
-            await _serve_mcp(settings, service, running)
+            await _serve_mcp(settings, service, running, keys)
         if settings.inspector_port is not None:
-            await _serve_inspector(settings, service, running, metrics)
+            await _serve_inspector(settings, service, running, metrics, keys)
     except BaseException:
         await running.stop(0)
         raise
@@ -308,27 +311,25 @@ def _tls(settings: Settings) -> tuple[Path, Path] | None:
     return settings.tls_cert_file, settings.tls_key_file
 
 
-async def _serve_metrics(settings: Settings, metrics: Metrics, running: RunningServer) -> None:
+async def _serve_metrics(settings: Settings, metrics: Metrics, running: RunningServer, keys: ApiKeys) -> None:
     """Prometheus `/metrics` on its own port, behind the same keys as the other HTTP surfaces."""
-    from agentscope_memory_server.tenancy import ApiKeys
-
-    http = await serve_asgi(metrics.app(ApiKeys(settings.api_keys)), settings.host, settings.metrics_port or 0,
+    http = await serve_asgi(metrics.app(keys), settings.host, settings.metrics_port or 0,
                             name="metrics", setting="metrics_port", grace=settings.shutdown_grace_s,
                             max_body_bytes=settings.grpc_max_receive_bytes,
+                            max_connections=settings.http_max_connections,
                             tls=_tls(settings))
     running.http_servers.append(http)
     running.metrics_port = http.port
 
 
-async def _serve_mem0_rest(settings: Settings, service: Service, running: RunningServer) -> None:
+async def _serve_mem0_rest(settings: Settings, service: Service, running: RunningServer, keys: ApiKeys) -> None:
     """mem0's REST API on its own port, over the same long-term engine, keys and tenants."""
     from agentscope_memory_server.mem0_http import create_app
-    from agentscope_memory_server.tenancy import ApiKeys
-
-    app = create_app(service.long_term, ApiKeys(settings.api_keys), service.memories.limits.max_page_bytes,
+    app = create_app(service.long_term, keys, service.memories.limits.max_page_bytes,
                      service.scopes)
     http = await serve_asgi(app, settings.host, settings.mem0_rest_port or 0, name="mem0-rest", setting="mem0_rest_port",
                             grace=settings.shutdown_grace_s, max_body_bytes=settings.grpc_max_receive_bytes,
+                            max_connections=settings.http_max_connections,
                             tls=_tls(settings))
     running.http_servers.append(http)
     running.mem0_rest_port = http.port
@@ -336,16 +337,15 @@ async def _serve_mem0_rest(settings: Settings, service: Service, running: Runnin
         settings.mem0_rest_port_file.write_text(str(http.port))
 
 
-async def _serve_mcp(settings: Settings, service: Service, running: RunningServer) -> None:
+async def _serve_mcp(settings: Settings, service: Service, running: RunningServer, keys: ApiKeys) -> None:
     """MCP over HTTP on its own port, over the same service, keys and tenants."""
     from agentscope_memory.memory_tools import Connection
     from agentscope_memory_server.mcp_http import McpHttpApp
-    from agentscope_memory_server.tenancy import ApiKeys
-
-    app = McpHttpApp(service, ApiKeys(settings.api_keys), Connection.from_params(settings.mcp_bind))
+    app = McpHttpApp(service, keys, Connection.from_params(settings.mcp_bind))
     http = await serve_asgi(app, settings.host, settings.mcp_port or 0, name="mcp", setting="mcp_port",
                             grace=settings.shutdown_grace_s,
                             max_body_bytes=settings.grpc_max_receive_bytes,
+                            max_connections=settings.http_max_connections,
                             tls=_tls(settings), error_key="error")
     running.http_servers.append(http)
     running.mcp_port = http.port
@@ -354,22 +354,25 @@ async def _serve_mcp(settings: Settings, service: Service, running: RunningServe
 
 
 async def _serve_inspector(settings: Settings, service: Service, running: RunningServer,
-                           metrics: Metrics | None) -> None:
+                           metrics: Metrics | None, keys: ApiKeys) -> None:
     """The web inspector on its own port, over the same service, keys and tenants."""
     from prometheus_client import generate_latest
 
     from agentscope_memory_server.inspector import create_app
-    from agentscope_memory_server.tenancy import ApiKeys
-
     def metrics_text() -> str:
         assert metrics is not None
         return generate_latest(metrics.registry).decode()
 
-    app = create_app(service, ApiKeys(settings.api_keys), frozenset(settings.inspector_admin_keys),
-                     metrics_text if metrics is not None else None)
+    # Sessions are signed with a key derived from the page tokens' (kept in the store), so a
+    # login outlives a restart.
+    await service.memories.tokens.ready()
+    app = create_app(service, keys, frozenset(settings.inspector_admin_keys),
+                     metrics_text if metrics is not None else None,
+                     service.memories.tokens.derived_key("inspector-session"))
     http = await serve_asgi(app, settings.host, settings.inspector_port or 0, name="inspector",
                             setting="inspector_port",
                             grace=settings.shutdown_grace_s, max_body_bytes=settings.grpc_max_receive_bytes,
+                            max_connections=settings.http_max_connections,
                             tls=_tls(settings))
     running.http_servers.append(http)
     running.inspector_port = http.port

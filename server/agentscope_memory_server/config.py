@@ -35,9 +35,17 @@ class Settings(BaseSettings, ServiceSettings):
     tls_key_file: Path | None = Field(None, description="PEM private key")
 
     grpc_max_receive_bytes: int = Field(64 * MiB, gt=0)
+    # Open connections each HTTP surface (mem0 REST, MCP, inspector, /metrics) holds at most;
+    # more are answered 503 and closed. MCP's SSE clients each hold one for as long as they
+    # stay connected: raise it for more of them (and the process's open-file limit with it).
+    http_max_connections: int = Field(512, ge=1, description="open connections per HTTP port; more get 503")
 
     # Authentication: API key -> tenant. Empty means no authentication (tenant "default").
     api_keys: dict[str, str] = Field(default_factory=dict)
+    # A client address presenting this many wrong keys (or forged inspector sessions) within a
+    # minute is refused for a minute, on every surface; 0 = no limit (behind a proxy that
+    # hides client addresses, raise it or turn it off).
+    auth_failure_limit: int = Field(10, ge=0, description="wrong keys per client address per minute before a minute's refusal; 0 = no limit")
 
     # mem0-compatible REST API (AgentScope's Mem0LongTermMemory, mem0's MemoryClient) on its
     # own HTTP port, same keys and tenants as gRPC; unset = off; 0 picks one.

@@ -21,6 +21,8 @@ from typing import Any
 
 import uvicorn
 
+from agentscope_memory_server.http_guard import guarded_protocol
+
 log = logging.getLogger("agentscope_memory_server.http")
 
 
@@ -147,12 +149,13 @@ def _bind(host: str, port: int, setting: str) -> socket.socket:
 
 async def serve_asgi(app: Any, host: str, port: int, *, name: str, grace: float = 10.0,
                      max_body_bytes: int | None = None, error_key: str = "detail", setting: str = "",
-                     tls: tuple[Path, Path] | None = None) -> HttpServer:
+                     tls: tuple[Path, Path] | None = None, max_connections: int = 512) -> HttpServer:
     """Start serving `app` on host:port (0 picks a free port) and return once it accepts
     connections. The app's lifespan (if any) has run its startup by then. With
     `max_body_bytes`, larger request bodies get 413 (`{error_key: message}`). `setting`: the
     setting that chose the port, named when it cannot be bound. `tls`: (certificate chain,
-    private key) PEM files, to speak HTTPS only, as gRPC does with them."""
+    private key) PEM files, to speak HTTPS only, as gRPC does with them. `max_connections`:
+    open connections beyond it are answered 503 and closed (`http_guard`)."""
     sock = _bind(host, port, setting)
     if max_body_bytes is not None:
         app = BodyLimit(app, max_body_bytes, error_key)
@@ -163,6 +166,9 @@ async def serve_asgi(app: Any, host: str, port: int, *, name: str, grace: float 
         access_log=False,
         timeout_graceful_shutdown=_whole_seconds(grace),
         server_header=False,
+        # h11 always (httptools, if installed, would bypass the guard): a request head must
+        # arrive within a time limit, and open connections are limited.
+        http=guarded_protocol(max_connections),
         ssl_certfile=str(tls[0]) if tls else None,
         ssl_keyfile=str(tls[1]) if tls else None,
     )

@@ -30,6 +30,7 @@ from agentscope_memory_server.mcp_server import (
     build_server,
     session_binding,
 )
+from agentscope_memory_server.auth_failures import TooManyFailedAuthentications
 from agentscope_memory_server.tenancy import ApiKeys
 
 log = logging.getLogger("agentscope_memory_server.mcp")
@@ -66,17 +67,20 @@ class McpHttpApp:
         async with self.manager.run():
             yield
 
-    def _binding(self, scope: Scope) -> Binding | tuple[int, str]:
+    def _binding(self, scope: Scope) -> Binding | tuple[int, str, list[tuple[bytes, bytes]]]:
+        client = scope.get("client")
         try:
-            tenant = self.keys.authenticate(_headers(scope))
+            tenant = self.keys.authenticate(_headers(scope), client[0] if client else None)
         except UnauthenticatedError as exc:
-            return 401, str(exc)
+            return 401, str(exc), [(b"www-authenticate", b'Bearer realm="agentscope-memory"')]
+        except TooManyFailedAuthentications as exc:
+            return 429, str(exc), [(b"retry-after", str(exc.retry_after).encode())]
         try:
             raw = scope.get("query_string", b"").decode("utf-8")
             params = dict(parse_qsl(raw, keep_blank_values=False))
             conn = self.bind.narrowed(Connection.from_params(params, ignore=("session_id",)))
         except (InvalidArgumentError, UnicodeDecodeError) as exc:
-            return 400, f"invalid MCP URL: {exc}"
+            return 400, f"invalid MCP URL: {exc}", []
         return Binding(ServiceAccess(self.service, tenant), conn, tenant)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -91,8 +95,7 @@ class McpHttpApp:
             return
         bound = self._binding(scope)
         if not isinstance(bound, Binding):
-            status, message = bound
-            extra = [(b"www-authenticate", b'Bearer realm="agentscope-memory"')] if status == 401 else []
+            status, message, extra = bound
             await _json(send, status, {"error": message}, extra)
             return
         scope.setdefault("state", {})[REQUEST_STATE_KEY] = bound

@@ -40,6 +40,7 @@ from agentscope_memory.mem0_api import (
     SearchRequest,
     UpdateRequest,
 )
+from agentscope_memory_server.auth_failures import TooManyFailedAuthentications
 from agentscope_memory_server.tenancy import ApiKeys
 
 log = logging.getLogger("agentscope_memory_server.mem0_rest")
@@ -48,6 +49,7 @@ log = logging.getLogger("agentscope_memory_server.mem0_rest")
 MAX_PAGE_NUMBER = 1_000_000
 
 _STATUS: list[tuple[type[Exception], int]] = [
+    (TooManyFailedAuthentications, 429),
     (errors.InvalidArgumentError, 400),
     (errors.ResourceExhaustedError, 400),
     (errors.UnauthenticatedError, 401),
@@ -99,7 +101,10 @@ def create_app(engine: LongTermEngine | None, keys: ApiKeys, max_page_bytes: int
     @app.exception_handler(errors.MemoryServiceError)
     async def _library_error(request: Request, exc: errors.MemoryServiceError) -> JSONResponse:
         status = next((code for cls, code in _STATUS if isinstance(exc, cls)), 500)
-        return _error(status, str(exc))
+        response = _error(status, str(exc))
+        if isinstance(exc, TooManyFailedAuthentications):
+            response.headers["retry-after"] = str(exc.retry_after)
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -116,7 +121,7 @@ def create_app(engine: LongTermEngine | None, keys: ApiKeys, max_page_bytes: int
         return _error(500, f"internal error (incident {incident}); see the server log")
 
     def tenant(request: Request) -> str:
-        return keys.authenticate(request.headers)
+        return keys.authenticate(request.headers, request.client.host if request.client else None)
 
     def memories() -> Mem0Api:
         if api is None:

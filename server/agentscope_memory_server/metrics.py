@@ -15,6 +15,7 @@ import grpc
 from prometheus_client import CollectorRegistry, Counter, Histogram, make_asgi_app
 
 from agentscope_memory.errors import UnauthenticatedError
+from agentscope_memory_server.auth_failures import TooManyFailedAuthentications
 from agentscope_memory_server.handlers import Behaviour, wrap_behaviour
 from agentscope_memory_server.tenancy import ApiKeys
 
@@ -72,18 +73,26 @@ class Metrics:
             if scope["type"] != "http":
                 return
             headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", [])}
+            client = scope.get("client")
             try:
-                keys.authenticate(headers)
+                keys.authenticate(headers, client[0] if client else None)
             except UnauthenticatedError as exc:
-                body = f"{exc}\n".encode()
-                await send({"type": "http.response.start", "status": 401, "headers": [
-                    (b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode()),
-                    (b"www-authenticate", b'Bearer realm="agentscope-memory"')]})
-                await send({"type": "http.response.body", "body": body})
+                await _refuse(send, 401, str(exc), (b"www-authenticate", b'Bearer realm="agentscope-memory"'))
+                return
+            except TooManyFailedAuthentications as exc:
+                await _refuse(send, 429, str(exc), (b"retry-after", str(exc.retry_after).encode()))
                 return
             await exposition(scope, receive, send)
 
         return app
+
+
+async def _refuse(send: Callable[[dict[str, Any]], Awaitable[None]], status: int, reason: str,
+                  header: tuple[bytes, bytes]) -> None:
+    body = f"{reason}\n".encode()
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode()), header]})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _no_lifespan(receive: Callable[[], Awaitable[dict[str, Any]]],

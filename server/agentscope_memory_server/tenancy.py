@@ -4,7 +4,9 @@ Without API keys every caller is the `default` tenant. With keys configured, eve
 health and reflection must present one (`x-api-key: KEY`, `authorization: Bearer KEY` or, as
 mem0's clients send it, `authorization: Token KEY`); the key decides the tenant, and every
 stored record is keyed by tenant, so tenants never see each other's memories. gRPC and the
-HTTP surfaces (mem0 REST, MCP) share `ApiKeys`, so one key means one tenant everywhere.
+HTTP surfaces (mem0 REST, MCP, the inspector, /metrics) share one `ApiKeys`, so one key means
+one tenant everywhere, and one count of failed authentications per client address
+(`auth_failures`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import grpc
 
 from agentscope_memory.errors import UnauthenticatedError
 from agentscope_memory.short_term.manager import DEFAULT_TENANT
+from agentscope_memory_server.auth_failures import FailedAuthLimiter, TooManyFailedAuthentications, grpc_peer_address
 from agentscope_memory_server.handlers import Behaviour, wrap_behaviour
 
 _tenant: contextvars.ContextVar[str] = contextvars.ContextVar("tenant", default=DEFAULT_TENANT)
@@ -31,7 +34,7 @@ def tenant_of(context: grpc.aio.ServicerContext) -> str:
     return _tenant.get()
 
 
-def _digest(key: str) -> bytes:
+def key_digest(key: str) -> bytes:
     return hashlib.sha256(key.encode("utf-8")).digest()
 
 
@@ -60,32 +63,46 @@ class ApiKeys:
     """The API key -> tenant table. Empty means authentication is off: every caller is the
     `default` tenant."""
 
-    def __init__(self, keys_to_tenants: Mapping[str, str]) -> None:
+    def __init__(self, keys_to_tenants: Mapping[str, str], limiter: FailedAuthLimiter | None = None) -> None:
         # Keep digests, not keys, and compare in constant time.
-        self._tenants = [(_digest(k), t) for k, t in keys_to_tenants.items()]
+        self._tenants = [(key_digest(k), t) for k, t in keys_to_tenants.items()]
+        self.limiter = limiter or FailedAuthLimiter(0)
+
+    def digests(self) -> list[bytes]:
+        """The `key_digest` of every key."""
+        return [digest for digest, _ in self._tenants]
 
     @property
     def enabled(self) -> bool:
         return bool(self._tenants)
 
     def tenant_for(self, key: str | None) -> str | None:
-        if not key:
-            return None
-        presented = _digest(key)
+        return self.tenant_for_digest(key_digest(key)) if key else None
+
+    def tenant_for_digest(self, presented: bytes) -> str | None:
+        """The tenant of the key whose `key_digest` is `presented`."""
         found = None
         for digest, tenant in self._tenants:
             if hmac.compare_digest(digest, presented):
                 found = tenant
         return found
 
-    def authenticate(self, headers: Mapping[str, str]) -> str:
+    def authenticate(self, headers: Mapping[str, str], client: str | None = None) -> str:
         """The tenant of an HTTP request from its headers (names in any case); raises
-        `UnauthenticatedError` with the reason when keys are on and none known was sent."""
+        `UnauthenticatedError` with the reason when keys are on and none known was sent, and
+        `TooManyFailedAuthentications` while the client's address (`client`) is refused."""
         if not self.enabled:
             return DEFAULT_TENANT
-        key = presented_key((k.lower(), v) for k, v in headers.items())
+        return self.check_key(presented_key((k.lower(), v) for k, v in headers.items()), client)
+
+    def check_key(self, key: str | None, client: str | None) -> str:
+        """The tenant of `key` presented from the address `client`; raises as `authenticate`.
+        A wrong key counts against the address; a missing one guesses nothing and does not."""
+        self.limiter.check(client)
         tenant = self.tenant_for(key)
         if tenant is None:
+            if key:
+                self.limiter.failed(client)
             raise UnauthenticatedError(UNKNOWN_KEY if key else MISSING_KEY)
         return tenant
 
@@ -93,8 +110,8 @@ class ApiKeys:
 class AuthInterceptor(grpc.aio.ServerInterceptor):
     """Rejects calls without a known API key and runs the others as the key's tenant."""
 
-    def __init__(self, keys_to_tenants: Mapping[str, str]) -> None:
-        self._keys = ApiKeys(keys_to_tenants)
+    def __init__(self, keys: ApiKeys) -> None:
+        self._keys = keys
 
     def _tenant_for(self, key: str | None) -> str | None:
         return self._keys.tenant_for(key)
@@ -110,14 +127,23 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         key = presented_key(details.invocation_metadata)
         tenant = self._tenant_for(key)
         if tenant is None:
-            message = MISSING_KEY if not key else UNKNOWN_KEY
-            return _rejecting(handler, message)
-        return _as_tenant(handler, tenant)
+            return _rejecting(handler, self._keys.limiter, key)
+        return _as_tenant(handler, tenant, self._keys.limiter)
 
 
-def _as_tenant(handler: grpc.RpcMethodHandler, tenant: str) -> grpc.RpcMethodHandler:
+async def _refuse_if_blocked(limiter: FailedAuthLimiter, context: grpc.aio.ServicerContext) -> None:
+    # The caller's address is looked up only while some address is refused.
+    if limiter.blocking:
+        try:
+            limiter.check(grpc_peer_address(context.peer()))
+        except TooManyFailedAuthentications as exc:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+
+
+def _as_tenant(handler: grpc.RpcMethodHandler, tenant: str, limiter: FailedAuthLimiter) -> grpc.RpcMethodHandler:
     def answered_once(behaviour: Behaviour) -> Behaviour:
         async def run(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            await _refuse_if_blocked(limiter, context)
             _tenant.set(tenant)
             return await behaviour(request, context)
 
@@ -125,6 +151,7 @@ def _as_tenant(handler: grpc.RpcMethodHandler, tenant: str) -> grpc.RpcMethodHan
 
     def streamed(behaviour: Behaviour) -> Behaviour:
         async def run(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            await _refuse_if_blocked(limiter, context)
             _tenant.set(tenant)
             async for item in behaviour(request, context):
                 yield item
@@ -134,8 +161,15 @@ def _as_tenant(handler: grpc.RpcMethodHandler, tenant: str) -> grpc.RpcMethodHan
     return wrap_behaviour(handler, answered_once, streamed)
 
 
-def _rejecting(handler: grpc.RpcMethodHandler, message: str) -> grpc.RpcMethodHandler:
+def _rejecting(handler: grpc.RpcMethodHandler, limiter: FailedAuthLimiter, key: str | None) -> grpc.RpcMethodHandler:
     async def reject(request: Any, context: grpc.aio.ServicerContext) -> Any:
-        await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+        address = grpc_peer_address(context.peer())
+        try:
+            limiter.check(address)
+            if key:
+                limiter.failed(address)
+        except TooManyFailedAuthentications as exc:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+        await context.abort(grpc.StatusCode.UNAUTHENTICATED, UNKNOWN_KEY if key else MISSING_KEY)
 
     return wrap_behaviour(handler, lambda _: reject, lambda _: reject)

@@ -8,6 +8,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -36,7 +37,10 @@ from agentscope_memory.message import (
 )
 from agentscope_memory.service import Service
 from agentscope_memory.store.codec import decode_msg
-from agentscope_memory_server.tenancy import ApiKeys, presented_key
+from agentscope_memory.short_term.manager import DEFAULT_TENANT
+from agentscope_memory_server.auth_failures import TooManyFailedAuthentications
+from agentscope_memory_server.inspector.sessions import Sessions
+from agentscope_memory_server.tenancy import ApiKeys, key_digest, presented_key
 
 HERE = Path(__file__).parent
 COOKIE = "agentscope_memory_key"
@@ -89,13 +93,29 @@ def _msg_view(msg: Msg, index: int) -> dict[str, Any]:
             "metadata": json.dumps(msg.metadata, ensure_ascii=False) if msg.metadata else ""}
 
 
+@dataclass(frozen=True)
+class _Caller:
+    """Who a request acts for: its tenant, whether it may change things, and the credential it
+    presented (what its forms' CSRF tokens are bound to)."""
+
+    tenant: str
+    admin: bool
+    credential: str
+
+
+SESSION_EXPIRED = "your session has expired or is not valid; log in again"
+
+
 class Inspector:
     def __init__(self, service: Service, keys: ApiKeys, admin_keys: frozenset[str],
-                 metrics: Callable[[], str] | None) -> None:
+                 metrics: Callable[[], str] | None, session_secret: bytes | None = None) -> None:
         self.service = service
         self.keys = keys
-        self.admin_keys = admin_keys
+        self.admin_digests = frozenset(key_digest(k) for k in admin_keys)
         self.metrics = metrics
+        # Without the server's (a test's app), sessions last as long as this process.
+        self.sessions = Sessions(session_secret or os.urandom(32))
+        self._digest_by_id = {self.sessions.key_id(d): d for d in keys.digests()}
         # Forms that change something carry a token only pages served to this key can hold.
         self._csrf_secret = os.urandom(32)
         self.templates = Environment(loader=FileSystemLoader(HERE / "templates"),
@@ -108,24 +128,42 @@ class Inspector:
 
     # -- who is asking ------------------------------------------------------------------------
 
-    def _key(self, request: Request) -> str | None:
-        headers = {k.lower(): v for k, v in request.headers.items()}
+    def _caller(self, request: Request) -> _Caller:
+        """Who is asking: a key in the headers (scripts), else the login cookie's session.
+        Raises `UnauthenticatedError`, or `TooManyFailedAuthentications` for an address that
+        presented too many wrong keys or forged sessions."""
+        if not self.keys.enabled:
+            return _Caller(DEFAULT_TENANT, False, "")
+        client = request.client.host if request.client else None
+        key = presented_key((k.lower(), v) for k, v in request.headers.items())
         cookie = request.cookies.get(COOKIE)
-        if cookie and "x-api-key" not in headers and "authorization" not in headers:
-            headers["x-api-key"] = cookie
-        return presented_key(headers.items())
+        if key is not None or not cookie:
+            tenant = self.keys.check_key(key, client)
+            return _Caller(tenant, key_digest(key or "") in self.admin_digests, key or "")
+        self.keys.limiter.check(client)
+        key_id, forged = self.sessions.read(cookie)
+        digest = self._digest_by_id.get(key_id) if key_id is not None else None
+        found = self.keys.tenant_for_digest(digest) if digest is not None else None
+        if digest is None or found is None:
+            if forged:
+                self.keys.limiter.failed(client)
+            raise UnauthenticatedError(SESSION_EXPIRED)
+        return _Caller(found, digest in self.admin_digests, cookie)
 
     def tenant(self, request: Request) -> str:
-        key = self._key(request)
-        return self.keys.authenticate({"x-api-key": key} if key else {})
+        caller = self._caller(request)
+        request.state.caller = caller
+        return caller.tenant
 
     def is_admin(self, request: Request) -> bool:
-        key = self._key(request)
-        return key is not None and any(hmac.compare_digest(key.encode(), k.encode()) for k in self.admin_keys)
+        # Only a page that authenticated its caller (`tenant`) shows admin controls.
+        caller = getattr(request.state, "caller", None)
+        return caller is not None and caller.admin
 
     def csrf(self, request: Request) -> str:
-        key = self._key(request) or ""
-        return hmac.new(self._csrf_secret, key.encode(), hashlib.sha256).hexdigest()
+        caller = getattr(request.state, "caller", None)
+        credential = caller.credential if caller is not None else ""
+        return hmac.new(self._csrf_secret, credential.encode(), hashlib.sha256).hexdigest()
 
     def render(self, request: Request, template: str, status: int = 200, **values: Any) -> HTMLResponse:
         page = self.templates.get_template(template).render(
@@ -281,11 +319,17 @@ class Inspector:
             return self.render(request, "login.html", error="")
         form = await request.form()
         key = str(form.get("key", ""))
-        if self.keys.tenant_for(key) is None:
+        try:
+            self.keys.check_key(key or None, request.client.host if request.client else None)
+        except TooManyFailedAuthentications as exc:
+            return _too_many(self.render(request, "login.html", status=429, error=str(exc)), exc)
+        except UnauthenticatedError:
             return self.render(request, "login.html", status=401, error="unknown API key")
         response = RedirectResponse("/", status_code=303)
-        # Secure over HTTPS (a server with TLS): the cookie holds the key, never sent in clear.
-        response.set_cookie(COOKIE, key, httponly=True, samesite="strict", secure=request.url.scheme == "https")
+        # The cookie holds a signed session that expires, never the key; Secure over HTTPS (a
+        # server with TLS), so it is never sent in clear either.
+        response.set_cookie(COOKIE, self.sessions.issue(key_digest(key)), max_age=self.sessions.ttl_s,
+                            httponly=True, samesite="strict", secure=request.url.scheme == "https")
         return response
 
     async def logout(self, request: Request) -> Response:
@@ -303,6 +347,8 @@ def _guarded(inspector: Inspector, page: Callable[[Request], Any]) -> Callable[[
             return await page(request)
         except UnauthenticatedError:
             return RedirectResponse("/login", status_code=303)
+        except TooManyFailedAuthentications as exc:
+            return _too_many(inspector.render(request, "error.html", status=429, message=str(exc)), exc)
         except MemoryServiceError as exc:
             status = {"NotFoundError": 404, "InvalidArgumentError": 400, "PermissionDeniedError": 403}.get(
                 type(exc).__name__, 409)
@@ -311,9 +357,16 @@ def _guarded(inspector: Inspector, page: Callable[[Request], Any]) -> Callable[[
     return handle
 
 
+def _too_many(response: Response, exc: TooManyFailedAuthentications) -> Response:
+    response.headers["retry-after"] = str(exc.retry_after)
+    return response
+
+
 def create_app(service: Service, keys: ApiKeys, admin_keys: frozenset[str] = frozenset(),
-               metrics: Callable[[], str] | None = None) -> Starlette:
-    inspector = Inspector(service, keys, admin_keys, metrics)
+               metrics: Callable[[], str] | None = None, session_secret: bytes | None = None) -> Starlette:
+    """The inspector's app. `session_secret`: the key login sessions are signed with (the
+    server passes one derived from its page-token key, so logins outlive a restart)."""
+    inspector = Inspector(service, keys, admin_keys, metrics, session_secret)
 
     def page(fn: Callable[[Request], Any]) -> Callable[[Request], Any]:
         return _guarded(inspector, fn)
