@@ -8,7 +8,9 @@ import socket
 import subprocess
 import sys
 import threading
+import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, NoReturn
 
@@ -23,6 +25,24 @@ VENV_BIN = Path(sys.executable).parent
 # Set by .ci/run: a test whose outside dependency (PostgreSQL, openssl, grpcurl) is missing
 # fails instead of being skipped, so a broken install step cannot leave CI green.
 REQUIRE_DEPENDENCIES = os.environ.get("ASM_TEST_REQUIRE_DEPENDENCIES") == "1"
+
+
+@contextmanager
+def small_tmpfs(size: str, prefix: str) -> Iterator[Path]:
+    """A tmpfs of `size` (e.g. "3m") mounted for a test that fills a disk; skipped where this
+    process may not mount (not root, or a container without the right)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting the test's small tmpfs needs root")
+    mount = Path(tempfile.mkdtemp(prefix=prefix))
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        mount.rmdir()
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=True)
+        mount.rmdir()
 
 
 def missing_dependency(reason: str) -> NoReturn:

@@ -7,10 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import tempfile
 import uuid
-from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
@@ -24,28 +21,21 @@ from agentscope_memory.message import Msg, MsgRole
 def full_dsn(postgres: Any) -> Iterator[str]:
     import psycopg
 
+    from conftest import small_tmpfs
     from postgres_server import _service_user
 
-    if os.geteuid() != 0:
-        pytest.skip("mounting the test's small tmpfs needs root")
-    mount = Path(tempfile.mkdtemp(prefix="asm-pg-full-"))
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", str(mount)], capture_output=True)
-    if done.returncode != 0:
-        mount.rmdir()
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    shutil.chown(mount, _service_user())
-    name = f"full_{uuid.uuid4().hex[:8]}"
-    try:
-        with psycopg.connect(postgres.dsn(), autocommit=True) as conn:
-            conn.execute(f"CREATE TABLESPACE {name} LOCATION '{mount}'")
-            conn.execute(f"CREATE DATABASE {name} TABLESPACE {name}")
-        yield postgres.dsn(name)
-    finally:
-        with psycopg.connect(postgres.dsn(), autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-            conn.execute(f"DROP TABLESPACE IF EXISTS {name}")
-        subprocess.run(["umount", "-l", str(mount)], check=True)
-        mount.rmdir()
+    with small_tmpfs("6m", "asm-pg-full-") as mount:
+        shutil.chown(mount, _service_user())
+        name = f"full_{uuid.uuid4().hex[:8]}"
+        try:
+            with psycopg.connect(postgres.dsn(), autocommit=True) as conn:
+                conn.execute(f"CREATE TABLESPACE {name} LOCATION '{mount}'")
+                conn.execute(f"CREATE DATABASE {name} TABLESPACE {name}")
+            yield postgres.dsn(name)
+        finally:
+            with psycopg.connect(postgres.dsn(), autocommit=True) as conn:
+                conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+                conn.execute(f"DROP TABLESPACE IF EXISTS {name}")
 
 
 async def test_a_full_disk_answers_resource_exhausted_and_keeps_what_was_stored(server_factory, full_dsn) -> None:

@@ -5,13 +5,11 @@ The disk is a small tmpfs mounted for the test, so it needs the right to mount (
 
 from __future__ import annotations
 
-import os
-import subprocess
-import tempfile
 from pathlib import Path
 from typing import Iterator
 
 import pytest
+from conftest import small_tmpfs
 
 from agentscope_memory.client import AsyncMemoryClient
 from agentscope_memory.errors import ResourceExhaustedError
@@ -20,18 +18,8 @@ from agentscope_memory.message import Msg, MsgRole
 
 @pytest.fixture
 def small_disk() -> Iterator[Path]:
-    if os.geteuid() != 0:
-        pytest.skip("mounting the test's small tmpfs needs root")
-    mount = Path(tempfile.mkdtemp(prefix="asm-full-"))
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)], capture_output=True)
-    if done.returncode != 0:
-        mount.rmdir()
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
+    with small_tmpfs("3m", "asm-full-") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=True)
-        mount.rmdir()
 
 
 async def test_a_full_disk_answers_resource_exhausted_and_keeps_what_was_stored(server_factory, small_disk) -> None:
