@@ -27,7 +27,8 @@ import org.junit.jupiter.api.Test;
  */
 class PipelinedAddsShutdownTest {
 
-    private static final int ADDS = 500;
+    // Enough that the stop always finds some unanswered: a fast server answered 500 before it stopped.
+    private static final int ADDS = 4000;
 
     private static Msg text(String text) {
         return Msg.builder().role(MsgRole.USER).name("user").textContent(text).build();
