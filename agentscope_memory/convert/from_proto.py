@@ -89,23 +89,21 @@ class _NewerKind(Exception):
     """A block (or its media source) of a kind a newer server has: a reading client leaves it out."""
 
 
-def _newer_kind(message: Any, field: str, what: str) -> _NewerKind | None:
-    """The block or source `message` holds only fields this version does not know (a kind a
-    newer server added): the exception that leaves it out of what a client reads, warned once
-    per kind. None when it holds nothing at all, which is an error however new the server."""
+def _newer_kind(message: Any, what: str) -> bool:
+    """Whether the block or source `message` holds only fields this version does not know (a
+    kind a newer server added; warned once per kind). False when it holds nothing at all, which
+    is an error however new the server."""
     unknown = sorted({f.field_number for f in UnknownFieldSet(message)})
     if not unknown:
-        return None
+        return False
     warnings.warn(f"{what} of a kind this client does not know (field {unknown[0]}) was left out of what it "
                   "read: the server is newer; upgrade agentscope-memory to see it", RuntimeWarning, stacklevel=4)
-    return _NewerKind(field)
+    return True
 
 
 def _media_source(source: pb.Source, field: str, newer_kinds: bool) -> Source:
-    if newer_kinds and source.WhichOneof("source") is None:
-        newer = _newer_kind(source, field, "a media source")
-        if newer is not None:
-            raise newer
+    if newer_kinds and source.WhichOneof("source") is None and _newer_kind(source, "a media source"):
+        raise _NewerKind(field)
     return _source_from_proto(source, field)
 
 
@@ -172,9 +170,8 @@ def block_from_proto(block: pb.ContentBlock, field: str, newer_kinds: bool = Fal
             video.max_pixels if video.HasField("max_pixels") else None,
             video.total_pixels if video.HasField("total_pixels") else None,
         )
-    newer = _newer_kind(block, field, "a content block") if newer_kinds else None
-    if newer is not None:
-        raise newer
+    if newer_kinds and _newer_kind(block, "a content block"):
+        raise _NewerKind(field)
     raise MessageError(
         field, "has no type: set one of text, thinking, tool_use, tool_result, image, audio, video"
     )
