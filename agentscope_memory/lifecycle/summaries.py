@@ -63,12 +63,6 @@ def _novel(sentence: str, seen: set[str], min_share: float) -> bool:
     return True
 
 
-def _details(sentence: str) -> set[str]:
-    """What a merge must not drop however little of the sentence is new: its keywords (numbers,
-    names, identifiers, Chinese segments)."""
-    return keywords(sentence)
-
-
 def extractive_merge(texts: Sequence[str], max_chars: int = 4000, min_share: float = 0.25) -> str:
     """The originals' sentences in order, each kept only if at least `min_share` of it is not
     said yet or it holds a detail (number, keyword) not said yet: "at 7:15" and "at 8:45" differ
@@ -79,7 +73,9 @@ def extractive_merge(texts: Sequence[str], max_chars: int = 4000, min_share: flo
     size = 0
     for text in texts:
         for sentence in _sentences(text):
-            new_details = _details(sentence) - said
+            # What a merge must not drop however little of the sentence is new: its keywords
+            # (numbers, names, identifiers, Chinese segments).
+            new_details = keywords(sentence) - said
             if not new_details and not _novel(sentence, seen, min_share):
                 continue
             said |= new_details
