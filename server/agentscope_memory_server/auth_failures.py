@@ -1,7 +1,8 @@
 """A per-client-address limit on failed authentications, shared by gRPC and every HTTP surface.
 
-An address that presents `limit` missing, unknown or forged credentials within a minute is
-refused for a minute (gRPC `RESOURCE_EXHAUSTED`, HTTP 429 with `Retry-After`), whatever it
+An address that presents `limit` unknown keys or forged sessions within a minute (a missing key
+guesses nothing and is not counted) is refused for a minute (gRPC `RESOURCE_EXHAUSTED`, HTTP 429
+with `Retry-After`), whatever it
 presents meanwhile, a valid key included: otherwise a guesser would learn which guess was right
 from the one answer that is not a refusal. Keys are at least 16 characters, so guessing one is
 hopeless anyway; the limit keeps a weak key from being guessed and a flood of failures out of
