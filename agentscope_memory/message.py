@@ -167,6 +167,24 @@ class Msg:
     metadata: dict[str, Any] = field(default_factory=dict)
     timestamp: str | None = None
 
+    def __post_init__(self) -> None:
+        # AgentScope Python writes `Msg(name, "text", "user")`: a role by its name and text as
+        # the content are taken as Java's enum and one text block, instead of failing later
+        # with a KeyError deep in the conversion to the wire.
+        role: Any = self.role
+        if isinstance(role, str) and not isinstance(role, MsgRole):
+            try:
+                self.role = MsgRole(role.upper())
+            except ValueError:
+                raise ValueError(
+                    f"role: {role!r} is not a role; one of {', '.join(r.value for r in MsgRole)}"
+                    " (any case)") from None
+        content: Any = self.content
+        if isinstance(content, str):
+            self.content = [TextBlock(content)]
+        elif not isinstance(content, list):
+            raise TypeError(f"content: must be a list of content blocks or a text, not {type(content).__name__}")
+
     @classmethod
     def create(
         cls,

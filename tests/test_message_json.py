@@ -193,6 +193,17 @@ def test_create_builds_like_the_java_builder() -> None:
     assert msg.content == [TextBlock("hi")]
 
 
+def test_python_style_construction_takes_a_role_name_and_a_text() -> None:
+    # AgentScope Python's `Msg(name, content, role)` habits; JSON stays case-sensitive (above).
+    msg = Msg(name="用户", role="user", content="你好，我住在北京")  # type: ignore[arg-type]
+    assert msg.role is MsgRole.USER and msg.content == [TextBlock("你好，我住在北京")]
+    assert msg_to_json(msg) == msg_to_json(Msg(name="用户", role=MsgRole.USER, content=[TextBlock("你好，我住在北京")]))
+    with pytest.raises(ValueError, match="role: 'customer' is not a role"):
+        Msg(role="customer")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="content: must be a list"):
+        Msg(role=MsgRole.USER, content={"text": "hi"})  # type: ignore[arg-type]
+
+
 # Pretty JSON (JsonSession single values), verified against v1.0.12 and v1.0.4 output.
 def test_pretty_json_matches_jackson_default_pretty_printer() -> None:
     assert to_pretty_json({"id": "id1", "name": "Assistant", "description": "desc", "systemPrompt": "sys"}) == (
