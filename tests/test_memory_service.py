@@ -61,6 +61,24 @@ async def test_delete_out_of_range_is_a_no_op(aclient: AsyncMemoryClient) -> Non
     assert await aclient.delete_message("m2", 0) is False
 
 
+@pytest.mark.parametrize("kind", ["IN_MEMORY", "AUTO_CONTEXT", "TIERED"])
+async def test_a_delete_naming_the_message_it_means_never_deletes_another(aclient: AsyncMemoryClient,
+                                                                          kind: str) -> None:
+    # Two clients read [甲, 乙, 丙]; one deletes 甲, so 乙 moves to index 0 and the other's stale
+    # "delete index 1" would hit 丙.
+    await aclient.create_memory("会话", kind)
+    msgs = [Msg.create(MsgRole.USER, text, id=f"消息-{text}") for text in ("甲", "乙", "丙")]
+    await aclient.add_messages("会话", msgs)
+    assert await aclient.delete_message("会话", 0, expected_id="消息-甲") is True
+    with pytest.raises(AbortedError, match="index 1 has id '消息-丙', not '消息-乙'.*nothing was deleted"):
+        await aclient.delete_message("会话", 1, expected_id="消息-乙")
+    with pytest.raises(AbortedError, match="index 2 is past the end"):
+        await aclient.delete_message("会话", 2, expected_id="消息-乙")
+    assert [m.id for m in await aclient.get_messages("会话")] == ["消息-乙", "消息-丙"]
+    assert await aclient.delete_message("会话", 0, expected_id="消息-乙") is True
+    assert [m.id for m in await aclient.get_messages("会话")] == ["消息-丙"]
+
+
 async def test_add_hundred_delete_fifty_then_clear(aclient: AsyncMemoryClient) -> None:
     await aclient.create_memory("m1")
     await aclient.add_messages("m1", [user(str(i)) for i in range(100)])
@@ -312,6 +330,10 @@ def test_blocking_client_has_the_same_semantics(threaded_server) -> None:
         assert client.delete_message("sync", -1) is False
         assert client.delete_message("sync", 0) is True
         assert [m.text_content for m in client.get_messages("sync")] == ["two", "three"]
+        with pytest.raises(AbortedError, match="nothing was deleted"):
+            client.delete_message("sync", 0, expected_id=msgs[0].id)
+        assert client.delete_message("sync", 1, expected_id=msgs[2].id) is True
+        assert [m.text_content for m in client.get_messages("sync")] == ["two"]
         assert [m.memory_id for m in client.list_memories()] == ["sync"]
         client.clear("sync")
         assert client.get_messages("sync") == []

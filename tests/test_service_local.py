@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agentscope_memory.client import AsyncLongTermClient, AsyncMemoryClient, LongTermClient, MemoryClient
-from agentscope_memory.errors import InvalidArgumentError, NotFoundError, UnimplementedError
+from agentscope_memory.errors import AbortedError, InvalidArgumentError, NotFoundError, UnimplementedError
 from agentscope_memory.long_term import Scope
 from agentscope_memory.message import Msg, MsgRole
 from agentscope_memory.service import ServiceSettings, build_service
@@ -36,8 +36,9 @@ async def _conversation(client) -> dict:  # remote and local clients alike
     entries, version = await client.save_state("plain")
     await client.load_state("plain", entries, expected_version=version)
     errors = []
-    for call in (lambda: client.get_memory("missing"), lambda: client.add_messages("plain", [])):
-        with pytest.raises((NotFoundError, InvalidArgumentError)) as err:
+    for call in (lambda: client.get_memory("missing"), lambda: client.add_messages("plain", []),
+                 lambda: client.delete_message("plain", 99, expected_id="消息")):
+        with pytest.raises((NotFoundError, InvalidArgumentError, AbortedError)) as err:
             await call()
         errors.append((type(err.value).__name__, str(err.value)))
     listed = [m async for m in client.list_memories(page_size=1)]

@@ -117,12 +117,15 @@ class AsyncMemoryClient(AsyncGrpcClient):
             return [msg for response in pages for msg in _requests.page_messages(response)]
         raise AssertionError("unreachable")
 
-    async def delete_message(self, memory_id: str, index: int) -> bool:
-        """Delete by position; like AgentScope, an index out of range (or negative) is a no-op."""
+    async def delete_message(self, memory_id: str, index: int, *, expected_id: str | None = None) -> bool:
+        """Delete by position; like AgentScope, an index out of range (or negative) is a no-op.
+        With `expected_id`, only if the message there still has that id: else `AbortedError`
+        (another client changed the list since it was read) and nothing is deleted."""
         if index < 0:
             return False
         response = await self._call(
-            self._stub.DeleteMessage, pb.DeleteMessageRequest(memory_id=memory_id, index=index), retry=False
+            self._stub.DeleteMessage, pb.DeleteMessageRequest(memory_id=memory_id, index=index, expected_message_id=expected_id),
+            retry=False
         )
         return response.deleted
 

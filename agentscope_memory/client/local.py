@@ -147,10 +147,10 @@ class AsyncLocalMemoryClient(_LocalClient):
             await self.add_messages(memory_id, added)
         return added
 
-    async def delete_message(self, memory_id: str, index: int) -> bool:
+    async def delete_message(self, memory_id: str, index: int, *, expected_id: str | None = None) -> bool:
         if index < 0:
             return False
-        deleted, _ = await (await self._handle.get()).memories.delete_message(self.tenant, memory_id, index)
+        deleted, _ = await (await self._handle.get()).memories.delete_message(self.tenant, memory_id, index, expected_id)
         return deleted
 
     async def clear(self, memory_id: str) -> None:

@@ -101,11 +101,12 @@ class MemoryClient(BlockingGrpcClient):
             self.add_messages(memory_id, added)
         return added
 
-    def delete_message(self, memory_id: str, index: int) -> bool:
+    def delete_message(self, memory_id: str, index: int, *, expected_id: str | None = None) -> bool:
         if index < 0:
             return False
         response = self._call(
-            self._stub.DeleteMessage, pb.DeleteMessageRequest(memory_id=memory_id, index=index), retry=False
+            self._stub.DeleteMessage, pb.DeleteMessageRequest(memory_id=memory_id, index=index, expected_message_id=expected_id),
+            retry=False
         )
         return response.deleted
 

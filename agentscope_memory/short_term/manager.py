@@ -506,7 +506,11 @@ class MemoryManager:
             return None
         return rows
 
-    async def delete_message(self, tenant: str, memory_id: str, index: int) -> tuple[bool, int]:
+    async def delete_message(self, tenant: str, memory_id: str, index: int,
+                             expected_id: str | None = None) -> tuple[bool, int]:
+        """Delete the message at `index` (GetMessages order); past the end, nothing. With
+        `expected_id`, only if the message there has that id, else ABORTED: the list changed
+        since the caller read it (AgentScope's index names a message of the list it read)."""
         check_id(memory_id, "memory_id")
         if index < 0:
             raise InvalidArgumentError("index", f"is {index}; must not be negative")
@@ -514,12 +518,28 @@ class MemoryManager:
         def delete(tx: Tx) -> tuple[bool, int]:
             record = self._require(tx, memory_id)
             handler = self.handler(record.kind)
+            if expected_id is not None:
+                self._check_message_at(tx, record, handler, index, expected_id)
             deleted = handler.delete_at(tx, record, index)
             if deleted:
                 tx.touch_memory(memory_id)
             return deleted, handler.count(tx, record)
 
         return await self.store.run(tenant, delete, small=True)
+
+    @staticmethod
+    def _check_message_at(tx: Tx, record: MemoryRecord, handler: MemoryKindHandler, index: int,
+                          expected_id: str) -> None:
+        rows = handler.read(tx, record, 0, index + 1)
+        if len(rows) <= index:
+            found = f"index {index} is past the end ({len(rows)} messages)"
+        else:
+            actual = decode_msg(rows[index].data).id
+            if actual == expected_id:
+                return
+            found = f"the message at index {index} has id {actual!r}, not {expected_id!r}"
+        raise AbortedError(f"memory {record.memory_id!r} changed since it was read: {found};"
+                           " nothing was deleted; read the messages again")
 
     async def clear_messages(self, tenant: str, memory_id: str) -> None:
         check_id(memory_id, "memory_id")

@@ -136,7 +136,8 @@ class MemoryServicer(AutoContextRpcs, pb_grpc.MemoryServiceServicer):
     @grpc_errors
     async def DeleteMessage(self, request: pb.DeleteMessageRequest, context: grpc.aio.ServicerContext) -> pb.DeleteMessageResponse:
         deleted, count = await self.manager.delete_message(
-            tenant_of(context), request.memory_id, request.index
+            tenant_of(context), request.memory_id, request.index,
+            request.expected_message_id if request.HasField("expected_message_id") else None,
         )
         return pb.DeleteMessageResponse(deleted=deleted, message_count=count)
 

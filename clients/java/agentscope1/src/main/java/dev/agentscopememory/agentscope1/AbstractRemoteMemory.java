@@ -87,6 +87,40 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
      * index onto another of this memory's own messages.
      */
     private volatile int inheritedSeen = -1;
+    /**
+     * The ids of this memory's own messages as this client's caller knows them (for a kind that
+     * {@link #indexesLastRead() indexes the last read}): the list {@link #getMessages()} last
+     * returned, with this client's adds, deletes and clears since; null before the first read.
+     * AgentScope's {@code deleteMessage(i)} names index i of that list, and another client that
+     * deletes a message in between must not move the delete onto another one.
+     */
+    private LastRead lastRead;
+    private final Object lastReadLock = new Object();
+
+    /**
+     * The list a caller last read, as ids: taken from the returned list without copying anything
+     * (an agent reads its history many times a turn), turned into a list of ids only when this
+     * client adds or deletes before the next read.
+     */
+    private static final class LastRead {
+        /** The cached messages the returned list copies from: never handed out, never changed. */
+        private final List<Msg> read;
+        private ArrayList<String> ids;
+
+        LastRead(List<Msg> read) {
+            this.read = read;
+        }
+
+        ArrayList<String> ids() {
+            if (ids == null) {
+                ids = new ArrayList<>(read.size());
+                for (Msg m : read) {
+                    ids.add(m.getId());
+                }
+            }
+            return ids;
+        }
+    }
     private volatile boolean ensured;
     /** Serialises first-use creation; private so no caller can hold it and stall our calls. */
     private final Object createLock = new Object();
@@ -308,6 +342,17 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         }
         if (!batch.isEmpty()) {
             sendBatch(batch);
+        }
+        if (indexesLastRead()) {
+            synchronized (lastReadLock) {
+                if (lastRead != null) {
+                    for (Msg m : messages) {
+                        if (m != null) {
+                            lastRead.ids().add(m.getId());
+                        }
+                    }
+                }
+            }
         }
         if (modelOutput && confirmation == AddConfirmation.MODEL_OUTPUT) {
             // The model's output is what a tool call or a reply to the user follows: it, and all
@@ -719,6 +764,35 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
      * unless {@code includeInherited}); what {@code saveTo} saves.
      */
     public List<Msg> ownMessages() {
+        List<Msg> own = currentOwnMessages();
+        if (indexesLastRead()) {
+            // Taken before the caller holds the list: what it does to it is not what it read.
+            LastRead read = new LastRead(own instanceof CopiedOnRead c ? c.source() : List.copyOf(own));
+            synchronized (lastReadLock) {
+                lastRead = read;
+            }
+        }
+        return own;
+    }
+
+    /**
+     * Whether {@link #deleteMessage} indexes the list the caller last read (plain memories, whose
+     * messages only this API adds and removes) or the current one (kinds whose server rewrites
+     * messages itself: compression, tier passes).
+     */
+    protected boolean indexesLastRead() {
+        return false;
+    }
+
+    /** Forgets the list the caller last read (its contents were replaced): indexes name the current one. */
+    protected final void forgetLastRead() {
+        synchronized (lastReadLock) {
+            lastRead = null;
+        }
+    }
+
+    /** The own messages now, as {@link #ownMessages()} returns them, without taking them as the caller's last read. */
+    List<Msg> currentOwnMessages() {
         if (watch != null) {
             createWithWatch();
         }
@@ -841,7 +915,13 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
      * With {@code includeInherited}, the index is a position in the list {@link #getMessages()}
      * last returned or {@link #messageCount()} last counted (before either, in the current one):
      * an inherited message there is read-only (nothing is deleted), and one of this memory's own
-     * is deleted whatever its parents shared or deleted since.
+     * is deleted whatever its parents shared or deleted since. On a plain memory ({@link
+     * RemoteMemory}) an own message's index is a position in the list {@link #getMessages()} last
+     * returned, followed by this client's adds since: the message there is deleted wherever other
+     * clients' deletes moved it, and nothing when another client deleted it already. The server
+     * deletes only the message of that id ({@code expected_message_id}); a change in between makes
+     * the client look again, at most {@link #DELETE_ATTEMPTS} times, then {@link
+     * RemoteMemoryException.Aborted} is thrown.
      */
     @Override
     public void deleteMessage(int index) {
@@ -858,14 +938,77 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
             index -= inherited;
         }
         ensureMemory();
-        int ownIndex = index;
-        DeleteMessageRequest request =
-                DeleteMessageRequest.newBuilder().setMemoryId(memoryId).setIndex(ownIndex).build();
         flush();
-        snapshot.set(null);
-        // Not retried: deleting "the message at i" twice would delete two messages.
-        connection.call("MemoryService/DeleteMessage", false,
-                () -> connection.memoryService().deleteMessage(request));
+        List<String> seen;
+        synchronized (lastReadLock) {
+            seen = lastRead == null ? null : new ArrayList<>(lastRead.ids());
+        }
+        if (seen != null && index >= seen.size()) {
+            return; // past the end of the list the caller knows
+        }
+        String meant = seen == null ? null : seen.get(index);
+        int earlier = 0; // how many messages of the same id precede it (ids are rarely repeated)
+        for (int i = 0; meant != null && i < index; i++) {
+            earlier += meant.equals(seen.get(i)) ? 1 : 0;
+        }
+        for (int attempt = 1; ; attempt++) {
+            List<Msg> current = currentOwnMessages();
+            int at = index;
+            String expected;
+            if (meant == null) {
+                if (at >= current.size()) {
+                    return;
+                }
+                expected = current.get(at).getId();
+            } else {
+                at = position(current, meant, earlier);
+                if (at < 0) {
+                    forgetAt(index); // another client deleted it already
+                    return;
+                }
+                expected = meant;
+            }
+            DeleteMessageRequest.Builder request = DeleteMessageRequest.newBuilder().setMemoryId(memoryId).setIndex(at);
+            if (expected != null) {
+                request.setExpectedMessageId(expected);
+            }
+            DeleteMessageRequest built = request.build();
+            snapshot.set(null);
+            try {
+                // Not retried: deleting "the message at i" twice would delete two messages.
+                connection.call("MemoryService/DeleteMessage", false,
+                        () -> connection.memoryService().deleteMessage(built));
+            } catch (RemoteMemoryException.Aborted e) {
+                if (attempt >= DELETE_ATTEMPTS) {
+                    throw e;
+                }
+                continue; // the list changed since it was read here: look again
+            }
+            forgetAt(index);
+            return;
+        }
+    }
+
+    /** How often {@link #deleteMessage} looks for its message again when the list keeps changing. */
+    static final int DELETE_ATTEMPTS = 5;
+
+    /** The position in {@code messages} of the message with id {@code id} that follows {@code earlier} others of that id; -1 if none. */
+    private static int position(List<Msg> messages, String id, int earlier) {
+        int left = earlier;
+        for (int i = 0; i < messages.size(); i++) {
+            if (id.equals(messages.get(i).getId()) && left-- == 0) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    private void forgetAt(int index) {
+        synchronized (lastReadLock) {
+            if (lastRead != null && index < lastRead.ids().size()) {
+                lastRead.ids().remove(index);
+            }
+        }
     }
 
     @Override
@@ -876,6 +1019,11 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         snapshot.set(null);
         connection.call("MemoryService/ClearMessages", true,
                 () -> connection.memoryService().clearMessages(request));
+        synchronized (lastReadLock) {
+            if (lastRead != null) {
+                lastRead.ids().clear();
+            }
+        }
     }
 
     /**
@@ -1020,7 +1168,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
      */
     public List<Msg> closePendingToolCalls(String agentName) {
         flush();
-        List<Msg> added = PendingToolCalls.interruptedResults(ownMessages(), agentName);
+        List<Msg> added = PendingToolCalls.interruptedResults(currentOwnMessages(), agentName);
         if (!added.isEmpty()) {
             addMessages(added);
             log.warn("memory {}: answered {} interrupted tool call(s) with an error result", memoryId, added.size());

@@ -77,7 +77,13 @@ public class RemoteMemory extends AbstractRemoteMemory {
         // Its own messages only: inherited ones belong to (and are saved with) their origin; the
         // pending adds acknowledged first, so what is saved is durable.
         flush();
-        session.save(sessionKey, MESSAGES_KEY, ownMessages());
+        session.save(sessionKey, MESSAGES_KEY, currentOwnMessages());
+    }
+
+    /** InMemoryMemory's messages change only through its caller: its indexes name the list last read. */
+    @Override
+    protected boolean indexesLastRead() {
+        return true;
     }
 
     /**
@@ -88,6 +94,7 @@ public class RemoteMemory extends AbstractRemoteMemory {
      */
     @Override
     public void loadFrom(Session session, SessionKey sessionKey) {
+        forgetLastRead();
         List<Msg> loaded = session.getList(sessionKey, MESSAGES_KEY, Msg.class);
         JsonList.Builder items = JsonList.newBuilder();
         for (int i = 0; i < loaded.size(); i++) {

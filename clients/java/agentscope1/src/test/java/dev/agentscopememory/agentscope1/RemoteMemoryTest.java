@@ -175,6 +175,42 @@ class RemoteMemoryTest {
         assertEquals("b" + (many.size() - 1), got.get(got.size() - 1));
     }
 
+    /**
+     * AgentScope's deleteMessage(i) names index i of the list getMessages returned (and this
+     * client's adds since). Another client deleting a message in between moves the others; the
+     * delete must still remove the message the caller meant, with the coherent cache and without.
+     */
+    @Test
+    void aDeleteRemovesTheMessageTheCallerSawWhateverAnotherClientDeletedSince() {
+        for (boolean coherent : List.of(true, false)) {
+            String id = "删除-" + UUID.randomUUID();
+            RemoteMemory mine = RemoteMemory.builder().connection(connection).memoryId(id).coherentCache(coherent).build();
+            RemoteMemory theirs = RemoteMemory.builder().connection(connection).memoryId(id).coherentCache(coherent).build();
+            mine.addMessages(List.of(user("甲"), user("乙"), user("丙"), user("丁")));
+            assertEquals(List.of("甲", "乙", "丙", "丁"), texts(mine));
+            theirs.getMessages();
+            theirs.deleteMessage(0); // 甲: 乙 moves to index 0
+            mine.deleteMessage(1); // 乙 in the list mine holds, not 丙 (now at index 1)
+            assertEquals(List.of("丙", "丁"), texts(theirs), "coherent " + coherent);
+
+            // Mine adds after its read count too; a message the other deleted already is gone.
+            List<Msg> seen = mine.getMessages();
+            mine.addMessage(user("戊"));
+            theirs.getMessages();
+            theirs.deleteMessage(1); // 丁
+            mine.deleteMessage(1); // 丁 in the list mine holds: deleted already, nothing more
+            assertEquals(List.of("丙", "戊"), texts(theirs), "coherent " + coherent);
+            mine.deleteMessage(1); // 戊, added after the read, at 1 once 丁 is out of the list mine holds
+            assertEquals(List.of("丙"), texts(theirs), "coherent " + coherent);
+            assertEquals(2, seen.size());
+            // What the caller does to the list it got is not what it read.
+            List<Msg> again = mine.getMessages();
+            again.add(0, user("only in the caller's list"));
+            mine.deleteMessage(0);
+            assertEquals(List.of(), texts(theirs), "coherent " + coherent);
+        }
+    }
+
     @Test
     void deleteFollowsInMemoryMemory() {
         Memory remote = fresh();

@@ -64,6 +64,15 @@ public final class CopiedOnRead extends AbstractList<Msg> implements RandomAcces
         return copy;
     }
 
+    /**
+     * The messages this list was made of, never handed out and never changed (whatever its holder
+     * does to this list): for a caller that only looks at what they are, such as their ids,
+     * without paying for copies.
+     */
+    public List<Msg> source() {
+        return source;
+    }
+
     @Override
     public int size() {
         return changed != null ? changed.size() : source.size();
