@@ -99,24 +99,32 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
 
     /**
      * The list a caller last read, as ids: taken from the returned list without copying anything
-     * (an agent reads its history many times a turn), turned into a list of ids only when this
-     * client adds or deletes before the next read.
+     * (an agent reads its history many times a turn and adds between reads), turned into a list
+     * of ids only when this client deletes or clears.
      */
     private static final class LastRead {
         /** The cached messages the returned list copies from: never handed out, never changed. */
         private final List<Msg> read;
+        /** The ids of this client's adds since. */
+        private final ArrayList<String> added = new ArrayList<>();
+        /** The whole list, once a delete or a clear changed it; null before. */
         private ArrayList<String> ids;
 
         LastRead(List<Msg> read) {
             this.read = read;
         }
 
+        void add(String id) {
+            (ids != null ? ids : added).add(id);
+        }
+
         ArrayList<String> ids() {
             if (ids == null) {
-                ids = new ArrayList<>(read.size());
+                ids = new ArrayList<>(read.size() + added.size());
                 for (Msg m : read) {
                     ids.add(m.getId());
                 }
+                ids.addAll(added);
             }
             return ids;
         }
@@ -348,7 +356,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
                 if (lastRead != null) {
                     for (Msg m : messages) {
                         if (m != null) {
-                            lastRead.ids().add(m.getId());
+                            lastRead.add(m.getId());
                         }
                     }
                 }
