@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence, TypeVar
 
@@ -28,8 +29,8 @@ from psycopg import errors as pg_errors
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from agentscope_memory.errors import AbortedError, ResourceExhaustedError, UnavailableError
-from agentscope_memory.store.base import Row
+from agentscope_memory.errors import AbortedError, FailedPreconditionError, ResourceExhaustedError, UnavailableError
+from agentscope_memory.store.base import Row, StoreOpenError
 from agentscope_memory.store.sql import SHARED_SCHEMA, Dialect, SqlTx
 from agentscope_memory.store.sql.schema import check_schema_version
 from agentscope_memory.tracing import current_tracer, span
@@ -137,6 +138,10 @@ CREATE INDEX IF NOT EXISTS asm_pool_entries_bytewise ON asm_pool_entries (tenant
 """
 
 
+# The tables and indexes a schema script creates.
+_CREATED = re.compile(r"CREATE (?:TABLE|INDEX) IF NOT EXISTS (\w+)", re.IGNORECASE)
+
+
 def postgres_dialect() -> Dialect:
     # A list item is text (JSON) or bytes (a serialized Msg); one BYTEA column holds either,
     # and `is_text` says which to give back.
@@ -188,9 +193,12 @@ class PostgresStore:
                 self._pool.close()
                 self._executor.shutdown()
                 raise _unavailable(exc) from exc
-            except BaseException:
+            except BaseException as exc:
                 self._executor.shutdown()
                 self._pool.close()
+                if isinstance(exc, pg_errors.InsufficientPrivilege):
+                    raise StoreOpenError(f"{_refused(exc)}; let the owner of the database start a server on it once,"
+                                         " to create the tables") from exc
                 raise
 
     def _create_schema(self) -> None:
@@ -199,9 +207,20 @@ class PostgresStore:
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(727372)")
                 self._check_schema_version(conn)
-                conn.execute(_SCHEMA)
-                conn.execute(self._dialect.ddl(SHARED_SCHEMA))
-                conn.execute(_BYTEWISE_INDEXES)
+                ddl = _SCHEMA + self._dialect.ddl(SHARED_SCHEMA) + _BYTEWISE_INDEXES
+                # A schema that is complete is left alone: `CREATE INDEX IF NOT EXISTS` takes a
+                # table lock before it looks (a replica starting while another wrote deadlocked
+                # with it) and needs the table's owner, and `CREATE TABLE IF NOT EXISTS` the
+                # schema's CREATE right (a role granted only reads and writes could not start).
+                if not self._schema_complete(conn, ddl):
+                    conn.execute(ddl)
+
+    @staticmethod
+    def _schema_complete(conn: Any, ddl: str) -> bool:
+        names = _CREATED.findall(ddl)
+        row = conn.execute("SELECT count(*) FROM unnest(%s::text[]) AS n WHERE to_regclass(n) IS NULL",
+                           (names,)).fetchone()
+        return row is not None and row[0] == 0
 
     def _check_schema_version(self, conn: Any) -> None:
         # Before any DDL: a database from a newer version is left exactly as it is.
@@ -236,6 +255,13 @@ class PostgresStore:
                 # Not the caller's fault nor a bug (INTERNAL): the operator's to fix.
                 raise ResourceExhaustedError("", f"PostgreSQL's disk is full ({first_line(exc)}); nothing of this"
                                                  " call was stored") from exc
+            except (pg_errors.InsufficientPrivilege, pg_errors.ReadOnlySqlTransaction) as exc:
+                # The server's database role may not do this (granted reads only, or a standby):
+                # the operator's to fix, so not INTERNAL, and no retry helps. (A write in one of
+                # our own read transactions would be a bug.)
+                if isinstance(exc, pg_errors.ReadOnlySqlTransaction) and not write:
+                    raise
+                raise FailedPreconditionError(_refused(exc)) from exc
             except psycopg.OperationalError as exc:
                 # Only a lost connection is the database's absence; a statement's own failure
                 # (a deadlock, a cancelled query) on a live connection goes up unchanged.
@@ -276,6 +302,11 @@ def _unavailable(exc: Exception) -> UnavailableError:
         # psycopg's own words (host, port, what failed); the DSN's password is never in them.
         reason = first_line(exc)
     return UnavailableError(f"PostgreSQL is unavailable: {reason}; retry later")
+
+
+def _refused(exc: Exception) -> str:
+    return (f"PostgreSQL refused the server's database role ({first_line(exc)}); grant it SELECT, INSERT, UPDATE"
+            " and DELETE on the asm_ tables; nothing of this call was stored")
 
 
 def first_line(exc: Exception) -> str:
