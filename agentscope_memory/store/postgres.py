@@ -179,7 +179,10 @@ class PostgresStore:
         self._dialect = postgres_dialect()
         self._pool_size = pool_size
         self._pool = ConnectionPool(with_connection_defaults(dsn), min_size=1, max_size=pool_size, open=True, timeout=CONNECTION_WAIT_S,
-                                    reconnect_timeout=RECONNECT_S, kwargs={"autocommit": True})
+                                    reconnect_timeout=RECONNECT_S,
+                                    # Python's text goes over as UTF-8 whatever PGCLIENTENCODING says
+                                    # (LATIN1 there made every Chinese id an internal error).
+                                    kwargs={"autocommit": True, "client_encoding": "UTF8"})
         self._executor = ThreadPoolExecutor(max_workers=pool_size, thread_name_prefix="postgres")
         self._closed = False
         for wait in range(STARTUP_WAITS):
@@ -206,6 +209,7 @@ class PostgresStore:
             # Serialise schema creation between replicas starting at the same time.
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(727372)")
+                self._check_encoding(conn)
                 self._check_schema_version(conn)
                 ddl = _SCHEMA + self._dialect.ddl(SHARED_SCHEMA) + _BYTEWISE_INDEXES
                 # A schema that is complete is left alone: `CREATE INDEX IF NOT EXISTS` takes a
@@ -221,6 +225,18 @@ class PostgresStore:
         row = conn.execute("SELECT count(*) FROM unnest(%s::text[]) AS n WHERE to_regclass(n) IS NULL",
                            (names,)).fetchone()
         return row is not None and row[0] == 0
+
+    @staticmethod
+    def _check_encoding(conn: Any) -> None:
+        # Ids, labels, long-term texts, pool and state values are any Unicode text, as on
+        # SQLite; another encoding refuses some of them (LATIN1: every Chinese id) or gives
+        # back bytes (SQL_ASCII), call by call, as internal errors.
+        row = conn.execute("SELECT current_database(), pg_encoding_to_char(encoding) FROM pg_database"
+                           " WHERE datname = current_database()").fetchone()
+        if row is not None and row[1] != "UTF8":
+            raise StoreOpenError(
+                f"the PostgreSQL database {row[0]!r} has encoding {row[1]}; agentscope-memory keeps any Unicode text"
+                f" and needs a UTF8 database (CREATE DATABASE ... ENCODING 'UTF8' TEMPLATE template0)")
 
     def _check_schema_version(self, conn: Any) -> None:
         # Before any DDL: a database from a newer version is left exactly as it is.
