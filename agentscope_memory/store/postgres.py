@@ -19,8 +19,11 @@ again on another, so a restart the server slept through costs no call.
 from __future__ import annotations
 
 import asyncio
+import itertools
+import logging
 import os
 import re
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence, TypeVar
 
@@ -31,11 +34,19 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from agentscope_memory.errors import AbortedError, FailedPreconditionError, ResourceExhaustedError, UnavailableError
 from agentscope_memory.store.base import Row, StoreOpenError
-from agentscope_memory.store.sql import SHARED_SCHEMA, Dialect, SqlTx
+from agentscope_memory.store.sql import REQUEST_TTL_S, SHARED_SCHEMA, Dialect, SqlTx
 from agentscope_memory.store.sql.schema import check_schema_version
 from agentscope_memory.tracing import current_tracer, span
 
 T = TypeVar("T")
+
+log = logging.getLogger("agentscope_memory.store.postgres")
+
+# Idempotency records older than their TTL are deleted after every this many write transactions
+# of a replica, at most this many at a time, skipping rows another replica is deleting (as the
+# sqlite store does every 1000 writes; without it every request id stayed for ever).
+PRUNE_EVERY = 1000
+PRUNE_ROWS = 10_000
 
 # How long a transaction waits for a pooled connection. Under the clients' 30 s default deadline,
 # so that an unreachable database is answered UNAVAILABLE (with this reason) rather than letting
@@ -185,6 +196,7 @@ class PostgresStore:
                                     kwargs={"autocommit": True, "client_encoding": "UTF8"})
         self._executor = ThreadPoolExecutor(max_workers=pool_size, thread_name_prefix="postgres")
         self._closed = False
+        self._writes = itertools.count(1)
         for wait in range(STARTUP_WAITS):
             try:
                 self._create_schema()
@@ -299,7 +311,24 @@ class PostgresStore:
         if self._closed:
             raise RuntimeError("store is closed")
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._in_transaction, tenant, fn, write)
+        result = await loop.run_in_executor(self._executor, self._in_transaction, tenant, fn, write)
+        if write and next(self._writes) % PRUNE_EVERY == 0:
+            # After the caller's transaction, in a worker of its own: no call waits for it.
+            try:
+                self._executor.submit(self._prune_requests)
+            except RuntimeError:
+                pass  # closing
+        return result
+
+    def _prune_requests(self) -> None:
+        try:
+            with self._pool.connection() as conn:
+                conn.execute(
+                    "DELETE FROM asm_requests WHERE ctid IN (SELECT ctid FROM asm_requests WHERE created < %s"
+                    " LIMIT %s FOR UPDATE SKIP LOCKED)", (time.time() - REQUEST_TTL_S, PRUNE_ROWS))
+        except (psycopg.Error, PoolTimeout) as exc:
+            # Housekeeping: the next round tries again.
+            log.warning("pruning old request ids failed: %s", first_line(exc))
 
     async def close(self) -> None:
         if self._closed:
