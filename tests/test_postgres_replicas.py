@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 from agentscope_memory.client import AsyncMemoryClient
-from agentscope_memory.errors import AlreadyExistsError
+from agentscope_memory.errors import AlreadyExistsError, UnavailableError
 from agentscope_memory.message import Msg, MsgRole
 
 
@@ -102,3 +102,28 @@ async def test_request_ids_older_than_a_day_are_forgotten_as_on_sqlite(replicas,
         # Recent ones still answer their retries.
         await second.add_messages("m", [msg], request_id="recent")
         assert (await second.get_memory("m")).message_count == 1 + 8 * 260
+
+
+async def test_a_transaction_left_open_on_a_memory_costs_its_writers_ten_seconds_and_no_one_else(
+        replicas, postgres_dsn) -> None:
+    # A replica frozen (paused, cut off) in the middle of a write holds the memory's row lock.
+    # Its writers waited for ever, each holding one of the replica's connections, and soon no
+    # call of any memory was served; as on sqlite (another program holding the file's lock),
+    # they now answer UNAVAILABLE after 10 s, and the rest goes on meanwhile.
+    async with AsyncMemoryClient(replicas[0].address, retries=0) as client:
+        await client.create_memory("m")
+        await client.create_memory("other")
+        with psycopg.connect(postgres_dsn) as frozen:
+            frozen.execute("SELECT * FROM asm_memories WHERE memory_id = 'm' FOR UPDATE")
+            started = time.monotonic()
+            blocked = [asyncio.ensure_future(client.add_message("m", Msg.create(MsgRole.USER, "waits")))
+                       for _ in range(2)]
+            await asyncio.sleep(0.5)
+            assert await client.add_message("other", Msg.create(MsgRole.USER, "served")) == 1
+            assert [m.text_content for m in await client.get_messages("other")] == ["served"]
+            for call in blocked:
+                with pytest.raises(UnavailableError, match="locked by another transaction .* for more than 10 s; nothing"):
+                    await call
+            assert time.monotonic() - started < 15
+            frozen.rollback()
+        assert await client.add_message("m", Msg.create(MsgRole.USER, "after")) == 1

@@ -61,6 +61,15 @@ RECONNECT_S = CONNECTION_WAIT_S
 # database waits 30 s for it, as it always did.
 STARTUP_WAITS = 3
 
+# How long a write waits for a row another transaction holds (as long as the sqlite store waits
+# for its file's lock): then it answers UNAVAILABLE. Without a limit, a transaction left open by
+# a replica that froze (paused, cut off) held the memory's writers until PostgreSQL noticed,
+# hours later, each holding one of the few connections, and soon no call of any memory was served.
+LOCK_WAIT_S = 10
+# How long PostgreSQL keeps a transaction its client left idle: such a replica's locks go then.
+# Our transactions never wait on anything but the database between two statements.
+IDLE_IN_TRANSACTION_S = 60
+
 # libpq's own defaults wait for a dead network path as long as the operating system does: a
 # connection attempt to an address that drops packets hangs psycopg's 130 s (occupying one of
 # the pool's few workers, so a database back after an outage stayed unused that long), and a
@@ -193,7 +202,8 @@ class PostgresStore:
                                     reconnect_timeout=RECONNECT_S,
                                     # Python's text goes over as UTF-8 whatever PGCLIENTENCODING says
                                     # (LATIN1 there made every Chinese id an internal error).
-                                    kwargs={"autocommit": True, "client_encoding": "UTF8"})
+                                    kwargs={"autocommit": True, "client_encoding": "UTF8"},
+                                    configure=_configure)
         self._executor = ThreadPoolExecutor(max_workers=pool_size, thread_name_prefix="postgres")
         self._closed = False
         self._writes = itertools.count(1)
@@ -269,7 +279,8 @@ class PostgresStore:
             try:
                 with self._pool.connection() as conn:
                     with conn.transaction():
-                        conn.execute(f"SET TRANSACTION ISOLATION LEVEL {isolation}")
+                        # One round trip for both.
+                        conn.execute(f"SET TRANSACTION ISOLATION LEVEL {isolation}; SET LOCAL lock_timeout = '{LOCK_WAIT_S}s'")
                         begun = True
                         return fn(SqlTx(conn, self._dialect, tenant, write))
             except PoolTimeout as exc:
@@ -279,6 +290,10 @@ class PostgresStore:
                 # undo whole, so a caller's retry with fresh state succeeds (gRPC ABORTED).
                 raise AbortedError(f"PostgreSQL undid the transaction ({first_line(exc)}); nothing of it was stored,"
                                    " retry") from exc
+            except pg_errors.LockNotAvailable as exc:
+                raise UnavailableError(f"PostgreSQL: what this call writes was locked by another transaction (another"
+                                       f" replica's, or one left open) for more than {LOCK_WAIT_S} s; nothing of this call was"
+                                       " stored; retry") from exc
             except pg_errors.DiskFull as exc:
                 # Not the caller's fault nor a bug (INTERNAL): the operator's to fix.
                 raise ResourceExhaustedError("", f"PostgreSQL's disk is full ({first_line(exc)}); nothing of this"
@@ -337,6 +352,10 @@ class PostgresStore:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, self._executor.shutdown)
         await loop.run_in_executor(None, self._pool.close)
+
+
+def _configure(conn: psycopg.Connection[Any]) -> None:
+    conn.execute(f"SET idle_in_transaction_session_timeout = '{IDLE_IN_TRANSACTION_S}s'")
 
 
 def _unavailable(exc: Exception) -> UnavailableError:

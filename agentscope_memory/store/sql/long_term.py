@@ -181,7 +181,9 @@ class LongTermStatements(SqlTxBase):
 
     def ltm_ensure_schema(self, dimensions: int) -> None:
         if self._pg:
-            # Replicas starting together would race on CREATE ... IF NOT EXISTS.
+            # Replicas starting together would race on CREATE ... IF NOT EXISTS. Another's DDL
+            # (an index rebuilt for new dimensions) may take longer than a write's lock wait.
+            self._conn.execute("SET LOCAL lock_timeout = 0")
             self._conn.execute("SELECT pg_advisory_xact_lock(727373)")
             # A schema that is current is left alone: DDL takes table locks, and a replica
             # opening while another writes would deadlock with it.
