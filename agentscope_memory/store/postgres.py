@@ -222,8 +222,10 @@ class PostgresStore:
                 self._executor.shutdown()
                 self._pool.close()
                 if isinstance(exc, pg_errors.InsufficientPrivilege):
-                    raise StoreOpenError(f"{_refused(exc)}; let the owner of the database start a server on it once,"
-                                         " to create the tables") from exc
+                    raise StoreOpenError(
+                        f"PostgreSQL refused the server's database role making the asm_ tables ({first_line(exc)}):"
+                        " start a server logging in as the database's owner once to make them; other roles need"
+                        " SELECT, INSERT, UPDATE and DELETE on them") from exc
                 raise
 
     def _create_schema(self) -> None:
@@ -369,8 +371,9 @@ def _unavailable(exc: Exception) -> UnavailableError:
 
 
 def _refused(exc: Exception) -> str:
-    return (f"PostgreSQL refused the server's database role ({first_line(exc)}); grant it SELECT, INSERT, UPDATE"
-            " and DELETE on the asm_ tables; nothing of this call was stored")
+    return (f"PostgreSQL refused the server's database role ({first_line(exc)}); a role that does not own the"
+            " asm_ tables needs SELECT, INSERT, UPDATE and DELETE on them, once a server logging in as their owner"
+            " has made them (long-term memory's at its start, with long_term_preload); nothing of this call was stored")
 
 
 def first_line(exc: Exception) -> str:
