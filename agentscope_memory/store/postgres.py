@@ -293,7 +293,7 @@ class PostgresStore:
                 raise AbortedError(f"PostgreSQL undid the transaction ({first_line(exc)}); nothing of it was stored,"
                                    " retry") from exc
             except pg_errors.LockNotAvailable as exc:
-                raise UnavailableError(f"PostgreSQL: what this call writes was locked by another transaction (another"
+                raise UnavailableError(f"PostgreSQL: what this call needs was locked by another transaction (another"
                                        f" replica's, or one left open) for more than {LOCK_WAIT_S} s; nothing of this call was"
                                        " stored; retry") from exc
             except pg_errors.DiskFull as exc:
