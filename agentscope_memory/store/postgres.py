@@ -62,7 +62,8 @@ RECONNECT_S = CONNECTION_WAIT_S
 STARTUP_WAITS = 3
 
 # How long a write waits for a row another transaction holds (as long as the sqlite store waits
-# for its file's lock): then it answers UNAVAILABLE. Without a limit, a transaction left open by
+# for its file's lock; twice that when it first queued behind another writer of the row, a wait
+# of its own): then it answers UNAVAILABLE. Without a limit, a transaction left open by
 # a replica that froze (paused, cut off) held the memory's writers until PostgreSQL noticed,
 # hours later, each holding one of the few connections, and soon no call of any memory was served.
 LOCK_WAIT_S = 10
