@@ -128,6 +128,33 @@ def vector_literal(vector: bytes) -> str:
     return "[" + ",".join(repr(float(x)) for x in np.frombuffer(vector, dtype=np.float32)) + "]"
 
 
+# PostgreSQL's tsvector holds at most 1 MiB of distinct lexemes ("string is too long for
+# tsvector"); its parser may split a term into more lexemes (`a-b` also gives `a` and `b`), at most
+# doubling their bytes. Long texts of many distinct words (a pasted Chinese document: thousands of
+# distinct bigrams per page, three messages' worth in each memory's terms) went beyond it.
+_TSVECTOR_TERM_BYTES = 500_000
+
+
+def tsvector_terms(lex_terms: str) -> str:
+    """`lex_terms` as PostgreSQL's tsvector can hold them: unchanged unless its distinct terms
+    are too many, then only the occurrences of the latest distinct terms that fit (a memory's own
+    text comes after the messages before it). The stored `lex_terms` stays whole."""
+    terms = lex_terms.split()
+    distinct = set(terms)
+    if sum(len(t.encode("utf-8")) for t in distinct) <= _TSVECTOR_TERM_BYTES:
+        return lex_terms
+    kept: set[str] = set()
+    size = 0
+    for term in reversed(terms):
+        if term in kept:
+            continue
+        size += len(term.encode("utf-8"))
+        if size > _TSVECTOR_TERM_BYTES:
+            break
+        kept.add(term)
+    return " ".join(t for t in terms if t in kept)
+
+
 def tsquery_text(terms: Sequence[str]) -> str:
     """An OR query of `terms`, each quoted (PostgreSQL's parser then splits it as it split the
     indexed text, so both sides agree)."""
@@ -154,7 +181,9 @@ class LongTermStatements(SqlTxBase):
 
     def ltm_ensure_schema(self, dimensions: int) -> None:
         if self._pg:
-            # Replicas starting together would race on CREATE ... IF NOT EXISTS.
+            # Replicas starting together would race on CREATE ... IF NOT EXISTS. Another's DDL
+            # (an index rebuilt for new dimensions) may take longer than a write's lock wait.
+            self._conn.execute("SET LOCAL lock_timeout = 0")
             self._conn.execute("SELECT pg_advisory_xact_lock(727373)")
             # A schema that is current is left alone: DDL takes table locks, and a replica
             # opening while another writes would deadlock with it.
@@ -256,7 +285,7 @@ class LongTermStatements(SqlTxBase):
             for row in chunk:
                 params += [self.tenant, *self._values(row)]
                 if self._pg:
-                    params.append(row.lex_terms)
+                    params.append(tsvector_terms(row.lex_terms))
             found = self._all(
                 f"INSERT INTO {{ltm}} ({names}) VALUES {', '.join([one] * len(chunk))}"
                 " ON CONFLICT (tenant, scope_key, content_hash) WHERE deleted = 0 DO NOTHING"
@@ -403,7 +432,7 @@ class LongTermStatements(SqlTxBase):
         lex = ", lex = to_tsvector('simple', ?)" if self._pg else ""
         params: list[Any] = [v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[13], v[16], v[17], v[18], v[19], v[20], v[21]]
         if self._pg:
-            params.append(row.lex_terms)
+            params.append(tsvector_terms(row.lex_terms))
         self._execute(
             "UPDATE {ltm} SET text = ?, lex_terms = ?, metadata_json = ?, memory_type = ?, domain = ?,"
             " importance = ?, importance_method = ?, updated = ?, content_hash = ?, deleted = ?, source_json = ?,"

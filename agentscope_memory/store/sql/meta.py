@@ -18,8 +18,12 @@ class MetaStatements(SqlTxBase):
         )
 
     def meta_setdefault(self, key: str, value: str) -> str:
-        # Insert only if absent, then read: replicas racing to create a value all end up with
-        # the one that was stored first.
+        # Read first: a value that exists needs no write (a database role granted only reads
+        # can still serve). Then insert only if absent, and read again: replicas racing to
+        # create a value all end up with the one that was stored first.
+        stored = self.meta_get(key)
+        if stored is not None:
+            return stored
         self._execute(
             "INSERT INTO {meta} (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING", (key, value)
         )

@@ -75,8 +75,9 @@ class Endpoint:
         from agentscope_memory.store.postgres import first_line, with_connection_defaults
 
         try:
-            # The server's timeouts and keepalives: a dead path fails the copy, not hangs it.
-            return psycopg.connect(with_connection_defaults(self.dsn or ""), autocommit=True)
+            # The server's timeouts and keepalives: a dead path fails the copy, not hangs it. Text
+            # in UTF-8, as the server's, whatever PGCLIENTENCODING says.
+            return psycopg.connect(with_connection_defaults(self.dsn or ""), autocommit=True, client_encoding="UTF8")
         except psycopg.Error as exc:
             raise CopyRefused(f"cannot connect to {self.describe()}: {first_line(exc)}") from None
 

@@ -8,7 +8,7 @@ from typing import Any, Callable, Literal
 
 import numpy as np
 
-from agentscope_memory.store.sql.long_term import vector_literal
+from agentscope_memory.store.sql.long_term import tsvector_terms, vector_literal
 
 Kind = Literal["sqlite", "postgres"]
 
@@ -86,7 +86,7 @@ def column_reader(source: Kind, target: Kind, table: str, column: str, source_co
             return lambda row: _literal(embedding_bytes(row["embedding"]))
         return lambda row: embedding_bytes(row["embedding"])
     if table == "ltm" and column == "lex":
-        return lambda row: row["lex_terms"]
+        return lambda row: tsvector_terms(row["lex_terms"])
     if column in source_columns:
         return lambda row: row[column]
     return None
