@@ -266,24 +266,41 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
         // overwrite is what keeps a failed load (upstream #2741) from wiping the stored state.
         boolean unread = base == null;
         try {
-            remember(slot, putValue(slot, json, unread ? 0L : base.version()), json);
+            saved(value, slot, putValue(slot, json, unread ? 0L : base.version()), json);
         } catch (Conflict conflict) {
             if (unread) {
                 throw conflict(slot, conflict.currentVersion, "not saved: the slot holds a state this process has"
                         + " not read successfully (a failed read must not overwrite it)");
             }
-            resolve(slot, base, json, conflict);
+            resolve(value, slot, base, json, conflict);
         }
     }
 
-    private void resolve(Slot slot, Seen base, String mine, Conflict first) {
+    /**
+     * Remembers a value stored as it is: a later save of the same object (a 2.0 ReActAgent's
+     * {@code setPermissionMode} and {@code saveAgentState} save the state its call saved) is a
+     * compare-and-set against this write, not against the slot's last read. Without it such a
+     * save after an absent read that was never followed by a save (an {@code
+     * agent.getPermissionMode(u, s)} before the first call, a first call that failed) counted as
+     * a create: a conflict under FAIL, the context stored twice under MERGE_APPENDED.
+     */
+    private void saved(State value, Slot slot, long version, String json) {
+        remember(slot, version, json);
+        reads.put(new ReadKey(value, droppedReads), new Seen(slot, version, json));
+    }
+
+    private void resolve(State value, Slot slot, Seen base, String mine, Conflict first) {
         boolean retried = first.retried;
         String sent = mine;
         for (int attempt = 0; ; attempt++) {
             GetValueResponse current = getValue(slot);
             if (retried && current.getFound() && current.getJson().equals(sent)) {
                 // Our own write landed before its reply was lost: nothing to resolve.
-                remember(slot, current.getVersion(), sent);
+                if (sent == mine) {
+                    saved(value, slot, current.getVersion(), sent);
+                } else {
+                    remember(slot, current.getVersion(), sent);
+                }
                 return;
             }
             if (conflictPolicy != ConflictPolicy.MERGE_APPENDED) {

@@ -14,6 +14,7 @@ import io.agentscope.core.model.ChatResponse;
 import io.agentscope.core.model.GenerateOptions;
 import io.agentscope.core.model.Model;
 import io.agentscope.core.model.ToolSchema;
+import io.agentscope.core.permission.PermissionMode;
 import io.agentscope.core.state.AgentState;
 import java.util.List;
 import java.util.UUID;
@@ -103,6 +104,36 @@ class OneStoreManyAgentsTest {
             Throwable failure = firstTurnsOneAfterTheOther(store, s);
             assertInstanceOf(ConcurrentStateModificationException.class, failure);
             assertEquals(List.of("from a", "A answer"), texts(store, s));
+        }
+    }
+
+    /**
+     * A 2.0.0 ReActAgent saves the state of its last call again on {@code setPermissionMode} (and
+     * {@code saveAgentState}). When the session had been read as absent without a save following
+     * (here {@code getPermissionMode} before the first call, or the application reading the
+     * session before it began), that second save counted as a new session's first: MERGE_APPENDED
+     * stored the conversation twice and lost the new mode, FAIL refused it as a conflict.
+     */
+    @Test
+    void savingTheCallsStateAgainIsNeitherAConflictNorADuplicate() {
+        for (ConflictPolicy policy : List.of(ConflictPolicy.MERGE_APPENDED, ConflictPolicy.FAIL)) {
+            String s = "新会话-" + UUID.randomUUID();
+            String t = "新会话-" + UUID.randomUUID();
+            try (RemoteAgentStateStore store = RemoteAgentStateStore.builder().target(server.target())
+                    .conflictPolicy(policy).build()) {
+                ReActAgent agent = Scripts.agent(new ScriptedModel(Scripts.answers("A", 2)), store);
+                assertEquals(PermissionMode.DEFAULT, agent.getPermissionMode("u", s));
+                Scripts.call(agent, "u", s, "你好");
+                agent.setPermissionMode("u", s, PermissionMode.BYPASS);
+                AgentState stored = store.get("u", s, "agent_state", AgentState.class).orElseThrow();
+                assertEquals(List.of("你好", "A answer 0"), texts(store, s), policy.name());
+                assertEquals(PermissionMode.BYPASS, stored.getPermissionContext().getMode(), policy.name());
+
+                assertTrue(store.get("u", t, "agent_state", AgentState.class).isEmpty());
+                Scripts.call(agent, "u", t, "再见");
+                agent.saveAgentState("u", t);
+                assertEquals(List.of("再见", "A answer 1"), texts(store, t), policy.name());
+            }
         }
     }
 }
