@@ -55,7 +55,6 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Matcher;
@@ -200,10 +199,15 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
      * Reads of a slot that found it absent and whose fresh state is not saved yet, per slot. Each
      * stands for one caller (a 2.0 ReActAgent builds a new state after such a read): its save is
      * a create, whatever this process wrote to the slot since, so two agents of one process
-     * starting the same session cannot overwrite each other's first turn.
+     * starting the same session cannot overwrite each other's first turn. Bounded as {@link
+     * #slots}: a read never followed by a save stays here (a 2.0 ReActAgent reads the legacy key
+     * {@code toolkit_activeGroups} of every new session and never writes it), one more entry per
+     * session for the life of the process. A forgotten one makes the save one never read: only a
+     * create.
      */
-    private final Map<Slot, Integer> absentReads = new ConcurrentHashMap<>();
-    private final Map<Slot, ListSeen> lists = new ConcurrentHashMap<>();
+    private final Map<Slot, Integer> absentReads;
+    /** Each list's last version, length and digest, for appends; bounded as {@link #slots}. */
+    private final Map<Slot, ListSeen> lists;
 
     protected RemoteAgentStateStore(Builder b) {
         this.connection = b.connectionOrOpen();
@@ -212,11 +216,17 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
         this.maxMergeAttempts = b.maxMergeAttempts;
         this.pageSize = b.pageSize;
         this.unaryValueBytes = b.unaryValueBytes;
-        int remembered = b.rememberedSlots;
-        this.slots = Collections.synchronizedMap(new LinkedHashMap<>(16, 0.75f, true) {
+        this.slots = recentlyUsed(b.rememberedSlots);
+        this.absentReads = recentlyUsed(b.rememberedSlots);
+        this.lists = recentlyUsed(b.rememberedSlots);
+    }
+
+    /** A synchronized map keeping its {@code capacity} most recently used entries. */
+    private static <V> Map<Slot, V> recentlyUsed(int capacity) {
+        return Collections.synchronizedMap(new LinkedHashMap<>(16, 0.75f, true) {
             @Override
-            protected boolean removeEldestEntry(Map.Entry<Slot, Seen> eldest) {
-                return size() > remembered;
+            protected boolean removeEldestEntry(Map.Entry<Slot, V> eldest) {
+                return size() > capacity;
             }
         });
     }
@@ -463,7 +473,9 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
         synchronized (slots) {
             slots.keySet().removeIf(s -> s.userId().equals(any.userId()) && s.sessionId().equals(any.sessionId()));
         }
-        lists.keySet().removeIf(s -> s.userId().equals(any.userId()) && s.sessionId().equals(any.sessionId()));
+        synchronized (lists) {
+            lists.keySet().removeIf(s -> s.userId().equals(any.userId()) && s.sessionId().equals(any.sessionId()));
+        }
     }
 
     /** Deletes the key's single value, as AgentScope's own stores do (a list under it stays). */
@@ -835,6 +847,11 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
     /** How many objects returned by get() this store remembers the version of (for tests). */
     int rememberedReadCount() {
         return reads.size();
+    }
+
+    /** How many slots this store remembers an absent read or a list of (for tests). */
+    int rememberedAbsentReadAndListCount() {
+        return absentReads.size() + lists.size();
     }
 
     /** How many slots this store remembers a state of (for tests). */

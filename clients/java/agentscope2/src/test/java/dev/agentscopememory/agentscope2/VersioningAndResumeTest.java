@@ -158,6 +158,33 @@ class VersioningAndResumeTest {
         }
     }
 
+    /**
+     * A 2.0.0 ReActAgent reads {@code toolkit_activeGroups} of every new session and never saves
+     * it, and {@code Memory.saveTo} saves a list per session: the store kept an entry for each
+     * such absent read and each list for its whole life, one more per session served.
+     */
+    @Test
+    void absentReadsAndListsOfManySessionsAreNotKeptForever() {
+        int remembered = 8;
+        try (RemoteAgentStateStore store = RemoteAgentStateStore.builder().target(server.target())
+                .rememberedSlots(remembered).build()) {
+            ReActAgent agent = Scripts.agent(new ScriptedModel(Scripts.answers("A", 3 * remembered)), store);
+            for (int i = 0; i < 3 * remembered; i++) {
+                String s = session();
+                Scripts.call(agent, "u", s, "第 " + i + " 个会话");
+                store.save("u", s, "memory_messages", List.of(msg("一"), msg("二")));
+            }
+            assertTrue(store.rememberedAbsentReadAndListCount() <= 2 * remembered,
+                    store.rememberedAbsentReadAndListCount() + " absent reads and lists remembered");
+            // A recent list still appends (its last state is remembered) and reads back whole.
+            String s = session();
+            store.save("u", s, "memory_messages", List.of(msg("一")));
+            store.save("u", s, "memory_messages", List.of(msg("一"), msg("二")));
+            assertEquals(List.of("一", "二"), store.getList("u", s, "memory_messages", Msg.class).stream()
+                    .map(Msg::getTextContent).toList());
+        }
+    }
+
     @Test
     void statesACallerReadAndDroppedAreNotKeptAlive() throws Exception {
         // A 2.0 ReActAgent reads its state at the start of every call and saves a new object at
