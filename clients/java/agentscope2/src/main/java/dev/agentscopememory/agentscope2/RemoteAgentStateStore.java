@@ -279,6 +279,11 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
             saved(value, slot, putValue(slot, json, unread ? 0L : base.version()), json);
         } catch (Conflict conflict) {
             if (unread) {
+                GetValueResponse current = conflict.retried ? getValue(slot) : null;
+                if (current != null && current.getFound() && current.getJson().equals(json)) {
+                    saved(value, slot, current.getVersion(), json); // our create landed; its reply was lost
+                    return;
+                }
                 throw conflict(slot, conflict.currentVersion, "not saved: the slot holds a state this process has"
                         + " not read successfully (a failed read must not overwrite it)");
             }

@@ -17,9 +17,23 @@ import io.agentscope.core.ReActAgent;
 import io.agentscope.core.message.Msg;
 import io.agentscope.core.message.MsgRole;
 import io.agentscope.core.state.AgentState;
+import io.grpc.CallOptions;
+import io.grpc.Channel;
+import io.grpc.ClientCall;
+import io.grpc.ClientInterceptor;
+import io.grpc.ClientInterceptors;
+import io.grpc.ForwardingClientCall;
+import io.grpc.ForwardingClientCallListener;
+import io.grpc.Grpc;
+import io.grpc.InsecureChannelCredentials;
+import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
+import io.grpc.Status;
 import java.time.Duration;
 import java.util.List;
 import java.util.UUID;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -267,6 +281,73 @@ class VersioningAndResumeTest {
             assertThrows(ConcurrentStateModificationException.class,
                     () -> store.save("u", s, "agent_state", AgentState.builder().build()));
             assertEquals(List.of("precious"), texts(store.get("u", s, "agent_state", AgentState.class).orElseThrow()));
+        }
+    }
+
+    /** {@code channel} with the answer of the next PutValue lost (stored on the server) while {@code lose} is set. */
+    static Channel losingNextPutValueAnswer(Channel channel, AtomicBoolean lose) {
+        return ClientInterceptors.intercept(channel, new ClientInterceptor() {
+            @Override
+            public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
+                ClientCall<Q, R> call = next.newCall(method, options);
+                if (!method.getFullMethodName().endsWith("/PutValue") || !lose.getAndSet(false)) {
+                    return call;
+                }
+                return new ForwardingClientCall.SimpleForwardingClientCall<>(call) {
+                    @Override
+                    public void start(Listener<R> listener, Metadata headers) {
+                        super.start(new ForwardingClientCallListener.SimpleForwardingClientCallListener<>(listener) {
+                            @Override
+                            public void onMessage(R message) {
+                                // stored on the server; the answer never arrives
+                            }
+
+                            @Override
+                            public void onClose(Status status, Metadata trailers) {
+                                super.onClose(Status.UNAVAILABLE.withDescription("answer lost (test)"), trailers);
+                            }
+                        }, headers);
+                    }
+                };
+            }
+        });
+    }
+
+    /**
+     * A save of a slot this process has not read is a create. When the create landed but its
+     * answer was lost, the replay found the slot taken and the save failed as a conflict with a
+     * state "this process has not read", though the state stored was its own.
+     */
+    @Test
+    void aCreateWhoseAnswerWasLostIsNotAConflictWithItself() {
+        ManagedChannel channel = Grpc.newChannelBuilder(server.target(), InsecureChannelCredentials.create()).build();
+        AtomicBoolean lose = new AtomicBoolean();
+        try (RemoteAgentStateStore store = RemoteAgentStateStore.builder().channel(losingNextPutValueAnswer(channel, lose))
+                .conflictPolicy(ConflictPolicy.FAIL).build()) {
+            String s = session();
+            AgentState state = AgentState.builder().build();
+            state.contextMutable().add(msg("第一句"));
+            lose.set(true);
+            store.save("u", s, "agent_state", state);
+            assertFalse(lose.get(), "the answer was lost");
+            state.contextMutable().add(msg("第二句"));
+            store.save("u", s, "agent_state", state);
+            VersionedState<AgentState> stored = store.getVersioned("u", s, "agent_state", AgentState.class);
+            assertEquals(List.of("第一句", "第二句"), texts(stored.value()));
+            assertEquals(2, stored.version());
+
+            // Another state on a slot not read, whose create did not land: still refused.
+            String t = session();
+            AgentState theirs = AgentState.builder().build();
+            theirs.contextMutable().add(msg("别人的"));
+            try (RemoteAgentStateStore other = store(ConflictPolicy.OVERWRITE)) {
+                other.save("u", t, "agent_state", theirs);
+            }
+            lose.set(true);
+            assertThrows(ConcurrentStateModificationException.class, () -> store.save("u", t, "agent_state", state));
+            assertEquals(List.of("别人的"), texts(store.get("u", t, "agent_state", AgentState.class).orElseThrow()));
+        } finally {
+            channel.shutdownNow();
         }
     }
 
