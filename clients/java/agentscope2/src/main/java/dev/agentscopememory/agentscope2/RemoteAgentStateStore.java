@@ -873,7 +873,9 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
     }
 
     private static Slot slot(String userId, String sessionId, String key) {
-        if (sessionId == null || sessionId.isBlank()) {
+        // As AgentScope's own stores word it: NullPointerException for null, else IllegalArgumentException.
+        Objects.requireNonNull(sessionId, "sessionId must not be null");
+        if (sessionId.isBlank()) {
             throw new IllegalArgumentException("sessionId must not be blank");
         }
         // protobuf would send '?' for half a surrogate pair: the slot of another session.

@@ -17,6 +17,8 @@ import io.agentscope.core.ReActAgent;
 import io.agentscope.core.message.Msg;
 import io.agentscope.core.message.MsgRole;
 import io.agentscope.core.state.AgentState;
+import io.agentscope.core.state.AgentStateStore;
+import io.agentscope.core.state.JsonFileAgentStateStore;
 import io.grpc.CallOptions;
 import io.grpc.Channel;
 import io.grpc.ClientCall;
@@ -30,7 +32,9 @@ import io.grpc.ManagedChannel;
 import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
 import io.grpc.Status;
+import java.nio.file.Files;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -348,6 +352,41 @@ class VersioningAndResumeTest {
             assertEquals(List.of("别人的"), texts(store.get("u", t, "agent_state", AgentState.class).orElseThrow()));
         } finally {
             channel.shutdownNow();
+        }
+    }
+
+    /** What each operation throws for a null and a blank session id: class and message. */
+    static List<String> sessionIdFailures(AgentStateStore store) {
+        List<String> out = new ArrayList<>();
+        for (String sessionId : new String[] {null, " \t"}) {
+            List<Runnable> calls = List.of(
+                    () -> store.save("u", sessionId, "agent_state", AgentState.builder().build()),
+                    () -> store.save("u", sessionId, "memory_messages", List.of(msg("x"))),
+                    () -> store.get("u", sessionId, "agent_state", AgentState.class),
+                    () -> store.getList("u", sessionId, "memory_messages", Msg.class),
+                    () -> store.exists("u", sessionId),
+                    () -> store.delete("u", sessionId),
+                    () -> store.delete("u", sessionId, "agent_state"));
+            for (Runnable call : calls) {
+                try {
+                    call.run();
+                    out.add("no exception");
+                } catch (RuntimeException e) {
+                    out.add(e.getClass().getName() + ": " + e.getMessage());
+                }
+            }
+        }
+        return out;
+    }
+
+    /** A null session id was an IllegalArgumentException; AgentScope's stores throw NullPointerException. */
+    @Test
+    void aMissingSessionIdFailsAsInAgentScopesOwnStore() throws Exception {
+        java.nio.file.Path root = Files.createTempDirectory("json-store");
+        List<String> want = sessionIdFailures(new JsonFileAgentStateStore(root));
+        assertEquals("java.lang.NullPointerException: sessionId must not be null", want.get(0));
+        try (RemoteAgentStateStore store = store(ConflictPolicy.MERGE_APPENDED)) {
+            assertEquals(want, sessionIdFailures(store));
         }
     }
 
