@@ -373,7 +373,17 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
             if (!(currentTree instanceof ObjectNode merged) || !(merged.get("context") instanceof ArrayNode mergedContext)) {
                 return null;
             }
-            for (int i = baseContext.size(); i < mineContext.size(); i++) {
+            int from = baseContext.size();
+            if (base == null) {
+                // Begun from no stored state: a fresh state, or one the legacy loader built from a
+                // 1.x session's messages, which another writer begun alike stored too. What it
+                // shares with the stored context from the start is not its own to add again.
+                while (from < mineContext.size() && from < mergedContext.size()
+                        && mineContext.get(from).equals(mergedContext.get(from))) {
+                    from++;
+                }
+            }
+            for (int i = from; i < mineContext.size(); i++) {
                 mergedContext.add(mineContext.get(i));
             }
             return TREES.writeValueAsString(merged);

@@ -4,7 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.agentscopememory.client.RemoteConnection;
 import dev.agentscopememory.client.TestServer;
+import dev.agentscopememory.grpc.v1.AddMessagesRequest;
+import dev.agentscopememory.grpc.v1.CreateMemoryRequest;
+import dev.agentscopememory.grpc.v1.MemoryKind;
+import dev.agentscopememory.grpc.v1.Role;
 import io.agentscope.core.ReActAgent;
 import io.agentscope.core.agent.RuntimeContext;
 import io.agentscope.core.message.ContentBlock;
@@ -93,6 +98,35 @@ class OneStoreManyAgentsTest {
         try (RemoteAgentStateStore store = RemoteAgentStateStore.builder().target(server.target()).build()) {
             assertEquals(null, firstTurnsOneAfterTheOther(store, s));
             assertEquals(List.of("from a", "A answer", "from b", "B answer"), texts(store, s));
+        }
+    }
+
+    /**
+     * Both agents begin a 1.x session (a 1.x RemoteMemory's conversation, read through {@code
+     * memory_messages} by 2.0.0's legacy loader): the second save merged its whole context, the
+     * 1.x history included, so the history was stored twice.
+     */
+    @Test
+    void twoFirstTurnsOnA1xSessionKeepItsHistoryOnce() throws Exception {
+        String s = "旧会话-" + UUID.randomUUID();
+        try (RemoteConnection connection = RemoteConnection.builder().target(server.target()).build()) {
+            connection.call("MemoryService/CreateMemory", false, () -> connection.memoryService().createMemory(
+                    CreateMemoryRequest.newBuilder().setMemoryId(s).setKind(MemoryKind.MEMORY_KIND_IN_MEMORY).build()));
+            AddMessagesRequest.Builder add = AddMessagesRequest.newBuilder().setMemoryId(s).setRequestId(UUID.randomUUID().toString());
+            String[][] turns = {{"ROLE_USER", "user", "我喜欢喝茶"}, {"ROLE_ASSISTANT", "Assistant", "记住了"}};
+            for (String[] t : turns) {
+                add.addMessages(dev.agentscopememory.grpc.v1.Msg.newBuilder()
+                        .setId(UUID.randomUUID().toString()).setName(t[1]).setRole(Role.valueOf(t[0]))
+                        .addContent(dev.agentscopememory.grpc.v1.ContentBlock.newBuilder()
+                                .setText(dev.agentscopememory.grpc.v1.TextBlock.newBuilder().setText(t[2])))
+                        .setTimestamp("2026-01-02 03:04:05.000"));
+            }
+            AddMessagesRequest request = add.build();
+            connection.call("MemoryService/AddMessages", true, () -> connection.memoryService().addMessages(request));
+        }
+        try (RemoteAgentStateStore store = RemoteAgentStateStore.builder().target(server.target()).build()) {
+            assertEquals(null, firstTurnsOneAfterTheOther(store, s));
+            assertEquals(List.of("我喜欢喝茶", "记住了", "from a", "A answer", "from b", "B answer"), texts(store, s));
         }
     }
 
