@@ -293,8 +293,9 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
 
     /**
      * Remembers a value stored as it is: a later save of the same object (a 2.0 ReActAgent's
-     * {@code setPermissionMode} and {@code saveAgentState} save the state its call saved) is a
-     * compare-and-set against this write, not against the slot's last read. Without it such a
+     * {@code setPermissionMode} and {@code saveAgentState} save the state its call saved; a
+     * caller of {@code saveIfVersion} may go on with {@code save}) is a compare-and-set against
+     * this write, not against the slot's last read or the version {@code getVersioned} gave. Without it such a
      * save after an absent read that was never followed by a save (an {@code
      * agent.getPermissionMode(u, s)} before the first call, a first call that failed) counted as
      * a create: a conflict under FAIL, the context stored twice under MERGE_APPENDED.
@@ -576,12 +577,12 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
         String json = checkUnicode(JsonUtils.getJsonCodec().toJson(value), key);
         try {
             long version = putValue(slot, json, expectedVersion == UNVERSIONED ? null : expectedVersion);
-            remember(slot, version, json);
+            saved(value, slot, version, json);
             return version;
         } catch (Conflict conflict) {
             GetValueResponse current = conflict.retried ? getValue(slot) : null;
             if (current != null && current.getFound() && current.getJson().equals(json)) {
-                remember(slot, current.getVersion(), json); // our write landed; its reply was lost
+                saved(value, slot, current.getVersion(), json); // our write landed; its reply was lost
                 return current.getVersion();
             }
             return UNVERSIONED;

@@ -88,6 +88,31 @@ class VersioningAndResumeTest {
         }
     }
 
+    /**
+     * A state read with getVersioned and stored with saveIfVersion, then saved again: the save
+     * compared against the version read, not the one saveIfVersion wrote, so it conflicted with
+     * its own write (FAIL) or merged the saveIfVersion's message in a second time (MERGE_APPENDED).
+     */
+    @Test
+    void aSaveAfterSaveIfVersionIsNotAConflictWithIt() {
+        for (ConflictPolicy policy : List.of(ConflictPolicy.FAIL, ConflictPolicy.MERGE_APPENDED)) {
+            String s = session();
+            try (RemoteAgentStateStore store = store(policy)) {
+                AgentState first = AgentState.builder().build();
+                first.contextMutable().add(msg("零"));
+                store.save("u", s, "agent_state", first);
+                VersionedState<AgentState> read = store.getVersioned("u", s, "agent_state", AgentState.class);
+                read.value().contextMutable().add(msg("一"));
+                assertEquals(2, store.saveIfVersion("u", s, "agent_state", read.value(), read.version()));
+                read.value().contextMutable().add(msg("二"));
+                store.save("u", s, "agent_state", read.value());
+                VersionedState<AgentState> stored = store.getVersioned("u", s, "agent_state", AgentState.class);
+                assertEquals(List.of("零", "一", "二"), texts(stored.value()), policy.name());
+                assertEquals(3, stored.version(), policy.name());
+            }
+        }
+    }
+
     @Test
     void aStateHoldingHalfASurrogatePairIsRefusedNotStoredWithAQuestionMark() {
         // A model's stream cut inside an emoji leaves half a surrogate pair in the context; UTF-8
