@@ -141,8 +141,15 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
     private final int pageSize;
     private final int unaryValueBytes;
 
-    /** What a read or a write of one value saw: its version and its JSON. */
-    private record Seen(Slot slot, long version, String json) {}
+    /**
+     * What a read or a write of one value saw: its version and its JSON. {@code merged}: the
+     * object saved holds {@code json}, while the write (a MERGE_APPENDED merge) stored more.
+     */
+    private record Seen(Slot slot, long version, String json, boolean merged) {
+        Seen(Slot slot, long version, String json) {
+            this(slot, version, json, false);
+        }
+    }
 
     /** A slot key: (user, session, key), the user normalised ("" is anonymous). */
     private record Slot(String userId, String sessionId, String key) {}
@@ -274,6 +281,12 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
         }
         // Not read by this process (or its read failed): only a create is safe. Refusing to
         // overwrite is what keeps a failed load (upstream #2741) from wiping the stored state.
+        if (base != null && base.merged()) {
+            // Its last save was merged with another writer's: the stored state holds more than
+            // this object, so a compare-and-set would drop what was merged in. Merge again.
+            resolve(value, slot, base, json, false);
+            return;
+        }
         boolean unread = base == null;
         try {
             saved(value, slot, putValue(slot, json, unread ? 0L : base.version()), json);
@@ -287,7 +300,7 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
                 throw conflict(slot, conflict.currentVersion, "not saved: the slot holds a state this process has"
                         + " not read successfully (a failed read must not overwrite it)");
             }
-            resolve(value, slot, base, json, conflict);
+            resolve(value, slot, base, json, conflict.retried);
         }
     }
 
@@ -305,8 +318,7 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
         reads.put(new ReadKey(value, droppedReads), new Seen(slot, version, json));
     }
 
-    private void resolve(State value, Slot slot, Seen base, String mine, Conflict first) {
-        boolean retried = first.retried;
+    private void resolve(State value, Slot slot, Seen base, String mine, boolean retried) {
         String sent = mine;
         for (int attempt = 0; ; attempt++) {
             GetValueResponse current = getValue(slot);
@@ -316,6 +328,7 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
                     saved(value, slot, current.getVersion(), sent);
                 } else {
                     remember(slot, current.getVersion(), sent);
+                    reads.put(new ReadKey(value, droppedReads), new Seen(slot, current.getVersion(), mine, true));
                 }
                 return;
             }
@@ -334,6 +347,7 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
                 long version = putValue(slot, merged, current.getVersion());
                 log.info("merged a concurrent save of {} in session {} (version {})", slot.key(), slot.sessionId(), version);
                 remember(slot, version, merged);
+                reads.put(new ReadKey(value, droppedReads), new Seen(slot, version, mine, true));
                 return;
             } catch (Conflict again) {
                 retried = again.retried;

@@ -292,6 +292,36 @@ class VersioningAndResumeTest {
         }
     }
 
+    /**
+     * A state whose save was merged with another writer's, saved again (a 2.0.0 ReActAgent's
+     * setPermissionMode saves its call's state): the save compared against the merged version
+     * and stored this object, dropping the other writer's turn that the merge had kept.
+     */
+    @Test
+    void aStateSavedAgainAfterAMergeKeepsWhatWasMergedIn() {
+        String s = session();
+        try (RemoteAgentStateStore a = store(ConflictPolicy.MERGE_APPENDED);
+                RemoteAgentStateStore b = store(ConflictPolicy.MERGE_APPENDED)) {
+            AgentState seed = AgentState.builder().build();
+            seed.contextMutable().add(msg("base"));
+            a.save(null, s, "agent_state", seed);
+            AgentState mine = a.get(null, s, "agent_state", AgentState.class).orElseThrow();
+            AgentState theirs = b.get(null, s, "agent_state", AgentState.class).orElseThrow();
+            theirs.contextMutable().add(msg("from b"));
+            b.save(null, s, "agent_state", theirs);
+            mine.contextMutable().add(msg("from a"));
+            a.save(null, s, "agent_state", mine);
+            assertEquals(List.of("base", "from b", "from a"), texts(b.get(null, s, "agent_state", AgentState.class).orElseThrow()));
+            mine.contextMutable().add(msg("a again"));
+            a.save(null, s, "agent_state", mine);
+            assertEquals(List.of("base", "from b", "from a", "a again"),
+                    texts(b.get(null, s, "agent_state", AgentState.class).orElseThrow()));
+            a.save(null, s, "agent_state", mine); // nothing new: nothing added
+            assertEquals(List.of("base", "from b", "from a", "a again"),
+                    texts(b.get(null, s, "agent_state", AgentState.class).orElseThrow()));
+        }
+    }
+
     @Test
     void aFailedLoadCannotWipeTheStoredState() throws Exception {
         String s = session();
