@@ -279,14 +279,14 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
             // Otherwise the slot's last read or write in this process decides.
             base = takeAbsentRead(slot) ? new Seen(slot, 0, null) : slots.get(slot);
         }
-        // Not read by this process (or its read failed): only a create is safe. Refusing to
-        // overwrite is what keeps a failed load (upstream #2741) from wiping the stored state.
         if (base != null && base.merged()) {
             // Its last save was merged with another writer's: the stored state holds more than
             // this object, so a compare-and-set would drop what was merged in. Merge again.
             resolve(value, slot, base, json, false);
             return;
         }
+        // Not read by this process (or its read failed): only a create is safe. Refusing to
+        // overwrite is what keeps a failed load (upstream #2741) from wiping the stored state.
         boolean unread = base == null;
         try {
             saved(value, slot, putValue(slot, json, unread ? 0L : base.version()), json);
@@ -308,14 +308,20 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
      * Remembers a value stored as it is: a later save of the same object (a 2.0 ReActAgent's
      * {@code setPermissionMode} and {@code saveAgentState} save the state its call saved; a
      * caller of {@code saveIfVersion} may go on with {@code save}) is a compare-and-set against
-     * this write, not against the slot's last read or the version {@code getVersioned} gave. Without it such a
-     * save after an absent read that was never followed by a save (an {@code
+     * this write, not against the slot's last read or the version {@code getVersioned} gave.
+     * Without it such a save after an absent read that was never followed by a save (an {@code
      * agent.getPermissionMode(u, s)} before the first call, a first call that failed) counted as
      * a create: a conflict under FAIL, the context stored twice under MERGE_APPENDED.
      */
     private void saved(State value, Slot slot, long version, String json) {
         remember(slot, version, json);
         reads.put(new ReadKey(value, droppedReads), new Seen(slot, version, json));
+    }
+
+    /** Remembers a merged write: the store holds {@code merged}, the object saved {@code mine}. */
+    private void savedMerged(State value, Slot slot, long version, String mine, String merged) {
+        remember(slot, version, merged);
+        reads.put(new ReadKey(value, droppedReads), new Seen(slot, version, mine, true));
     }
 
     private void resolve(State value, Slot slot, Seen base, String mine, boolean retried) {
@@ -327,8 +333,7 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
                 if (sent == mine) {
                     saved(value, slot, current.getVersion(), sent);
                 } else {
-                    remember(slot, current.getVersion(), sent);
-                    reads.put(new ReadKey(value, droppedReads), new Seen(slot, current.getVersion(), mine, true));
+                    savedMerged(value, slot, current.getVersion(), mine, sent);
                 }
                 return;
             }
@@ -346,8 +351,7 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
             try {
                 long version = putValue(slot, merged, current.getVersion());
                 log.info("merged a concurrent save of {} in session {} (version {})", slot.key(), slot.sessionId(), version);
-                remember(slot, version, merged);
-                reads.put(new ReadKey(value, droppedReads), new Seen(slot, version, mine, true));
+                savedMerged(value, slot, version, mine, merged);
                 return;
             } catch (Conflict again) {
                 retried = again.retried;
@@ -898,7 +902,7 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
     }
 
     private static Slot slot(String userId, String sessionId, String key) {
-        // As AgentScope's own stores word it: NullPointerException for null, else IllegalArgumentException.
+        // As AgentScope's own stores fail: NullPointerException for null, else IllegalArgumentException.
         Objects.requireNonNull(sessionId, "sessionId must not be null");
         if (sessionId.isBlank()) {
             throw new IllegalArgumentException("sessionId must not be blank");
