@@ -64,3 +64,17 @@ def test_a_slot_round_trips_through_files(tmp_path: Path) -> None:
     assert read_slot(tmp_path, "  ", "s 2/x") == files
     with pytest.raises(InvalidArgumentError):
         write_slot(tmp_path, "u", "s", SlotFiles(values={"../x": "{}"}))
+
+
+def test_keys_are_file_names_as_java_writes_them(tmp_path: Path) -> None:
+    # JsonFileAgentStateStore writes `<key>.json` for any key (`偏好 设置.json`, `.隐藏.json`);
+    # the export refused all but [a-zA-Z0-9_.-] keys, and the import skipped a leading dot.
+    files = SlotFiles(values={"偏好 设置": COMPACT, ".隐藏": "{}", "a.b": "1"}, lists={"消息": ["1", "2"]})
+    directory = write_slot(tmp_path, "u", "s", files)
+    assert sorted(p.name for p in directory.iterdir()) == [".隐藏.json", "a.b.json", "偏好 设置.json", "消息.hash", "消息.jsonl"]
+    assert (directory / "偏好 设置.json").read_text(encoding="utf-8") == PRETTY
+    assert read_slot(tmp_path, "u", "s") == files
+    # A key holding '/' is no file name: refused before anything is written.
+    with pytest.raises(InvalidArgumentError, match="key"):
+        write_slot(tmp_path, "u", "t", SlotFiles(values={"ok": "{}"}, lists={"a/b": ["1"]}))
+    assert not (tmp_path / "u" / "t").exists()

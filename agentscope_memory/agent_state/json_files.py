@@ -156,8 +156,10 @@ def _content_hash(lines: list[str]) -> str:
 
 
 def _check_key(key: str) -> str:
-    if not _SAFE.fullmatch(key) or key in (".", ".."):
-        raise InvalidArgumentError("key", f"{key!r} cannot be a file name (letters, digits, _ - . only)")
+    # JsonFileAgentStateStore names the files `<key>.json` / `.jsonl` / `.hash` with the key as
+    # it is (Chinese, spaces, a leading dot), unlike ids; only a `/` would make it a path.
+    if "/" in key:
+        raise InvalidArgumentError("key", f"{key!r} cannot be a file name (it contains '/')")
     return key
 
 
@@ -174,12 +176,13 @@ def _write_atomic(path: Path, data: str) -> None:
 
 def write_slot(root: Path, user_id: str, session_id: str, files: SlotFiles) -> Path:
     """Writes a slot's values and lists under `root`; returns the slot's directory."""
+    for key in (*files.values, *files.lists):
+        _check_key(key)  # before any file is written: a refused slot leaves no partial export
     directory = slot_dir(root, user_id, session_id)
     directory.mkdir(parents=True, exist_ok=True)
     for key, value in files.values.items():
-        _write_atomic(directory / f"{_check_key(key)}.json", pretty(value))
+        _write_atomic(directory / f"{key}.json", pretty(value))
     for key, items in files.lists.items():
-        _check_key(key)
         jsonl = directory / f"{key}.jsonl"
         if items:
             _write_atomic(jsonl, "".join(compact(item) + "\n" for item in items))
@@ -196,8 +199,10 @@ def read_slot(root: Path, user_id: str, session_id: str) -> SlotFiles:
     if not directory.is_dir():
         raise InvalidArgumentError("session_id", f"no slot directory {directory}")
     files = SlotFiles()
+    # Temporary files (Java's `<file>.tmp`, ours `.<file>.<random>.tmp`) end in `.tmp`, which
+    # no suffix below matches; a key may itself start with a dot.
     for path in sorted(directory.iterdir()):
-        if path.name.startswith(".") or not path.is_file():
+        if not path.is_file():
             continue
         try:
             if path.suffix == ".json":

@@ -55,7 +55,6 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Matcher;
@@ -142,8 +141,15 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
     private final int pageSize;
     private final int unaryValueBytes;
 
-    /** What a read or a write of one value saw: its version and its JSON. */
-    private record Seen(Slot slot, long version, String json) {}
+    /**
+     * What a read or a write of one value saw: its version and its JSON. {@code merged}: the
+     * object saved holds {@code json}, while the write (a MERGE_APPENDED merge) stored more.
+     */
+    private record Seen(Slot slot, long version, String json, boolean merged) {
+        Seen(Slot slot, long version, String json) {
+            this(slot, version, json, false);
+        }
+    }
 
     /** A slot key: (user, session, key), the user normalised ("" is anonymous). */
     private record Slot(String userId, String sessionId, String key) {}
@@ -200,10 +206,15 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
      * Reads of a slot that found it absent and whose fresh state is not saved yet, per slot. Each
      * stands for one caller (a 2.0 ReActAgent builds a new state after such a read): its save is
      * a create, whatever this process wrote to the slot since, so two agents of one process
-     * starting the same session cannot overwrite each other's first turn.
+     * starting the same session cannot overwrite each other's first turn. Bounded as {@link
+     * #slots}: a read never followed by a save stays here (a 2.0 ReActAgent reads the legacy key
+     * {@code toolkit_activeGroups} of every new session and never writes it), one more entry per
+     * session for the life of the process. A forgotten one makes the save one never read: only a
+     * create.
      */
-    private final Map<Slot, Integer> absentReads = new ConcurrentHashMap<>();
-    private final Map<Slot, ListSeen> lists = new ConcurrentHashMap<>();
+    private final Map<Slot, Integer> absentReads;
+    /** Each list's last version, length and digest, for appends; bounded as {@link #slots}. */
+    private final Map<Slot, ListSeen> lists;
 
     protected RemoteAgentStateStore(Builder b) {
         this.connection = b.connectionOrOpen();
@@ -212,11 +223,17 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
         this.maxMergeAttempts = b.maxMergeAttempts;
         this.pageSize = b.pageSize;
         this.unaryValueBytes = b.unaryValueBytes;
-        int remembered = b.rememberedSlots;
-        this.slots = Collections.synchronizedMap(new LinkedHashMap<>(16, 0.75f, true) {
+        this.slots = recentlyUsed(b.rememberedSlots);
+        this.absentReads = recentlyUsed(b.rememberedSlots);
+        this.lists = recentlyUsed(b.rememberedSlots);
+    }
+
+    /** A synchronized map keeping its {@code capacity} most recently used entries. */
+    private static <V> Map<Slot, V> recentlyUsed(int capacity) {
+        return Collections.synchronizedMap(new LinkedHashMap<>(16, 0.75f, true) {
             @Override
-            protected boolean removeEldestEntry(Map.Entry<Slot, Seen> eldest) {
-                return size() > remembered;
+            protected boolean removeEldestEntry(Map.Entry<Slot, V> eldest) {
+                return size() > capacity;
             }
         });
     }
@@ -262,28 +279,62 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
             // Otherwise the slot's last read or write in this process decides.
             base = takeAbsentRead(slot) ? new Seen(slot, 0, null) : slots.get(slot);
         }
+        if (base != null && base.merged()) {
+            // Its last save was merged with another writer's: the stored state holds more than
+            // this object, so a compare-and-set would drop what was merged in. Merge again.
+            resolve(value, slot, base, json, false);
+            return;
+        }
         // Not read by this process (or its read failed): only a create is safe. Refusing to
         // overwrite is what keeps a failed load (upstream #2741) from wiping the stored state.
         boolean unread = base == null;
         try {
-            remember(slot, putValue(slot, json, unread ? 0L : base.version()), json);
+            saved(value, slot, putValue(slot, json, unread ? 0L : base.version()), json);
         } catch (Conflict conflict) {
             if (unread) {
+                GetValueResponse current = conflict.retried ? getValue(slot) : null;
+                if (current != null && current.getFound() && current.getJson().equals(json)) {
+                    saved(value, slot, current.getVersion(), json); // our create landed; its reply was lost
+                    return;
+                }
                 throw conflict(slot, conflict.currentVersion, "not saved: the slot holds a state this process has"
                         + " not read successfully (a failed read must not overwrite it)");
             }
-            resolve(slot, base, json, conflict);
+            resolve(value, slot, base, json, conflict.retried);
         }
     }
 
-    private void resolve(Slot slot, Seen base, String mine, Conflict first) {
-        boolean retried = first.retried;
+    /**
+     * Remembers a value stored as it is: a later save of the same object (a 2.0 ReActAgent's
+     * {@code setPermissionMode} and {@code saveAgentState} save the state its call saved; a
+     * caller of {@code saveIfVersion} may go on with {@code save}) is a compare-and-set against
+     * this write, not against the slot's last read or the version {@code getVersioned} gave.
+     * Without it such a save after an absent read that was never followed by a save (an {@code
+     * agent.getPermissionMode(u, s)} before the first call, a first call that failed) counted as
+     * a create: a conflict under FAIL, the context stored twice under MERGE_APPENDED.
+     */
+    private void saved(State value, Slot slot, long version, String json) {
+        remember(slot, version, json);
+        reads.put(new ReadKey(value, droppedReads), new Seen(slot, version, json));
+    }
+
+    /** Remembers a merged write: the store holds {@code merged}, the object saved {@code mine}. */
+    private void savedMerged(State value, Slot slot, long version, String mine, String merged) {
+        remember(slot, version, merged);
+        reads.put(new ReadKey(value, droppedReads), new Seen(slot, version, mine, true));
+    }
+
+    private void resolve(State value, Slot slot, Seen base, String mine, boolean retried) {
         String sent = mine;
         for (int attempt = 0; ; attempt++) {
             GetValueResponse current = getValue(slot);
             if (retried && current.getFound() && current.getJson().equals(sent)) {
                 // Our own write landed before its reply was lost: nothing to resolve.
-                remember(slot, current.getVersion(), sent);
+                if (sent == mine) {
+                    saved(value, slot, current.getVersion(), sent);
+                } else {
+                    savedMerged(value, slot, current.getVersion(), mine, sent);
+                }
                 return;
             }
             if (conflictPolicy != ConflictPolicy.MERGE_APPENDED) {
@@ -300,7 +351,7 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
             try {
                 long version = putValue(slot, merged, current.getVersion());
                 log.info("merged a concurrent save of {} in session {} (version {})", slot.key(), slot.sessionId(), version);
-                remember(slot, version, merged);
+                savedMerged(value, slot, version, mine, merged);
                 return;
             } catch (Conflict again) {
                 retried = again.retried;
@@ -341,7 +392,17 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
             if (!(currentTree instanceof ObjectNode merged) || !(merged.get("context") instanceof ArrayNode mergedContext)) {
                 return null;
             }
-            for (int i = baseContext.size(); i < mineContext.size(); i++) {
+            int from = baseContext.size();
+            if (base == null) {
+                // Begun from no stored state: a fresh state, or one the legacy loader built from a
+                // 1.x session's messages, which another writer begun alike stored too. What it
+                // shares with the stored context from the start is not its own to add again.
+                while (from < mineContext.size() && from < mergedContext.size()
+                        && mineContext.get(from).equals(mergedContext.get(from))) {
+                    from++;
+                }
+            }
+            for (int i = from; i < mineContext.size(); i++) {
                 mergedContext.add(mineContext.get(i));
             }
             return TREES.writeValueAsString(merged);
@@ -446,7 +507,9 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
         synchronized (slots) {
             slots.keySet().removeIf(s -> s.userId().equals(any.userId()) && s.sessionId().equals(any.sessionId()));
         }
-        lists.keySet().removeIf(s -> s.userId().equals(any.userId()) && s.sessionId().equals(any.sessionId()));
+        synchronized (lists) {
+            lists.keySet().removeIf(s -> s.userId().equals(any.userId()) && s.sessionId().equals(any.sessionId()));
+        }
     }
 
     /** Deletes the key's single value, as AgentScope's own stores do (a list under it stays). */
@@ -532,12 +595,12 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
         String json = checkUnicode(JsonUtils.getJsonCodec().toJson(value), key);
         try {
             long version = putValue(slot, json, expectedVersion == UNVERSIONED ? null : expectedVersion);
-            remember(slot, version, json);
+            saved(value, slot, version, json);
             return version;
         } catch (Conflict conflict) {
             GetValueResponse current = conflict.retried ? getValue(slot) : null;
             if (current != null && current.getFound() && current.getJson().equals(json)) {
-                remember(slot, current.getVersion(), json); // our write landed; its reply was lost
+                saved(value, slot, current.getVersion(), json); // our write landed; its reply was lost
                 return current.getVersion();
             }
             return UNVERSIONED;
@@ -820,6 +883,11 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
         return reads.size();
     }
 
+    /** How many slots this store remembers an absent read or a list of (for tests). */
+    int rememberedAbsentReadAndListCount() {
+        return absentReads.size() + lists.size();
+    }
+
     /** How many slots this store remembers a state of (for tests). */
     int rememberedSlotCount() {
         return slots.size();
@@ -834,7 +902,9 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
     }
 
     private static Slot slot(String userId, String sessionId, String key) {
-        if (sessionId == null || sessionId.isBlank()) {
+        // As AgentScope's own stores fail: NullPointerException for null, else IllegalArgumentException.
+        Objects.requireNonNull(sessionId, "sessionId must not be null");
+        if (sessionId.isBlank()) {
             throw new IllegalArgumentException("sessionId must not be blank");
         }
         // protobuf would send '?' for half a surrogate pair: the slot of another session.

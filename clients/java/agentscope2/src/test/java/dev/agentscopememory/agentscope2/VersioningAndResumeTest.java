@@ -17,9 +17,27 @@ import io.agentscope.core.ReActAgent;
 import io.agentscope.core.message.Msg;
 import io.agentscope.core.message.MsgRole;
 import io.agentscope.core.state.AgentState;
+import io.agentscope.core.state.AgentStateStore;
+import io.agentscope.core.state.JsonFileAgentStateStore;
+import io.grpc.CallOptions;
+import io.grpc.Channel;
+import io.grpc.ClientCall;
+import io.grpc.ClientInterceptor;
+import io.grpc.ClientInterceptors;
+import io.grpc.ForwardingClientCall;
+import io.grpc.ForwardingClientCallListener;
+import io.grpc.Grpc;
+import io.grpc.InsecureChannelCredentials;
+import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
+import io.grpc.Status;
+import java.nio.file.Files;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -67,6 +85,31 @@ class VersioningAndResumeTest {
             VersionedState<AgentState> read = store.getVersioned("u", s, "agent_state", AgentState.class);
             assertEquals(3, read.version());
             assertEquals(List.of("一"), texts(read.value()));
+        }
+    }
+
+    /**
+     * A state read with getVersioned and stored with saveIfVersion, then saved again: the save
+     * compared against the version read, not the one saveIfVersion wrote, so it conflicted with
+     * its own write (FAIL) or merged the saveIfVersion's message in a second time (MERGE_APPENDED).
+     */
+    @Test
+    void aSaveAfterSaveIfVersionIsNotAConflictWithIt() {
+        for (ConflictPolicy policy : List.of(ConflictPolicy.FAIL, ConflictPolicy.MERGE_APPENDED)) {
+            String s = session();
+            try (RemoteAgentStateStore store = store(policy)) {
+                AgentState first = AgentState.builder().build();
+                first.contextMutable().add(msg("零"));
+                store.save("u", s, "agent_state", first);
+                VersionedState<AgentState> read = store.getVersioned("u", s, "agent_state", AgentState.class);
+                read.value().contextMutable().add(msg("一"));
+                assertEquals(2, store.saveIfVersion("u", s, "agent_state", read.value(), read.version()));
+                read.value().contextMutable().add(msg("二"));
+                store.save("u", s, "agent_state", read.value());
+                VersionedState<AgentState> stored = store.getVersioned("u", s, "agent_state", AgentState.class);
+                assertEquals(List.of("零", "一", "二"), texts(stored.value()), policy.name());
+                assertEquals(3, stored.version(), policy.name());
+            }
         }
     }
 
@@ -158,6 +201,33 @@ class VersioningAndResumeTest {
         }
     }
 
+    /**
+     * A 2.0.0 ReActAgent reads {@code toolkit_activeGroups} of every new session and never saves
+     * it, and {@code Memory.saveTo} saves a list per session: the store kept an entry for each
+     * such absent read and each list for its whole life, one more per session served.
+     */
+    @Test
+    void absentReadsAndListsOfManySessionsAreNotKeptForever() {
+        int remembered = 8;
+        try (RemoteAgentStateStore store = RemoteAgentStateStore.builder().target(server.target())
+                .rememberedSlots(remembered).build()) {
+            ReActAgent agent = Scripts.agent(new ScriptedModel(Scripts.answers("A", 3 * remembered)), store);
+            for (int i = 0; i < 3 * remembered; i++) {
+                String s = session();
+                Scripts.call(agent, "u", s, "第 " + i + " 个会话");
+                store.save("u", s, "memory_messages", List.of(msg("一"), msg("二")));
+            }
+            assertTrue(store.rememberedAbsentReadAndListCount() <= 2 * remembered,
+                    store.rememberedAbsentReadAndListCount() + " absent reads and lists remembered");
+            // A recent list still appends (its last state is remembered) and reads back whole.
+            String s = session();
+            store.save("u", s, "memory_messages", List.of(msg("一")));
+            store.save("u", s, "memory_messages", List.of(msg("一"), msg("二")));
+            assertEquals(List.of("一", "二"), store.getList("u", s, "memory_messages", Msg.class).stream()
+                    .map(Msg::getTextContent).toList());
+        }
+    }
+
     @Test
     void statesACallerReadAndDroppedAreNotKeptAlive() throws Exception {
         // A 2.0 ReActAgent reads its state at the start of every call and saves a new object at
@@ -222,6 +292,36 @@ class VersioningAndResumeTest {
         }
     }
 
+    /**
+     * A state whose save was merged with another writer's, saved again (a 2.0.0 ReActAgent's
+     * setPermissionMode saves its call's state): the save compared against the merged version
+     * and stored this object, dropping the other writer's turn that the merge had kept.
+     */
+    @Test
+    void aStateSavedAgainAfterAMergeKeepsWhatWasMergedIn() {
+        String s = session();
+        try (RemoteAgentStateStore a = store(ConflictPolicy.MERGE_APPENDED);
+                RemoteAgentStateStore b = store(ConflictPolicy.MERGE_APPENDED)) {
+            AgentState seed = AgentState.builder().build();
+            seed.contextMutable().add(msg("base"));
+            a.save(null, s, "agent_state", seed);
+            AgentState mine = a.get(null, s, "agent_state", AgentState.class).orElseThrow();
+            AgentState theirs = b.get(null, s, "agent_state", AgentState.class).orElseThrow();
+            theirs.contextMutable().add(msg("from b"));
+            b.save(null, s, "agent_state", theirs);
+            mine.contextMutable().add(msg("from a"));
+            a.save(null, s, "agent_state", mine);
+            assertEquals(List.of("base", "from b", "from a"), texts(b.get(null, s, "agent_state", AgentState.class).orElseThrow()));
+            mine.contextMutable().add(msg("a again"));
+            a.save(null, s, "agent_state", mine);
+            assertEquals(List.of("base", "from b", "from a", "a again"),
+                    texts(b.get(null, s, "agent_state", AgentState.class).orElseThrow()));
+            a.save(null, s, "agent_state", mine); // nothing new: nothing added
+            assertEquals(List.of("base", "from b", "from a", "a again"),
+                    texts(b.get(null, s, "agent_state", AgentState.class).orElseThrow()));
+        }
+    }
+
     @Test
     void aFailedLoadCannotWipeTheStoredState() throws Exception {
         String s = session();
@@ -240,6 +340,108 @@ class VersioningAndResumeTest {
             assertThrows(ConcurrentStateModificationException.class,
                     () -> store.save("u", s, "agent_state", AgentState.builder().build()));
             assertEquals(List.of("precious"), texts(store.get("u", s, "agent_state", AgentState.class).orElseThrow()));
+        }
+    }
+
+    /** {@code channel} with the answer of the next PutValue lost (stored on the server) while {@code lose} is set. */
+    static Channel losingNextPutValueAnswer(Channel channel, AtomicBoolean lose) {
+        return ClientInterceptors.intercept(channel, new ClientInterceptor() {
+            @Override
+            public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
+                ClientCall<Q, R> call = next.newCall(method, options);
+                if (!method.getFullMethodName().endsWith("/PutValue") || !lose.getAndSet(false)) {
+                    return call;
+                }
+                return new ForwardingClientCall.SimpleForwardingClientCall<>(call) {
+                    @Override
+                    public void start(Listener<R> listener, Metadata headers) {
+                        super.start(new ForwardingClientCallListener.SimpleForwardingClientCallListener<>(listener) {
+                            @Override
+                            public void onMessage(R message) {
+                                // stored on the server; the answer never arrives
+                            }
+
+                            @Override
+                            public void onClose(Status status, Metadata trailers) {
+                                super.onClose(Status.UNAVAILABLE.withDescription("answer lost (test)"), trailers);
+                            }
+                        }, headers);
+                    }
+                };
+            }
+        });
+    }
+
+    /**
+     * A save of a slot this process has not read is a create. When the create landed but its
+     * answer was lost, the replay found the slot taken and the save failed as a conflict with a
+     * state "this process has not read", though the state stored was its own.
+     */
+    @Test
+    void aCreateWhoseAnswerWasLostIsNotAConflictWithItself() {
+        ManagedChannel channel = Grpc.newChannelBuilder(server.target(), InsecureChannelCredentials.create()).build();
+        AtomicBoolean lose = new AtomicBoolean();
+        try (RemoteAgentStateStore store = RemoteAgentStateStore.builder().channel(losingNextPutValueAnswer(channel, lose))
+                .conflictPolicy(ConflictPolicy.FAIL).build()) {
+            String s = session();
+            AgentState state = AgentState.builder().build();
+            state.contextMutable().add(msg("第一句"));
+            lose.set(true);
+            store.save("u", s, "agent_state", state);
+            assertFalse(lose.get(), "the answer was lost");
+            state.contextMutable().add(msg("第二句"));
+            store.save("u", s, "agent_state", state);
+            VersionedState<AgentState> stored = store.getVersioned("u", s, "agent_state", AgentState.class);
+            assertEquals(List.of("第一句", "第二句"), texts(stored.value()));
+            assertEquals(2, stored.version());
+
+            // Another state on a slot not read, whose create did not land: still refused.
+            String t = session();
+            AgentState theirs = AgentState.builder().build();
+            theirs.contextMutable().add(msg("别人的"));
+            try (RemoteAgentStateStore other = store(ConflictPolicy.OVERWRITE)) {
+                other.save("u", t, "agent_state", theirs);
+            }
+            lose.set(true);
+            assertThrows(ConcurrentStateModificationException.class, () -> store.save("u", t, "agent_state", state));
+            assertEquals(List.of("别人的"), texts(store.get("u", t, "agent_state", AgentState.class).orElseThrow()));
+        } finally {
+            channel.shutdownNow();
+        }
+    }
+
+    /** What each operation throws for a null and a blank session id: class and message. */
+    static List<String> sessionIdFailures(AgentStateStore store) {
+        List<String> out = new ArrayList<>();
+        for (String sessionId : new String[] {null, " \t"}) {
+            List<Runnable> calls = List.of(
+                    () -> store.save("u", sessionId, "agent_state", AgentState.builder().build()),
+                    () -> store.save("u", sessionId, "memory_messages", List.of(msg("x"))),
+                    () -> store.get("u", sessionId, "agent_state", AgentState.class),
+                    () -> store.getList("u", sessionId, "memory_messages", Msg.class),
+                    () -> store.exists("u", sessionId),
+                    () -> store.delete("u", sessionId),
+                    () -> store.delete("u", sessionId, "agent_state"));
+            for (Runnable call : calls) {
+                try {
+                    call.run();
+                    out.add("no exception");
+                } catch (RuntimeException e) {
+                    out.add(e.getClass().getName() + ": " + e.getMessage());
+                }
+            }
+        }
+        return out;
+    }
+
+    /** A null session id was an IllegalArgumentException; AgentScope's stores throw NullPointerException. */
+    @Test
+    void aMissingSessionIdFailsAsInAgentScopesOwnStore() throws Exception {
+        java.nio.file.Path root = Files.createTempDirectory("json-store");
+        List<String> want = sessionIdFailures(new JsonFileAgentStateStore(root));
+        assertEquals("java.lang.NullPointerException: sessionId must not be null", want.get(0));
+        try (RemoteAgentStateStore store = store(ConflictPolicy.MERGE_APPENDED)) {
+            assertEquals(want, sessionIdFailures(store));
         }
     }
 
