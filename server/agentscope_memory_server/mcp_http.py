@@ -16,6 +16,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import parse_qsl
 
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.server.lowlevel import Server
 from mcp.server.sse import SseServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -99,6 +101,10 @@ class McpHttpApp:
             await _json(send, status, {"error": message}, extra)
             return
         scope.setdefault("state", {})[REQUEST_STATE_KEY] = bound
+        # The SDK's transports remember who opened a session and answer 404 to anyone else, but
+        # only for an authenticated user in the scope: without it, any key that knew a session
+        # id could end (DELETE) or take over the event stream (GET) of another tenant's session.
+        scope["user"] = AuthenticatedUser(AccessToken(token="", client_id=bound.tenant, scopes=[]))
         if path.rstrip("/") == STREAMABLE_PATH:
             if scope.get("method") == "POST":
                 checked = await self._checked_body(receive, send)
