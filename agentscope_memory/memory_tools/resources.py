@@ -20,6 +20,7 @@ from agentscope_memory.errors import InvalidArgumentError, NotFoundError
 from agentscope_memory.ids import check_id
 from agentscope_memory.long_term.engine import Scope
 from agentscope_memory.memory_tools.access import MemoryAccess
+from agentscope_memory.memory_tools.budget import RESULT_BUDGET, resource_cost
 from agentscope_memory.memory_tools.connection import Connection
 from agentscope_memory.memory_tools.tools import (
     MAX_PAGE_SIZE,
@@ -88,7 +89,8 @@ async def read_resource(access: MemoryAccess, conn: Connection, uri: str) -> dic
         for name in set(params) - allowed_paging:
             raise InvalidArgumentError(name, "is not a parameter of working-memory URIs; use page_size and page_token")
         size = _page_size(params)
-        page = await access.read_messages(memory_id, size, params.get("page_token", ""))
+        page = await access.read_messages(memory_id, size, params.get("page_token", ""),
+                                          (lambda m: resource_cost(message_json(m)), RESULT_BUDGET))
         out: dict[str, Any] = {
             "working_memory_id": memory_id,
             "messages": [message_json(m) for m in page.messages],
@@ -107,7 +109,7 @@ async def read_resource(access: MemoryAccess, conn: Connection, uri: str) -> dic
             values[name] = fixed
         scope = Scope(values["agent_name"], values["user_id"], values["run_name"]).validate("uri")
         size = _page_size(params)
-        items, token = await list_page(access, scope, size, params.get("page_token", ""))
+        items, token = await list_page(access, scope, size, params.get("page_token", ""), resource_cost)
         out = {"scope": {k: v for k, v in values.items() if v}, "memories": [item_json(i) for i in items]}
         if token:
             out["next_page_uri"] = long_term_uri(scope, size, token)
