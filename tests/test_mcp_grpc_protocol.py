@@ -104,3 +104,25 @@ async def test_a_body_that_is_not_utf8_or_is_nested_too_deeply_is_a_parse_error(
         bad_json = await http.post(url, headers=headers, content=b"{not json")
         assert bad_json.status_code == 400 and bad_json.json()["error"]["code"] == -32700
         assert _rpc(await http.post(url, headers=headers, json={"jsonrpc": "2.0", "id": 2, "method": "ping"}))["result"] == {}
+
+
+@pytest.mark.parametrize("request_id", [None, 1.5, True, {"n": 1}, [1]])
+async def test_a_request_with_an_id_mcp_forbids_is_answered_not_ignored(server_factory, request_id) -> None:
+    # The SDK took such a request for a notification: HTTP 202 and no answer, ever, so the
+    # client waited until its timeout. MCP ids are strings or integers, never null.
+    server = await server_factory(mcp_port=0)
+    url = f"http://127.0.0.1:{server.mcp_port}/mcp"
+    async with httpx.AsyncClient(timeout=30) as http:
+        session_id, _ = await _session(http, url, mcp.types.LATEST_PROTOCOL_VERSION)
+        headers = {**ACCEPT, "mcp-session-id": session_id}
+        response = await http.post(url, headers=headers, json={"jsonrpc": "2.0", "id": request_id, "method": "ping"})
+        assert response.status_code == 400, response.text
+        answer = response.json()
+        assert answer["id"] is None and answer["error"]["code"] == -32600
+        assert "id must be a string or an integer" in answer["error"]["message"]
+        # Ids MCP allows, and notifications, are served as before.
+        for good in ("请求-1", 7, 0, -3):
+            assert _rpc(await http.post(url, headers=headers, json={"jsonrpc": "2.0", "id": good, "method": "ping"})) == {
+                "jsonrpc": "2.0", "id": good, "result": {}}
+        notified = await http.post(url, headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert notified.status_code == 202

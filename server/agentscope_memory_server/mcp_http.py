@@ -52,6 +52,21 @@ def _headers(scope: Scope) -> dict[str, str]:
     return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
 
 
+def _invalid_id(message: Any) -> str:
+    """Why a request's id is not one MCP allows ("" when it is, or the message is no request).
+    The SDK took a request with a null, fractional, boolean or structured id for a notification
+    (202, no answer), so its client waited for an answer that never came."""
+    if not isinstance(message, dict) or "method" not in message or "id" not in message:
+        return ""
+    value = message["id"]
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return ""
+    shown = json.dumps(value)
+    return f"id must be a string or an integer, not {shown[:40]}; a notification has no id"
+
+
 class McpHttpApp:
     """The ASGI app. `lifespan()` must run around serving (it runs the streamable HTTP session
     manager's task group)."""
@@ -119,7 +134,7 @@ class McpHttpApp:
 
     async def _checked_body(self, receive: Receive, send: Send) -> Receive | None:
         """The POSTed body, read whole and replayed to the SDK; None once a JSON-RPC parse
-        error is answered. The SDK catches only JSONDecodeError: a body that is not UTF-8 or
+        error or an invalid request id is answered. The SDK catches only JSONDecodeError: a body that is not UTF-8 or
         is nested past Python's recursion limit became an HTTP 500 there."""
         chunks: list[bytes] = []
         while True:
@@ -130,8 +145,9 @@ class McpHttpApp:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
+        code = -32700
         try:
-            json.loads(body)
+            parsed = json.loads(body)
         except UnicodeDecodeError as exc:
             reason = f"the body is not UTF-8 ({exc.reason} at byte {exc.start})"
         except RecursionError:
@@ -139,10 +155,12 @@ class McpHttpApp:
         except ValueError:
             reason = ""  # plain bad JSON: the SDK's own parse error says where
         else:
-            reason = ""
+            reason = _invalid_id(parsed)
+            code = -32600
         if reason:
+            kind = "Parse error" if code == -32700 else "Invalid Request"
             await _json(send, 400, {"jsonrpc": "2.0", "id": None,
-                                    "error": {"code": -32700, "message": f"Parse error: {reason}"}})
+                                    "error": {"code": code, "message": f"{kind}: {reason}"}})
             return None
         replay: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
 
