@@ -114,3 +114,19 @@ async def test_a_session_serves_only_the_tenant_that_opened_it(server_factory) -
         answer = await http.post(url, json=ping, headers={**ACCEPT, **session, "x-api-key": KEY_A})
         assert answer.status_code == 200 and '"result":{}' in answer.text
         assert (await http.delete(url, headers={**ACCEPT, **session, "authorization": f"Token {KEY_A}"})).status_code == 200
+
+
+@pytest.mark.parametrize("query, message", [
+    # A URL templated with a user that was missing: the scope must not be left open.
+    ("user_id=", "user_id: must not be empty"),
+    ("user_id=alice&agent_name=", "agent_name: must not be empty"),
+    # Which user was meant? The last one used to win silently.
+    ("user_id=alice&user_id=mallory", "user_id: is given more than once"),
+    # Not UTF-8: it used to become U+FFFD, a user nobody meant.
+    ("user_id=%FF", "invalid MCP URL"),
+])
+async def test_a_url_that_does_not_say_one_scope_is_refused(server_factory, query, message) -> None:
+    server = await server_factory(mcp_port=0)
+    async with httpx.AsyncClient() as http:
+        response = await http.post(f"http://127.0.0.1:{server.mcp_port}/mcp?{query}", json=INIT, headers=ACCEPT)
+        assert response.status_code == 400 and message in response.json()["error"], response.text

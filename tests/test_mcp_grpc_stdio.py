@@ -142,3 +142,10 @@ async def test_target_filters_as_an_in_process_server_does(server_factory) -> No
                 found = data(await session.call_tool("search_long_term_memory", {
                     "query": query, "user_id": "茶客", "top_k": 2, "filters": filters}))
                 assert [r["text"] for r in found["results"]] == expected, (filters, session is forwarded)
+
+
+def test_an_empty_scope_flag_is_refused_not_left_open(tmp_path) -> None:
+    # `--user-id "$USER_ID"` with the variable unset: every user's memories were open to the model.
+    done = subprocess.run([EXE, "mcp", "--data-dir", str(tmp_path), "--user-id", ""], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=60, env={**os.environ, "MEM0_TELEMETRY": "False"})
+    assert done.returncode == 2 and "user_id: must not be empty" in done.stderr, done

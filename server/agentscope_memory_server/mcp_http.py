@@ -94,7 +94,12 @@ class McpHttpApp:
             return 429, str(exc), [(b"retry-after", str(exc.retry_after).encode())]
         try:
             raw = scope.get("query_string", b"").decode("utf-8")
-            params = dict(parse_qsl(raw, keep_blank_values=False))
+            pairs = parse_qsl(raw, keep_blank_values=True, errors="strict")
+            names = [name for name, _ in pairs]
+            twice = next((name for name in names if names.count(name) > 1), None)
+            if twice is not None:  # which one was meant? (the last used to win silently)
+                raise InvalidArgumentError(twice, "is given more than once")
+            params = dict(pairs)
             conn = self.bind.narrowed(Connection.from_params(params, ignore=("session_id",)))
         except (InvalidArgumentError, UnicodeDecodeError) as exc:
             return 400, f"invalid MCP URL: {exc}", []
