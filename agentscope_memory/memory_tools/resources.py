@@ -136,7 +136,14 @@ async def list_resources(access: MemoryAccess, conn: Connection, cursor: str) ->
             out.append(ResourceInfo(working_memory_uri(conn.working_memory_id), f"working memory {conn.working_memory_id}",
                                     "The conversation's messages, oldest first, paged."))
         return out, ""
-    page = await access.list_working_memories(100, cursor)
+    try:
+        page = await access.list_working_memories(100, cursor)
+    except InvalidArgumentError as exc:
+        if exc.field != "page_token":
+            raise
+        # The client sent MCP's `cursor`; a message naming `page_token` would leave it guessing.
+        raise InvalidArgumentError("cursor", f"{exc.reason}; send the nextCursor of the previous page, "
+                                             "or none for the first") from None
     for m in page.memories:
         out.append(ResourceInfo(working_memory_uri(m.memory_id), f"working memory {m.memory_id}",
                                 f"{m.message_count} messages ({m.kind}), oldest first, paged."))
