@@ -32,6 +32,7 @@ from agentscope_memory.memory_tools.budget import RESULT_BUDGET, tool_cost
 from agentscope_memory.memory_tools.connection import Connection
 from agentscope_memory.message import Msg, MsgRole
 from agentscope_memory.paging import cut_to_budget
+from agentscope_memory.validation.messages import check_json_value
 
 MAX_TEXTS = 100
 MAX_TEXT_CHARS = 64 * 1024
@@ -283,6 +284,9 @@ class _Args:
             return None
         if not isinstance(value, dict):
             raise InvalidArgumentError(name, f"must be a JSON object, not {_json_type(value)}")
+        # Before measuring it: a lone surrogate (valid JSON escape, no UTF-8 form) made the
+        # measure itself fail, an internal error instead of this argument's.
+        check_json_value(value, name)
         size = len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
         if size > MAX_METADATA_BYTES:
             raise ResourceExhaustedError(name, f"is {size} bytes as JSON; at most {MAX_METADATA_BYTES}")
