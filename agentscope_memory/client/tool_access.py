@@ -24,9 +24,6 @@ from agentscope_memory.memory_tools.access import (
 )
 from agentscope_memory.message import Msg
 
-# The server's ListLongTermMemories page_size limit.
-MAX_REMOTE_LIST = 1000
-
 
 class RemoteAccess:
     """`MemoryAccess` over gRPC. Failures arrive as the library's errors (the clients translate
@@ -50,8 +47,10 @@ class RemoteAccess:
         # server filters by metadata before its top-k cut, with the same equality.
         return await self.long_term.search(scope, query, top_k=limit, metadata=filters or None)
 
-    async def list_long_term(self, scope: Scope, limit: int) -> list[LongTermItem]:
-        return await self.long_term.list(scope, min(limit, MAX_REMOTE_LIST))
+    async def list_long_term(self, scope: Scope, limit: int, offset: int = 0) -> list[LongTermItem]:
+        # ListLongTermMemories has no offset: read past it (the client follows the pages). The
+        # limit is not capped at one gRPC page: that ended a listing at 1,000 memories.
+        return (await self.long_term.list(scope, offset + limit))[offset:]
 
     async def get(self, memory_id: str) -> LongTermItem:
         return await self.long_term.get(memory_id)

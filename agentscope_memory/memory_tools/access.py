@@ -64,7 +64,9 @@ class MemoryAccess(Protocol):
         """The best `limit` memories of `scope` for `query` whose metadata has every key/value
         of `filters`, best first."""
         ...
-    async def list_long_term(self, scope: Scope, limit: int) -> list[LongTermItem]: ...
+    async def list_long_term(self, scope: Scope, limit: int, offset: int = 0) -> list[LongTermItem]:
+        """Up to `limit` memories of `scope`, oldest first, after the first `offset`."""
+        ...
     async def get(self, memory_id: str) -> LongTermItem: ...
     async def update(self, memory_id: str, text: str | None, metadata: dict[str, Any] | None,
                      importance: float | None = None) -> LongTermItem:
@@ -113,8 +115,8 @@ class ServiceAccess:
         items, _domain = await engine.search_ranked(self.tenant, scope, query, options)
         return list(items)
 
-    async def list_long_term(self, scope: Scope, limit: int) -> list[LongTermItem]:
-        return await self._engine().list(self.tenant, scope, limit)
+    async def list_long_term(self, scope: Scope, limit: int, offset: int = 0) -> list[LongTermItem]:
+        return await self._engine().list(self.tenant, scope, limit, offset=offset)
 
     async def get(self, memory_id: str) -> LongTermItem:
         return await self._engine().get(self.tenant, memory_id)

@@ -39,8 +39,6 @@ MAX_TEXT_CHARS = 64 * 1024
 MAX_TOP_K = 50
 MAX_PAGE_SIZE = 100
 MAX_METADATA_BYTES = 16 * 1024
-# Listing long-term memories pages by offset over the engine's list; beyond this, search.
-MAX_LIST_OFFSET = 10_000
 
 ADD = "add_long_term_memory"
 SEARCH = "search_long_term_memory"
@@ -412,7 +410,7 @@ def _decode_offset(token: str, scope: Scope) -> int:
     try:
         value = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
         if (isinstance(value, list) and len(value) == 5 and value[:4] == ["ltm-list", scope.agent_name, scope.user_id, scope.run_name]
-                and isinstance(value[4], int) and 0 < value[4] <= MAX_LIST_OFFSET):
+                and isinstance(value[4], int) and not isinstance(value[4], bool) and 0 < value[4]):
             return value[4]
     except (ValueError, binascii.Error, UnicodeDecodeError):
         pass
@@ -425,12 +423,13 @@ async def list_page(access: MemoryAccess, scope: Scope, page_size: int, page_tok
     `RESULT_BUDGET` as `cost` counts each memory's JSON), and the token of the next ("" at the
     end)."""
     offset = _decode_offset(page_token, scope)
-    items = await access.list_long_term(scope, offset + page_size + 1)
-    page = items[offset:offset + page_size]
+    # Every memory is listed, however many: a listing that stopped at an offset cap ended
+    # early with no next_page_token, as if the scope held no more.
+    items = await access.list_long_term(scope, page_size + 1, offset)
+    page = items[:page_size]
     page = page[:cut_to_budget(page, lambda i: cost(item_json(i)), RESULT_BUDGET)]
-    end = offset + len(page)
-    more = len(items) > end and end < MAX_LIST_OFFSET
-    return page, _encode_offset(scope, end) if more else ""
+    more = len(items) > len(page)
+    return page, _encode_offset(scope, offset + len(page)) if more else ""
 
 
 def _fitting(values: list[dict[str, Any]]) -> int:
