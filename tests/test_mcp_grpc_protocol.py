@@ -126,3 +126,26 @@ async def test_a_request_with_an_id_mcp_forbids_is_answered_not_ignored(server_f
                 "jsonrpc": "2.0", "id": good, "result": {}}
         notified = await http.post(url, headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
         assert notified.status_code == 202
+
+
+@pytest.mark.parametrize("number, reason", [
+    ("NaN", "NaN is not a JSON number"), ("-Infinity", "-Infinity is not a JSON number"),
+    ("1e999", "the number 1e999 is out of range"),
+])
+async def test_a_number_json_does_not_have_is_a_parse_error_not_a_dropped_argument(server_factory, number, reason) -> None:
+    # Python's json.dumps writes NaN; the SDK read it (and 1e999) and passed null on, so the
+    # importance was dropped without a word and the memory stored without it.
+    server = await server_factory(mcp_port=0)
+    url = f"http://127.0.0.1:{server.mcp_port}/mcp"
+    async with httpx.AsyncClient(timeout=60) as http:
+        session_id, _ = await _session(http, url, mcp.types.LATEST_PROTOCOL_VERSION)
+        headers = {**ACCEPT, "mcp-session-id": session_id, "content-type": "application/json"}
+        body = ('{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add_long_term_memory",'
+                '"arguments":{"texts":["Judy 喜欢数学"],"user_id":"judy","importance":%s}}}' % number)
+        response = await http.post(url, headers=headers, content=body.encode())
+        assert response.status_code == 400, response.text
+        error = response.json()["error"]
+        assert error["code"] == -32700 and error["message"] == f"Parse error: {reason}"
+        listed = _rpc(await http.post(url, headers=headers, json={"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "list_long_term_memories", "arguments": {"user_id": "judy"}}}))
+        assert listed["result"]["structuredContent"]["memories"] == []

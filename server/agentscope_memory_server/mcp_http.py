@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import parse_qsl
@@ -50,6 +51,23 @@ async def _json(send: Send, status: int, body: dict[str, Any], headers: list[tup
 
 def _headers(scope: Scope) -> dict[str, str]:
     return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+
+
+class _NotJsonNumber(ValueError):
+    pass
+
+
+# Python reads NaN, Infinity and 1e999 where JSON has no such numbers; the SDK then passed them
+# on as null, so an argument (an importance, a metadata value) was silently dropped.
+def _not_json_number(constant: str) -> float:
+    raise _NotJsonNumber(f"{constant} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise _NotJsonNumber(f"the number {text[:40]} is out of range")
+    return value
 
 
 def _invalid_id(message: Any) -> str:
@@ -152,7 +170,9 @@ class McpHttpApp:
         body = b"".join(chunks)
         code = -32700
         try:
-            parsed = json.loads(body)
+            parsed = json.loads(body, parse_constant=_not_json_number, parse_float=_finite_float)
+        except _NotJsonNumber as exc:
+            reason = str(exc)
         except UnicodeDecodeError as exc:
             reason = f"the body is not UTF-8 ({exc.reason} at byte {exc.start})"
         except RecursionError:
