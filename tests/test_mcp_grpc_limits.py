@@ -127,3 +127,41 @@ async def test_no_tool_answer_or_resource_page_exceeds_4_mib(server_factory) -> 
             said += [m["text"][:2] for m in content["messages"]]
             uri = content.get("next_page_uri", "")
         assert said == [f"{i:02d}" for i in range(12)]
+
+
+async def test_a_message_too_large_for_one_answer_comes_cut_and_marked(server_factory) -> None:
+    # gRPC takes a message of almost 4 MiB; as MCP JSON (twice, once inside a string) its text
+    # costs several times that. A page always carries its first message, so the text is cut.
+    from agentscope_memory.client import AsyncMemoryClient
+    from agentscope_memory.message import Msg, MsgRole
+
+    server = await server_factory(mcp_port=0)
+    huge = '"' * 3_000_000
+    async with AsyncMemoryClient(server.address, timeout=60) as client:
+        await client.create_memory("大文件")
+        await client.add_messages("大文件", [Msg.create(MsgRole.USER, "before"), Msg.create(MsgRole.TOOL, huge),
+                                           Msg.create(MsgRole.USER, "after")])
+    async with httpx.AsyncClient(timeout=httpx.Timeout(60, read=600)) as http:
+        s = await _session(http, f"http://127.0.0.1:{server.mcp_port}/mcp")
+        seen, token = [], ""
+        while True:
+            page, size = await s.call("read_working_memory", {"working_memory_id": "大文件",
+                                                              **({"page_token": token} if token else {})})
+            assert size <= LIMIT
+            seen += page["messages"]
+            token = page["next_page_token"]
+            if not token:
+                break
+        assert [m["text"][:6] for m in seen] == ["before", '""""""', "after"]
+        big = seen[1]
+        assert big["text_truncated"] is True and big["text_length"] == len(huge)
+        assert 100_000 < len(big["text"]) < len(huge) and huge.startswith(big["text"])
+        assert "text_truncated" not in seen[0] and "text_truncated" not in seen[2]
+        uri, read = "agentscope-memory://working-memory/%E5%A4%A7%E6%96%87%E4%BB%B6", []
+        while uri:
+            result, size = await s.request("resources/read", {"uri": uri})
+            assert size <= LIMIT
+            content = json.loads(result["contents"][0]["text"])
+            read += content["messages"]
+            uri = content.get("next_page_uri", "")
+        assert [m.get("text_truncated", False) for m in read] == [False, True, False]

@@ -20,7 +20,7 @@ from agentscope_memory.errors import InvalidArgumentError, NotFoundError
 from agentscope_memory.ids import check_id
 from agentscope_memory.long_term.engine import Scope
 from agentscope_memory.memory_tools.access import MemoryAccess
-from agentscope_memory.memory_tools.budget import RESULT_BUDGET, resource_cost
+from agentscope_memory.memory_tools.budget import RESULT_BUDGET, fit_text, resource_cost
 from agentscope_memory.memory_tools.connection import Connection
 from agentscope_memory.memory_tools.tools import (
     MAX_PAGE_SIZE,
@@ -93,7 +93,7 @@ async def read_resource(access: MemoryAccess, conn: Connection, uri: str) -> dic
                                           (lambda m: resource_cost(message_json(m)), RESULT_BUDGET))
         out: dict[str, Any] = {
             "working_memory_id": memory_id,
-            "messages": [message_json(m) for m in page.messages],
+            "messages": [fit_text(message_json(m), resource_cost) for m in page.messages],
             "total_size": page.total_size,
         }
         if page.next_page_token:

@@ -28,7 +28,7 @@ from agentscope_memory.errors import (
 from agentscope_memory.ids import check_id
 from agentscope_memory.long_term.engine import HistoryEntry, LongTermItem, Scope
 from agentscope_memory.memory_tools.access import MemoryAccess
-from agentscope_memory.memory_tools.budget import RESULT_BUDGET, tool_cost
+from agentscope_memory.memory_tools.budget import RESULT_BUDGET, fit_text, tool_cost
 from agentscope_memory.memory_tools.connection import Connection
 from agentscope_memory.message import Msg, MsgRole
 from agentscope_memory.paging import cut_to_budget
@@ -569,7 +569,7 @@ class MemoryTools:
                                                (lambda m: tool_cost(message_json(m)), RESULT_BUDGET))
         return {
             "working_memory_id": memory_id,
-            "messages": [message_json(m) for m in page.messages],
+            "messages": [fit_text(message_json(m), tool_cost) for m in page.messages],
             "total_size": page.total_size,
             "next_page_token": page.next_page_token,
         }
