@@ -95,3 +95,38 @@ async def test_sse_for_older_clients_keeps_its_key_and_scope(server_factory) -> 
         assert found["results"][0]["text"] == "Frank drives an electric car"
     async with http_session(f"http://127.0.0.1:{server.mcp_port}/mcp?user_id=frank", {"x-api-key": KEY_B}) as other:
         assert data(await other.call_tool("search_long_term_memory", {"query": "what car"}))["results"] == []
+
+
+async def test_a_session_serves_only_the_tenant_that_opened_it(server_factory) -> None:
+    # A session id travels in a header and logs; another tenant's key that learns it must
+    # neither end the session (DELETE), take its event stream (GET) nor post into it.
+    server = await server_factory(mcp_port=0, api_keys=KEYS)
+    url = f"http://127.0.0.1:{server.mcp_port}/mcp"
+    ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+    async with httpx.AsyncClient(timeout=30) as http:
+        opened = await http.post(url, json=INIT, headers={**ACCEPT, "x-api-key": KEY_A})
+        session = {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+        b = {**ACCEPT, **session, "authorization": f"Bearer {KEY_B}"}
+        assert (await http.delete(url, headers=b)).status_code == 404
+        assert (await http.post(url, json=ping, headers=b)).status_code == 404
+        assert (await http.get(url, headers=b)).status_code == 404
+        # The session is still A's and still open.
+        answer = await http.post(url, json=ping, headers={**ACCEPT, **session, "x-api-key": KEY_A})
+        assert answer.status_code == 200 and '"result":{}' in answer.text
+        assert (await http.delete(url, headers={**ACCEPT, **session, "authorization": f"Token {KEY_A}"})).status_code == 200
+
+
+@pytest.mark.parametrize("query, message", [
+    # A URL templated with a user that was missing: the scope must not be left open.
+    ("user_id=", "user_id: must not be empty"),
+    ("user_id=alice&agent_name=", "agent_name: must not be empty"),
+    # Which user was meant? The last one used to win silently.
+    ("user_id=alice&user_id=mallory", "user_id: is given more than once"),
+    # Not UTF-8: it used to become U+FFFD, a user nobody meant.
+    ("user_id=%FF", "invalid MCP URL"),
+])
+async def test_a_url_that_does_not_say_one_scope_is_refused(server_factory, query, message) -> None:
+    server = await server_factory(mcp_port=0)
+    async with httpx.AsyncClient() as http:
+        response = await http.post(f"http://127.0.0.1:{server.mcp_port}/mcp?{query}", json=INIT, headers=ACCEPT)
+        assert response.status_code == 400 and message in response.json()["error"], response.text

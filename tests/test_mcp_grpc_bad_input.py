@@ -3,6 +3,7 @@ what to send, the session goes on, and nothing stored changes."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from mcp_helpers import data, error_text, http_session
@@ -110,3 +111,32 @@ async def test_every_bad_argument_is_a_tool_error_and_changes_nothing(server_fac
         for other in ("chat", "a\x1fb"):
             assert error_text(await s.call_tool("read_working_memory", {"working_memory_id": other})).startswith(
                 ("Not found", "Invalid argument"))
+
+
+async def test_a_lone_surrogate_in_filters_or_metadata_is_that_arguments_error(server_factory) -> None:
+    # `"\ud800"` is a valid JSON escape but no Unicode text (the SDK's own client cannot even
+    # send it, so the request is written by hand). A filter holding one was an internal error.
+    import httpx
+
+    server = await server_factory(mcp_port=0)
+    url = f"http://127.0.0.1:{server.mcp_port}/mcp"
+    accept = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    init = (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+            b'"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}')
+    cases = [
+        (b'"search_long_term_memory","arguments":{"query":"q","user_id":"u","filters":{"k":"\\ud800"}}',
+         "Invalid argument filters: contains a lone surrogate"),
+        (b'"add_long_term_memory","arguments":{"texts":["x"],"user_id":"u","metadata":{"k":["\\udc00"]}}',
+         "Invalid argument metadata: contains a lone surrogate"),
+        (b'"update_long_term_memory","arguments":{"memory_id":"m","metadata":{"k":"\\ud800"}}',
+         "Invalid argument metadata: contains a lone surrogate"),
+    ]
+    async with httpx.AsyncClient(timeout=60) as http:
+        opened = await http.post(url, content=init, headers=accept)
+        headers = {**accept, "mcp-session-id": opened.headers["mcp-session-id"]}
+        for n, (call, expected) in enumerate(cases):
+            body = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%s}}' % (n + 2, call)
+            answer = await http.post(url, content=body, headers=headers)
+            line = next(x for x in answer.text.splitlines() if x.startswith("data:"))
+            result = json.loads(line[5:])["result"]
+            assert result["isError"] and result["content"][0]["text"].startswith(expected), result

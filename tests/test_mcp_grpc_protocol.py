@@ -104,3 +104,48 @@ async def test_a_body_that_is_not_utf8_or_is_nested_too_deeply_is_a_parse_error(
         bad_json = await http.post(url, headers=headers, content=b"{not json")
         assert bad_json.status_code == 400 and bad_json.json()["error"]["code"] == -32700
         assert _rpc(await http.post(url, headers=headers, json={"jsonrpc": "2.0", "id": 2, "method": "ping"}))["result"] == {}
+
+
+@pytest.mark.parametrize("request_id", [None, 1.5, True, {"n": 1}, [1]])
+async def test_a_request_with_an_id_mcp_forbids_is_answered_not_ignored(server_factory, request_id) -> None:
+    # The SDK took such a request for a notification: HTTP 202 and no answer, ever, so the
+    # client waited until its timeout. MCP ids are strings or integers, never null.
+    server = await server_factory(mcp_port=0)
+    url = f"http://127.0.0.1:{server.mcp_port}/mcp"
+    async with httpx.AsyncClient(timeout=30) as http:
+        session_id, _ = await _session(http, url, mcp.types.LATEST_PROTOCOL_VERSION)
+        headers = {**ACCEPT, "mcp-session-id": session_id}
+        response = await http.post(url, headers=headers, json={"jsonrpc": "2.0", "id": request_id, "method": "ping"})
+        assert response.status_code == 400, response.text
+        answer = response.json()
+        assert answer["id"] is None and answer["error"]["code"] == -32600
+        assert "id must be a string or an integer" in answer["error"]["message"]
+        # Ids MCP allows, and notifications, are served as before.
+        for good in ("请求-1", 7, 0, -3):
+            assert _rpc(await http.post(url, headers=headers, json={"jsonrpc": "2.0", "id": good, "method": "ping"})) == {
+                "jsonrpc": "2.0", "id": good, "result": {}}
+        notified = await http.post(url, headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert notified.status_code == 202
+
+
+@pytest.mark.parametrize("number, reason", [
+    ("NaN", "NaN is not a JSON number"), ("-Infinity", "-Infinity is not a JSON number"),
+    ("1e999", "the number 1e999 is out of range"),
+])
+async def test_a_number_json_does_not_have_is_a_parse_error_not_a_dropped_argument(server_factory, number, reason) -> None:
+    # Python's json.dumps writes NaN; the SDK read it (and 1e999) and passed null on, so the
+    # importance was dropped without a word and the memory stored without it.
+    server = await server_factory(mcp_port=0)
+    url = f"http://127.0.0.1:{server.mcp_port}/mcp"
+    async with httpx.AsyncClient(timeout=60) as http:
+        session_id, _ = await _session(http, url, mcp.types.LATEST_PROTOCOL_VERSION)
+        headers = {**ACCEPT, "mcp-session-id": session_id, "content-type": "application/json"}
+        body = ('{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add_long_term_memory",'
+                '"arguments":{"texts":["Judy 喜欢数学"],"user_id":"judy","importance":%s}}}' % number)
+        response = await http.post(url, headers=headers, content=body.encode())
+        assert response.status_code == 400, response.text
+        error = response.json()["error"]
+        assert error["code"] == -32700 and error["message"] == f"Parse error: {reason}"
+        listed = _rpc(await http.post(url, headers=headers, json={"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "list_long_term_memories", "arguments": {"user_id": "judy"}}}))
+        assert listed["result"]["structuredContent"]["memories"] == []

@@ -97,3 +97,13 @@ async def test_bad_resource_uris_are_errors_not_crashes(server_factory) -> None:
                 await _read(s, uri)
             assert message in raised.value.error.message, uri
         assert len((await s.list_tools()).tools) == 9
+
+
+async def test_a_forged_cursor_is_refused_by_its_mcp_name(server_factory) -> None:
+    server = await server_factory(mcp_port=0)
+    async with http_session(f"http://127.0.0.1:{server.mcp_port}/mcp") as s:
+        with pytest.raises(McpError) as raised:
+            await s.list_resources("not-a-cursor")
+        # The client sent `cursor`; the message used to name `page_token`, which it never sent.
+        assert raised.value.error.message.startswith("Invalid argument cursor: invalid or expired"), raised.value.error
+        assert (await s.list_resources()).nextCursor is None

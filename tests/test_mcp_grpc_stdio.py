@@ -142,3 +142,33 @@ async def test_target_filters_as_an_in_process_server_does(server_factory) -> No
                 found = data(await session.call_tool("search_long_term_memory", {
                     "query": query, "user_id": "茶客", "top_k": 2, "filters": filters}))
                 assert [r["text"] for r in found["results"]] == expected, (filters, session is forwarded)
+
+
+def test_an_empty_scope_flag_is_refused_not_left_open(tmp_path) -> None:
+    # `--user-id "$USER_ID"` with the variable unset: every user's memories were open to the model.
+    done = subprocess.run([EXE, "mcp", "--data-dir", str(tmp_path), "--user-id", ""], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=60, env={**os.environ, "MEM0_TELEMETRY": "False"})
+    assert done.returncode == 2 and "user_id: must not be empty" in done.stderr, done
+
+
+async def test_target_lists_every_memory_of_a_large_scope(server_factory) -> None:
+    # Through --target a listing ended at 1,000 memories (one gRPC page) with no next_page_token,
+    # as if the scope held no more.
+    from agentscope_memory.client import AsyncLongTermClient
+    from agentscope_memory.long_term.engine import Scope
+    from agentscope_memory.message import Msg, MsgRole
+
+    server = await server_factory()
+    texts = [f"fact {i:04d}" for i in range(1010)]
+    async with AsyncLongTermClient(server.address, timeout=300) as client:
+        for start in range(0, len(texts), 202):
+            await client.record(Scope(user_id="many"), [Msg.create(MsgRole.USER, t) for t in texts[start:start + 202]])
+    async with stdio_session("--target", server.address, "--user-id", "many") as s:
+        listed, token = [], ""
+        while True:
+            page = data(await s.call_tool("list_long_term_memories", {"page_size": 100, **({"page_token": token} if token else {})}))
+            listed += [m["text"] for m in page["memories"]]
+            token = page["next_page_token"]
+            if not token:
+                break
+    assert sorted(listed) == texts

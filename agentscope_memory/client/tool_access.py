@@ -7,7 +7,7 @@ API key given decides the tenant, as for any gRPC client.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
@@ -15,7 +15,7 @@ from agentscope_memory.client import _requests
 from agentscope_memory.client.aio import AsyncMemoryClient
 from agentscope_memory.client.long_term import AsyncLongTermClient
 from agentscope_memory.errors import NotFoundError
-from agentscope_memory.long_term.engine import LongTermItem, Scope
+from agentscope_memory.long_term.engine import HistoryEntry, LongTermItem, Scope
 from agentscope_memory.memory_tools.access import (
     HistoryPage,
     MessagesPage,
@@ -23,9 +23,6 @@ from agentscope_memory.memory_tools.access import (
     WorkingMemoryInfo,
 )
 from agentscope_memory.message import Msg
-
-# The server's ListLongTermMemories page_size limit.
-MAX_REMOTE_LIST = 1000
 
 
 class RemoteAccess:
@@ -50,8 +47,10 @@ class RemoteAccess:
         # server filters by metadata before its top-k cut, with the same equality.
         return await self.long_term.search(scope, query, top_k=limit, metadata=filters or None)
 
-    async def list_long_term(self, scope: Scope, limit: int) -> list[LongTermItem]:
-        return await self.long_term.list(scope, min(limit, MAX_REMOTE_LIST))
+    async def list_long_term(self, scope: Scope, limit: int, offset: int = 0) -> list[LongTermItem]:
+        # ListLongTermMemories has no offset: read past it (the client follows the pages). The
+        # limit is not capped at one gRPC page: that ended a listing at 1,000 memories.
+        return (await self.long_term.list(scope, offset + limit))[offset:]
 
     async def get(self, memory_id: str) -> LongTermItem:
         return await self.long_term.get(memory_id)
@@ -63,11 +62,16 @@ class RemoteAccess:
     async def delete(self, memory_id: str) -> None:
         await self.long_term.delete(memory_id)
 
-    async def history_page(self, memory_id: str, page_size: int, page_token: str) -> HistoryPage:
+    async def history_page(self, memory_id: str, page_size: int, page_token: str,
+                           budget: tuple[Callable[[HistoryEntry], int], int] | None = None) -> HistoryPage:
+        # The server pages by its own budget: a page is not cut again here (its token could not
+        # say where a cut page ends).
         entries, token = await self.long_term.history_page(memory_id, page_size, page_token)
         return HistoryPage(entries, token)
 
-    async def read_messages(self, memory_id: str, page_size: int, page_token: str) -> MessagesPage:
+    async def read_messages(self, memory_id: str, page_size: int, page_token: str,
+                            budget: tuple[Callable[[Msg], int], int] | None = None) -> MessagesPage:
+        # As history_page: the server's page budget applies.
         client = self.memories
         response = await client._call(client._stub.GetMessages, pb.GetMessagesRequest(
             memory_id=memory_id, page_size=page_size, page_token=page_token))

@@ -8,7 +8,7 @@ written against `MemoryAccess` only, so both serve the same tools.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -18,10 +18,12 @@ from agentscope_memory.long_term.engine import (
     LongTermEngine,
     LongTermItem,
     Scope,
+    history_entry_size,
 )
 from agentscope_memory.long_term.paging import history_page
 from agentscope_memory.message import Msg
 from agentscope_memory.service import Service
+from agentscope_memory.store.codec import decode_msg
 
 
 @dataclass(frozen=True)
@@ -62,18 +64,26 @@ class MemoryAccess(Protocol):
         """The best `limit` memories of `scope` for `query` whose metadata has every key/value
         of `filters`, best first."""
         ...
-    async def list_long_term(self, scope: Scope, limit: int) -> list[LongTermItem]: ...
+    async def list_long_term(self, scope: Scope, limit: int, offset: int = 0) -> list[LongTermItem]:
+        """Up to `limit` memories of `scope`, oldest first, after the first `offset`."""
+        ...
     async def get(self, memory_id: str) -> LongTermItem: ...
     async def update(self, memory_id: str, text: str | None, metadata: dict[str, Any] | None,
                      importance: float | None = None) -> LongTermItem:
         """Change text, merge metadata and/or set the importance the engine ranks by."""
         ...
     async def delete(self, memory_id: str) -> None: ...
-    async def history_page(self, memory_id: str, page_size: int, page_token: str) -> HistoryPage:
+    async def history_page(self, memory_id: str, page_size: int, page_token: str,
+                           budget: tuple[Callable[[HistoryEntry], int], int] | None = None) -> HistoryPage:
         """A page of a memory's changes, as `GetLongTermMemoryHistory` pages them (at most
-        `page_size` and the server's page byte budget; the token bound to the memory)."""
+        `page_size` and the server's page byte budget, or `budget`'s bytes as its function counts
+        them, where the access can cut pages; the token bound to the memory)."""
         ...
-    async def read_messages(self, memory_id: str, page_size: int, page_token: str) -> MessagesPage: ...
+    async def read_messages(self, memory_id: str, page_size: int, page_token: str,
+                            budget: tuple[Callable[[Msg], int], int] | None = None) -> MessagesPage:
+        """A page of messages of at most `page_size` and the server's page byte budget, or
+        `budget`'s bytes as its function counts them, where the access can cut pages."""
+        ...
     async def append_messages(self, memory_id: str, msgs: Sequence[Msg]) -> int:
         """Append to the working memory, creating it (IN_MEMORY) when it does not exist yet;
         returns its message count afterwards."""
@@ -105,8 +115,8 @@ class ServiceAccess:
         items, _domain = await engine.search_ranked(self.tenant, scope, query, options)
         return list(items)
 
-    async def list_long_term(self, scope: Scope, limit: int) -> list[LongTermItem]:
-        return await self._engine().list(self.tenant, scope, limit)
+    async def list_long_term(self, scope: Scope, limit: int, offset: int = 0) -> list[LongTermItem]:
+        return await self._engine().list(self.tenant, scope, limit, offset=offset)
 
     async def get(self, memory_id: str) -> LongTermItem:
         return await self._engine().get(self.tenant, memory_id)
@@ -118,14 +128,22 @@ class ServiceAccess:
     async def delete(self, memory_id: str) -> None:
         await self._engine().delete(self.tenant, memory_id)
 
-    async def history_page(self, memory_id: str, page_size: int, page_token: str) -> HistoryPage:
+    async def history_page(self, memory_id: str, page_size: int, page_token: str,
+                           budget: tuple[Callable[[HistoryEntry], int], int] | None = None) -> HistoryPage:
         memories = self.service.memories
+        size_of, max_bytes = budget or (history_entry_size, memories.limits.max_page_bytes)
         entries, token = await history_page(self._engine(), memories.tokens, self.tenant, memory_id, page_size,
-                                            page_token, memories.limits.max_page_bytes)
+                                            page_token, max_bytes, size_of)
         return HistoryPage(entries, token)
 
-    async def read_messages(self, memory_id: str, page_size: int, page_token: str) -> MessagesPage:
-        page = await self.service.memories.get_messages_page(self.tenant, memory_id, page_size, page_token)
+    async def read_messages(self, memory_id: str, page_size: int, page_token: str,
+                            budget: tuple[Callable[[Msg], int], int] | None = None) -> MessagesPage:
+        stored_budget = None
+        if budget is not None:
+            size_of, max_bytes = budget
+            stored_budget = (lambda data: size_of(decode_msg(data))), max_bytes
+        page = await self.service.memories.get_messages_page(self.tenant, memory_id, page_size, page_token,
+                                                             budget=stored_budget)
         return MessagesPage(page.messages, page.next_page_token, page.total_size)
 
     async def append_messages(self, memory_id: str, msgs: Sequence[Msg]) -> int:

@@ -35,13 +35,16 @@ class Connection:
     @classmethod
     def from_params(cls, params: Mapping[str, str], ignore: tuple[str, ...] = ()) -> Connection:
         """From URL query parameters; anything but the bindable names (and `ignore`) is refused,
-        so a misspelt `userid=` cannot silently leave the scope open."""
+        so a misspelt `userid=` cannot silently leave the scope open, and so is an empty value:
+        `?user_id=` from a template whose user was missing would leave it open just as well."""
         values: dict[str, str] = {}
         for name, value in params.items():
             if name in ignore:
                 continue
             if name not in BINDABLE:
                 raise InvalidArgumentError(name, f"is not a connection parameter; use {', '.join(BINDABLE)}")
+            if not value:
+                raise InvalidArgumentError(name, "must not be empty; leave it out to let the model choose")
             values[name] = value
         return cls(**values)
 

@@ -20,6 +20,7 @@ from agentscope_memory.errors import InvalidArgumentError, NotFoundError
 from agentscope_memory.ids import check_id
 from agentscope_memory.long_term.engine import Scope
 from agentscope_memory.memory_tools.access import MemoryAccess
+from agentscope_memory.memory_tools.budget import RESULT_BUDGET, fit_text, resource_cost
 from agentscope_memory.memory_tools.connection import Connection
 from agentscope_memory.memory_tools.tools import (
     MAX_PAGE_SIZE,
@@ -88,10 +89,11 @@ async def read_resource(access: MemoryAccess, conn: Connection, uri: str) -> dic
         for name in set(params) - allowed_paging:
             raise InvalidArgumentError(name, "is not a parameter of working-memory URIs; use page_size and page_token")
         size = _page_size(params)
-        page = await access.read_messages(memory_id, size, params.get("page_token", ""))
+        page = await access.read_messages(memory_id, size, params.get("page_token", ""),
+                                          (lambda m: resource_cost(message_json(m)), RESULT_BUDGET))
         out: dict[str, Any] = {
             "working_memory_id": memory_id,
-            "messages": [message_json(m) for m in page.messages],
+            "messages": [fit_text(message_json(m), resource_cost) for m in page.messages],
             "total_size": page.total_size,
         }
         if page.next_page_token:
@@ -107,7 +109,7 @@ async def read_resource(access: MemoryAccess, conn: Connection, uri: str) -> dic
             values[name] = fixed
         scope = Scope(values["agent_name"], values["user_id"], values["run_name"]).validate("uri")
         size = _page_size(params)
-        items, token = await list_page(access, scope, size, params.get("page_token", ""))
+        items, token = await list_page(access, scope, size, params.get("page_token", ""), resource_cost)
         out = {"scope": {k: v for k, v in values.items() if v}, "memories": [item_json(i) for i in items]}
         if token:
             out["next_page_uri"] = long_term_uri(scope, size, token)
@@ -134,7 +136,14 @@ async def list_resources(access: MemoryAccess, conn: Connection, cursor: str) ->
             out.append(ResourceInfo(working_memory_uri(conn.working_memory_id), f"working memory {conn.working_memory_id}",
                                     "The conversation's messages, oldest first, paged."))
         return out, ""
-    page = await access.list_working_memories(100, cursor)
+    try:
+        page = await access.list_working_memories(100, cursor)
+    except InvalidArgumentError as exc:
+        if exc.field != "page_token":
+            raise
+        # The client sent MCP's `cursor`; a message naming `page_token` would leave it guessing.
+        raise InvalidArgumentError("cursor", f"{exc.reason}; send the nextCursor of the previous page, "
+                                             "or none for the first") from None
     for m in page.memories:
         out.append(ResourceInfo(working_memory_uri(m.memory_id), f"working memory {m.memory_id}",
                                 f"{m.message_count} messages ({m.kind}), oldest first, paged."))

@@ -28,16 +28,17 @@ from agentscope_memory.errors import (
 from agentscope_memory.ids import check_id
 from agentscope_memory.long_term.engine import HistoryEntry, LongTermItem, Scope
 from agentscope_memory.memory_tools.access import MemoryAccess
+from agentscope_memory.memory_tools.budget import RESULT_BUDGET, fit_text, tool_cost
 from agentscope_memory.memory_tools.connection import Connection
 from agentscope_memory.message import Msg, MsgRole
+from agentscope_memory.paging import cut_to_budget
+from agentscope_memory.validation.messages import check_json_value
 
 MAX_TEXTS = 100
 MAX_TEXT_CHARS = 64 * 1024
 MAX_TOP_K = 50
 MAX_PAGE_SIZE = 100
 MAX_METADATA_BYTES = 16 * 1024
-# Listing long-term memories pages by offset over the engine's list; beyond this, search.
-MAX_LIST_OFFSET = 10_000
 
 ADD = "add_long_term_memory"
 SEARCH = "search_long_term_memory"
@@ -281,6 +282,9 @@ class _Args:
             return None
         if not isinstance(value, dict):
             raise InvalidArgumentError(name, f"must be a JSON object, not {_json_type(value)}")
+        # Before measuring it: a lone surrogate (valid JSON escape, no UTF-8 form) made the
+        # measure itself fail, an internal error instead of this argument's.
+        check_json_value(value, name)
         size = len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
         if size > MAX_METADATA_BYTES:
             raise ResourceExhaustedError(name, f"is {size} bytes as JSON; at most {MAX_METADATA_BYTES}")
@@ -406,20 +410,31 @@ def _decode_offset(token: str, scope: Scope) -> int:
     try:
         value = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
         if (isinstance(value, list) and len(value) == 5 and value[:4] == ["ltm-list", scope.agent_name, scope.user_id, scope.run_name]
-                and isinstance(value[4], int) and 0 < value[4] <= MAX_LIST_OFFSET):
+                and isinstance(value[4], int) and not isinstance(value[4], bool) and 0 < value[4]):
             return value[4]
     except (ValueError, binascii.Error, UnicodeDecodeError):
         pass
     raise InvalidArgumentError("page_token", "is not a next_page_token of this listing (same scope); omit it to start over")
 
 
-async def list_page(access: MemoryAccess, scope: Scope, page_size: int, page_token: str) -> tuple[list[LongTermItem], str]:
-    """One page of a scope's long-term memories, and the token of the next ("" at the end)."""
+async def list_page(access: MemoryAccess, scope: Scope, page_size: int, page_token: str,
+                    cost: Callable[[Any], int] = tool_cost) -> tuple[list[LongTermItem], str]:
+    """One page of a scope's long-term memories (at most `page_size`, and what fits
+    `RESULT_BUDGET` as `cost` counts each memory's JSON), and the token of the next ("" at the
+    end)."""
     offset = _decode_offset(page_token, scope)
-    items = await access.list_long_term(scope, offset + page_size + 1)
-    page = items[offset:offset + page_size]
-    more = len(items) > offset + page_size and offset + page_size < MAX_LIST_OFFSET
-    return page, _encode_offset(scope, offset + page_size) if more else ""
+    # Every memory is listed, however many: a listing that stopped at an offset cap ended
+    # early with no next_page_token, as if the scope held no more.
+    items = await access.list_long_term(scope, page_size + 1, offset)
+    page = items[:page_size]
+    page = page[:cut_to_budget(page, lambda i: cost(item_json(i)), RESULT_BUDGET)]
+    more = len(items) > len(page)
+    return page, _encode_offset(scope, offset + len(page)) if more else ""
+
+
+def _fitting(values: list[dict[str, Any]]) -> int:
+    """How many leading `values` fit one tool result."""
+    return cut_to_budget(values, tool_cost, RESULT_BUDGET)
 
 
 # -- the tools --------------------------------------------------------------------------------
@@ -477,9 +492,18 @@ class MemoryTools:
             # Record takes no importance: set it as a user's (which ranking uses and background
             # scoring leaves alone), rather than only noting it in the metadata.
             items = [await self.access.update(i.id, None, None, importance) for i in items]
-        result: dict[str, Any] = {"stored": [item_json(i) for i in items], "stored_count": len(items)}
+        stored = [item_json(i) for i in items]
+        kept = _fitting(stored)
+        result: dict[str, Any] = {"stored": stored[:kept], "stored_count": len(items)}
+        notes = []
         if len(items) < len(texts):
-            result["note"] = "texts already stored in this scope were not stored again"
+            notes.append("texts already stored in this scope were not stored again")
+        if kept < len(stored):
+            # All are stored; only the echo is cut, as gRPC's Record cuts its echo.
+            notes.append(f"only the first {kept} stored memories are shown (the answer's size limit); "
+                         f"{LIST} lists them all")
+        if notes:
+            result["note"] = "; ".join(notes)
         return result
 
     async def _search(self, a: _Args) -> dict[str, Any]:
@@ -492,7 +516,13 @@ class MemoryTools:
                 raise InvalidArgumentError(f"filters.{key}", "must be a string, number or boolean")
         scope = a.scope()
         items = await self.access.search(scope, query, top_k, filters)
-        return {"results": [item_json(i) for i in items[:top_k]]}
+        results = [item_json(i) for i in items[:top_k]]
+        kept = _fitting(results)
+        if kept < len(results):
+            # The tail goes, as gRPC's search cuts it: the best matches still come back.
+            return {"results": results[:kept],
+                    "note": f"only the best {kept} results fit one answer; ask for fewer (top_k) or narrow the query"}
+        return {"results": results}
 
     async def _list(self, a: _Args) -> dict[str, Any]:
         page_size = a.integer("page_size", 20, 1, MAX_PAGE_SIZE)
@@ -527,17 +557,19 @@ class MemoryTools:
         page_size = a.integer("page_size", 20, 1, MAX_PAGE_SIZE)
         token = a.token()
         await self._owned(memory_id)
-        page = await self.access.history_page(memory_id, page_size, token)
+        page = await self.access.history_page(memory_id, page_size, token,
+                                              (lambda e: tool_cost(_history_json(e)), RESULT_BUDGET))
         return {"memory_id": memory_id, "history": [_history_json(e) for e in page.entries],
                 "next_page_token": page.next_page_token}
 
     async def _read(self, a: _Args) -> dict[str, Any]:
         memory_id = a.working_memory_id()
         page_size = a.integer("page_size", 20, 1, MAX_PAGE_SIZE)
-        page = await self.access.read_messages(memory_id, page_size, a.token())
+        page = await self.access.read_messages(memory_id, page_size, a.token(),
+                                               (lambda m: tool_cost(message_json(m)), RESULT_BUDGET))
         return {
             "working_memory_id": memory_id,
-            "messages": [message_json(m) for m in page.messages],
+            "messages": [fit_text(message_json(m), tool_cost) for m in page.messages],
             "total_size": page.total_size,
             "next_page_token": page.next_page_token,
         }

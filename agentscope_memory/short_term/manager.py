@@ -405,14 +405,22 @@ class MemoryManager:
 
     async def get_messages_page(
         self, tenant: str, memory_id: str, page_size: int = 0, page_token: str = "", if_none_match: str = "",
-        accept_delta: bool = False,
+        accept_delta: bool = False, budget: tuple[Callable[[bytes], int], int] | None = None,
     ) -> MessagePage:
         """A page of messages. With `if_none_match` (the etag of an earlier first page) and no
         change since, only `not_modified` and the etag come back: a client's cache is current.
         With `accept_delta` too, and messages only added since (nothing removed, rewritten or
         compressed), just the added ones come back marked `delta`, when they fit one page.
-        Every page after the first reads the state the first page read, or fails ABORTED."""
+        Every page after the first reads the state the first page read, or fails ABORTED.
+        `budget` (a stored message's cost, and the page's bytes) is for a surface whose answers
+        carry messages in another form than the stored one (MCP's JSON); by default a page holds
+        `max_page_bytes` of stored messages."""
         check_id(memory_id, "memory_id")
+        row_cost: Callable[[Row], int] = lambda r: len(r.data)  # noqa: E731
+        max_bytes = self.limits.max_page_bytes
+        if budget is not None:
+            cost, max_bytes = budget
+            row_cost = lambda r: cost(stored_bytes(r.data))  # noqa: E731
         if if_none_match and page_token:
             raise InvalidArgumentError("if_none_match", "applies to the first page only; leave it empty with page_token")
         await self.tokens.ready()
@@ -428,7 +436,7 @@ class MemoryManager:
 
         def fetch(tx: Tx, handler: MemoryKindHandler, record: MemoryRecord, start: int) -> list[Row]:
             return read_within_budget(lambda a, n: handler.read(tx, record, a, n), lambda r: r.seq,
-                                      lambda r: len(r.data), start, size + 1, self.limits.max_page_bytes)
+                                      row_cost, start, size + 1, max_bytes)
 
         def read(tx: Tx) -> tuple[MessagePage | None, list[Row], MemoryRecord, int, str]:
             record = self._require(tx, memory_id)
@@ -453,7 +461,7 @@ class MemoryManager:
         more = len(rows) > size
         rows = rows[:size]
         # Cut the page at the byte budget so no response outgrows a client's receive limit.
-        kept = cut_to_budget(rows, lambda r: len(r.data), self.limits.max_page_bytes)
+        kept = cut_to_budget(rows, row_cost, max_bytes)
         more = more or kept < len(rows)
         rows = rows[:kept]
         token = ""

@@ -12,10 +12,13 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import parse_qsl
 
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.server.lowlevel import Server
 from mcp.server.sse import SseServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -50,6 +53,38 @@ def _headers(scope: Scope) -> dict[str, str]:
     return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
 
 
+class _NotJsonNumber(ValueError):
+    pass
+
+
+# Python reads NaN, Infinity and 1e999 where JSON has no such numbers; the SDK then passed them
+# on as null, so an argument (an importance, a metadata value) was silently dropped.
+def _not_json_number(constant: str) -> float:
+    raise _NotJsonNumber(f"{constant} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise _NotJsonNumber(f"the number {text[:40]} is out of range")
+    return value
+
+
+def _invalid_id(message: Any) -> str:
+    """Why a request's id is not one MCP allows ("" when it is, or the message is no request).
+    The SDK took a request with a null, fractional, boolean or structured id for a notification
+    (202, no answer), so its client waited for an answer that never came."""
+    if not isinstance(message, dict) or "method" not in message or "id" not in message:
+        return ""
+    value = message["id"]
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return ""
+    shown = json.dumps(value)
+    return f"id must be a string or an integer, not {shown[:40]}; a notification has no id"
+
+
 class McpHttpApp:
     """The ASGI app. `lifespan()` must run around serving (it runs the streamable HTTP session
     manager's task group)."""
@@ -77,7 +112,12 @@ class McpHttpApp:
             return 429, str(exc), [(b"retry-after", str(exc.retry_after).encode())]
         try:
             raw = scope.get("query_string", b"").decode("utf-8")
-            params = dict(parse_qsl(raw, keep_blank_values=False))
+            pairs = parse_qsl(raw, keep_blank_values=True, errors="strict")
+            names = [name for name, _ in pairs]
+            twice = next((name for name in names if names.count(name) > 1), None)
+            if twice is not None:  # which one was meant? (the last used to win silently)
+                raise InvalidArgumentError(twice, "is given more than once")
+            params = dict(pairs)
             conn = self.bind.narrowed(Connection.from_params(params, ignore=("session_id",)))
         except (InvalidArgumentError, UnicodeDecodeError) as exc:
             return 400, f"invalid MCP URL: {exc}", []
@@ -99,6 +139,10 @@ class McpHttpApp:
             await _json(send, status, {"error": message}, extra)
             return
         scope.setdefault("state", {})[REQUEST_STATE_KEY] = bound
+        # The SDK's transports remember who opened a session and answer 404 to anyone else, but
+        # only for an authenticated user in the scope: without it, any key that knew a session
+        # id could end (DELETE) or take over the event stream (GET) of another tenant's session.
+        scope["user"] = AuthenticatedUser(AccessToken(token="", client_id=bound.tenant, scopes=[]))
         if path.rstrip("/") == STREAMABLE_PATH:
             if scope.get("method") == "POST":
                 checked = await self._checked_body(receive, send)
@@ -113,7 +157,7 @@ class McpHttpApp:
 
     async def _checked_body(self, receive: Receive, send: Send) -> Receive | None:
         """The POSTed body, read whole and replayed to the SDK; None once a JSON-RPC parse
-        error is answered. The SDK catches only JSONDecodeError: a body that is not UTF-8 or
+        error or an invalid request id is answered. The SDK catches only JSONDecodeError: a body that is not UTF-8 or
         is nested past Python's recursion limit became an HTTP 500 there."""
         chunks: list[bytes] = []
         while True:
@@ -124,8 +168,11 @@ class McpHttpApp:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
+        code = -32700
         try:
-            json.loads(body)
+            parsed = json.loads(body, parse_constant=_not_json_number, parse_float=_finite_float)
+        except _NotJsonNumber as exc:
+            reason = str(exc)
         except UnicodeDecodeError as exc:
             reason = f"the body is not UTF-8 ({exc.reason} at byte {exc.start})"
         except RecursionError:
@@ -133,10 +180,12 @@ class McpHttpApp:
         except ValueError:
             reason = ""  # plain bad JSON: the SDK's own parse error says where
         else:
-            reason = ""
+            reason = _invalid_id(parsed)
+            code = -32600
         if reason:
+            kind = "Parse error" if code == -32700 else "Invalid Request"
             await _json(send, 400, {"jsonrpc": "2.0", "id": None,
-                                    "error": {"code": -32700, "message": f"Parse error: {reason}"}})
+                                    "error": {"code": code, "message": f"{kind}: {reason}"}})
             return None
         replay: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
 

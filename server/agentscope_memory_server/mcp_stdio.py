@@ -66,7 +66,10 @@ def protocol_streams() -> tuple[BinaryIO, BinaryIO]:
 
 
 def main(args: Any, settings: Settings) -> int:
-    conn = Connection(args.user_id or "", args.agent_name or "", args.run_name or "", args.working_memory_id or "")
+    # As a URL's parameters: an empty `--user-id ""` is refused rather than leaving the scope open.
+    given = {"user_id": args.user_id, "agent_name": args.agent_name, "run_name": args.run_name,
+             "working_memory_id": args.working_memory_id}
+    conn = Connection.from_params({k: v for k, v in given.items() if v is not None})
     stdin, stdout = protocol_streams()
     if args.target:
         certificates = args.tls_ca_file.read_bytes() if args.tls_ca_file else None
