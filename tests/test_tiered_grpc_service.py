@@ -148,6 +148,41 @@ async def test_state_round_trip_and_restart(server_factory, tmp_path) -> None:  
         assert await tiered.status("s") == status
 
 
+@pytest.mark.parametrize(("key", "change", "field"), [
+    ("tieredMemory_l1", {"created": 1e30}, "tieredMemory_l1[{}].created"),
+    ("tieredMemory_l1", {"created": -1e12}, "tieredMemory_l1[{}].created"),
+    ("tieredMemory_l1", {"hits": 2**70}, "tieredMemory_l1[{}].hits"),
+    ("tieredMemory_l1", {"seq": 2**63 - 1}, "tieredMemory_l1[{}].seq"),
+    ("tieredMemory_l1", {"origins": [2**70]}, "tieredMemory_l1[{}].origins[0]"),
+    ("tieredMemory_events", {"time": 1e30}, "tieredMemory_events[{}].time"),
+    ("tieredMemory_events", {"tokens": 2**70}, "tieredMemory_events[{}].tokens"),
+    ("tieredMemory_stats", {"l4_vectors": 2**70}, "tieredMemory_stats.l4_vectors"),
+    ("tieredMemory_stats", {"next_seq": 2**63 - 1}, "tieredMemory_stats.next_seq"),
+])
+async def test_a_state_with_numbers_out_of_range_is_refused_whole(server_factory, key, change, field
+                                                                  ) -> None:  # type: ignore[no-untyped-def]
+    # Such a state used to load, and then every read of the tier, its events or its status, or the
+    # next add, failed INTERNAL (a Timestamp, an int64 or a SQLite integer out of range).
+    server = await server_factory(long_term_enabled=False)
+    async with AsyncTieredClient(server.address, timeout=10) as tiered, AsyncMemoryClient(server.address) as memories:
+        await tiered.create_memory("source", CONFIG)
+        for i in range(5):
+            await tiered.add("source", [msg(i)], importances=[0.9 if i == 0 else 0.3])
+        entries, _ = await memories.save_state("source")
+        target = next(e for e in entries if e.key == key)
+        index = len(target.items) - 1 if target.items is not None else 0  # the newest item or event
+        (target.items[index] if target.items is not None else target.value).update(change)
+        await tiered.create_memory("target", CONFIG)
+        await tiered.add("target", [msg(9)])
+        before = {t: await tiered.get_items("target", t) for t in (1, 2, 3)}
+        with pytest.raises(InvalidArgumentError) as info:
+            await memories.load_state("target", entries)
+        assert info.value.field == field.format(index)
+        assert {t: await tiered.get_items("target", t) for t in (1, 2, 3)} == before
+        await tiered.add("target", [msg(10)])
+        assert (await tiered.status("target")).tiers[0].items == 2
+
+
 async def test_bad_input_and_wrong_kind(server) -> None:  # type: ignore[no-untyped-def]
     async with grpc.aio.insecure_channel(server.address) as channel:
         memories, tiered = mem_grpc.MemoryServiceStub(channel), pb_grpc.TieredMemoryServiceStub(channel)

@@ -29,6 +29,7 @@ from agentscope_memory.short_term.tiered.config import TieredConfig
 from agentscope_memory.short_term.tiered.items import (
     L1, L2, L3, MARKER, MESSAGE, SUMMARY, TierEvent, TierItem,
 )
+from agentscope_memory.short_term.tiered.state_values import count, epoch_seconds, sequence, sequences
 from agentscope_memory.short_term.tiered.tokens import Counters
 from agentscope_memory.store.base import MemoryRecord, Row, TieredRow, Tx
 from agentscope_memory.store.codec import encode_msg
@@ -225,17 +226,23 @@ class TieredKind:
                     raise InvalidArgumentError(KEY_EVENTS, "must be a list state")
                 for i, data in enumerate(entry.items):
                     try:
-                        parsed["events"].append(TierEvent.from_dict(data))
-                    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                        event = TierEvent.from_dict(data)
+                    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
                         raise InvalidArgumentError(f"{KEY_EVENTS}[{i}]", f"is not a tier event: {exc}") from None
+                    sequences(event.item_seqs, f"{KEY_EVENTS}[{i}].item_seqs")
+                    count(event.tokens, f"{KEY_EVENTS}[{i}].tokens")
+                    epoch_seconds(event.time, f"{KEY_EVENTS}[{i}].time")
+                    parsed["events"].append(event)
             elif entry.key == KEY_STATS:
                 if entry.is_list or not isinstance(entry.value, dict):
                     raise InvalidArgumentError(KEY_STATS, "must be a single JSON object")
                 try:
                     parsed["stats"] = TierStats.from_json(json.dumps(entry.value))
-                    parsed["next_seq"] = int(entry.value.get("next_seq", 1))
                 except (TypeError, ValueError) as exc:
                     raise InvalidArgumentError(KEY_STATS, f"is not valid: {exc}") from None
+                for name, value in asdict(parsed["stats"]).items():
+                    count(value, f"{KEY_STATS}.{name}")
+                parsed["next_seq"] = sequence(entry.value.get("next_seq", 1), f"{KEY_STATS}.next_seq")
             else:
                 raise InvalidArgumentError(
                     f"entries[{entry.key}]",
@@ -277,9 +284,7 @@ def item_from_dict(data: Any, where: str, tier: int, encode: Callable[[Msg, str]
     kind = data.get("kind", MESSAGE)
     if kind not in ITEM_KINDS:
         raise InvalidArgumentError(f"{where}.kind", f"is {kind!r}; must be message, summary or marker")
-    seq = data.get("seq")
-    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
-        raise InvalidArgumentError(f"{where}.seq", "must be a positive integer")
+    seq = sequence(data.get("seq"), f"{where}.seq")
     importance = data.get("importance", 0.5)
     if not isinstance(importance, (int, float)) or isinstance(importance, bool) or not 0.0 <= importance <= 1.0:
         raise InvalidArgumentError(f"{where}.importance", "must be a number from 0 to 1")
@@ -294,12 +299,8 @@ def item_from_dict(data: Any, where: str, tier: int, encode: Callable[[Msg, str]
         if "msg" not in data:
             raise InvalidArgumentError(f"{where}.msg", "is required for a message or marker")
         msg = encode(msg_from_dict(data["msg"], f"{where}.msg"), f"{where}.msg").msg
-    origins = data.get("origins", [seq])
-    if not isinstance(origins, list) or not all(isinstance(o, int) and not isinstance(o, bool) for o in origins):
-        raise InvalidArgumentError(f"{where}.origins", "must be a list of sequence numbers")
-    try:
-        created, hits = float(data.get("created", time.time())), int(data.get("hits", 0))
-    except (TypeError, ValueError):
-        raise InvalidArgumentError(where, "created must be a number and hits an integer") from None
+    origins = sequences(data.get("origins", [seq]), f"{where}.origins")
+    created = epoch_seconds(data.get("created", time.time()), f"{where}.created")
+    hits = count(data.get("hits", 0), f"{where}.hits")
     return TierItem(seq, tier, kind, float(importance), 0, created, msg, text, list(origins), str(data.get("method", "")),
                     hits, bool(data.get("covered", False)))
