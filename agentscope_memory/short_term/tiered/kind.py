@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
@@ -39,6 +40,9 @@ NEXT = "tiered:next"
 STATS = "tiered:stats"
 EVENTS = "tier_events"
 LAST_EVENT = "tiered:last_event"
+# Changed by every LoadState: a loaded state numbers its items itself, so the same sequence
+# number may name another item afterwards (see `incarnation`).
+LOADED = "tiered:loaded"
 
 # Session keys of a TIERED memory's state (SaveState/LoadState, JsonSession).
 KEY_L1 = "tieredMemory_l1"
@@ -81,6 +85,12 @@ def next_seqs(tx: Tx, memory_id: str, count: int) -> list[int]:
     first = int(tx.kv_get(memory_id, NEXT) or "1")
     tx.kv_put(memory_id, NEXT, str(first + count))
     return list(range(first, first + count))
+
+
+def incarnation(tx: Tx, record: MemoryRecord) -> tuple[float, str]:
+    """What must not change under a pass for its sequence numbers to name the same items: the
+    memory (deleted and created again, it numbers from 1 again) and its last loaded state."""
+    return record.create_time, tx.kv_get(record.memory_id, LOADED) or ""
 
 
 def to_row(item: TierItem) -> TieredRow:
@@ -264,6 +274,7 @@ class TieredKind:
         append_events(tx, memory_id, parsed["events"])
         put_stats(tx, memory_id, parsed["stats"])
         tx.kv_put(memory_id, NEXT, str(parsed["next_seq"]))
+        tx.kv_put(memory_id, LOADED, uuid.uuid4().hex)
 
 
 def item_to_dict(item: TierItem) -> dict[str, Any]:

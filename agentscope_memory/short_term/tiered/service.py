@@ -38,7 +38,8 @@ from agentscope_memory.short_term.tiered.items import (
     L1, L2, L3, L4, MARKER, MARKER_TEXT, SUMMARY, TierEvent, TierItem,
 )
 from agentscope_memory.short_term.tiered.kind import (
-    KIND, TierStats, TieredKind, append_events, get_stats, next_seqs, of_row, put_stats, read_events, read_tier, to_row,
+    KIND, TierStats, TieredKind, append_events, get_stats, incarnation, next_seqs, of_row, put_stats, read_events,
+    read_tier, to_row,
 )
 from agentscope_memory.short_term.tiered.projection import MAX_SHARED_MESSAGES, Projection, ProjectionRequest, project
 from agentscope_memory.short_term.tiered.summaries import ExtractiveTierSummarizer, TierSummarizer
@@ -253,14 +254,15 @@ class TieredService:
         return self._long_term is not None and config.vectorize
 
     async def _pass(self, tenant: str, memory_id: str) -> list[tuple[int, TierEvent]]:
-        def snapshot(tx: Tx) -> tuple[MemoryRecord, Tiers | None]:
+        def snapshot(tx: Tx) -> tuple[MemoryRecord, tuple[float, str], Tiers | None]:
             record = self._record(tx, memory_id)
             # Most adds reach no threshold: one aggregate over the (budget-bounded) tiers decides.
             if not self._due(self.kind.config(record), tx.tiered_totals(memory_id)):
-                return record, None
-            return record, Tiers(read_tier(tx, memory_id, L1), read_tier(tx, memory_id, L2), read_tier(tx, memory_id, L3))
+                return record, (0.0, ""), None
+            return record, incarnation(tx, record), Tiers(read_tier(tx, memory_id, L1), read_tier(tx, memory_id, L2),
+                                                          read_tier(tx, memory_id, L3))
 
-        record, read = await self.store.run(tenant, snapshot, write=False)
+        record, read_as, read = await self.store.run(tenant, snapshot, write=False)
         if read is None:
             return []
         tiers = read
@@ -289,10 +291,11 @@ class TieredService:
                 moves.vectorize = []
 
         def commit(tx: Tx) -> list[tuple[int, TierEvent]]:
-            self._record(tx, memory_id)
+            now_as = incarnation(tx, self._record(tx, memory_id))
             expected = {i.seq: i.tier for sel in (first, second) if sel is not None for i in sel.leaving}
             expected.update({i.seq: L3 for i in moves.vectorize + moves.evict if i.seq})
-            if tx.tiered_present(memory_id, list(expected)) != expected:
+            # A loaded state (or the memory made anew) may hold other items under the same numbers.
+            if now_as != read_as or tx.tiered_present(memory_id, list(expected)) != expected:
                 raise AbortedError(f"the tiers of memory {memory_id!r} changed during the pass; run it again")
             tx.tiered_delete(memory_id, list(expected))
             for _, summary in made:
