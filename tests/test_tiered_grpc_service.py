@@ -205,8 +205,12 @@ async def test_bad_input_and_wrong_kind(server) -> None:  # type: ignore[no-unty
         await memories.CreateMemory(mem_pb.CreateMemoryRequest(memory_id="t", kind=mem_pb.MEMORY_KIND_TIERED))
         from agentscope_memory.convert.to_proto import msg_to_proto
 
+        # The request's own field, as a grpcurl or Java caller wrote it (not the library's `importances`).
         await invalid(tiered.AddTieredItems(pb.AddTieredItemsRequest(memory_id="t", items=[
-            pb.TieredItemInput(message=msg_to_proto(msg(1)), importance=1.5)])), "importances[0]")
+            pb.TieredItemInput(message=msg_to_proto(msg(1)), importance=1.5)])), "items[0].importance")
+        await invalid(tiered.AddTieredItems(pb.AddTieredItemsRequest(memory_id="t", items=[
+            pb.TieredItemInput(message=msg_to_proto(msg(1))),
+            pb.TieredItemInput(message=msg_to_proto(msg(2)), importance=float("nan"))])), "items[1].importance")
         await invalid(tiered.AddTieredItems(pb.AddTieredItemsRequest(memory_id="t")), "items")
         await invalid(tiered.ProjectContext(pb.ProjectContextRequest(memory_id="t", total_budget=0)), "total_budget")
         await invalid(tiered.ProjectContext(pb.ProjectContextRequest(memory_id="t", total_budget=10, include_plan=True)),
