@@ -321,3 +321,28 @@ async def test_a_query_hit_of_a_message_near_the_size_limit_fits_a_stock_channel
         hits = (await tiered.QueryTiers(pb.QueryTiersRequest(memory_id="大", query="cherry", limit=10))).hits
         assert hits[0].tier == pb.TIER_L1 and hits[0].message.content[0].text.text == big
         assert 0 < len(hits[0].text) < len(big) and big.startswith(hits[0].text)
+
+
+async def test_thinking_and_inline_media_count_in_the_budgets(server_factory) -> None:  # type: ignore[no-untyped-def]
+    # They were counted as nothing (thinking) or one word ("[image]"): L1 reported 18 tokens for
+    # 5.8 MB, and a projection of 100 tokens selected it all and failed RESOURCE_EXHAUSTED.
+    import math
+
+    from agentscope_memory.message import Base64Source, ImageBlock, TextBlock, ThinkingBlock
+
+    server = await server_factory(long_term_enabled=False)
+    blocks = [ThinkingBlock("t" * 2_000_000), ImageBlock(Base64Source("image/png", "A" * 2_000_000)),
+              ThinkingBlock("思" * 600_000)]
+    msgs = [Msg(role=MsgRole.ASSISTANT, name="a", content=[b, TextBlock(f"answer {i}")]) for i, b in enumerate(blocks)]
+    msgs.append(Msg.create(MsgRole.USER, "thanks", id="last"))
+    async with AsyncTieredClient(server.address, timeout=30) as tiered:
+        await tiered.create_memory("media", TieredConfig(l1_budget=100_000_000, l1_compact_trigger=0,
+                                                         score_importance=False))
+        for m in msgs:
+            await tiered.add("media", [m])
+        # 4 characters a token and 4 a message; the image's text is "[image]\nanswer 1".
+        characters = [2_000_000 + len("answer 0"), 2_000_000 + len("[image]\nanswer 1"), 600_000 + len("answer 2"),
+                      len("thanks")]
+        assert (await tiered.status("media")).tiers[0].tokens == sum(4 + math.ceil(c / 4) for c in characters)
+        projection = await tiered.project("media", "go on with the job", total_budget=100)
+        assert [m.id for m in projection.messages] == ["last"] and projection.tokens == 4 + math.ceil(6 / 4)
