@@ -5,6 +5,7 @@ restart, tenants, bad input, sqlite and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import grpc
 import pytest
@@ -346,3 +347,43 @@ async def test_thinking_and_inline_media_count_in_the_budgets(server_factory) ->
         assert (await tiered.status("media")).tiers[0].tokens == sum(4 + math.ceil(c / 4) for c in characters)
         projection = await tiered.project("media", "go on with the job", total_budget=100)
         assert [m.id for m in projection.messages] == ["last"] and projection.tokens == 4 + math.ceil(6 / 4)
+
+
+async def test_a_pass_moving_thousands_of_summaries_records_events_a_stock_client_reads(server_factory
+                                                                                        ) -> None:  # type: ignore[no-untyped-def]
+    # A loaded L3 far beyond this memory's budget left in one pass, as one evict_l3 event of 5.9 MB
+    # that neither ListTierEvents nor WatchTierEvents could deliver to a 4 MiB client, ever.
+    import time
+
+    from agentscope_memory.session.state import StateEntry
+
+    server = await server_factory(long_term_enabled=False)
+    texts = [f"summary {i} " + "s" * 1990 for i in range(3000)]
+    l3 = [{"seq": i + 1, "kind": "summary", "importance": 0.5, "created": time.time(), "text": t, "origins": []}
+          for i, t in enumerate(texts)]
+    async with AsyncTieredClient(server.address, timeout=60) as tiered, AsyncMemoryClient(server.address) as memories:
+        await tiered.create_memory("big", TieredConfig(score_importance=False))
+        await memories.load_state("big", [StateEntry("tieredMemory_l3", items=l3),
+                                          StateEntry("tieredMemory_stats", value={"next_seq": 3001})])
+        await tiered.add("big", [msg(1)])
+        status = await tiered.status("big")
+        left = status.evicted_summaries
+        assert left > 2900 and status.tiers[2].items == 3000 - left and status.tiers[2].tokens <= 32_000
+    async with grpc.aio.insecure_channel(server.address) as channel:  # stock options: 4 MiB
+        stub = pb_grpc.TieredMemoryServiceStub(channel)
+        events, token = [], ""
+        while True:
+            page = await stub.ListTierEvents(pb.ListTierEventsRequest(memory_id="big", page_token=token))
+            events += page.events
+            token = page.next_page_token
+            if not token:
+                break
+        assert {e.kind for e in events} == {"evict_l3"} and len(events) > 1
+        assert [s for e in events for s in e.item_sequences] == list(range(1, left + 1))
+        assert [t for e in events for t in json.loads(e.detail_json)["texts"]] == texts[:left]
+        watched = []
+        async for response in stub.WatchTierEvents(pb.WatchTierEventsRequest(memory_id="big")):
+            watched.append(response.event.sequence)
+            if len(watched) == len(events):
+                break
+        assert watched == [e.sequence for e in events]

@@ -125,6 +125,26 @@ class PassOutcome:
     events: list[TierEvent] = field(default_factory=list)
 
 
+# What one event's detail may carry (evicted texts, long-term ids): a pass moving thousands of
+# summaries at once (a loaded L3 beyond this memory's budget) records several events, each of
+# which a stock client (4 MiB) can read, list and watch.
+EVENT_DETAIL_BYTES = 1024 * 1024
+
+
+def _parts(items: list[TierItem], size: Callable[[TierItem], int]) -> list[list[TierItem]]:
+    """`items` in order, cut into runs of at most `EVENT_DETAIL_BYTES` (an item larger travels alone)."""
+    parts: list[list[TierItem]] = [[]]
+    used = 0
+    for item in items:
+        cost = size(item) + 16  # its sequence number, quotes and separators
+        if parts[-1] and used + cost > EVENT_DETAIL_BYTES:
+            parts.append([])
+            used = 0
+        parts[-1].append(item)
+        used += cost
+    return parts
+
+
 def overlap(query_terms: set[str], text: str) -> float:
     """Share of the query's terms the text holds (CJK-aware terms of the long-term engine)."""
     if not query_terms:
@@ -325,12 +345,16 @@ class TieredService:
             if moves.vectorize:
                 stats.l4_vectors += len(moves.vectorize)
                 stats.l4_tokens += tokens(moves.vectorize)
-                events.append(TierEvent(VECTORIZE_L3, L3, L4, [i.seq for i in moves.vectorize], tokens(moves.vectorize),
-                                        now, {"long_term_ids": ltm_ids, "memory_type": SUMMARY}))
+                ids = dict(zip((id(i) for i in moves.vectorize), ltm_ids, strict=True))
+                for part in _parts(moves.vectorize, lambda i: len(ids[id(i)])):
+                    events.append(TierEvent(VECTORIZE_L3, L3, L4, [i.seq for i in part], tokens(part), now,
+                                            {"long_term_ids": [ids[id(i)] for i in part if ids[id(i)]],
+                                             "memory_type": SUMMARY}))
             if moves.evict:
                 stats.evicted_summaries += len(moves.evict)
-                events.append(TierEvent(EVICT_L3, L3, 0, [i.seq for i in moves.evict], tokens(moves.evict), now,
-                                        {"texts": [i.text for i in moves.evict]}))
+                for part in _parts(moves.evict, lambda i: len(i.text.encode("utf-8"))):
+                    events.append(TierEvent(EVICT_L3, L3, 0, [i.seq for i in part], tokens(part), now,
+                                            {"texts": [i.text for i in part]}))
             put_stats(tx, memory_id, stats)
             tx.touch_memory(memory_id)
             return append_events(tx, memory_id, events)
@@ -380,8 +404,10 @@ class TieredService:
             last_accessed=now, content_hash=content_hash(i.text),
             source={"memory_ids": [memory_id], "tiered_origins": i.origins},
         ) for i in items]
-        inserted = await self._long_term.insert(tenant, scope, rows, history_detail={"tiered_memory_id": memory_id})
-        return [r.memory_id for r in inserted]
+        inserted = {r.memory_id for r in await self._long_term.insert(tenant, scope, rows,
+                                                                      history_detail={"tiered_memory_id": memory_id})}
+        # One per item, "" where long-term memory held its text already (stored once per scope).
+        return [r.memory_id if r.memory_id in inserted else "" for r in rows]
 
     # -- reading ----------------------------------------------------------------------------
 
