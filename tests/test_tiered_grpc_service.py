@@ -184,6 +184,27 @@ async def test_a_state_with_numbers_out_of_range_is_refused_whole(server_factory
         assert (await tiered.status("target")).tiers[0].items == 2
 
 
+@pytest.mark.parametrize(("key", "kind"), [("tieredMemory_l3", "message"), ("tieredMemory_l2", "summary"),
+                                          ("tieredMemory_l2", "marker"), ("tieredMemory_l1", "summary")])
+async def test_a_state_item_of_a_kind_its_tier_never_holds_is_refused(server_factory, key, kind
+                                                                       ) -> None:  # type: ignore[no-untyped-def]
+    # A message loaded into L3 had no summary text: L3 sent "" to long-term memory as a summary.
+    from agentscope_memory.message import msg_to_dict
+    from agentscope_memory.session.state import StateEntry
+
+    server = await server_factory(long_term_enabled=False)
+    item = {"seq": 1, "kind": kind, "msg": msg_to_dict(msg(1)), "text": "a summary", "origins": [1]}
+    async with AsyncTieredClient(server.address, timeout=10) as tiered, AsyncMemoryClient(server.address) as memories:
+        await tiered.create_memory("target", CONFIG)
+        with pytest.raises(InvalidArgumentError) as info:
+            await memories.load_state("target", [StateEntry(key, items=[item])])
+        assert info.value.field == f"{key}[0].kind"
+        assert [await tiered.get_items("target", t) for t in (1, 2, 3)] == [[], [], []]
+        # What a pass writes loads: an L3 item without a kind is a summary.
+        await memories.load_state("target", [StateEntry("tieredMemory_l3", items=[{"seq": 1, "text": "a summary"}])])
+        assert [(i.kind, i.text) for i in await tiered.get_items("target", 3)] == [("summary", "a summary")]
+
+
 async def test_bad_input_and_wrong_kind(server) -> None:  # type: ignore[no-untyped-def]
     async with grpc.aio.insecure_channel(server.address) as channel:
         memories, tiered = mem_grpc.MemoryServiceStub(channel), pb_grpc.TieredMemoryServiceStub(channel)

@@ -51,7 +51,8 @@ KEY_L3 = "tieredMemory_l3"
 KEY_EVENTS = "tieredMemory_events"
 KEY_STATS = "tieredMemory_stats"
 TIER_KEYS = {KEY_L1: L1, KEY_L2: L2, KEY_L3: L3}
-ITEM_KINDS = (MESSAGE, SUMMARY, MARKER)
+# What each tier holds: L3 moves its items by their summary text, L2 are copies of messages.
+TIER_KINDS = {L1: (MESSAGE, MARKER), L2: (MESSAGE,), L3: (SUMMARY,)}
 
 
 @dataclass
@@ -292,9 +293,9 @@ def item_to_dict(item: TierItem) -> dict[str, Any]:
 def item_from_dict(data: Any, where: str, tier: int, encode: Callable[[Msg, str], NewMessage]) -> TierItem:
     if not isinstance(data, dict):
         raise InvalidArgumentError(where, "must be a JSON object")
-    kind = data.get("kind", MESSAGE)
-    if kind not in ITEM_KINDS:
-        raise InvalidArgumentError(f"{where}.kind", f"is {kind!r}; must be message, summary or marker")
+    kind = data.get("kind", SUMMARY if tier == L3 else MESSAGE)
+    if kind not in TIER_KINDS[tier]:
+        raise InvalidArgumentError(f"{where}.kind", f"is {kind!r}; this tier holds {' or '.join(TIER_KINDS[tier])} items")
     seq = sequence(data.get("seq"), f"{where}.seq")
     importance = data.get("importance", 0.5)
     if not isinstance(importance, (int, float)) or isinstance(importance, bool) or not 0.0 <= importance <= 1.0:
