@@ -5,6 +5,7 @@ restart, tenants, bad input, sqlite and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import grpc
 import pytest
@@ -148,6 +149,62 @@ async def test_state_round_trip_and_restart(server_factory, tmp_path) -> None:  
         assert await tiered.status("s") == status
 
 
+@pytest.mark.parametrize(("key", "change", "field"), [
+    ("tieredMemory_l1", {"created": 1e30}, "tieredMemory_l1[{}].created"),
+    ("tieredMemory_l1", {"created": -1e12}, "tieredMemory_l1[{}].created"),
+    ("tieredMemory_l1", {"hits": 2**70}, "tieredMemory_l1[{}].hits"),
+    ("tieredMemory_l1", {"seq": 2**63 - 1}, "tieredMemory_l1[{}].seq"),
+    ("tieredMemory_l1", {"origins": [2**70]}, "tieredMemory_l1[{}].origins[0]"),
+    ("tieredMemory_events", {"time": 1e30}, "tieredMemory_events[{}].time"),
+    ("tieredMemory_events", {"tokens": 2**70}, "tieredMemory_events[{}].tokens"),
+    ("tieredMemory_stats", {"l4_vectors": 2**70}, "tieredMemory_stats.l4_vectors"),
+    ("tieredMemory_stats", {"next_seq": 2**63 - 1}, "tieredMemory_stats.next_seq"),
+])
+async def test_a_state_with_numbers_out_of_range_is_refused_whole(server_factory, key, change, field
+                                                                  ) -> None:  # type: ignore[no-untyped-def]
+    # Such a state used to load, and then every read of the tier, its events or its status, or the
+    # next add, failed INTERNAL (a Timestamp, an int64 or a SQLite integer out of range).
+    server = await server_factory(long_term_enabled=False)
+    async with AsyncTieredClient(server.address, timeout=10) as tiered, AsyncMemoryClient(server.address) as memories:
+        await tiered.create_memory("source", CONFIG)
+        for i in range(5):
+            await tiered.add("source", [msg(i)], importances=[0.9 if i == 0 else 0.3])
+        entries, _ = await memories.save_state("source")
+        target = next(e for e in entries if e.key == key)
+        index = len(target.items) - 1 if target.items is not None else 0  # the newest item or event
+        (target.items[index] if target.items is not None else target.value).update(change)
+        await tiered.create_memory("target", CONFIG)
+        await tiered.add("target", [msg(9)])
+        before = {t: await tiered.get_items("target", t) for t in (1, 2, 3)}
+        with pytest.raises(InvalidArgumentError) as info:
+            await memories.load_state("target", entries)
+        assert info.value.field == field.format(index)
+        assert {t: await tiered.get_items("target", t) for t in (1, 2, 3)} == before
+        await tiered.add("target", [msg(10)])
+        assert (await tiered.status("target")).tiers[0].items == 2
+
+
+@pytest.mark.parametrize(("key", "kind"), [("tieredMemory_l3", "message"), ("tieredMemory_l2", "summary"),
+                                          ("tieredMemory_l2", "marker"), ("tieredMemory_l1", "summary")])
+async def test_a_state_item_of_a_kind_its_tier_never_holds_is_refused(server_factory, key, kind
+                                                                       ) -> None:  # type: ignore[no-untyped-def]
+    # A message loaded into L3 had no summary text: L3 sent "" to long-term memory as a summary.
+    from agentscope_memory.message import msg_to_dict
+    from agentscope_memory.session.state import StateEntry
+
+    server = await server_factory(long_term_enabled=False)
+    item = {"seq": 1, "kind": kind, "msg": msg_to_dict(msg(1)), "text": "a summary", "origins": [1]}
+    async with AsyncTieredClient(server.address, timeout=10) as tiered, AsyncMemoryClient(server.address) as memories:
+        await tiered.create_memory("target", CONFIG)
+        with pytest.raises(InvalidArgumentError) as info:
+            await memories.load_state("target", [StateEntry(key, items=[item])])
+        assert info.value.field == f"{key}[0].kind"
+        assert [await tiered.get_items("target", t) for t in (1, 2, 3)] == [[], [], []]
+        # What a pass writes loads: an L3 item without a kind is a summary.
+        await memories.load_state("target", [StateEntry("tieredMemory_l3", items=[{"seq": 1, "text": "a summary"}])])
+        assert [(i.kind, i.text) for i in await tiered.get_items("target", 3)] == [("summary", "a summary")]
+
+
 async def test_bad_input_and_wrong_kind(server) -> None:  # type: ignore[no-untyped-def]
     async with grpc.aio.insecure_channel(server.address) as channel:
         memories, tiered = mem_grpc.MemoryServiceStub(channel), pb_grpc.TieredMemoryServiceStub(channel)
@@ -170,8 +227,12 @@ async def test_bad_input_and_wrong_kind(server) -> None:  # type: ignore[no-unty
         await memories.CreateMemory(mem_pb.CreateMemoryRequest(memory_id="t", kind=mem_pb.MEMORY_KIND_TIERED))
         from agentscope_memory.convert.to_proto import msg_to_proto
 
+        # The request's own field, as a grpcurl or Java caller wrote it (not the library's `importances`).
         await invalid(tiered.AddTieredItems(pb.AddTieredItemsRequest(memory_id="t", items=[
-            pb.TieredItemInput(message=msg_to_proto(msg(1)), importance=1.5)])), "importances[0]")
+            pb.TieredItemInput(message=msg_to_proto(msg(1)), importance=1.5)])), "items[0].importance")
+        await invalid(tiered.AddTieredItems(pb.AddTieredItemsRequest(memory_id="t", items=[
+            pb.TieredItemInput(message=msg_to_proto(msg(1))),
+            pb.TieredItemInput(message=msg_to_proto(msg(2)), importance=float("nan"))])), "items[1].importance")
         await invalid(tiered.AddTieredItems(pb.AddTieredItemsRequest(memory_id="t")), "items")
         await invalid(tiered.ProjectContext(pb.ProjectContextRequest(memory_id="t", total_budget=0)), "total_budget")
         await invalid(tiered.ProjectContext(pb.ProjectContextRequest(memory_id="t", total_budget=10, include_plan=True)),
@@ -282,3 +343,68 @@ async def test_a_query_hit_of_a_message_near_the_size_limit_fits_a_stock_channel
         hits = (await tiered.QueryTiers(pb.QueryTiersRequest(memory_id="大", query="cherry", limit=10))).hits
         assert hits[0].tier == pb.TIER_L1 and hits[0].message.content[0].text.text == big
         assert 0 < len(hits[0].text) < len(big) and big.startswith(hits[0].text)
+
+
+async def test_thinking_and_inline_media_count_in_the_budgets(server_factory) -> None:  # type: ignore[no-untyped-def]
+    # They were counted as nothing (thinking) or one word ("[image]"): L1 reported 18 tokens for
+    # 5.8 MB, and a projection of 100 tokens selected it all and failed RESOURCE_EXHAUSTED.
+    import math
+
+    from agentscope_memory.message import Base64Source, ImageBlock, TextBlock, ThinkingBlock
+
+    server = await server_factory(long_term_enabled=False)
+    blocks = [ThinkingBlock("t" * 2_000_000), ImageBlock(Base64Source("image/png", "A" * 2_000_000)),
+              ThinkingBlock("思" * 600_000)]
+    msgs = [Msg(role=MsgRole.ASSISTANT, name="a", content=[b, TextBlock(f"answer {i}")]) for i, b in enumerate(blocks)]
+    msgs.append(Msg.create(MsgRole.USER, "thanks", id="last"))
+    async with AsyncTieredClient(server.address, timeout=30) as tiered:
+        await tiered.create_memory("media", TieredConfig(l1_budget=100_000_000, l1_compact_trigger=0,
+                                                         score_importance=False))
+        for m in msgs:
+            await tiered.add("media", [m])
+        # 4 characters a token and 4 a message; the image's text is "[image]\nanswer 1".
+        characters = [2_000_000 + len("answer 0"), 2_000_000 + len("[image]\nanswer 1"), 600_000 + len("answer 2"),
+                      len("thanks")]
+        assert (await tiered.status("media")).tiers[0].tokens == sum(4 + math.ceil(c / 4) for c in characters)
+        projection = await tiered.project("media", "go on with the job", total_budget=100)
+        assert [m.id for m in projection.messages] == ["last"] and projection.tokens == 4 + math.ceil(6 / 4)
+
+
+async def test_a_pass_moving_thousands_of_summaries_records_events_a_stock_client_reads(server_factory
+                                                                                        ) -> None:  # type: ignore[no-untyped-def]
+    # A loaded L3 far beyond this memory's budget left in one pass, as one evict_l3 event of 5.9 MB
+    # that neither ListTierEvents nor WatchTierEvents could deliver to a 4 MiB client, ever.
+    import time
+
+    from agentscope_memory.session.state import StateEntry
+
+    server = await server_factory(long_term_enabled=False)
+    texts = [f"summary {i} " + "s" * 1990 for i in range(3000)]
+    l3 = [{"seq": i + 1, "kind": "summary", "importance": 0.5, "created": time.time(), "text": t, "origins": []}
+          for i, t in enumerate(texts)]
+    async with AsyncTieredClient(server.address, timeout=60) as tiered, AsyncMemoryClient(server.address) as memories:
+        await tiered.create_memory("big", TieredConfig(score_importance=False))
+        await memories.load_state("big", [StateEntry("tieredMemory_l3", items=l3),
+                                          StateEntry("tieredMemory_stats", value={"next_seq": 3001})])
+        await tiered.add("big", [msg(1)])
+        status = await tiered.status("big")
+        left = status.evicted_summaries
+        assert left > 2900 and status.tiers[2].items == 3000 - left and status.tiers[2].tokens <= 32_000
+    async with grpc.aio.insecure_channel(server.address) as channel:  # stock options: 4 MiB
+        stub = pb_grpc.TieredMemoryServiceStub(channel)
+        events, token = [], ""
+        while True:
+            page = await stub.ListTierEvents(pb.ListTierEventsRequest(memory_id="big", page_token=token))
+            events += page.events
+            token = page.next_page_token
+            if not token:
+                break
+        assert {e.kind for e in events} == {"evict_l3"} and len(events) > 1
+        assert [s for e in events for s in e.item_sequences] == list(range(1, left + 1))
+        assert [t for e in events for t in json.loads(e.detail_json)["texts"]] == texts[:left]
+        watched = []
+        async for response in stub.WatchTierEvents(pb.WatchTierEventsRequest(memory_id="big")):
+            watched.append(response.event.sequence)
+            if len(watched) == len(events):
+                break
+        assert watched == [e.sequence for e in events]

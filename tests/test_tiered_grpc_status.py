@@ -12,7 +12,8 @@ from agentscope_memory.client import AsyncMemoryClient
 from agentscope_memory.client.scopes import AsyncScopeClient
 from agentscope_memory.client.tiered import AsyncTieredClient, TieredClient
 from agentscope_memory.short_term.tiered import TieredConfig
-from agentscope_memory.short_term.tiered.visual import WIDTH, columns
+from agentscope_memory.short_term.tiered.service import TierStatus, TierUsage
+from agentscope_memory.short_term.tiered.visual import WIDTH, columns, render_status
 from agentscope_memory_server.cli import main
 from tiered_helpers import ITEM_TOKENS, msg
 
@@ -91,3 +92,13 @@ def test_cli_draws_the_box(threaded_server, capsys: pytest.CaptureFixture[str]) 
     assert data["memory_id"] == "记忆-盒" and data["tiers"][0]["items"] == 3
     assert main(["status", "missing", "--target", threaded_server.address]) == 1
     assert "does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("memory_id", ["代理" * 30, "a" + "代理" * 30, "agent-" * 20, "e\u0301" * 60],
+                         ids=["wide", "narrow-then-wide", "narrow", "combining"])
+def test_a_long_id_is_cut_to_the_box_whatever_its_characters_width(memory_id: str) -> None:
+    # A wide (CJK) character cut for the "…" left the title line a column short of the box.
+    status = TierStatus(memory_id, [TierUsage(t, 1, 10, 100) for t in (1, 2, 3, 4)], 1, 0, 0.0, 0, False)
+    lines = render_status(status).split("\n")
+    assert {columns(line) for line in lines} == {WIDTH + 2}
+    assert lines[1].rstrip(" ║").endswith("…")

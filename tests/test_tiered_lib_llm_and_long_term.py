@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from agentscope_memory.message import Msg, MsgRole
 from agentscope_memory.service import ServiceSettings, build_service
 from agentscope_memory.short_term.tiered.summaries import PROMPT
 from scripted_llm import ScriptedLLM, ScriptedReply
@@ -113,6 +116,49 @@ async def test_adds_while_a_summary_is_being_written_are_kept(tmp_path: Path) ->
             summarised = {o for s in tiers.l3 for o in s.origins}
             assert {s.text for s in tiers.l3} == {"HELD SUMMARY"}
             assert sorted(summarised) == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize("replace_by", ["load_state", "delete_and_create"])
+async def test_a_pass_over_items_replaced_meanwhile_under_the_same_numbers_moves_nothing(tmp_path: Path,
+                                                                                         replace_by: str) -> None:
+    # A loaded state numbers its items itself, and a memory made anew numbers from 1 again: the
+    # pass that was summarising the old message 1 deleted the new message 1 (unsummarised) and
+    # put the old one's summary in its place.
+    import asyncio
+    import threading
+
+    hold = threading.Event()
+    with ScriptedLLM(default=ScriptedReply.text("SUMMARY OF THE OLD MESSAGE"), hold=hold) as llm:
+        settings = ServiceSettings(data_dir=tmp_path, long_term_enabled=False, llm_base_url=llm.base_url,
+                                   llm_max_retries=0)
+        async with build_service(settings) as service:
+            cfg = config(l1_compact_trigger=0, l1_budget=ITEM_TOKENS)
+            new = Msg.create(MsgRole.USER, "the new message", id="new")
+            await service.memories.create_memory(T, "source", "TIERED", cfg)
+            await service.memories.add_messages(T, "source", [new])
+            _, state = await service.memories.save_state(T, "source")
+            await service.memories.create_memory(T, "c", "TIERED", cfg)
+            await service.tiered.add_items(T, "c", [msg(0)])
+            evicting = asyncio.create_task(service.tiered.add_items(T, "c", [msg(1)]))  # evicts m0 (seq 1)
+            while not llm.chat_requests:
+                await asyncio.sleep(0.01)
+            adding = None
+            if replace_by == "load_state":
+                await service.memories.load_state(T, "c", state)
+            else:
+                await service.memories.delete_memory(T, "c")
+                await service.memories.create_memory(T, "c", "TIERED", cfg)
+                # Committed at once; its own pass waits for the held one.
+                adding = asyncio.create_task(service.memories.add_messages(T, "c", [new]))
+                while not (await service.tiered.tiers(T, "c"))[1].l1:
+                    await asyncio.sleep(0.01)
+            hold.set()
+            await evicting
+            if adding is not None:
+                await adding
+            _, tiers = await service.tiered.tiers(T, "c")
+            assert [(i.seq, i.msg.id if i.msg else "") for i in tiers.l1] == [(1, "new")]
+            assert tiers.l3 == [] and await service.tiered.events(T, "c") == []
 
 
 async def test_custom_thresholds_scope_and_vectorize_off(tmp_path: Path) -> None:

@@ -33,6 +33,13 @@ T = "tenant"
     ("好的", MINIMAL),
     ("Write a haiku about the autumn sea", STANDARD),
     ("请为新用户写一封欢迎邮件，介绍产品的主要功能", STANDARD),
+    # English keywords in Chinese text (no spaces around them) count too, whole words only.
+    ("帮我fix一下这个bug", DEBUG),
+    ("这个exception怎么处理的呢", DEBUG),
+    ("请analyze一下这两个方案的优劣", ANALYTICAL),
+    ("按照previous的方案写一个版本", CONTEXTUAL),
+    ("prefix the names with the team", STANDARD),
+    ("set up the debugger for the project", STANDARD),
 ])
 def test_mode_detection(instruction: str, mode: str) -> None:
     assert detect_mode(instruction) == mode

@@ -4,7 +4,7 @@ projections, both ways (the servicer and the Python client use only these)."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Sequence
 
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as mem_pb
 from agentscope_memory._proto.agentscope.memory.v1 import tiered_memory_service_pb2 as pb
@@ -72,6 +72,18 @@ def item_from_proto(item: pb.TierItem) -> TierItem:
                     item.tokens, item.create_time.ToNanoseconds() / 1e9,
                     msg_from_proto(item.message, "message", newer_kinds=True) if item.HasField("message") else None, item.text,
                     list(item.origin_sequences), item.method, item.hits, item.covered)
+
+
+def importances_from_proto(items: Sequence[pb.TieredItemInput]) -> list[float | None]:
+    """Each item's importance (None: unset, to be scored), checked here so that an error names
+    the request's field (`items[i].importance`), not the library's argument."""
+    out: list[float | None] = []
+    for i, item in enumerate(items):
+        value = item.importance if item.HasField("importance") else None
+        if value is not None and not 0.0 <= value <= 1.0:  # NaN fails too
+            raise InvalidArgumentError(f"items[{i}].importance", f"is {value!r}; must be a number from 0 to 1")
+        out.append(value)
+    return out
 
 
 def event_to_proto(seq: int, event: TierEvent) -> pb.TierEvent:

@@ -13,7 +13,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import tiered_memory_service_
 from agentscope_memory._proto.agentscope.memory.v1 import tiered_memory_service_pb2_grpc as pb_grpc
 from agentscope_memory.convert.from_proto import msg_from_proto, msgs_from_proto
 from agentscope_memory.convert.tiered import (
-    event_to_proto, hit_to_proto, item_to_proto, mode_from_proto, projection_to_proto, status_to_proto,
+    event_to_proto, hit_to_proto, importances_from_proto, item_to_proto, mode_from_proto, projection_to_proto, status_to_proto,
     tier_from_proto, weights_from_proto,
 )
 from agentscope_memory.errors import InvalidArgumentError, ResourceExhaustedError
@@ -116,8 +116,8 @@ class TieredServicer(pb_grpc.TieredMemoryServiceServicer):
         msgs = [msg_from_proto(item.message, f"items[{i}].message") for i, item in enumerate(request.items)]
         if not msgs:
             raise InvalidArgumentError("items", "must contain at least one item")
-        importances = [item.importance if item.HasField("importance") else None for item in request.items]
-        result = await self.tiered.add_items(tenant, request.memory_id, msgs, importances, request.request_id or None)
+        result = await self.tiered.add_items(tenant, request.memory_id, msgs, importances_from_proto(request.items),
+                                             request.request_id or None)
         return pb.AddTieredItemsResponse(message_count=result.message_count, version=result.version,
                                          replayed=result.replayed, status=await self._status(tenant, request.memory_id))
 

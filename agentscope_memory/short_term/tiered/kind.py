@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
@@ -29,6 +30,7 @@ from agentscope_memory.short_term.tiered.config import TieredConfig
 from agentscope_memory.short_term.tiered.items import (
     L1, L2, L3, MARKER, MESSAGE, SUMMARY, TierEvent, TierItem,
 )
+from agentscope_memory.short_term.tiered.state_values import count, epoch_seconds, sequence, sequences
 from agentscope_memory.short_term.tiered.tokens import Counters
 from agentscope_memory.store.base import MemoryRecord, Row, TieredRow, Tx
 from agentscope_memory.store.codec import encode_msg
@@ -38,6 +40,9 @@ NEXT = "tiered:next"
 STATS = "tiered:stats"
 EVENTS = "tier_events"
 LAST_EVENT = "tiered:last_event"
+# Changed by every LoadState: a loaded state numbers its items itself, so the same sequence
+# number may name another item afterwards (see `incarnation`).
+LOADED = "tiered:loaded"
 
 # Session keys of a TIERED memory's state (SaveState/LoadState, JsonSession).
 KEY_L1 = "tieredMemory_l1"
@@ -46,7 +51,8 @@ KEY_L3 = "tieredMemory_l3"
 KEY_EVENTS = "tieredMemory_events"
 KEY_STATS = "tieredMemory_stats"
 TIER_KEYS = {KEY_L1: L1, KEY_L2: L2, KEY_L3: L3}
-ITEM_KINDS = (MESSAGE, SUMMARY, MARKER)
+# What each tier holds: L3 moves its items by their summary text, L2 are copies of messages.
+TIER_KINDS = {L1: (MESSAGE, MARKER), L2: (MESSAGE,), L3: (SUMMARY,)}
 
 
 @dataclass
@@ -80,6 +86,12 @@ def next_seqs(tx: Tx, memory_id: str, count: int) -> list[int]:
     first = int(tx.kv_get(memory_id, NEXT) or "1")
     tx.kv_put(memory_id, NEXT, str(first + count))
     return list(range(first, first + count))
+
+
+def incarnation(tx: Tx, record: MemoryRecord) -> tuple[float, str]:
+    """What must not change under a pass for its sequence numbers to name the same items: the
+    memory (deleted and created again, it numbers from 1 again) and its last loaded state."""
+    return record.create_time, tx.kv_get(record.memory_id, LOADED) or ""
 
 
 def to_row(item: TierItem) -> TieredRow:
@@ -225,17 +237,23 @@ class TieredKind:
                     raise InvalidArgumentError(KEY_EVENTS, "must be a list state")
                 for i, data in enumerate(entry.items):
                     try:
-                        parsed["events"].append(TierEvent.from_dict(data))
-                    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                        event = TierEvent.from_dict(data)
+                    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
                         raise InvalidArgumentError(f"{KEY_EVENTS}[{i}]", f"is not a tier event: {exc}") from None
+                    sequences(event.item_seqs, f"{KEY_EVENTS}[{i}].item_seqs")
+                    count(event.tokens, f"{KEY_EVENTS}[{i}].tokens")
+                    epoch_seconds(event.time, f"{KEY_EVENTS}[{i}].time")
+                    parsed["events"].append(event)
             elif entry.key == KEY_STATS:
                 if entry.is_list or not isinstance(entry.value, dict):
                     raise InvalidArgumentError(KEY_STATS, "must be a single JSON object")
                 try:
                     parsed["stats"] = TierStats.from_json(json.dumps(entry.value))
-                    parsed["next_seq"] = int(entry.value.get("next_seq", 1))
                 except (TypeError, ValueError) as exc:
                     raise InvalidArgumentError(KEY_STATS, f"is not valid: {exc}") from None
+                for name, value in asdict(parsed["stats"]).items():
+                    count(value, f"{KEY_STATS}.{name}")
+                parsed["next_seq"] = sequence(entry.value.get("next_seq", 1), f"{KEY_STATS}.next_seq")
             else:
                 raise InvalidArgumentError(
                     f"entries[{entry.key}]",
@@ -257,6 +275,7 @@ class TieredKind:
         append_events(tx, memory_id, parsed["events"])
         put_stats(tx, memory_id, parsed["stats"])
         tx.kv_put(memory_id, NEXT, str(parsed["next_seq"]))
+        tx.kv_put(memory_id, LOADED, uuid.uuid4().hex)
 
 
 def item_to_dict(item: TierItem) -> dict[str, Any]:
@@ -274,12 +293,10 @@ def item_to_dict(item: TierItem) -> dict[str, Any]:
 def item_from_dict(data: Any, where: str, tier: int, encode: Callable[[Msg, str], NewMessage]) -> TierItem:
     if not isinstance(data, dict):
         raise InvalidArgumentError(where, "must be a JSON object")
-    kind = data.get("kind", MESSAGE)
-    if kind not in ITEM_KINDS:
-        raise InvalidArgumentError(f"{where}.kind", f"is {kind!r}; must be message, summary or marker")
-    seq = data.get("seq")
-    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
-        raise InvalidArgumentError(f"{where}.seq", "must be a positive integer")
+    kind = data.get("kind", SUMMARY if tier == L3 else MESSAGE)
+    if kind not in TIER_KINDS[tier]:
+        raise InvalidArgumentError(f"{where}.kind", f"is {kind!r}; this tier holds {' or '.join(TIER_KINDS[tier])} items")
+    seq = sequence(data.get("seq"), f"{where}.seq")
     importance = data.get("importance", 0.5)
     if not isinstance(importance, (int, float)) or isinstance(importance, bool) or not 0.0 <= importance <= 1.0:
         raise InvalidArgumentError(f"{where}.importance", "must be a number from 0 to 1")
@@ -294,12 +311,8 @@ def item_from_dict(data: Any, where: str, tier: int, encode: Callable[[Msg, str]
         if "msg" not in data:
             raise InvalidArgumentError(f"{where}.msg", "is required for a message or marker")
         msg = encode(msg_from_dict(data["msg"], f"{where}.msg"), f"{where}.msg").msg
-    origins = data.get("origins", [seq])
-    if not isinstance(origins, list) or not all(isinstance(o, int) and not isinstance(o, bool) for o in origins):
-        raise InvalidArgumentError(f"{where}.origins", "must be a list of sequence numbers")
-    try:
-        created, hits = float(data.get("created", time.time())), int(data.get("hits", 0))
-    except (TypeError, ValueError):
-        raise InvalidArgumentError(where, "created must be a number and hits an integer") from None
+    origins = sequences(data.get("origins", [seq]), f"{where}.origins")
+    created = epoch_seconds(data.get("created", time.time()), f"{where}.created")
+    hits = count(data.get("hits", 0), f"{where}.hits")
     return TierItem(seq, tier, kind, float(importance), 0, created, msg, text, list(origins), str(data.get("method", "")),
                     hits, bool(data.get("covered", False)))

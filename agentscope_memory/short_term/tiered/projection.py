@@ -62,15 +62,19 @@ READ_ORDER: dict[str, tuple[str, ...]] = {
     CONTEXTUAL: (SUMMARIES, WORKING, PLAN, SHARED, FACTS, RECENT),
 }
 
+# An English keyword is a whole word among Latin letters and digits only: `\b` would also take a
+# Chinese character for a word character, so "帮我fix一下这个bug" held no "fix" and no "bug".
+_WORD_START, _WORD_END = r"(?<![A-Za-z0-9_])", r"(?![A-Za-z0-9_])"
 _KEYWORDS: list[tuple[str, re.Pattern[str]]] = [
-    (DEBUG, re.compile(r"\b(?:error|errors|bug|bugs|fix|fixes|fixing|fail|fails|failed|failing|failure|exception|"
-                       r"traceback|crash|crashes|crashed|debug|debugging|broken|stack ?trace)\b"
-                       r"|错误|修复|报错|异常|失败|调试|崩溃|故障|缺陷", re.IGNORECASE)),
-    (ANALYTICAL, re.compile(r"\b(?:analy[sz]e|analy[sz]es|analy[sz]ing|analysis|evaluate|evaluating|evaluation|assess|"
-                            r"assessment|compare|comparison|investigate|examine)\b"
-                            r"|分析|评估|比较|对比|评价|研究", re.IGNORECASE)),
-    (CONTEXTUAL, re.compile(r"\b(?:continue|continuing|context|previous|previously|earlier|resume|as before|"
-                            r"pick up|where we left)\b|继续|上下文|之前|接着|刚才|前面", re.IGNORECASE)),
+    (DEBUG, re.compile(_WORD_START + r"(?:error|errors|bug|bugs|fix|fixes|fixing|fail|fails|failed|failing|failure|"
+                       r"exception|traceback|crash|crashes|crashed|debug|debugging|broken|stack ?trace)" + _WORD_END
+                       + r"|错误|修复|报错|异常|失败|调试|崩溃|故障|缺陷", re.IGNORECASE)),
+    (ANALYTICAL, re.compile(_WORD_START + r"(?:analy[sz]e|analy[sz]es|analy[sz]ing|analysis|evaluate|evaluating|"
+                            r"evaluation|assess|assessment|compare|comparison|investigate|examine)" + _WORD_END
+                            + r"|分析|评估|比较|对比|评价|研究", re.IGNORECASE)),
+    (CONTEXTUAL, re.compile(_WORD_START + r"(?:continue|continuing|context|previous|previously|earlier|resume|"
+                            r"as before|pick up|where we left)" + _WORD_END + r"|继续|上下文|之前|接着|刚才|前面",
+                            re.IGNORECASE)),
 ]
 
 

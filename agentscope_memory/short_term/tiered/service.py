@@ -38,7 +38,8 @@ from agentscope_memory.short_term.tiered.items import (
     L1, L2, L3, L4, MARKER, MARKER_TEXT, SUMMARY, TierEvent, TierItem,
 )
 from agentscope_memory.short_term.tiered.kind import (
-    KIND, TierStats, TieredKind, append_events, get_stats, next_seqs, of_row, put_stats, read_events, read_tier, to_row,
+    KIND, TierStats, TieredKind, append_events, get_stats, incarnation, next_seqs, of_row, put_stats, read_events,
+    read_tier, to_row,
 )
 from agentscope_memory.short_term.tiered.projection import MAX_SHARED_MESSAGES, Projection, ProjectionRequest, project
 from agentscope_memory.short_term.tiered.summaries import ExtractiveTierSummarizer, TierSummarizer
@@ -122,6 +123,26 @@ class QueryHit:
 @dataclass
 class PassOutcome:
     events: list[TierEvent] = field(default_factory=list)
+
+
+# What one event's detail may carry (evicted texts, long-term ids): a pass moving thousands of
+# summaries at once (a loaded L3 beyond this memory's budget) records several events, each of
+# which a stock client (4 MiB) can read, list and watch.
+EVENT_DETAIL_BYTES = 1024 * 1024
+
+
+def _parts(items: list[TierItem], size: Callable[[TierItem], int]) -> list[list[TierItem]]:
+    """`items` in order, cut into runs of at most `EVENT_DETAIL_BYTES` (an item larger travels alone)."""
+    parts: list[list[TierItem]] = [[]]
+    used = 0
+    for item in items:
+        cost = size(item) + 16  # its sequence number, quotes and separators
+        if parts[-1] and used + cost > EVENT_DETAIL_BYTES:
+            parts.append([])
+            used = 0
+        parts[-1].append(item)
+        used += cost
+    return parts
 
 
 def overlap(query_terms: set[str], text: str) -> float:
@@ -253,14 +274,15 @@ class TieredService:
         return self._long_term is not None and config.vectorize
 
     async def _pass(self, tenant: str, memory_id: str) -> list[tuple[int, TierEvent]]:
-        def snapshot(tx: Tx) -> tuple[MemoryRecord, Tiers | None]:
+        def snapshot(tx: Tx) -> tuple[MemoryRecord, tuple[float, str], Tiers | None]:
             record = self._record(tx, memory_id)
             # Most adds reach no threshold: one aggregate over the (budget-bounded) tiers decides.
             if not self._due(self.kind.config(record), tx.tiered_totals(memory_id)):
-                return record, None
-            return record, Tiers(read_tier(tx, memory_id, L1), read_tier(tx, memory_id, L2), read_tier(tx, memory_id, L3))
+                return record, (0.0, ""), None
+            return record, incarnation(tx, record), Tiers(read_tier(tx, memory_id, L1), read_tier(tx, memory_id, L2),
+                                                          read_tier(tx, memory_id, L3))
 
-        record, read = await self.store.run(tenant, snapshot, write=False)
+        record, read_as, read = await self.store.run(tenant, snapshot, write=False)
         if read is None:
             return []
         tiers = read
@@ -289,10 +311,11 @@ class TieredService:
                 moves.vectorize = []
 
         def commit(tx: Tx) -> list[tuple[int, TierEvent]]:
-            self._record(tx, memory_id)
+            now_as = incarnation(tx, self._record(tx, memory_id))
             expected = {i.seq: i.tier for sel in (first, second) if sel is not None for i in sel.leaving}
             expected.update({i.seq: L3 for i in moves.vectorize + moves.evict if i.seq})
-            if tx.tiered_present(memory_id, list(expected)) != expected:
+            # A loaded state (or the memory made anew) may hold other items under the same numbers.
+            if now_as != read_as or tx.tiered_present(memory_id, list(expected)) != expected:
                 raise AbortedError(f"the tiers of memory {memory_id!r} changed during the pass; run it again")
             tx.tiered_delete(memory_id, list(expected))
             for _, summary in made:
@@ -322,12 +345,16 @@ class TieredService:
             if moves.vectorize:
                 stats.l4_vectors += len(moves.vectorize)
                 stats.l4_tokens += tokens(moves.vectorize)
-                events.append(TierEvent(VECTORIZE_L3, L3, L4, [i.seq for i in moves.vectorize], tokens(moves.vectorize),
-                                        now, {"long_term_ids": ltm_ids, "memory_type": SUMMARY}))
+                ids = dict(zip((id(i) for i in moves.vectorize), ltm_ids, strict=True))
+                for part in _parts(moves.vectorize, lambda i: len(ids[id(i)])):
+                    events.append(TierEvent(VECTORIZE_L3, L3, L4, [i.seq for i in part], tokens(part), now,
+                                            {"long_term_ids": [ids[id(i)] for i in part if ids[id(i)]],
+                                             "memory_type": SUMMARY}))
             if moves.evict:
                 stats.evicted_summaries += len(moves.evict)
-                events.append(TierEvent(EVICT_L3, L3, 0, [i.seq for i in moves.evict], tokens(moves.evict), now,
-                                        {"texts": [i.text for i in moves.evict]}))
+                for part in _parts(moves.evict, lambda i: len(i.text.encode("utf-8"))):
+                    events.append(TierEvent(EVICT_L3, L3, 0, [i.seq for i in part], tokens(part), now,
+                                            {"texts": [i.text for i in part]}))
             put_stats(tx, memory_id, stats)
             tx.touch_memory(memory_id)
             return append_events(tx, memory_id, events)
@@ -377,8 +404,10 @@ class TieredService:
             last_accessed=now, content_hash=content_hash(i.text),
             source={"memory_ids": [memory_id], "tiered_origins": i.origins},
         ) for i in items]
-        inserted = await self._long_term.insert(tenant, scope, rows, history_detail={"tiered_memory_id": memory_id})
-        return [r.memory_id for r in inserted]
+        inserted = {r.memory_id for r in await self._long_term.insert(tenant, scope, rows,
+                                                                      history_detail={"tiered_memory_id": memory_id})}
+        # One per item, "" where long-term memory held its text already (stored once per scope).
+        return [r.memory_id if r.memory_id in inserted else "" for r in rows]
 
     # -- reading ----------------------------------------------------------------------------
 

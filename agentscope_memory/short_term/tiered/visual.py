@@ -17,13 +17,13 @@ def columns(text: str) -> int:
 
 
 def _fit(text: str, width: int) -> str:
-    out, used = "", 0
-    for c in text:
-        w = columns(c)
-        if used + w > width:
-            return out[:-1] + "…" + " " * (width - used) if out else ""
-        out, used = out + c, used + w
-    return out + " " * (width - used)
+    """`text` in exactly `width` columns: padded, or cut with "…" (which takes one column, so
+    what it replaces is measured, not assumed one column: a wide character is two)."""
+    if columns(text) > width:
+        while text and columns(text) + 1 > width:
+            text = text[:-1]
+        text += "…"
+    return text + " " * (width - columns(text))
 
 
 def _line(text: str) -> str:
