@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 from pathlib import Path
 
 import pytest
 
 from agentscope_memory.errors import InvalidArgumentError
+from agentscope_memory.message import Msg, MsgRole
 from agentscope_memory.service import ServiceSettings, build_service
 from agentscope_memory.short_term.tiered.items import L1, L2, L3, MARKER, MARKER_TEXT, SUMMARY
 from tiered_helpers import ITEM_TOKENS, config, covered_origins, msg, offline_summary_tokens, text
@@ -212,3 +214,21 @@ async def test_every_store_keeps_the_tiers(tmp_path: Path, store: str, request: 
         await service.memories.create_memory(T, "层", "TIERED", config())
         assert (await service.tiered.status(T, "层")).tiers[0].items == 0
         assert await service.tiered.events(T, "层") == []
+
+
+async def test_an_offline_summary_of_a_large_batch_keeps_something_of_every_item(tmp_path: Path) -> None:
+    # 400 messages in one call: compaction summarises most of L1 at once. Each summarised
+    # message's first sentence must be in the summary, at least its start (the summary was cut
+    # at 2,000 characters, after about 44 of 247 messages: the rest left L1 with nothing kept).
+    async with _service(tmp_path) as service:
+        await service.memories.create_memory(T, "大批", "TIERED", config(l1_compact_trigger=200, l1_budget=100_000))
+        batch = [Msg.create(MsgRole.USER, f"第{i}条：部署窗口改到{i}号。其余说明略。", id=f"m{i}") for i in range(400)]
+        await service.tiered.add_items(T, "大批", batch, [None] * len(batch))
+        _, tiers = await service.tiered.tiers(T, "大批")
+        summaries = [s for s in tiers.l3 if s.kind == SUMMARY]
+        covered = covered_origins(summaries)
+        assert len(covered) >= 100
+        assert not covered & {o for i in tiers.l1 if i.kind != MARKER for o in i.origins}, "summarised, still in L1"
+        joined = " ".join(s.text for s in summaries)
+        numbers = sorted(int(m) for m in re.findall(r"第(\d+)条", joined))
+        assert len(numbers) == len(covered) and numbers == list(range(len(covered)))

@@ -16,6 +16,9 @@ log = logging.getLogger("agentscope_memory.tiered")
 LLM = "llm"
 EXTRACTIVE = "extractive-fallback"
 MAX_SUMMARY_CHARS = 2000
+# The least of each item's first sentence an offline summary keeps: past MAX_SUMMARY_CHARS / this
+# many items it grows instead, so no item leaves its tier with nothing of it kept.
+MIN_LINE_CHARS = 80
 PROMPT = (
     "You compress an agent's working memory. Summarise the following items into a short, factual "
     "session summary that keeps every decision, fact, number, name and open task. Answer with the "
@@ -40,7 +43,9 @@ def item_text(item: TierItem) -> str:
 
 
 class ExtractiveTierSummarizer:
-    """Offline and deterministic: the first sentence of each item, in order, within a bound."""
+    """Offline and deterministic: the first sentence of each item, in order, each within an
+    equal share of the bound (at least `MIN_LINE_CHARS`: a large batch gets a longer summary
+    rather than one that stops after the first few items)."""
 
     def __init__(self, max_chars: int = MAX_SUMMARY_CHARS) -> None:
         self._max = max_chars
@@ -49,13 +54,14 @@ class ExtractiveTierSummarizer:
         return self.summarize_now(items), EXTRACTIVE
 
     def summarize_now(self, items: list[TierItem]) -> str:
+        share = max(self._max // max(len(items), 1), MIN_LINE_CHARS)
         lines = []
         for item in sorted(items, key=lambda i: i.seq):
             text = " ".join(item_text(item).split())
             first = re.split(r"(?<=[.!?。！？])\s*", text, maxsplit=1)[0]
-            lines.append(f"{_who(item)}: {first}")
-        summary = "[offline summary] " + " | ".join(lines)
-        return summary if len(summary) <= self._max else summary[: self._max - 3] + "..."
+            line = f"{_who(item)}: {first}"
+            lines.append(line if len(line) <= share else line[: share - 3] + "...")
+        return "[offline summary] " + " | ".join(lines)
 
 
 class LlmTierSummarizer:
