@@ -117,3 +117,19 @@ async def test_agentscope1_remote_memory_under_a_react_agent(server_factory) -> 
     # A mark change raced by another client's add keeps that add and the other client's tool call.
     assert result["race"] == {"marked": 1, "raced": 1, "texts": ["第一条", "", "added meanwhile"],
                               "tool_use": [{"q": "杭州"}], "seen": ["第一条"]}
+
+
+async def test_agentscope1_remote_memory_answers_as_in_memory_memory(server_factory) -> None:
+    """The same calls on AgentScope's own InMemoryMemory and on RemoteMemory give the same
+    counts, messages and exceptions (marks of the wrong type, a mark replaced by one a message
+    already has)."""
+    server = await server_factory(api_keys={KEY: "python-tenant"})
+    python = await asyncio.to_thread(agentscope_python, AGENTSCOPE_1)
+    env = {**os.environ, "GRPC_TARGET": server.address, "MEM0_KEY": KEY}
+    proc = await asyncio.create_subprocess_exec(str(python), str(SCRIPTS / "agentscope1_memory_parity.py"), env=env,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 600)
+    assert proc.returncode == 0, err.decode()[-4000:]
+    result = json.loads(out.decode().strip().splitlines()[-1])
+    for local, remote in zip(result["local"], result["remote"], strict=True):
+        assert remote == local

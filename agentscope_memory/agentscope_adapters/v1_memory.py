@@ -66,6 +66,18 @@ def _loaded(stored: Msg) -> tuple[PyMsg, list[str]]:
     return PyMsg(stored.name or role, stored.text_content, role), []
 
 
+def _marks(marks: Any, allowed: str) -> list[str]:
+    """Marks as a list, refused as InMemoryMemory refuses them: a mark that is not a string
+    would be stored and then never match a string mark again."""
+    if marks is None and "None" in allowed:
+        return []
+    if isinstance(marks, str):
+        return [marks]
+    if not isinstance(marks, list) or not all(isinstance(m, str) for m in marks):
+        raise TypeError(f"The mark should be {allowed}, but got {type(marks)}.")
+    return list(marks)
+
+
 class RemoteMemory(MemoryBase):
     """AgentScope-Python's working memory kept in an agentscope-memory server."""
 
@@ -86,7 +98,7 @@ class RemoteMemory(MemoryBase):
             self._ready = True
 
     async def _rewrite(self, change: Callable[[Entries], int]) -> int:
-        """Applies `change` (which edits the entries in place and says how many it changed) to
+        """Applies `change` (which edits the entries in place and returns the count to report) to
         the conversation as one compare-and-set: read with its version, replaced whole (AgentScope
         `loadFrom`) only at that version; a conversation changed meanwhile is read again."""
         await self._ensure()
@@ -103,12 +115,14 @@ class RemoteMemory(MemoryBase):
             # included), with only its marks changed where `change` changed them.
             was = {id(m): (original, list(marks)) for (m, marks), original in zip(entries, stored, strict=True)}
             changed = change(entries)
-            if not changed:
-                return 0
             kept = []
             for m, marks in entries:
                 original, marks_before = was[id(m)]
                 kept.append(original if marks == marks_before else _remarked(original, m, marks))
+            # The count is AgentScope's (a mark added), not whether anything changed: replacing
+            # a mark by one the message already has removes the old one and counts nothing.
+            if len(kept) == len(stored) and all(k is o for k, o in zip(kept, stored, strict=True)):
+                return changed
             items = messages_to_items(kept)
             try:
                 await self._client.load_state(self.memory_id, [StateEntry(MEMORY_MESSAGES, items=items)],
@@ -121,8 +135,10 @@ class RemoteMemory(MemoryBase):
 
     async def add(self, memories: PyMsg | list[PyMsg] | None, marks: str | list[str] | None = None,
                   allow_duplicates: bool = False, **kwargs: Any) -> None:
-        msgs = [memories] if isinstance(memories, PyMsg) else list(memories or [])
-        mark_list = [marks] if isinstance(marks, str) else list(marks or [])
+        if memories is None:
+            return
+        msgs = [memories] if isinstance(memories, PyMsg) else list(memories)
+        mark_list = _marks(marks, "a string, a list of strings, or None")
         if not allow_duplicates:
             known = {m.id for m, _ in await self._entries()}
             msgs = [m for m in msgs if m.id not in known]
@@ -141,7 +157,7 @@ class RemoteMemory(MemoryBase):
         return await self._rewrite(drop)
 
     async def delete_by_mark(self, mark: str | list[str], *args: Any, **kwargs: Any) -> int:
-        wanted = {mark} if isinstance(mark, str) else set(mark)
+        wanted = set(_marks(mark, "a string or a list of strings"))
 
         def drop(entries: Entries) -> int:
             before = len(entries)
@@ -186,7 +202,7 @@ class RemoteMemory(MemoryBase):
                     marks.remove(old_mark)
                 if new_mark not in marks:
                     marks.append(new_mark)
-                changed += 1
+                    changed += 1
             return changed
 
         return await self._rewrite(remark)

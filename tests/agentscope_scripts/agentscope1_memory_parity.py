@@ -1,0 +1,72 @@
+"""Runs inside the AgentScope 1.0.21 virtualenv: the same calls on AgentScope's own
+InMemoryMemory and on RemoteMemory; prints each call's outcome for both as one JSON line
+(return values, or the exception's type), so the test compares them call by call."""
+
+import asyncio
+import json
+import os
+from typing import Any
+
+from agentscope.memory import InMemoryMemory, MemoryBase
+from agentscope.message import Msg, TextBlock
+
+from agentscope_memory.agentscope_adapters.v1_memory import RemoteMemory
+
+TARGET, KEY = os.environ["GRPC_TARGET"], os.environ.get("MEM0_KEY")
+
+
+def _shown(value: Any) -> Any:
+    # Messages by id and text: the summary message AgentScope makes has a new id every time.
+    if isinstance(value, list):
+        return [[m.get_text_content(), m.role] for m in value]
+    return value
+
+
+async def _calls(memory: MemoryBase, msgs: list[Msg]) -> list[list[Any]]:
+    a, b, c, d = msgs
+    steps = [
+        ("add one, marked", lambda: memory.add(a, marks="x")),
+        ("add two, two marks", lambda: memory.add([b, c], marks=["x", "y"])),
+        ("add a known id and a new one", lambda: memory.add([a, d])),
+        ("add None", lambda: memory.add(None)),
+        ("add with a mark that is not a string", lambda: memory.add(Msg("user", "坏", "user"), marks=[1])),
+        ("add with a mark that is a tuple", lambda: memory.add(Msg("user", "坏", "user"), marks=("x",))),
+        ("size", memory.size),
+        ("mark all x (three have it)", lambda: memory.update_messages_mark("x")),
+        ("x replaces y (they have x already)", lambda: memory.update_messages_mark("x", old_mark="y")),
+        ("y marked", lambda: memory.get_memory(mark="y")),
+        ("z replaces x on one", lambda: memory.update_messages_mark("z", old_mark="x", msg_ids=[a.id])),
+        ("unmark x on one", lambda: memory.update_messages_mark(None, old_mark="x", msg_ids=[b.id])),
+        ("unmark with no old mark", lambda: memory.update_messages_mark(None)),
+        ("x marked", lambda: memory.get_memory(mark="x")),
+        ("not z", lambda: memory.get_memory(exclude_mark="z")),
+        ("get with an int mark", lambda: memory.get_memory(mark=3)),
+        ("delete by a mark that is not a string", lambda: memory.delete_by_mark([1])),
+        ("delete by marks", lambda: memory.delete_by_mark(["z", "none such"])),
+        ("delete by ids", lambda: memory.delete([c.id, "none such"])),
+        ("all", memory.get_memory),
+        ("summary", lambda: memory.update_compressed_summary("总结")),
+        ("all with summary", memory.get_memory),
+        ("clear", memory.clear),
+        ("size after clear", memory.size),
+    ]
+    outcomes = []
+    for name, call in steps:
+        try:
+            outcomes.append([name, _shown(await call())])
+        except Exception as exc:  # noqa: BLE001 - the outcome compared is the exception's type
+            outcomes.append([name, f"raises {type(exc).__name__}"])
+    return outcomes
+
+
+async def main() -> None:
+    msgs = [Msg("user", "你好 一", "user"), Msg("Friday", [TextBlock(type="text", text="二")], "assistant"),
+            Msg("system", "三", "system"), Msg("user", "四", "user")]
+    local = await _calls(InMemoryMemory(), msgs)
+    remote_memory = RemoteMemory(TARGET, "py-parity-对照", api_key=KEY)
+    remote = await _calls(remote_memory, msgs)
+    await remote_memory.close()
+    print(json.dumps({"local": local, "remote": remote}, ensure_ascii=False))
+
+
+asyncio.run(main())
