@@ -122,7 +122,7 @@ async def test_agentscope1_remote_memory_under_a_react_agent(server_factory) -> 
 async def test_agentscope1_remote_memory_answers_as_in_memory_memory(server_factory) -> None:
     """The same calls on AgentScope's own InMemoryMemory and on RemoteMemory give the same
     counts, messages and exceptions (marks of the wrong type, a mark replaced by one a message
-    already has)."""
+    already has, more messages at once than one AddMessages call takes)."""
     server = await server_factory(api_keys={KEY: "python-tenant"})
     python = await asyncio.to_thread(agentscope_python, AGENTSCOPE_1)
     env = {**os.environ, "GRPC_TARGET": server.address, "MEM0_KEY": KEY}
@@ -133,3 +133,5 @@ async def test_agentscope1_remote_memory_answers_as_in_memory_memory(server_fact
     result = json.loads(out.decode().strip().splitlines()[-1])
     for local, remote in zip(result["local"], result["remote"], strict=True):
         assert remote == local
+    assert result["local"][-2] == ["size after the bulk add", 1200]
+    assert result["refusal"] == "ResourceExhaustedError" and result["after_refusal"] == 1200

@@ -13,7 +13,8 @@ added: Python's message JSON differs from Java's (content may be a plain string,
 lower case). Changing marks (or deleting) rewrites the conversation in one step: the whole
 list is replaced atomically, and only if nobody changed it since it was read (otherwise it is
 read again and the change made again), so a message another client added meanwhile is kept
-and a failure leaves the conversation as it was.
+and a failure leaves the conversation as it was. An add of more than one AddMessages call
+takes (a whole earlier conversation) is appended the same way, all or nothing.
 
 The module's state is the memory id and the compressed summary; `JSONSession` saves and loads
 it, and a loaded module reads the same server-side conversation.
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from agentscope.memory import MemoryBase
 from agentscope.message import Msg as PyMsg
@@ -31,6 +32,7 @@ from agentscope.message import Msg as PyMsg
 from agentscope_memory.client import AsyncMemoryClient
 from agentscope_memory.errors import AbortedError, FailedPreconditionError
 from agentscope_memory.message import Msg, MsgRole, TextBlock
+from agentscope_memory.convert.to_proto import msg_to_proto
 from agentscope_memory.session.state import MEMORY_MESSAGES, StateEntry, messages_from_items, messages_to_items
 
 # Where a stored message keeps AgentScope-Python's own JSON and marks.
@@ -38,6 +40,10 @@ METADATA_KEY = "agentscope_python"
 _ROLES = {"user": MsgRole.USER, "assistant": MsgRole.ASSISTANT, "system": MsgRole.SYSTEM}
 # How often a rewrite is tried again when another client changed the conversation meanwhile.
 REWRITE_ATTEMPTS = 8
+# At most this much is added with one AddMessages call (a stock server takes 1000 messages,
+# 32 MiB); more is appended by a rewrite, so the add is still all or nothing.
+ADD_BATCH_MESSAGES = 500
+ADD_BATCH_BYTES = 8 * 1024 * 1024
 
 Entries = list[tuple[PyMsg, list[str]]]
 
@@ -64,6 +70,12 @@ def _loaded(stored: Msg) -> tuple[PyMsg, list[str]]:
     role = (stored.role or MsgRole.USER).value.lower()
     role = role if role in _ROLES else "assistant"
     return PyMsg(stored.name or role, stored.text_content, role), []
+
+
+def _fits_one_add(msgs: Sequence[Msg]) -> bool:
+    """Whether one AddMessages call of a stock server takes `msgs` (it refuses more than 1000
+    messages or 32 MiB; InMemoryMemory takes a whole earlier conversation at once)."""
+    return len(msgs) <= ADD_BATCH_MESSAGES and sum(msg_to_proto(m).ByteSize() for m in msgs) <= ADD_BATCH_BYTES
 
 
 def _marks(marks: Any, allowed: str) -> list[str]:
@@ -97,10 +109,11 @@ class RemoteMemory(MemoryBase):
             await self._client.create_memory(self.memory_id, allow_existing=True)
             self._ready = True
 
-    async def _rewrite(self, change: Callable[[Entries], int]) -> int:
+    async def _rewrite(self, change: Callable[[Entries], int], appended: Sequence[Msg] = ()) -> int:
         """Applies `change` (which edits the entries in place and returns the count to report) to
-        the conversation as one compare-and-set: read with its version, replaced whole (AgentScope
-        `loadFrom`) only at that version; a conversation changed meanwhile is read again."""
+        the conversation as one compare-and-set, `appended` (stored messages) added at its end:
+        read with its version, replaced whole (AgentScope `loadFrom`) only at that version; a
+        conversation changed meanwhile is read again."""
         await self._ensure()
         for attempt in range(1, REWRITE_ATTEMPTS + 1):
             state, version = await self._client.save_state(self.memory_id)
@@ -121,9 +134,9 @@ class RemoteMemory(MemoryBase):
                 kept.append(original if marks == marks_before else _remarked(original, m, marks))
             # The count is AgentScope's (a mark added), not whether anything changed: replacing
             # a mark by one the message already has removes the old one and counts nothing.
-            if len(kept) == len(stored) and all(k is o for k, o in zip(kept, stored, strict=True)):
+            if not appended and len(kept) == len(stored) and all(k is o for k, o in zip(kept, stored, strict=True)):
                 return changed
-            items = messages_to_items(kept)
+            items = messages_to_items([*kept, *appended])
             try:
                 await self._client.load_state(self.memory_id, [StateEntry(MEMORY_MESSAGES, items=items)],
                                               expected_version=version)
@@ -142,9 +155,12 @@ class RemoteMemory(MemoryBase):
         if not allow_duplicates:
             known = {m.id for m, _ in await self._entries()}
             msgs = [m for m in msgs if m.id not in known]
-        if msgs:
+        stored = [_stored(m, mark_list) for m in msgs]
+        if stored and _fits_one_add(stored):
             await self._ensure()
-            await self._client.add_messages(self.memory_id, [_stored(m, mark_list) for m in msgs])
+            await self._client.add_messages(self.memory_id, stored)
+        elif stored:
+            await self._rewrite(lambda entries: 0, appended=stored)
 
     async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:
         ids = set(msg_ids)

@@ -22,7 +22,7 @@ def _shown(value: Any) -> Any:
     return value
 
 
-async def _calls(memory: MemoryBase, msgs: list[Msg]) -> list[list[Any]]:
+async def _calls(memory: MemoryBase, msgs: list[Msg], bulk: list[Msg]) -> list[list[Any]]:
     a, b, c, d = msgs
     steps = [
         ("add one, marked", lambda: memory.add(a, marks="x")),
@@ -49,6 +49,10 @@ async def _calls(memory: MemoryBase, msgs: list[Msg]) -> list[list[Any]]:
         ("all with summary", memory.get_memory),
         ("clear", memory.clear),
         ("size after clear", memory.size),
+        # More than one AddMessages call takes (a whole earlier conversation at once).
+        ("add 1200 at once", lambda: memory.add(bulk, marks="旧")),
+        ("size after the bulk add", memory.size),
+        ("the bulk, in order", lambda: memory.get_memory(mark="旧", prepend_summary=False)),
     ]
     outcomes = []
     for name, call in steps:
@@ -62,11 +66,21 @@ async def _calls(memory: MemoryBase, msgs: list[Msg]) -> list[list[Any]]:
 async def main() -> None:
     msgs = [Msg("user", "你好 一", "user"), Msg("Friday", [TextBlock(type="text", text="二")], "assistant"),
             Msg("system", "三", "system"), Msg("user", "四", "user")]
-    local = await _calls(InMemoryMemory(), msgs)
+    bulk = [Msg("user", f"第{i}条 " + "字" * 2000, "user") for i in range(1200)]
+    local = await _calls(InMemoryMemory(), msgs, bulk)
     remote_memory = RemoteMemory(TARGET, "py-parity-对照", api_key=KEY)
-    remote = await _calls(remote_memory, msgs)
+    remote = await _calls(remote_memory, msgs, bulk)
+    # A bulk add the server refuses (one message over its 4 MiB) stores none of it.
+    refused = [Msg("user", f"新{i}", "user") for i in range(1200)] + [Msg("user", "大" * 2_000_000, "user")]
+    try:
+        await remote_memory.add(refused)
+        refusal = "stored"
+    except Exception as exc:  # noqa: BLE001 - the test checks which exception
+        refusal = type(exc).__name__
+    after_refusal = await remote_memory.size()
     await remote_memory.close()
-    print(json.dumps({"local": local, "remote": remote}, ensure_ascii=False))
+    print(json.dumps({"local": local, "remote": remote, "refusal": refusal, "after_refusal": after_refusal},
+                     ensure_ascii=False))
 
 
 asyncio.run(main())
