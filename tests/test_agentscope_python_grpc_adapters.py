@@ -135,3 +135,20 @@ async def test_agentscope1_remote_memory_answers_as_in_memory_memory(server_fact
         assert remote == local
     assert result["local"][-2] == ["size after the bulk add", 1200]
     assert result["refusal"] == "ResourceExhaustedError" and result["after_refusal"] == 1200
+
+
+async def test_agentscope1_adapters_built_before_the_event_loop_serve_every_loop(server_factory) -> None:
+    """An application builds its agent (and memories) at import time, then calls `asyncio.run`,
+    maybe several times: the adapters work in each loop (a gRPC channel and pooled HTTP
+    connections belong to the loop they were opened in)."""
+    server = await server_factory(mem0_rest_port=0, api_keys={KEY: "python-tenant"})
+    python = await asyncio.to_thread(agentscope_python, AGENTSCOPE_1)
+    env = {**os.environ, "GRPC_TARGET": server.address, "MEM0_REST_URL": f"http://127.0.0.1:{server.mem0_rest_port}",
+           "MEM0_KEY": KEY, "MEM0_TELEMETRY": "False"}
+    proc = await asyncio.create_subprocess_exec(str(python), str(SCRIPTS / "agentscope1_event_loops.py"), env=env,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 600)
+    assert proc.returncode == 0, err.decode()[-4000:]
+    result = json.loads(out.decode().strip().splitlines()[-1])
+    assert result["first"] == {"texts": ["第1轮"], "recalled": ["我喜欢第1种茶"]}
+    assert result["second"] == {"texts": ["第1轮", "第2轮"], "recalled": ["我喜欢第1种茶", "我喜欢第2种茶"]}

@@ -14,6 +14,8 @@ mem0's shape: `{"results": [{"memory": ..., "id": ..., "score": ...}, ...]}`.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 from typing import Any, Self
 
 import httpx
@@ -34,8 +36,25 @@ class RemoteMem0Client:
     def __init__(self, base_url: str, api_key: str | None = None, *, timeout: float = 60.0,
                  http: httpx.AsyncClient | None = None) -> None:
         headers = {"Authorization": f"Token {api_key}"} if api_key else {}
-        self._own = http is None
-        self._http = http or httpx.AsyncClient(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout)
+        self._given = http
+        self._connect = functools.partial(httpx.AsyncClient, base_url=base_url.rstrip("/"), headers=headers,
+                                          timeout=timeout)
+        self._own: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
+
+    @property
+    def _http(self) -> httpx.AsyncClient:
+        """The caller's client, else this one's for the running event loop: pooled connections
+        belong to the loop that opened them, and an application may build its agent before
+        `asyncio.run` or run several loops one after another."""
+        if self._given is not None:
+            return self._given
+        loop = asyncio.get_running_loop()
+        http = self._own.get(loop)
+        if http is None:
+            # A finished loop's connections cannot be closed from another loop; they are dropped.
+            self._own = {known: h for known, h in self._own.items() if not known.is_closed()}
+            http = self._own[loop] = self._connect()
+        return http
 
     async def _post(self, path: str, body: dict[str, Any]) -> Any:
         response = await self._http.post(path, json=body)
@@ -70,8 +89,9 @@ class RemoteMem0Client:
         return result
 
     async def close(self) -> None:
-        if self._own:
-            await self._http.aclose()
+        http = self._own.pop(asyncio.get_running_loop(), None)
+        if http is not None:
+            await http.aclose()
 
     async def __aenter__(self) -> Self:
         return self

@@ -22,7 +22,9 @@ it, and a loaded module reads the same server-side conversation.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import functools
 
 from typing import Any, Callable, Sequence
 
@@ -96,9 +98,23 @@ class RemoteMemory(MemoryBase):
     def __init__(self, target: str, memory_id: str, api_key: str | None = None, *, timeout: float = 30.0) -> None:
         super().__init__()
         self.memory_id = memory_id
-        self._client = AsyncMemoryClient(target, api_key=api_key, timeout=timeout)
+        self._connect = functools.partial(AsyncMemoryClient, target, api_key=api_key, timeout=timeout)
+        self._clients: dict[asyncio.AbstractEventLoop, AsyncMemoryClient] = {}
         self._ready = False
         self.register_state("memory_id")
+
+    @property
+    def _client(self) -> AsyncMemoryClient:
+        """The client of the running event loop. A gRPC channel belongs to the loop it was made
+        in, and an application may build its agent (and this memory) before `asyncio.run`, or
+        run several loops one after another; InMemoryMemory works in each."""
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            # A finished loop's channel cannot be closed from another loop; it is dropped.
+            self._clients = {known: c for known, c in self._clients.items() if not known.is_closed()}
+            client = self._clients[loop] = self._connect()
+        return client
 
     async def _entries(self) -> list[tuple[PyMsg, list[str]]]:
         await self._ensure()
@@ -224,4 +240,6 @@ class RemoteMemory(MemoryBase):
         return await self._rewrite(remark)
 
     async def close(self) -> None:
-        await self._client.close()
+        client = self._clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.close()
