@@ -122,7 +122,8 @@ async def test_agentscope1_remote_memory_under_a_react_agent(server_factory) -> 
 async def test_agentscope1_remote_memory_answers_as_in_memory_memory(server_factory) -> None:
     """The same calls on AgentScope's own InMemoryMemory and on RemoteMemory give the same
     counts, messages and exceptions (marks of the wrong type, a mark replaced by one a message
-    already has, more messages at once than one AddMessages call takes)."""
+    already has, more messages at once than one AddMessages call takes), and a JSONSession saved
+with InMemoryMemory loads into RemoteMemory."""
     server = await server_factory(api_keys={KEY: "python-tenant"})
     python = await asyncio.to_thread(agentscope_python, AGENTSCOPE_1)
     env = {**os.environ, "GRPC_TARGET": server.address, "MEM0_KEY": KEY}
@@ -135,6 +136,11 @@ async def test_agentscope1_remote_memory_answers_as_in_memory_memory(server_fact
         assert remote == local
     assert result["local"][-2] == ["size after the bulk add", 1200]
     assert result["refusal"] == "ResourceExhaustedError" and result["after_refusal"] == 1200
+    # A session saved with InMemoryMemory loads into RemoteMemory, replacing its conversation.
+    session = result["session"]
+    assert session["remote"] == session["local"] and session["local"]["size"] == 1202
+    assert session["local"]["all"][0] == ["以前的总结", "user"] and len(session["local"]["新"]) == 2
+    assert session["server_size"] == 1202
 
 
 async def test_agentscope1_adapters_built_before_the_event_loop_serve_every_loop(server_factory) -> None:

@@ -17,7 +17,9 @@ and a failure leaves the conversation as it was. An add of more than one AddMess
 takes (a whole earlier conversation) is appended the same way, all or nothing.
 
 The module's state is the memory id and the compressed summary; `JSONSession` saves and loads
-it, and a loaded module reads the same server-side conversation.
+it, and a loaded module reads the same server-side conversation. A session saved with
+InMemoryMemory (its messages and marks) loads too, replacing the server-side conversation, so
+an application moves to this memory without losing its saved conversations.
 """
 
 from __future__ import annotations
@@ -74,6 +76,15 @@ def _loaded(stored: Msg) -> tuple[PyMsg, list[str]]:
     return PyMsg(stored.name or role, stored.text_content, role), []
 
 
+def _from_state_item(item: Any) -> tuple[PyMsg, list[str]]:
+    """One item of InMemoryMemory's `content` state, read as InMemoryMemory reads it."""
+    if isinstance(item, (tuple, list)) and len(item) == 2:
+        return PyMsg.from_dict(item[0]), _marks(item[1], "a list of strings")
+    if isinstance(item, dict):  # AgentScope's older layout: the message alone
+        return PyMsg.from_dict(item), []
+    raise ValueError("Invalid item format in state_dict for InMemoryMemory.")
+
+
 def _fits_one_add(msgs: Sequence[Msg]) -> bool:
     """Whether one AddMessages call of a stock server takes `msgs` (it refuses more than 1000
     messages or 32 MiB; InMemoryMemory takes a whole earlier conversation at once)."""
@@ -101,7 +112,22 @@ class RemoteMemory(MemoryBase):
         self._connect = functools.partial(AsyncMemoryClient, target, api_key=api_key, timeout=timeout)
         self._clients: dict[asyncio.AbstractEventLoop, AsyncMemoryClient] = {}
         self._ready = False
+        # InMemoryMemory's content loaded from a session, written to the server before the
+        # memory is next used (loading is synchronous in AgentScope; a gRPC call is not).
+        self._loaded_content: Entries | None = None
         self.register_state("memory_id")
+
+    def load_state_dict(self, state_dict: dict, strict: bool = True) -> None:
+        """This module's state (memory id and summary), or InMemoryMemory's (its messages and
+        marks in `content`): a session an application saved before it used this memory loads,
+        and replaces the server-side conversation as it replaces InMemoryMemory's."""
+        if "content" in state_dict and "memory_id" not in state_dict:
+            self._compressed_summary = state_dict.get("_compressed_summary", "")
+            self._loaded_content = [_from_state_item(item) for item in state_dict["content"]]
+            return
+        super().load_state_dict(state_dict, strict)
+        self._loaded_content = None
+        self._ready = False
 
     @property
     def _client(self) -> AsyncMemoryClient:
@@ -124,6 +150,14 @@ class RemoteMemory(MemoryBase):
         if not self._ready:
             await self._client.create_memory(self.memory_id, allow_existing=True)
             self._ready = True
+        content, self._loaded_content = self._loaded_content, None
+        if content is not None:
+            items = messages_to_items([_stored(m, marks) for m, marks in content])
+            try:
+                await self._client.load_state(self.memory_id, [StateEntry(MEMORY_MESSAGES, items=items)])
+            except BaseException:
+                self._loaded_content = content  # still to be written
+                raise
 
     async def _rewrite(self, change: Callable[[Entries], int], appended: Sequence[Msg] = ()) -> int:
         """Applies `change` (which edits the entries in place and returns the count to report) to

@@ -1,14 +1,17 @@
 """Runs inside the AgentScope 1.0.21 virtualenv: the same calls on AgentScope's own
 InMemoryMemory and on RemoteMemory; prints each call's outcome for both as one JSON line
-(return values, or the exception's type), so the test compares them call by call."""
+(return values, or the exception's type), so the test compares them call by call; then the
+InMemoryMemory's JSONSession loaded into a RemoteMemory."""
 
 import asyncio
 import json
 import os
+import tempfile
 from typing import Any
 
 from agentscope.memory import InMemoryMemory, MemoryBase
 from agentscope.message import Msg, TextBlock
+from agentscope.session import JSONSession
 
 from agentscope_memory.agentscope_adapters.v1_memory import RemoteMemory
 
@@ -67,7 +70,8 @@ async def main() -> None:
     msgs = [Msg("user", "你好 一", "user"), Msg("Friday", [TextBlock(type="text", text="二")], "assistant"),
             Msg("system", "三", "system"), Msg("user", "四", "user")]
     bulk = [Msg("user", f"第{i}条 " + "字" * 2000, "user") for i in range(1200)]
-    local = await _calls(InMemoryMemory(), msgs, bulk)
+    in_memory = InMemoryMemory()
+    local = await _calls(in_memory, msgs, bulk)
     remote_memory = RemoteMemory(TARGET, "py-parity-对照", api_key=KEY)
     remote = await _calls(remote_memory, msgs, bulk)
     # A bulk add the server refuses (one message over its 4 MiB) stores none of it.
@@ -79,8 +83,29 @@ async def main() -> None:
         refusal = type(exc).__name__
     after_refusal = await remote_memory.size()
     await remote_memory.close()
-    print(json.dumps({"local": local, "remote": remote, "refusal": refusal, "after_refusal": after_refusal},
-                     ensure_ascii=False))
+    print(json.dumps({"local": local, "remote": remote, "refusal": refusal, "after_refusal": after_refusal,
+                      "session": await _session_from_in_memory_memory(in_memory)}, ensure_ascii=False))
+
+
+async def _session_from_in_memory_memory(in_memory: InMemoryMemory) -> dict[str, Any]:
+    """A JSONSession an application saved with InMemoryMemory, loaded into RemoteMemory."""
+    await in_memory.add([Msg("user", "标记", "user"), Msg("assistant", "未标记", "assistant")], marks=["新", "另"])
+    await in_memory.update_compressed_summary("以前的总结")
+    with tempfile.TemporaryDirectory() as d:
+        await JSONSession(save_dir=d).save_session_state("会话", user_id="用户", memory=in_memory)
+        remote = RemoteMemory(TARGET, "py-parity-会话", api_key=KEY)
+        await remote.add(Msg("user", "loaded over", "user"))
+        await JSONSession(save_dir=d).load_session_state("会话", user_id="用户", memory=remote)
+    views: dict[str, Any] = {}
+    for name, memory in (("local", in_memory), ("remote", remote)):
+        views[name] = {"all": _shown(await memory.get_memory()), "新": _shown(await memory.get_memory(mark="新", prepend_summary=False)),
+                       "size": await memory.size()}
+    # The messages are on the server: another process reads them without the session.
+    other = RemoteMemory(TARGET, "py-parity-会话", api_key=KEY)
+    views["server_size"] = await other.size()
+    await remote.close()
+    await other.close()
+    return views
 
 
 asyncio.run(main())
