@@ -158,3 +158,19 @@ async def test_agentscope1_adapters_built_before_the_event_loop_serve_every_loop
     result = json.loads(out.decode().strip().splitlines()[-1])
     assert result["first"] == {"texts": ["第1轮"], "recalled": ["我喜欢第1种茶"]}
     assert result["second"] == {"texts": ["第1轮", "第2轮"], "recalled": ["我喜欢第1种茶", "我喜欢第2种茶"]}
+
+
+async def test_agentscope1_long_term_tools_answer_an_unreachable_server_with_an_error_text() -> None:
+    """As AgentScope's Mem0LongTermMemory, the tools put a failure in their result (the model
+    reads it; a direct caller gets a ToolResponse, not an exception)."""
+    from conftest import free_port
+
+    python = await asyncio.to_thread(agentscope_python, AGENTSCOPE_1)
+    env = {**os.environ, "MEM0_REST_URL": f"http://127.0.0.1:{free_port()}"}
+    proc = await asyncio.create_subprocess_exec(str(python), str(SCRIPTS / "agentscope1_long_term_unreachable.py"),
+                                                env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 600)
+    assert proc.returncode == 0, err.decode()[-4000:]
+    result = json.loads(out.decode().strip().splitlines()[-1])
+    assert result["record"].startswith("Error recording memory: "), result
+    assert result["retrieve"].startswith("Error retrieving memory: "), result
