@@ -84,8 +84,11 @@ class RemoteLongTermMemory(LongTermMemoryBase):
         result = await self._client.search(query, filters={**self._ids(), **self.metadata}, top_k=limit)
         return [r["memory"] for r in result.get("results", []) if r.get("memory")]
 
-    async def record(self, msgs: list[Msg | None], **kwargs: Any) -> None:
-        """Remember the messages (static control records the conversation after each reply)."""
+    async def record(self, msgs: Msg | list[Msg | None], **kwargs: Any) -> None:
+        """Remember the messages (static control records the conversation after each reply);
+        one message alone too, as AgentScope's Mem0LongTermMemory takes it."""
+        if isinstance(msgs, Msg):
+            msgs = [msgs]
         messages = [{"role": "assistant" if m.role == "assistant" else "user", "content": _text(m)}
                     for m in msgs if m is not None and _text(m)]
         if messages:
