@@ -175,3 +175,33 @@ async def test_agentscope1_long_term_tools_answer_an_unreachable_server_with_an_
     result = json.loads(out.decode().strip().splitlines()[-1])
     assert result["record"].startswith("Error recording memory: "), result
     assert result["retrieve"].startswith("Error retrieving memory: "), result
+
+
+async def test_agentscope1_long_term_memory_rides_out_a_server_restart(tmp_path: Path) -> None:
+    """A static-control agent retrieves before every reply: a server killed and restarted
+    meanwhile costs that call a wait (as with the gRPC clients), not the agent's reply."""
+    from conftest import ServerProcess, free_port
+
+    rest_port, data = free_port(), tmp_path / "data"
+    server = ServerProcess(data, None, "--mem0-rest-port", str(rest_port))
+    python = await asyncio.to_thread(agentscope_python, AGENTSCOPE_1)
+    env = {**os.environ, "MEM0_REST_URL": f"http://127.0.0.1:{rest_port}", "MEM0_TELEMETRY": "False"}
+    proc = await asyncio.create_subprocess_exec(str(python), str(SCRIPTS / "agentscope1_long_term_restart.py"),
+                                                env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.PIPE)
+    restarted = None
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        assert (await asyncio.wait_for(proc.stdout.readline(), 120)).strip() == b"recorded"
+        server.kill()
+        proc.stdin.write(b"go\n")
+        await proc.stdin.drain()
+        await asyncio.sleep(1)  # the retrieve finds no server, then it is back
+        restarted = await asyncio.to_thread(ServerProcess, data, server.port, "--mem0-rest-port", str(rest_port))
+        out, err = await asyncio.wait_for(proc.communicate(), 120)
+    finally:
+        for running in (server, restarted):
+            if running is not None:
+                running.kill()
+    assert proc.returncode == 0, err.decode()[-4000:]
+    assert json.loads(out.decode().strip().splitlines()[-1]) == {"found": "我喜欢白茶"}

@@ -21,6 +21,11 @@ from typing import Any, Self
 import httpx
 
 
+# Waits between attempts to reach a server that refused the connection.
+RETRY_FIRST_DELAY_S = 0.05
+RETRY_MAX_DELAY_S = 0.5
+
+
 class Mem0ClientError(RuntimeError):
     """The server refused a call; `status` is the HTTP status, the message the server's reason."""
 
@@ -37,6 +42,7 @@ class RemoteMem0Client:
                  http: httpx.AsyncClient | None = None) -> None:
         headers = {"Authorization": f"Token {api_key}"} if api_key else {}
         self._given = http
+        self._timeout = timeout
         self._connect = functools.partial(httpx.AsyncClient, base_url=base_url.rstrip("/"), headers=headers,
                                           timeout=timeout)
         self._own: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
@@ -57,7 +63,19 @@ class RemoteMem0Client:
         return http
 
     async def _post(self, path: str, body: dict[str, Any]) -> Any:
-        response = await self._http.post(path, json=body)
+        # A server that cannot be reached (restarting, say) is tried again within the timeout,
+        # as the gRPC clients do: nothing was sent, so nothing can be stored twice.
+        loop = asyncio.get_running_loop()
+        deadline, delay = loop.time() + self._timeout, RETRY_FIRST_DELAY_S
+        while True:
+            try:
+                response = await self._http.post(path, json=body)
+                break
+            except httpx.ConnectError:
+                if loop.time() + delay >= deadline:
+                    raise
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX_DELAY_S)
         if response.status_code >= 400:
             try:
                 detail = str(response.json().get("detail", response.text))

@@ -10,7 +10,7 @@ from agentscope_memory.agentscope_adapters.v1 import RemoteLongTermMemory
 
 
 async def main() -> None:
-    ltm = RemoteLongTermMemory(os.environ["MEM0_REST_URL"], user_name="用户", timeout=5)
+    ltm = RemoteLongTermMemory(os.environ["MEM0_REST_URL"], user_name="用户", timeout=1)
     results = {}
     for name, call in (("record", lambda: ltm.record_to_memory("要记住", ["我喜欢龙井"])),
                        ("retrieve", lambda: ltm.retrieve_from_memory(["龙井"]))):
