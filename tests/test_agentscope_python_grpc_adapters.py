@@ -142,6 +142,7 @@ with InMemoryMemory loads into RemoteMemory."""
     assert session["remote"] == session["local"] and session["local"]["size"] == 1202
     assert session["local"]["all"][0] == ["以前的总结", "user"] and len(session["local"]["新"]) == 2
     assert session["server_size"] == 1202
+    assert session["saved_before_use"] == 1202 and session["saved_after_use"] == ["_compressed_summary", "memory_id"]
 
 
 async def test_agentscope1_adapters_built_before_the_event_loop_serve_every_loop(server_factory) -> None:

@@ -129,6 +129,14 @@ class RemoteMemory(MemoryBase):
         self._loaded_content = None
         self._ready = False
 
+    def state_dict(self) -> dict:
+        if self._loaded_content is not None:
+            # Loaded from InMemoryMemory's state and not yet on the server: saved as loaded,
+            # so a session saved again before the memory is used loses nothing.
+            return {"_compressed_summary": self._compressed_summary,
+                    "content": [[m.to_dict(), list(marks)] for m, marks in self._loaded_content]}
+        return super().state_dict()
+
     @property
     def _client(self) -> AsyncMemoryClient:
         """The client of the running event loop. A gRPC channel belongs to the loop it was made

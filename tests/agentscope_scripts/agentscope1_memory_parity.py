@@ -96,13 +96,15 @@ async def _session_from_in_memory_memory(in_memory: InMemoryMemory) -> dict[str,
         remote = RemoteMemory(TARGET, "py-parity-会话", api_key=KEY)
         await remote.add(Msg("user", "loaded over", "user"))
         await JSONSession(save_dir=d).load_session_state("会话", user_id="用户", memory=remote)
-    views: dict[str, Any] = {}
+    # Saved again before it is used (nothing is on the server yet): still the whole conversation.
+    views: dict[str, Any] = {"saved_before_use": len(remote.state_dict().get("content", []))}
     for name, memory in (("local", in_memory), ("remote", remote)):
         views[name] = {"all": _shown(await memory.get_memory()), "新": _shown(await memory.get_memory(mark="新", prepend_summary=False)),
                        "size": await memory.size()}
     # The messages are on the server: another process reads them without the session.
     other = RemoteMemory(TARGET, "py-parity-会话", api_key=KEY)
     views["server_size"] = await other.size()
+    views["saved_after_use"] = sorted(remote.state_dict())
     await remote.close()
     await other.close()
     return views
