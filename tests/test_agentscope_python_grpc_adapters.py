@@ -59,6 +59,7 @@ async def test_agentscope1_react_agent_records_and_retrieves_through_remote_long
     # Agent control: the retrieve tool's result reached the model.
     assert "The user likes Longjing tea" in _texts(calls[3])
     assert "Longjing" in result["direct"]
+    assert "我住在杭州" in result["single"].splitlines()  # record() takes one message too
     # JSONSession saves the scope and loads it into another instance.
     assert result["saved"] == {"long_term_memory": {"agent_name": "Friday", "user_name": "alice", "run_name": None}}
     assert result["restored_agent"] == "Friday" and "Longjing" in result["after_load"]
@@ -117,3 +118,91 @@ async def test_agentscope1_remote_memory_under_a_react_agent(server_factory) -> 
     # A mark change raced by another client's add keeps that add and the other client's tool call.
     assert result["race"] == {"marked": 1, "raced": 1, "texts": ["第一条", "", "added meanwhile"],
                               "tool_use": [{"q": "杭州"}], "seen": ["第一条"]}
+
+
+async def test_agentscope1_remote_memory_answers_as_in_memory_memory(server_factory) -> None:
+    """The same calls on AgentScope's own InMemoryMemory and on RemoteMemory give the same
+    counts, messages and exceptions (marks of the wrong type, a mark replaced by one a message
+    already has, more messages at once than one AddMessages call takes), and a JSONSession saved
+with InMemoryMemory loads into RemoteMemory."""
+    server = await server_factory(api_keys={KEY: "python-tenant"})
+    python = await asyncio.to_thread(agentscope_python, AGENTSCOPE_1)
+    env = {**os.environ, "GRPC_TARGET": server.address, "MEM0_KEY": KEY}
+    proc = await asyncio.create_subprocess_exec(str(python), str(SCRIPTS / "agentscope1_memory_parity.py"), env=env,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 600)
+    assert proc.returncode == 0, err.decode()[-4000:]
+    result = json.loads(out.decode().strip().splitlines()[-1])
+    for local, remote in zip(result["local"], result["remote"], strict=True):
+        assert remote == local
+    assert result["local"][-2] == ["size after the bulk add", 1200]
+    assert result["refusal"] == "ResourceExhaustedError" and result["after_refusal"] == 1200
+    # A session saved with InMemoryMemory loads into RemoteMemory, replacing its conversation.
+    session = result["session"]
+    assert session["remote"] == session["local"] and session["local"]["size"] == 1202
+    assert session["local"]["all"][0] == ["以前的总结", "user"] and len(session["local"]["新"]) == 2
+    assert session["server_size"] == 1202
+    assert session["saved_before_use"] == 1202 and session["saved_after_use"] == ["_compressed_summary", "memory_id"]
+
+
+async def test_agentscope1_adapters_built_before_the_event_loop_serve_every_loop(server_factory) -> None:
+    """An application builds its agent (and memories) at import time, then calls `asyncio.run`,
+    maybe several times: the adapters work in each loop (a gRPC channel and pooled HTTP
+    connections belong to the loop they were opened in)."""
+    server = await server_factory(mem0_rest_port=0, api_keys={KEY: "python-tenant"})
+    python = await asyncio.to_thread(agentscope_python, AGENTSCOPE_1)
+    env = {**os.environ, "GRPC_TARGET": server.address, "MEM0_REST_URL": f"http://127.0.0.1:{server.mem0_rest_port}",
+           "MEM0_KEY": KEY, "MEM0_TELEMETRY": "False"}
+    proc = await asyncio.create_subprocess_exec(str(python), str(SCRIPTS / "agentscope1_event_loops.py"), env=env,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 600)
+    assert proc.returncode == 0, err.decode()[-4000:]
+    result = json.loads(out.decode().strip().splitlines()[-1])
+    assert result["first"] == {"texts": ["第1轮"], "recalled": ["我喜欢第1种茶"]}
+    assert result["second"] == {"texts": ["第1轮", "第2轮"], "recalled": ["我喜欢第1种茶", "我喜欢第2种茶"]}
+
+
+async def test_agentscope1_long_term_tools_answer_an_unreachable_server_with_an_error_text() -> None:
+    """As AgentScope's Mem0LongTermMemory, the tools put a failure in their result (the model
+    reads it; a direct caller gets a ToolResponse, not an exception)."""
+    from conftest import free_port
+
+    python = await asyncio.to_thread(agentscope_python, AGENTSCOPE_1)
+    env = {**os.environ, "MEM0_REST_URL": f"http://127.0.0.1:{free_port()}"}
+    proc = await asyncio.create_subprocess_exec(str(python), str(SCRIPTS / "agentscope1_long_term_unreachable.py"),
+                                                env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 600)
+    assert proc.returncode == 0, err.decode()[-4000:]
+    result = json.loads(out.decode().strip().splitlines()[-1])
+    assert result["record"].startswith("Error recording memory: "), result
+    assert result["retrieve"].startswith("Error retrieving memory: "), result
+
+
+async def test_agentscope1_long_term_memory_rides_out_a_server_restart(tmp_path: Path) -> None:
+    """A static-control agent retrieves before every reply: a server killed and restarted
+    meanwhile costs that call a wait (as with the gRPC clients), not the agent's reply."""
+    from conftest import ServerProcess, free_port
+
+    rest_port, data = free_port(), tmp_path / "data"
+    server = ServerProcess(data, None, "--mem0-rest-port", str(rest_port))
+    python = await asyncio.to_thread(agentscope_python, AGENTSCOPE_1)
+    env = {**os.environ, "MEM0_REST_URL": f"http://127.0.0.1:{rest_port}", "MEM0_TELEMETRY": "False"}
+    proc = await asyncio.create_subprocess_exec(str(python), str(SCRIPTS / "agentscope1_long_term_restart.py"),
+                                                env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.PIPE)
+    restarted = None
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        assert (await asyncio.wait_for(proc.stdout.readline(), 120)).strip() == b"recorded"
+        server.kill()
+        proc.stdin.write(b"go\n")
+        await proc.stdin.drain()
+        await asyncio.sleep(1)  # the retrieve finds no server, then it is back
+        restarted = await asyncio.to_thread(ServerProcess, data, server.port, "--mem0-rest-port", str(rest_port))
+        out, err = await asyncio.wait_for(proc.communicate(), 120)
+    finally:
+        for running in (server, restarted):
+            if running is not None:
+                running.kill()
+    assert proc.returncode == 0, err.decode()[-4000:]
+    assert json.loads(out.decode().strip().splitlines()[-1]) == {"found": "我喜欢白茶"}

@@ -14,9 +14,16 @@ mem0's shape: `{"results": [{"memory": ..., "id": ..., "score": ...}, ...]}`.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 from typing import Any, Self
 
 import httpx
+
+
+# Waits between attempts to reach a server that refused the connection.
+RETRY_FIRST_DELAY_S = 0.05
+RETRY_MAX_DELAY_S = 0.5
 
 
 class Mem0ClientError(RuntimeError):
@@ -34,11 +41,41 @@ class RemoteMem0Client:
     def __init__(self, base_url: str, api_key: str | None = None, *, timeout: float = 60.0,
                  http: httpx.AsyncClient | None = None) -> None:
         headers = {"Authorization": f"Token {api_key}"} if api_key else {}
-        self._own = http is None
-        self._http = http or httpx.AsyncClient(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout)
+        self._given = http
+        self._timeout = timeout
+        self._connect = functools.partial(httpx.AsyncClient, base_url=base_url.rstrip("/"), headers=headers,
+                                          timeout=timeout)
+        self._own: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
+
+    @property
+    def _http(self) -> httpx.AsyncClient:
+        """The caller's client, else this one's for the running event loop: pooled connections
+        belong to the loop that opened them, and an application may build its agent before
+        `asyncio.run` or run several loops one after another."""
+        if self._given is not None:
+            return self._given
+        loop = asyncio.get_running_loop()
+        http = self._own.get(loop)
+        if http is None:
+            # A finished loop's connections cannot be closed from another loop; they are dropped.
+            self._own = {known: h for known, h in self._own.items() if not known.is_closed()}
+            http = self._own[loop] = self._connect()
+        return http
 
     async def _post(self, path: str, body: dict[str, Any]) -> Any:
-        response = await self._http.post(path, json=body)
+        # A server that cannot be reached (restarting, say) is tried again within the timeout,
+        # as the gRPC clients do: nothing was sent, so nothing can be stored twice.
+        loop = asyncio.get_running_loop()
+        deadline, delay = loop.time() + self._timeout, RETRY_FIRST_DELAY_S
+        while True:
+            try:
+                response = await self._http.post(path, json=body)
+                break
+            except httpx.ConnectError:
+                if loop.time() + delay >= deadline:
+                    raise
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX_DELAY_S)
         if response.status_code >= 400:
             try:
                 detail = str(response.json().get("detail", response.text))
@@ -70,8 +107,9 @@ class RemoteMem0Client:
         return result
 
     async def close(self) -> None:
-        if self._own:
-            await self._http.aclose()
+        http = self._own.pop(asyncio.get_running_loop(), None)
+        if http is not None:
+            await http.aclose()
 
     async def __aenter__(self) -> Self:
         return self

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 from agentscope.memory import LongTermMemoryBase
 from agentscope.message import Msg, TextBlock
 from agentscope.tool import ToolResponse
@@ -38,6 +39,14 @@ def _agentscope_doc(name: str) -> str | None:
     except ImportError:  # pragma: no cover - depends on the installed AgentScope
         doc = None
     return doc or getattr(LongTermMemoryBase, name).__doc__
+
+
+def _reason(exc: Exception) -> str:
+    # The tools answer a failure as AgentScope's Mem0LongTermMemory does, in the tool's result
+    # (an unreachable server included), so the model reads why and the agent goes on.
+    if isinstance(exc, Mem0ClientError):
+        return exc.detail
+    return str(exc) or type(exc).__name__
 
 
 def _text(msg: Msg) -> str:
@@ -75,8 +84,11 @@ class RemoteLongTermMemory(LongTermMemoryBase):
         result = await self._client.search(query, filters={**self._ids(), **self.metadata}, top_k=limit)
         return [r["memory"] for r in result.get("results", []) if r.get("memory")]
 
-    async def record(self, msgs: list[Msg | None], **kwargs: Any) -> None:
-        """Remember the messages (static control records the conversation after each reply)."""
+    async def record(self, msgs: Msg | list[Msg | None], **kwargs: Any) -> None:
+        """Remember the messages (static control records the conversation after each reply);
+        one message alone too, as AgentScope's Mem0LongTermMemory takes it."""
+        if isinstance(msgs, Msg):
+            msgs = [msgs]
         messages = [{"role": "assistant" if m.role == "assistant" else "user", "content": _text(m)}
                     for m in msgs if m is not None and _text(m)]
         if messages:
@@ -95,8 +107,8 @@ class RemoteLongTermMemory(LongTermMemoryBase):
         texts = [t for t in [thinking, *content] if t]
         try:
             stored = await self._add([{"role": "user", "content": t} for t in texts])
-        except Mem0ClientError as exc:
-            return ToolResponse(content=[TextBlock(type="text", text=f"Error recording memory: {exc.detail}")])
+        except (Mem0ClientError, httpx.HTTPError) as exc:
+            return ToolResponse(content=[TextBlock(type="text", text=f"Error recording memory: {_reason(exc)}")])
         return ToolResponse(content=[TextBlock(type="text", text=f"Successfully recorded {len(stored)} memories.")])
 
     async def retrieve_from_memory(self, keywords: list[str], limit: int = 5, **kwargs: Any) -> ToolResponse:
@@ -104,8 +116,8 @@ class RemoteLongTermMemory(LongTermMemoryBase):
         try:
             for keyword in keywords:
                 found.extend(t for t in await self._search(keyword, limit) if t not in found)
-        except Mem0ClientError as exc:
-            return ToolResponse(content=[TextBlock(type="text", text=f"Error retrieving memory: {exc.detail}")])
+        except (Mem0ClientError, httpx.HTTPError) as exc:
+            return ToolResponse(content=[TextBlock(type="text", text=f"Error retrieving memory: {_reason(exc)}")])
         return ToolResponse(content=[TextBlock(type="text", text="\n".join(found))])
 
     record_to_memory.__doc__ = _agentscope_doc("record_to_memory")

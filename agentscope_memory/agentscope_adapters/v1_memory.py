@@ -13,17 +13,22 @@ added: Python's message JSON differs from Java's (content may be a plain string,
 lower case). Changing marks (or deleting) rewrites the conversation in one step: the whole
 list is replaced atomically, and only if nobody changed it since it was read (otherwise it is
 read again and the change made again), so a message another client added meanwhile is kept
-and a failure leaves the conversation as it was.
+and a failure leaves the conversation as it was. An add of more than one AddMessages call
+takes (a whole earlier conversation) is appended the same way, all or nothing.
 
 The module's state is the memory id and the compressed summary; `JSONSession` saves and loads
-it, and a loaded module reads the same server-side conversation.
+it, and a loaded module reads the same server-side conversation. A session saved with
+InMemoryMemory (its messages and marks) loads too, replacing the server-side conversation, so
+an application moves to this memory without losing its saved conversations.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import functools
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from agentscope.memory import MemoryBase
 from agentscope.message import Msg as PyMsg
@@ -31,6 +36,7 @@ from agentscope.message import Msg as PyMsg
 from agentscope_memory.client import AsyncMemoryClient
 from agentscope_memory.errors import AbortedError, FailedPreconditionError
 from agentscope_memory.message import Msg, MsgRole, TextBlock
+from agentscope_memory.convert.to_proto import msg_to_proto
 from agentscope_memory.session.state import MEMORY_MESSAGES, StateEntry, messages_from_items, messages_to_items
 
 # Where a stored message keeps AgentScope-Python's own JSON and marks.
@@ -38,6 +44,10 @@ METADATA_KEY = "agentscope_python"
 _ROLES = {"user": MsgRole.USER, "assistant": MsgRole.ASSISTANT, "system": MsgRole.SYSTEM}
 # How often a rewrite is tried again when another client changed the conversation meanwhile.
 REWRITE_ATTEMPTS = 8
+# At most this much is added with one AddMessages call (a stock server takes 1000 messages,
+# 32 MiB); more is appended by a rewrite, so the add is still all or nothing.
+ADD_BATCH_MESSAGES = 500
+ADD_BATCH_BYTES = 8 * 1024 * 1024
 
 Entries = list[tuple[PyMsg, list[str]]]
 
@@ -66,15 +76,79 @@ def _loaded(stored: Msg) -> tuple[PyMsg, list[str]]:
     return PyMsg(stored.name or role, stored.text_content, role), []
 
 
+def _from_state_item(item: Any) -> tuple[PyMsg, list[str]]:
+    """One item of InMemoryMemory's `content` state, read as InMemoryMemory reads it."""
+    if isinstance(item, (tuple, list)) and len(item) == 2:
+        return PyMsg.from_dict(item[0]), _marks(item[1], "a list of strings")
+    if isinstance(item, dict):  # AgentScope's older layout: the message alone
+        return PyMsg.from_dict(item), []
+    raise ValueError("Invalid item format in state_dict for InMemoryMemory.")
+
+
+def _fits_one_add(msgs: Sequence[Msg]) -> bool:
+    """Whether one AddMessages call of a stock server takes `msgs` (it refuses more than 1000
+    messages or 32 MiB; InMemoryMemory takes a whole earlier conversation at once)."""
+    return len(msgs) <= ADD_BATCH_MESSAGES and sum(msg_to_proto(m).ByteSize() for m in msgs) <= ADD_BATCH_BYTES
+
+
+def _marks(marks: Any, allowed: str) -> list[str]:
+    """Marks as a list, refused as InMemoryMemory refuses them: a mark that is not a string
+    would be stored and then never match a string mark again."""
+    if marks is None and "None" in allowed:
+        return []
+    if isinstance(marks, str):
+        return [marks]
+    if not isinstance(marks, list) or not all(isinstance(m, str) for m in marks):
+        raise TypeError(f"The mark should be {allowed}, but got {type(marks)}.")
+    return list(marks)
+
+
 class RemoteMemory(MemoryBase):
     """AgentScope-Python's working memory kept in an agentscope-memory server."""
 
     def __init__(self, target: str, memory_id: str, api_key: str | None = None, *, timeout: float = 30.0) -> None:
         super().__init__()
         self.memory_id = memory_id
-        self._client = AsyncMemoryClient(target, api_key=api_key, timeout=timeout)
+        self._connect = functools.partial(AsyncMemoryClient, target, api_key=api_key, timeout=timeout)
+        self._clients: dict[asyncio.AbstractEventLoop, AsyncMemoryClient] = {}
         self._ready = False
+        # InMemoryMemory's content loaded from a session, written to the server before the
+        # memory is next used (loading is synchronous in AgentScope; a gRPC call is not).
+        self._loaded_content: Entries | None = None
         self.register_state("memory_id")
+
+    def load_state_dict(self, state_dict: dict, strict: bool = True) -> None:
+        """This module's state (memory id and summary), or InMemoryMemory's (its messages and
+        marks in `content`): a session an application saved before it used this memory loads,
+        and replaces the server-side conversation as it replaces InMemoryMemory's."""
+        if "content" in state_dict and "memory_id" not in state_dict:
+            self._compressed_summary = state_dict.get("_compressed_summary", "")
+            self._loaded_content = [_from_state_item(item) for item in state_dict["content"]]
+            return
+        super().load_state_dict(state_dict, strict)
+        self._loaded_content = None
+        self._ready = False
+
+    def state_dict(self) -> dict:
+        if self._loaded_content is not None:
+            # Loaded from InMemoryMemory's state and not yet on the server: saved as loaded,
+            # so a session saved again before the memory is used loses nothing.
+            return {"_compressed_summary": self._compressed_summary,
+                    "content": [[m.to_dict(), list(marks)] for m, marks in self._loaded_content]}
+        return super().state_dict()
+
+    @property
+    def _client(self) -> AsyncMemoryClient:
+        """The client of the running event loop. A gRPC channel belongs to the loop it was made
+        in, and an application may build its agent (and this memory) before `asyncio.run`, or
+        run several loops one after another; InMemoryMemory works in each."""
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            # A finished loop's channel cannot be closed from another loop; it is dropped.
+            self._clients = {known: c for known, c in self._clients.items() if not known.is_closed()}
+            client = self._clients[loop] = self._connect()
+        return client
 
     async def _entries(self) -> list[tuple[PyMsg, list[str]]]:
         await self._ensure()
@@ -84,11 +158,20 @@ class RemoteMemory(MemoryBase):
         if not self._ready:
             await self._client.create_memory(self.memory_id, allow_existing=True)
             self._ready = True
+        content, self._loaded_content = self._loaded_content, None
+        if content is not None:
+            items = messages_to_items([_stored(m, marks) for m, marks in content])
+            try:
+                await self._client.load_state(self.memory_id, [StateEntry(MEMORY_MESSAGES, items=items)])
+            except BaseException:
+                self._loaded_content = content  # still to be written
+                raise
 
-    async def _rewrite(self, change: Callable[[Entries], int]) -> int:
-        """Applies `change` (which edits the entries in place and says how many it changed) to
-        the conversation as one compare-and-set: read with its version, replaced whole (AgentScope
-        `loadFrom`) only at that version; a conversation changed meanwhile is read again."""
+    async def _rewrite(self, change: Callable[[Entries], int], appended: Sequence[Msg] = ()) -> int:
+        """Applies `change` (which edits the entries in place and returns the count to report) to
+        the conversation as one compare-and-set, `appended` (stored messages) added at its end:
+        read with its version, replaced whole (AgentScope `loadFrom`) only at that version; a
+        conversation changed meanwhile is read again."""
         await self._ensure()
         for attempt in range(1, REWRITE_ATTEMPTS + 1):
             state, version = await self._client.save_state(self.memory_id)
@@ -103,13 +186,15 @@ class RemoteMemory(MemoryBase):
             # included), with only its marks changed where `change` changed them.
             was = {id(m): (original, list(marks)) for (m, marks), original in zip(entries, stored, strict=True)}
             changed = change(entries)
-            if not changed:
-                return 0
             kept = []
             for m, marks in entries:
                 original, marks_before = was[id(m)]
                 kept.append(original if marks == marks_before else _remarked(original, m, marks))
-            items = messages_to_items(kept)
+            # The count is AgentScope's (a mark added), not whether anything changed: replacing
+            # a mark by one the message already has removes the old one and counts nothing.
+            if not appended and len(kept) == len(stored) and all(k is o for k, o in zip(kept, stored, strict=True)):
+                return changed
+            items = messages_to_items([*kept, *appended])
             try:
                 await self._client.load_state(self.memory_id, [StateEntry(MEMORY_MESSAGES, items=items)],
                                               expected_version=version)
@@ -121,14 +206,19 @@ class RemoteMemory(MemoryBase):
 
     async def add(self, memories: PyMsg | list[PyMsg] | None, marks: str | list[str] | None = None,
                   allow_duplicates: bool = False, **kwargs: Any) -> None:
-        msgs = [memories] if isinstance(memories, PyMsg) else list(memories or [])
-        mark_list = [marks] if isinstance(marks, str) else list(marks or [])
+        if memories is None:
+            return
+        msgs = [memories] if isinstance(memories, PyMsg) else list(memories)
+        mark_list = _marks(marks, "a string, a list of strings, or None")
         if not allow_duplicates:
             known = {m.id for m, _ in await self._entries()}
             msgs = [m for m in msgs if m.id not in known]
-        if msgs:
+        stored = [_stored(m, mark_list) for m in msgs]
+        if stored and _fits_one_add(stored):
             await self._ensure()
-            await self._client.add_messages(self.memory_id, [_stored(m, mark_list) for m in msgs])
+            await self._client.add_messages(self.memory_id, stored)
+        elif stored:
+            await self._rewrite(lambda entries: 0, appended=stored)
 
     async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:
         ids = set(msg_ids)
@@ -141,7 +231,7 @@ class RemoteMemory(MemoryBase):
         return await self._rewrite(drop)
 
     async def delete_by_mark(self, mark: str | list[str], *args: Any, **kwargs: Any) -> int:
-        wanted = {mark} if isinstance(mark, str) else set(mark)
+        wanted = set(_marks(mark, "a string or a list of strings"))
 
         def drop(entries: Entries) -> int:
             before = len(entries)
@@ -186,10 +276,12 @@ class RemoteMemory(MemoryBase):
                     marks.remove(old_mark)
                 if new_mark not in marks:
                     marks.append(new_mark)
-                changed += 1
+                    changed += 1
             return changed
 
         return await self._rewrite(remark)
 
     async def close(self) -> None:
-        await self._client.close()
+        client = self._clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.close()

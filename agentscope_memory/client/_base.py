@@ -10,6 +10,7 @@ A client subclasses `AsyncGrpcClient` or `BlockingGrpcClient` and builds its stu
 
 from __future__ import annotations
 
+import time
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Protocol, Self, TypeVar
 
 import grpc
@@ -42,6 +43,12 @@ def _page_request(request: Any, token: str) -> Any:
     return page
 
 
+def _left(timeout: float, deadline: float | None) -> float:
+    # What is left of a deadline; a spent one still sends the call, which gRPC then fails with
+    # DEADLINE_EXCEEDED as it fails any call out of time.
+    return timeout if deadline is None else max(deadline - time.monotonic(), 0.001)
+
+
 class AsyncGrpcClient:
     """An asyncio gRPC client: its channel, API key, deadline and retries (see the module)."""
 
@@ -68,16 +75,20 @@ class AsyncGrpcClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def _call(self, method: Callable[..., Awaitable[T]], request: Any, retry: bool = True) -> T:
+    async def _call(self, method: Callable[..., Awaitable[T]], request: Any, retry: bool = True,
+                     deadline: float | None = None) -> T:
+        """`deadline` (time.monotonic()): the end of a call made of several, instead of `timeout`."""
         check_request(request)
-        return await call_async(self.retry_policy, method, request, retry=retry, timeout=self.timeout,
+        return await call_async(self.retry_policy, method, request, retry=retry, timeout=_left(self.timeout, deadline),
                                 metadata=self._metadata)
 
-    async def _paged(self, method: Callable[..., Awaitable[P]], request: Any) -> AsyncIterator[P]:
-        """Every page of a listing, from the first: `request` with each page's token in turn."""
+    async def _paged(self, method: Callable[..., Awaitable[P]], request: Any,
+                     deadline: float | None = None) -> AsyncIterator[P]:
+        """Every page of a listing, from the first: `request` with each page's token in turn;
+        each page within `timeout`, or all of them before `deadline`."""
         token = ""
         while True:
-            response = await self._call(method, _page_request(request, token))
+            response = await self._call(method, _page_request(request, token), deadline=deadline)
             yield response
             token = response.next_page_token
             if not token:
@@ -110,16 +121,19 @@ class BlockingGrpcClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _call(self, method: Callable[..., T], request: Any, retry: bool = True) -> T:
+    def _call(self, method: Callable[..., T], request: Any, retry: bool = True,
+                     deadline: float | None = None) -> T:
+        """`deadline` (time.monotonic()): the end of a call made of several, instead of `timeout`."""
         check_request(request)
-        return call_blocking(self.retry_policy, method, request, retry=retry, timeout=self.timeout,
+        return call_blocking(self.retry_policy, method, request, retry=retry, timeout=_left(self.timeout, deadline),
                              metadata=self._metadata)
 
-    def _paged(self, method: Callable[..., P], request: Any) -> Iterator[P]:
-        """Every page of a listing, from the first: `request` with each page's token in turn."""
+    def _paged(self, method: Callable[..., P], request: Any, deadline: float | None = None) -> Iterator[P]:
+        """Every page of a listing, from the first: `request` with each page's token in turn;
+        each page within `timeout`, or all of them before `deadline`."""
         token = ""
         while True:
-            response = self._call(method, _page_request(request, token))
+            response = self._call(method, _page_request(request, token), deadline=deadline)
             yield response
             token = response.next_page_token
             if not token:

@@ -14,11 +14,10 @@ from agentscope_memory.convert.to_proto import (
     entry_to_proto,
     kind_to_proto,
     mode_to_proto,
-    msg_to_proto,
-    msgs_to_proto,
     ranking_to_proto,
     scope_to_proto,
 )
+from agentscope_memory.client._validate import msg_on_wire, msgs_on_wire
 from agentscope_memory.convert.state_chunks import join_pieces, split_entries
 from agentscope_memory.long_term.engine import Scope
 from agentscope_memory.message import to_json_text
@@ -53,7 +52,7 @@ def create(
 
 
 def add(memory_id: str, msgs: Sequence[Msg], request_id: str) -> pb.AddMessagesRequest:
-    return pb.AddMessagesRequest(memory_id=memory_id, messages=msgs_to_proto(list(msgs)), request_id=request_id)
+    return pb.AddMessagesRequest(memory_id=memory_id, messages=msgs_on_wire(msgs), request_id=request_id)
 
 
 def page_messages(response: pb.GetMessagesResponse) -> list[Msg]:
@@ -124,18 +123,18 @@ def update_long_term(
 
 def record(scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any] | None) -> ltm_pb.RecordRequest:
     return ltm_pb.RecordRequest(
-        scope=scope_to_proto(scope), messages=msgs_to_proto(list(msgs)),
+        scope=scope_to_proto(scope), messages=msgs_on_wire(msgs),
         metadata_json=to_json_text(metadata) if metadata else "",
     )
 
 
 def retrieve(scope: Scope, msg: Msg, limit: int) -> ltm_pb.RetrieveRequest:
-    return ltm_pb.RetrieveRequest(scope=scope_to_proto(scope), message=msg_to_proto(msg), limit=limit)
+    return ltm_pb.RetrieveRequest(scope=scope_to_proto(scope), message=msg_on_wire(msg), limit=limit)
 
 
 def begin_turn(memory_id: str, scope: Scope, mode: Mode | str, input_msgs: Sequence[Msg]) -> ltm_pb.BeginTurnRequest:
     return ltm_pb.BeginTurnRequest(
-        memory_id=memory_id, scope=scope_to_proto(scope), mode=mode_to_proto(mode), input=msgs_to_proto(list(input_msgs))
+        memory_id=memory_id, scope=scope_to_proto(scope), mode=mode_to_proto(mode), input=msgs_on_wire(input_msgs, "input")
     )
 
 

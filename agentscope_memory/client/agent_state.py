@@ -104,9 +104,10 @@ class AsyncAgentStateClient(AsyncGrpcClient, _SessionIds):
         """The same methods over an in-process service (no server, no gRPC)."""
         return AsyncLocalAgentStateClient(service)
 
-    async def _call(self, method: Callable[..., Awaitable[T]], request: Any, retry: bool = True) -> T:
+    async def _call(self, method: Callable[..., Awaitable[T]], request: Any, retry: bool = True,
+                    deadline: float | None = None) -> T:
         try:
-            return await super()._call(method, request, retry)
+            return await super()._call(method, request, retry, deadline)
         except AbortedError as exc:
             raise _conflict(exc) from None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Sequence
 
 import grpc
@@ -94,8 +95,10 @@ class AsyncMemoryClient(AsyncGrpcClient):
             await self.add_messages(memory_id, added)
         return added
 
-    def _pages(self, memory_id: str, page_size: int = 0) -> AsyncIterator[pb.GetMessagesResponse]:
-        return self._paged(self._stub.GetMessages, pb.GetMessagesRequest(memory_id=memory_id, page_size=page_size))
+    def _pages(self, memory_id: str, page_size: int = 0,
+               deadline: float | None = None) -> AsyncIterator[pb.GetMessagesResponse]:
+        request = pb.GetMessagesRequest(memory_id=memory_id, page_size=page_size)
+        return self._paged(self._stub.GetMessages, request, deadline)
 
     async def iter_messages(self, memory_id: str, page_size: int = 0) -> AsyncIterator[Msg]:
         async for response in self._pages(memory_id, page_size):
@@ -106,10 +109,12 @@ class AsyncMemoryClient(AsyncGrpcClient):
         """Every message in insertion order (Java `Memory.getMessages()`), as one state of the
         memory: when it changes between pages the server aborts the read (ABORTED), and the
         whole read starts again, at most `CONSISTENT_READ_ATTEMPTS` times; then `AbortedError`
-        is raised. A mixed list is never returned. `iter_messages` streams pages instead."""
+        is raised. A mixed list is never returned. `iter_messages` streams pages instead.
+        The whole read, every page and every new start, is within the client's `timeout`."""
+        deadline = time.monotonic() + self.timeout
         for attempt in range(1, _requests.CONSISTENT_READ_ATTEMPTS + 1):
             try:
-                pages = [response async for response in self._pages(memory_id)]
+                pages = [response async for response in self._pages(memory_id, deadline=deadline)]
             except errors.AbortedError:
                 if attempt == _requests.CONSISTENT_READ_ATTEMPTS:
                     raise

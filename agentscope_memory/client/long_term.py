@@ -7,6 +7,7 @@ record could store twice when an LLM extracts facts).
 from __future__ import annotations
 
 import builtins  # `list` is also a method name of the clients
+import time
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
@@ -77,8 +78,10 @@ class AsyncLongTermClient(AsyncGrpcClient):
         # One page size throughout: a page token is bound to it, and the byte budget may cut a
         # page short of it.
         size = min(limit, MAX_LIST_PAGE_SIZE)
+        deadline = time.monotonic() + self.timeout  # one call for the user: one deadline
         while len(items) < limit:
-            response = await self._call(self._stub.ListLongTermMemories, _requests.long_term_pages(scope, size, token))
+            request = _requests.long_term_pages(scope, size, token)
+            response = await self._call(self._stub.ListLongTermMemories, request, deadline=deadline)
             items.extend(_items(response))
             token = response.next_page_token
             if not token:
@@ -111,8 +114,11 @@ class AsyncLongTermClient(AsyncGrpcClient):
         """Every change of a memory, oldest first (ADD, UPDATE, ASSESS, DELETE), following pages."""
         entries: builtins.list[HistoryEntry] = []
         token = ""
+        deadline = time.monotonic() + self.timeout  # one call for the user: one deadline
         while True:
-            page, token = await self.history_page(memory_id, page_token=token)
+            request = pb.GetLongTermMemoryHistoryRequest(id=memory_id, page_token=token)
+            response = await self._call(self._stub.GetLongTermMemoryHistory, request, deadline=deadline)
+            page, token = [long_term_history_from_proto(e) for e in response.entries], response.next_page_token
             entries.extend(page)
             if not token:
                 return entries
@@ -177,8 +183,10 @@ class LongTermClient(BlockingGrpcClient):
         # One page size throughout: a page token is bound to it, and the byte budget may cut a
         # page short of it.
         size = min(limit, MAX_LIST_PAGE_SIZE)
+        deadline = time.monotonic() + self.timeout  # one call for the user: one deadline
         while len(items) < limit:
-            response = self._call(self._stub.ListLongTermMemories, _requests.long_term_pages(scope, size, token))
+            request = _requests.long_term_pages(scope, size, token)
+            response = self._call(self._stub.ListLongTermMemories, request, deadline=deadline)
             items.extend(_items(response))
             token = response.next_page_token
             if not token:
@@ -205,8 +213,11 @@ class LongTermClient(BlockingGrpcClient):
         """Every change of a memory, oldest first (ADD, UPDATE, ASSESS, DELETE), following pages."""
         entries: builtins.list[HistoryEntry] = []
         token = ""
+        deadline = time.monotonic() + self.timeout  # one call for the user: one deadline
         while True:
-            page, token = self.history_page(memory_id, page_token=token)
+            request = pb.GetLongTermMemoryHistoryRequest(id=memory_id, page_token=token)
+            response = self._call(self._stub.GetLongTermMemoryHistory, request, deadline=deadline)
+            page, token = [long_term_history_from_proto(e) for e in response.entries], response.next_page_token
             entries.extend(page)
             if not token:
                 return entries

@@ -23,10 +23,11 @@ from agentscope_memory._proto.agentscope.memory.v1 import scope_service_pb2 as s
 from agentscope_memory._proto.agentscope.memory.v1 import scope_service_pb2_grpc as scope_grpc
 from agentscope_memory.client._base import AsyncGrpcClient, BlockingGrpcClient
 from agentscope_memory.client._common import DEFAULT_TARGET, DEFAULT_TIMEOUT_S, new_request_id
+from agentscope_memory.client._validate import msgs_on_wire
 from agentscope_memory.client.local import Blocking, _LocalClient
 from agentscope_memory.convert.from_proto import long_term_item_from_proto, memory_from_proto
 from agentscope_memory.convert.scopes import inherited_from_proto, visibility_to_proto
-from agentscope_memory.convert.to_proto import auto_context_config_to_proto, kind_to_proto, msgs_to_proto, scope_to_proto
+from agentscope_memory.convert.to_proto import auto_context_config_to_proto, kind_to_proto, scope_to_proto
 from agentscope_memory.long_term.engine import LongTermItem, Scope
 from agentscope_memory.message import Msg
 from agentscope_memory.scopes import LOCAL, check_visibility
@@ -52,12 +53,12 @@ def _create_child(parent_memory_id: str, memory_id: str, kind: str | None, label
 
 
 def _add(memory_id: str, msgs: Sequence[Msg], request_id: str, visibility: str) -> pb.AddMessagesRequest:
-    return pb.AddMessagesRequest(memory_id=memory_id, messages=msgs_to_proto(list(msgs)), request_id=request_id,
+    return pb.AddMessagesRequest(memory_id=memory_id, messages=msgs_on_wire(msgs), request_id=request_id,
                                  visibility=visibility_to_proto(check_visibility(visibility)))  # type: ignore[arg-type]
 
 
 def _record(scope: Scope, msgs: Sequence[Msg], metadata_json: str, visibility: str) -> ltm_pb.RecordRequest:
-    return ltm_pb.RecordRequest(scope=scope_to_proto(scope), messages=msgs_to_proto(list(msgs)),
+    return ltm_pb.RecordRequest(scope=scope_to_proto(scope), messages=msgs_on_wire(msgs),
                                 metadata_json=metadata_json,
                                 visibility=visibility_to_proto(check_visibility(visibility)))  # type: ignore[arg-type]
 

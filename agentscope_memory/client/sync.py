@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import grpc
@@ -72,8 +73,9 @@ class MemoryClient(BlockingGrpcClient):
     def add_message(self, memory_id: str, msg: Msg) -> int:
         return self.add_messages(memory_id, [msg])
 
-    def _pages(self, memory_id: str, page_size: int = 0) -> Iterator[pb.GetMessagesResponse]:
-        return self._paged(self._stub.GetMessages, pb.GetMessagesRequest(memory_id=memory_id, page_size=page_size))
+    def _pages(self, memory_id: str, page_size: int = 0, deadline: float | None = None) -> Iterator[pb.GetMessagesResponse]:
+        request = pb.GetMessagesRequest(memory_id=memory_id, page_size=page_size)
+        return self._paged(self._stub.GetMessages, request, deadline)
 
     def iter_messages(self, memory_id: str, page_size: int = 0) -> Iterator[Msg]:
         for response in self._pages(memory_id, page_size):
@@ -81,10 +83,12 @@ class MemoryClient(BlockingGrpcClient):
 
     def get_messages(self, memory_id: str) -> list[Msg]:
         """As `AsyncMemoryClient.get_messages`: one state of the memory, read again from the
-        start when the server aborts a read because the memory changed between pages."""
+        start when the server aborts a read because the memory changed between pages; all
+        within the client's `timeout`."""
+        deadline = time.monotonic() + self.timeout
         for attempt in range(1, _requests.CONSISTENT_READ_ATTEMPTS + 1):
             try:
-                pages = list(self._pages(memory_id))
+                pages = list(self._pages(memory_id, deadline=deadline))
             except errors.AbortedError:
                 if attempt == _requests.CONSISTENT_READ_ATTEMPTS:
                     raise

@@ -21,6 +21,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import tiered_memory_service_
 from agentscope_memory._proto.agentscope.memory.v1 import tiered_memory_service_pb2_grpc as pb_grpc
 from agentscope_memory.client._base import AsyncGrpcClient, BlockingGrpcClient
 from agentscope_memory.client._common import new_request_id
+from agentscope_memory.client._validate import msg_on_wire, msgs_on_wire
 from agentscope_memory.client._retry import Reconnects, resuming_stream, resuming_stream_blocking
 from agentscope_memory.client.local import Blocking, _LocalClient
 from agentscope_memory.convert.from_proto import memory_from_proto
@@ -28,7 +29,6 @@ from agentscope_memory.convert.tiered import (
     MODE_TO_PB, event_from_proto, hit_from_proto, item_from_proto, projection_from_proto, status_from_proto,
     tier_to_proto, tiered_config_to_proto, weights_to_proto,
 )
-from agentscope_memory.convert.to_proto import msg_to_proto
 from agentscope_memory.message import Msg
 from agentscope_memory.short_term.description import MemoryDescription, describe
 from agentscope_memory.short_term.tiered.config import TieredConfig
@@ -63,7 +63,7 @@ def _add(memory_id: str, msgs: Sequence[Msg], importances: Sequence[float | None
         raise ValueError(f"importances has {len(importances)} values for {len(msgs)} messages")
     items = []
     for i, msg in enumerate(msgs):
-        item = pb.TieredItemInput(message=msg_to_proto(msg))
+        item = pb.TieredItemInput(message=msg_on_wire(msg, f"messages[{i}]"))
         value = importances[i] if importances is not None else None
         if value is not None:
             item.importance = value
@@ -84,7 +84,7 @@ def _project(memory_id: str, request: ProjectionRequest) -> pb.ProjectContextReq
     out = pb.ProjectContextRequest(memory_id=memory_id, instruction=request.instruction, total_budget=request.budget,
                                    include_plan=request.include_plan, plan=request.plan,
                                    include_facts=request.include_facts,
-                                   shared_context=[msg_to_proto(m) for m in request.shared_context])
+                                   shared_context=msgs_on_wire(request.shared_context, "shared_context"))
     if request.mode:
         out.mode = MODE_TO_PB[request.mode]
     return out

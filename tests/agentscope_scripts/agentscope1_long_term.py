@@ -33,6 +33,8 @@ async def main() -> None:
     first = await agent(ltm)(Msg("user", "我喜欢龙井茶 (I like Longjing tea)", "user"))
     second = await agent(ltm)(Msg("user", "what tea do I like?", "user"))
     direct = await ltm.retrieve(Msg("user", "tea", "user"))
+    await ltm.record(Msg("user", "我住在杭州", "user"))  # one message, not a list
+    single = await ltm.retrieve(Msg("user", "杭州", "user"))
 
     with tempfile.TemporaryDirectory() as d:
         await JSONSession(save_dir=d).save_session_state("s1", user_id="alice", long_term_memory=ltm)
@@ -42,7 +44,7 @@ async def main() -> None:
         after_load = await restored.retrieve(Msg("user", "tea", "user"))
 
     print(json.dumps({"first": first.get_text_content(), "second": second.get_text_content(), "direct": direct,
-                      "saved": saved, "after_load": after_load, "restored_agent": restored.agent_name},
+                      "saved": saved, "after_load": after_load, "single": single, "restored_agent": restored.agent_name},
                      ensure_ascii=False))
     sys.stdout.flush()
 
