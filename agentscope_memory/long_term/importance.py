@@ -203,12 +203,17 @@ def parse_json_object(text: str) -> dict[str, Any]:
     if stripped.startswith("```"):
         stripped = re.sub(r"^```[a-zA-Z]*\s*|\s*```$", "", stripped)
     try:
-        value = json.loads(stripped)
-    except ValueError:
-        start, end = stripped.find("{"), stripped.rfind("}")
-        if start < 0 or end <= start:
-            raise ValueError("the reply holds no JSON object") from None
-        value = json.loads(stripped[start : end + 1])
+        try:
+            value = json.loads(stripped)
+        except ValueError:
+            start, end = stripped.find("{"), stripped.rfind("}")
+            if start < 0 or end <= start:
+                raise ValueError("the reply holds no JSON object") from None
+            value = json.loads(stripped[start : end + 1])
+    except RecursionError:
+        # JSON nested deeper than the decoder's recursion limit is garbage like any other: the
+        # callers' fallback answers, where a RecursionError failed the recall or the job.
+        raise UnusableReplyError("the reply's JSON is nested too deeply") from None
     if not isinstance(value, dict):
         raise UnusableReplyError(f"the reply is JSON {type(value).__name__}, not an object")
     return value
@@ -223,8 +228,15 @@ def parse_assessment(text: str) -> Assessment:
             raw_score = float(raw_score.strip())
         except ValueError:
             raise ValueError(f"importance_score is not a number: {raw_score!r}") from None
-    if isinstance(raw_score, bool) or not isinstance(raw_score, (int, float)) or math.isnan(raw_score):
+    if isinstance(raw_score, bool) or not isinstance(raw_score, (int, float)):
         raise ValueError(f"importance_score is missing or not a number: {raw_score!r}")
+    try:
+        # An integer of hundreds of digits does not fit a float (OverflowError, not a ValueError).
+        raw_score = float(raw_score)
+    except OverflowError:
+        raise ValueError("importance_score is outside [0, 1]: an integer too large for a number") from None
+    if math.isnan(raw_score):
+        raise ValueError(f"importance_score is not a number: {raw_score!r}")
     # Some models answer on a 0-10 scale despite the prompt.
     score = raw_score / 10 if 1 < raw_score <= 10 else raw_score
     if not 0 <= score <= 1:

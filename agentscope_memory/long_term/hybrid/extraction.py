@@ -79,7 +79,7 @@ def parse_facts(reply: str, existing_ids: Sequence[str]) -> list[ExtractedFact] 
     text = re.sub(r"^\s*```(?:json)?\s*|\s*```\s*$", "", reply or "")
     try:
         value: Any = json.loads(text, strict=False)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # nested past the decoder's depth: garbage too
         return None
     items = value.get("memory") if isinstance(value, dict) else None
     if not isinstance(items, list):
@@ -95,7 +95,9 @@ def parse_facts(reply: str, existing_ids: Sequence[str]) -> list[ExtractedFact] 
         linked = []
         for link in links if isinstance(links, list) else []:
             link = str(link)
-            if link.isdigit() and int(link) < len(existing_ids):
+            # ASCII digits only, and few: int() refuses "²" (a digit to isdigit) and numbers of
+            # thousands of digits, and a position is below EXISTING_SHOWN anyway.
+            if link.isascii() and link.isdigit() and len(link) <= 6 and int(link) < len(existing_ids):
                 linked.append(existing_ids[int(link)])
             elif link in existing_ids:
                 linked.append(link)
