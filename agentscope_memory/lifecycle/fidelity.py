@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from agentscope_memory.lifecycle.keywords import NUMBER, keywords, retained
+from agentscope_memory.lifecycle.keywords import is_number, keywords, retained
 
 EMBEDDING_WEIGHT = 0.6
 KEYWORD_WEIGHT = 0.4
@@ -58,5 +58,5 @@ def check(merged_text: str, merged_vector: np.ndarray, original_texts: Sequence[
         wanted |= keywords(text)
     retention, lost = retained(wanted, merged_text)
     composite = EMBEDDING_WEIGHT * similarity + KEYWORD_WEIGHT * retention
-    keeps_numbers = not any(NUMBER.fullmatch(k) for k in lost)
+    keeps_numbers = not any(is_number(k) for k in lost)
     return Fidelity(similarity, retention, composite, composite >= threshold and keeps_numbers, lost)
