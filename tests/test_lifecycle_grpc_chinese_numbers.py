@@ -68,3 +68,29 @@ async def test_a_reflection_must_keep_numbers_written_in_chinese(server_factory,
             found = await memories.search(scope, "我每周几点和张经理开会？", memory_types=["reflection"])
             assert [i.id for i in found] == [result.reflection.id]
             assert ("下午三点" in found[0].text or "下午3点" in found[0].text) and ("五月三日" in text or "5月3日" in text)
+
+
+DOOR_CODE = ["用户公寓的门禁密码是4711。", "用户的公寓门禁密码为4711。", "打开用户公寓的门，密码是4711。"]
+
+
+async def test_a_merge_that_makes_up_a_date_is_refused_and_recall_keeps_the_facts(server_factory) -> None:
+    with ScriptedLLM() as llm:
+        server = await server_factory(llm_base_url=llm.base_url, llm_max_retries=0, lifecycle_reflection_enabled=False,
+                                      long_term_fact_extraction="scorer")
+        scope = Scope("助手", "李四")
+        async with AsyncLongTermClient(server.address, timeout=60) as memories, \
+                AsyncReflectionClient(server.address, timeout=60) as lifecycle:
+            for fact in DOOR_CODE:
+                llm.push(ScriptedReply.json({"importance_score": 0.9, "extracted_fact": fact, "domain": "user_preferences"}))
+                await memories.record(scope, [Msg.create(MsgRole.USER, f"请记住：{fact}谢谢！")])
+            await _facts(memories, scope, len(DOOR_CODE))
+
+            # The code is kept; the day it "changed" is nowhere in the facts.
+            llm.push(ScriptedReply.text("用户公寓的门禁密码是4711，三月五日改过。"))
+            report = await lifecycle.consolidate(scope, threshold=2, similarity=0.6)
+            [merge] = report.merges
+            assert merge.method == "llm" and merge.fidelity.composite_score >= 0.5 and not merge.fidelity.passed
+            assert merge.fidelity.invented_numbers == ["3月", "5日"] and not merge.applied
+            assert report.merged == 0 and report.failed_fidelity == 1
+            found = await memories.search(scope, "门禁密码是多少？", memory_types=["fact"])
+            assert sorted(i.text for i in found) == sorted(DOOR_CODE)
