@@ -7,6 +7,7 @@ round's scoring job fail at every retry, so the user's fact was never stored."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
 from agentscope_memory.client.long_term import AsyncLongTermClient
@@ -72,3 +73,37 @@ async def test_mem0_replies_nested_too_deeply_or_linking_odd_digits_keep_the_rou
             [fact] = await _facts(client, odd_scope)
             assert fact.text == "用户每天早上喝绿茶" and fact.metadata["extracted_by"] == "mem0"
             assert fact.metadata.get("linked_memory_ids", []) == []
+
+
+async def test_a_completion_nested_too_deeply_or_with_odd_usage_does_not_fail_the_lifecycle(server_factory) -> None:
+    from agentscope_memory.client.lifecycle_reflect import AsyncReflectionClient
+
+    answer = "用户对花生过敏，狗叫饼干。"
+    odd_usage = json.dumps({"choices": [{"message": {"role": "assistant", "content": answer}}],
+                            "usage": {"prompt_tokens": "n/a", "completion_tokens": 1e400}}).encode()
+    deep = DEEP.encode()
+    facts = ["用户对花生过敏。", "用户的狗叫饼干。"]
+    with ScriptedLLM() as llm:
+        server = await server_factory(llm_base_url=llm.base_url, llm_max_retries=0, lifecycle_reflection_enabled=False,
+                                      long_term_fact_extraction="scorer")
+        async with AsyncLongTermClient(server.address, timeout=60) as memories, \
+                AsyncReflectionClient(server.address, timeout=60) as lifecycle:
+            for n, (body, method) in enumerate([(odd_usage, "llm"), (deep, "extractive")]):
+                scope = Scope("助手", f"用户{n}")
+                for fact in facts:
+                    llm.push(ScriptedReply.json({**VERDICT, "extracted_fact": fact}))
+                    await memories.record(scope, [Msg.create(MsgRole.USER, f"请记住：{fact}谢谢！")])
+                deadline = time.monotonic() + 30
+                while len(await _facts(memories, scope)) < len(facts):
+                    assert time.monotonic() < deadline
+                    await asyncio.sleep(0.1)
+                # The answer without usable token counts is still the answer; a body nested past
+                # the decoder's depth is a malformed answer: the offline reflection stands.
+                llm.push(ScriptedReply.raw(body))
+                result = await lifecycle.trigger_reflection(scope, importance_threshold=1.0)
+                assert result.reflected and result.method == method
+                assert result.reflection is not None
+                assert result.reflection.text == (answer if method == "llm" else " ".join(facts))
+                llm.push(ScriptedReply.raw(body))
+                found = await lifecycle.search_compressed(scope, "我对什么过敏？", min_results=1)
+                assert len(found.items) > 1 and found.summary_method == method and found.summary
