@@ -2,13 +2,17 @@
 or re-weighted by an update (UpdateLongTermMemory, the mem0 REST update, the tools), is fresh
 again, however long ago it was last recalled. An update did not count: a user who corrected an
 old memory ("my locker is now 918") or raised its importance to keep it saw the next forgetting
-run take it."""
+run take it. And the forgetting scheduler waits quietly for long-term memory to open."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import sqlite3
 import time
 from pathlib import Path
+
+import pytest
 
 from agentscope_memory.client.lifecycle_reflect import AsyncReflectionClient
 from agentscope_memory.client.long_term import AsyncLongTermClient
@@ -54,3 +58,23 @@ async def test_a_memory_just_recalled_or_updated_is_not_forgotten(server_factory
                         ids["weighted"]: texts["weighted"]}
         found = await memories.search(scope, "Where is my gym?", top_k=1)
         assert [i.text for i in found] == ["My gym moved to Camden Road."]
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
+async def test_the_scheduler_waits_quietly_for_long_term_memory_to_open(server_factory, request, caplog, store) -> None:
+    # A new store has no long-term tables until long-term memory first opens (here: not
+    # preloaded). Every tick failed meanwhile, logging an error with a traceback each second.
+    settings = {"store": "postgres", "postgres_dsn": request.getfixturevalue("postgres_dsn")} if store == "postgres" else {}
+    caplog.set_level(logging.INFO, logger="agentscope_memory.lifecycle")
+    server = await server_factory(lifecycle_forgetting_interval_s=1.0, lifecycle_forgetting_threshold=0.99,
+                                  **settings)
+    await asyncio.sleep(2.5)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    # Once memories exist, the scheduler forgets as configured.
+    scope = Scope("助手", "赵六")
+    async with AsyncLongTermClient(server.address, timeout=60) as memories:
+        [item] = await memories.record(scope, [Msg.create(MsgRole.USER, "我把伞忘在了咖啡馆。")])
+        deadline = time.monotonic() + 30
+        while "FORGET" not in [h.event for h in await memories.history(item.id)]:
+            assert time.monotonic() < deadline, "the scheduled forgetting did not run"
+            await asyncio.sleep(0.1)
