@@ -138,12 +138,14 @@ class ServiceSettings(BaseModel):
     lifecycle_consolidation_similarity: float = Field(0.75, ge=-1, le=1)
     lifecycle_consolidation_min_cluster_size: int = Field(3, ge=2, le=50)
     lifecycle_consolidation_fidelity_threshold: float = Field(0.5, ge=0, le=1)
+    # Intervals of at least a second: the scheduler ticks once a second at most, and numbers its
+    # runs `now // interval` in a 64-bit column (1e-12 overflowed it and no run ever started).
     lifecycle_consolidation_interval_s: float | None = Field(
-        None, gt=0, allow_inf_nan=False, description="look for scopes to consolidate this often; unset = only on request")
+        None, ge=1, allow_inf_nan=False, description="look for scopes to consolidate this often; unset = only on request")
     # Forgetting (Ebbinghaus): retention = base^(hours since last recall / (24 * factor^recalls))
     # * (0.5 + 0.5 * importance); below the threshold a memory is soft-deleted. Scheduled every
     # `lifecycle_forgetting_interval_s` (unset: only on request, the default).
-    lifecycle_forgetting_interval_s: float | None = Field(None, gt=0, allow_inf_nan=False, description="run forgetting this often; unset = off")
+    lifecycle_forgetting_interval_s: float | None = Field(None, ge=1, allow_inf_nan=False, description="run forgetting this often; unset = off")
     lifecycle_forgetting_base_retention: float = Field(0.9, gt=0, lt=1)
     lifecycle_forgetting_strengthening_factor: float = Field(1.5, ge=1, allow_inf_nan=False)
     lifecycle_forgetting_threshold: float = Field(0.1, ge=0, le=1)
