@@ -20,6 +20,7 @@ from agentscope_memory.llm import ChatClient, storable_text
 from agentscope_memory.long_term.domains import (
     DOMAINS,
     GENERAL_CHAT,
+    UNKNOWN_DOMAIN,
     Domain,
     best_domain,
     is_small_talk,
@@ -143,7 +144,9 @@ def _score_sentence(text: str) -> _Sentence:
 class HeuristicScorer:
     """Offline and deterministic: importance from cues (first person, a stated preference or
     life fact, an explicit "remember", a domain cue, a number or date), the domain with most
-    cues, and as fact the best-scoring fact-like sentence of a user line, verbatim."""
+    cues (general_chat for small talk and for chatter without a cue; UNKNOWN_DOMAIN for a fact
+    without one, as the router routes), and as fact the best-scoring fact-like sentence of a
+    user line, verbatim."""
 
     async def assess(self, texts: Sequence[str]) -> Assessment:
         return self.assess_now(texts)
@@ -167,7 +170,10 @@ class HeuristicScorer:
         if best is None:
             return Assessment(0.0, "", GENERAL_CHAT, "heuristic")
         joined = "\n".join(user_text)
-        domain = GENERAL_CHAT if is_small_talk(joined) else best_domain(joined) or GENERAL_CHAT
+        # A fact that matches no cue goes where the router sends a question that matches none;
+        # chatter without a cue stays general_chat (out of routed recall).
+        uncued = UNKNOWN_DOMAIN if best.fact_like else GENERAL_CHAT
+        domain = GENERAL_CHAT if is_small_talk(joined) else best_domain(joined) or uncued
         fact = best.text[:MAX_FACT_CHARS] if best.fact_like else ""
         return Assessment(best.score, fact, domain, "heuristic")
 
