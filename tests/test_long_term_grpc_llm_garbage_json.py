@@ -2,7 +2,10 @@
 recursion limit, an importance of hundreds of digits, a linked position written with a digit
 int() refuses) is an unusable reply like any other: recall falls back to the heuristic router
 and a recorded round keeps a fact, where these replies made a search fail with INTERNAL and the
-round's scoring job fail at every retry, so the user's fact was never stored."""
+round's scoring job fail at every retry, so the user's fact was never stored. A completion
+nested too deeply or with usage counts that are not counts fails no lifecycle call, and a mem0
+fact of megabytes is cut to a memory's text limit (it was stored whole, past the limit, and
+recall left it out)."""
 
 from __future__ import annotations
 
@@ -107,3 +110,31 @@ async def test_a_completion_nested_too_deeply_or_with_odd_usage_does_not_fail_th
                 llm.push(ScriptedReply.raw(body))
                 found = await lifecycle.search_compressed(scope, "我对什么过敏？", min_results=1)
                 assert len(found.items) > 1 and found.summary_method == method and found.summary
+
+
+async def test_a_runaway_mem0_fact_is_cut_to_a_memorys_limit(server_factory) -> None:
+    import grpc
+
+    from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2 as pb
+    from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2_grpc as pb_grpc
+    from agentscope_memory.long_term.hybrid.records import MAX_TEXT_CHARS
+
+    runaway = "用户喜欢喝绿茶。" * 200_000  # 1.6 million characters, 4.8 MB in UTF-8
+    with ScriptedLLM() as llm:
+        server = await server_factory(llm_base_url=llm.base_url, llm_max_retries=0, lifecycle_reflection_enabled=False)
+        scope = Scope("助手", "u-runaway")
+        async with AsyncLongTermClient(server.address, timeout=60) as client:
+            llm.push(ScriptedReply.json(VERDICT),
+                     ScriptedReply.json({"memory": [{"id": "0", "text": runaway, "attributed_to": "用户" * 50_000}]}))
+            await client.record(scope, [Msg.create(MsgRole.USER, "我每天都喝绿茶")])
+            [fact] = await _facts(client, scope)
+            assert fact.text == runaway[:MAX_TEXT_CHARS] and len(fact.metadata["attributed_to"]) <= 200
+            found = await client.search(scope, "我喜欢喝什么茶？")
+            assert fact.id in [i.id for i in found]
+        # A stock client (4 MiB receive limit) reads it and its history.
+        async with grpc.aio.insecure_channel(server.address) as channel:
+            stub = pb_grpc.LongTermMemoryServiceStub(channel)
+            got = await stub.GetLongTermMemory(pb.GetLongTermMemoryRequest(id=fact.id))
+            assert got.memory.memory == fact.text
+            history = await stub.GetLongTermMemoryHistory(pb.GetLongTermMemoryHistoryRequest(id=fact.id))
+            assert history.entries[0].new_text == fact.text

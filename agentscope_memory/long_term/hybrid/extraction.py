@@ -22,9 +22,13 @@ from types import ModuleType
 from typing import Any, Sequence
 
 from agentscope_memory.llm import ChatClient, storable_text
+from agentscope_memory.long_term.hybrid.records import MAX_TEXT_CHARS
 
 # As many existing memories as mem0 shows its extractor.
 EXISTING_SHOWN = 10
+# What one extracted fact keeps of a runaway reply: a memory's text limit (a fact of megabytes
+# broke the 4 MiB response limit of every read of it, and recall left it out), and a short name.
+MAX_ATTRIBUTION_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -88,7 +92,7 @@ def parse_facts(reply: str, existing_ids: Sequence[str]) -> list[ExtractedFact] 
     for item in items:
         if not isinstance(item, dict) or not isinstance(item.get("text"), str):
             continue
-        fact = storable_text(item["text"]).strip()
+        fact = storable_text(item["text"]).strip()[:MAX_TEXT_CHARS].strip()
         if not fact:
             continue
         links = item.get("linked_memory_ids")
@@ -102,6 +106,6 @@ def parse_facts(reply: str, existing_ids: Sequence[str]) -> list[ExtractedFact] 
             elif link in existing_ids:
                 linked.append(link)
         attributed = item.get("attributed_to")
-        facts.append(ExtractedFact(fact, storable_text(attributed) if isinstance(attributed, str) else "",
+        facts.append(ExtractedFact(fact, storable_text(attributed)[:MAX_ATTRIBUTION_CHARS] if isinstance(attributed, str) else "",
                                    tuple(dict.fromkeys(linked))))
     return facts
