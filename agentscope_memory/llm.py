@@ -28,6 +28,14 @@ def storable_text(text: str) -> str:
     return _UNSTORABLE.sub(lambda m: "" if m.group() == "\x00" else "\ufffd", text)
 
 
+def _tokens(value: Any) -> int:
+    """A usage count as the server reported it; 0 when it is missing or not a count: the
+    answer is usable without it (token accounting is informational)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 2**63:
+        return 0
+    return int(value)
+
+
 @dataclass(frozen=True)
 class LlmConfig:
     base_url: str
@@ -99,11 +107,13 @@ class ChatClient:
         try:
             data = response.json()
             text = data["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError):
+        # RecursionError: JSON nested deeper than the decoder goes, garbage like any other.
+        except (ValueError, KeyError, IndexError, TypeError, RecursionError):
             raise UnavailableError(f"LLM at {self.config.base_url} gave a malformed response: {response.text[:200]}") from None
         if isinstance(text, str):
             text = storable_text(text)
         if not isinstance(text, str) or not text.strip():
             raise UnavailableError(f"LLM at {self.config.base_url} gave an empty response")
-        usage = data.get("usage") or {}
-        return ChatResult(text, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0), seconds)
+        usage = data.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
+        return ChatResult(text, _tokens(usage.get("prompt_tokens")), _tokens(usage.get("completion_tokens")), seconds)

@@ -85,6 +85,28 @@ def test_every_setting_is_documented_in_the_readme() -> None:
      "otlp_endpoint: must be an http:// or https:// URL with a host, not '127.0.0.1:4318'"),
     ("AGENTSCOPE_MEMORY_LOG_LEVEL", "LOUD",
      "log_level: Input should be 'DEBUG', 'INFO', 'WARNING' or 'ERROR' (got 'LOUD')"),
+    # Lifecycle settings at their bounds: these passed the settings and then stopped the start
+    # with a traceback from the scheduler, the reflector or the forgetter, or (an interval of
+    # 1e-12) started a scheduler whose every tick failed.
+    ("AGENTSCOPE_MEMORY_LIFECYCLE_FORGETTING_INTERVAL_S", "inf",
+     "lifecycle_forgetting_interval_s: Input should be a finite number (got 'inf')"),
+    ("AGENTSCOPE_MEMORY_LIFECYCLE_CONSOLIDATION_INTERVAL_S", "Infinity",
+     "lifecycle_consolidation_interval_s: Input should be a finite number (got 'Infinity')"),
+    ("AGENTSCOPE_MEMORY_LIFECYCLE_FORGETTING_INTERVAL_S", "1e-12",
+     "lifecycle_forgetting_interval_s: Input should be greater than or equal to 1 (got '1e-12')"),
+    ("AGENTSCOPE_MEMORY_LIFECYCLE_CONSOLIDATION_INTERVAL_S", "0.5",
+     "lifecycle_consolidation_interval_s: Input should be greater than or equal to 1 (got '0.5')"),
+    ("AGENTSCOPE_MEMORY_LIFECYCLE_REFLECTION_COOLDOWN_S", "inf",
+     "lifecycle_reflection_cooldown_s: Input should be a finite number (got 'inf')"),
+    ("AGENTSCOPE_MEMORY_LIFECYCLE_REFLECTION_IMPORTANCE_THRESHOLD", "inf",
+     "lifecycle_reflection_importance_threshold: Input should be a finite number (got 'inf')"),
+    ("AGENTSCOPE_MEMORY_LIFECYCLE_FORGETTING_STRENGTHENING_FACTOR", "inf",
+     "lifecycle_forgetting_strengthening_factor: Input should be a finite number (got 'inf')"),
+    ("AGENTSCOPE_MEMORY_LIFECYCLE_PURGE_AFTER_S", "inf",
+     "lifecycle_purge_after_s: Input should be a finite number (got 'inf')"),
+    ("AGENTSCOPE_MEMORY_LIFECYCLE_FORGETTING_EXCLUDED_TYPES", '["fact", "备忘"]',
+     "lifecycle_forgetting_excluded_types.1: Input should be 'message', 'fact', 'reflection' or 'summary'"
+     " (got '备忘')"),
 ])
 def test_a_bad_value_stops_the_start_with_one_line_naming_the_setting(
         variable: str, value: str, reason: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -52,6 +52,7 @@ def merge_to_proto(merge: Merge) -> pb.ConsolidationMerge:
         fidelity_embedding_similarity=f.embedding_similarity, fidelity_keyword_retention=f.keyword_retention,
         fidelity_composite_score=f.composite_score, fidelity_passed=f.passed,
         fidelity_lost_keywords=f.lost_keywords, memory_id=merge.memory_id, applied=merge.applied,
+        fidelity_invented_numbers=f.invented_numbers,
     )
 
 
@@ -80,7 +81,8 @@ def merge_from_proto(merge: pb.ConsolidationMerge) -> Merge:
     return Merge(
         original_ids=list(merge.original_ids), text=merge.text, method=merge.method,
         fidelity=Fidelity(merge.fidelity_embedding_similarity, merge.fidelity_keyword_retention,
-                          merge.fidelity_composite_score, merge.fidelity_passed, list(merge.fidelity_lost_keywords)),
+                          merge.fidelity_composite_score, merge.fidelity_passed, list(merge.fidelity_lost_keywords),
+                          list(merge.fidelity_invented_numbers)),
         memory_id=merge.memory_id, applied=merge.applied,
     )
 

@@ -1,14 +1,16 @@
 """The fidelity check of a merge: does the merged fact still say what its originals said?
 
 composite = 0.6 · mean cosine similarity between the merged embedding and each original's
-+ 0.4 · keyword retention (`keywords.py`); a merge passes at `threshold` (default 0.5) or more
-and when it keeps every number of its originals.
++ 0.4 · keyword retention (`keywords.py`); a merge passes at `threshold` (default 0.5) or more,
+when it keeps every number of its originals, and when it holds no number they do not.
 
 The number rule is ours, beyond the composite: near-duplicates are so alike that similarity
 alone passes them (0.6 · 0.9 > 0.5), so a merge that turned "the door code is 4711" and "the
 code of the door is 4711, since May" into "the user has a door code" would pass, and the
 originals, which leave recall, were the only place the code was kept. A number is a detail no
-rewording makes up for; a merge that drops one keeps its originals.
+rewording makes up for; a merge that drops one keeps its originals. The other way round too: a
+number none of the originals holds (a date, an amount, a code the model made up) is a fact
+nobody stated, and similarity alone passed it as well.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from agentscope_memory.lifecycle.keywords import NUMBER, keywords, retained
+from agentscope_memory.lifecycle.keywords import is_number, keywords, numbers, retained
 
 EMBEDDING_WEIGHT = 0.6
 KEYWORD_WEIGHT = 0.4
@@ -32,6 +34,8 @@ class Fidelity:
     composite_score: float
     passed: bool
     lost_keywords: list[str] = field(default_factory=list)
+    # Numbers of the merged text that none of the originals holds (made up), sorted.
+    invented_numbers: list[str] = field(default_factory=list)
 
     def metadata(self) -> dict[str, Any]:
         """The fields a merged memory carries in its metadata."""
@@ -58,5 +62,10 @@ def check(merged_text: str, merged_vector: np.ndarray, original_texts: Sequence[
         wanted |= keywords(text)
     retention, lost = retained(wanted, merged_text)
     composite = EMBEDDING_WEIGHT * similarity + KEYWORD_WEIGHT * retention
-    keeps_numbers = not any(NUMBER.fullmatch(k) for k in lost)
-    return Fidelity(similarity, retention, composite, composite >= threshold and keeps_numbers, lost)
+    keeps_numbers = not any(is_number(k) for k in lost)
+    stated: set[str] = set()
+    for text in original_texts:
+        stated |= numbers(text)
+    invented = sorted(numbers(merged_text) - stated)
+    return Fidelity(similarity, retention, composite, composite >= threshold and keeps_numbers and not invented,
+                    lost, invented)

@@ -4,7 +4,8 @@ A keyword is what a reader would miss if a merge dropped it: capitalised words a
 (names, places, products) without stop words, snake_case identifiers, dotted paths
 (`agentscope.memory.v1`, `config.yaml`), ALL_CAPS constants, Chinese segments (runs of CJK
 characters cut at common function characters; no external segmenter), and numbers written in
-digits (`7:15`, `2026-11-23`, `3.11`, `1,000`). Keywords are compared case-insensitively; a
+digits (`7:15`, `2026-11-23`, `3.11`, `1,000`) or, with what they count, in Chinese numerals
+(`下午三点`, `五月三日`, `星期三`: "3点", "5月", "3日", "周3", as `3点` and `3月5日` are). Keywords are compared case-insensitively; a
 number is kept only where it stands whole (`3` is not kept by `2023` or `3.5`).
 """
 
@@ -31,6 +32,40 @@ _CAPITALISED = re.compile(r"\b[A-Z][A-Za-z0-9'’-]*(?:\s+[A-Z][A-Za-z0-9'’-]*
 # A number with its inner separators: a time, a date, a version, an amount, a code.
 NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+# A number with what it counts, in Chinese: 下午三点, 3月5日, 星期三, 三个孩子, 一百五十元. It is
+# kept as one keyword with its counter, its numerals as digits ("3点", "5月", "周3"): "下午3点"
+# keeps "下午三点", and "周三" does not keep "三点". Chinese numerals count only with a counter
+# after them or 第/周/星期/礼拜 before: alone they are mostly words (一起, 千万, 万一); a lone 一
+# or 十 before a counter is mostly an article or an adverb (一个朋友, 十分重要) and counts only
+# before a date, money or age unit.
+_ZH_DIGITS = "零〇一二两三四五六七八九十百千万亿"
+_UNITS = "点|时|分|秒|月|日|号|年|岁|元|块|角|个|次|天|周|位|只|人|楼|层|倍|公斤|斤|公里|米"
+_COUNTED = re.compile(rf"(?P<pre>第|周|星期|礼拜)?(?P<num>\d+(?:[.,:/-]\d+)*|[{_ZH_DIGITS}]+)(?P<unit>{_UNITS})?")
+_LONE_UNITS = frozenset("月日号年岁元块楼层")
+# One spelling per meaning: 号 is a day of the month as 日 is, 时 an hour as 点 is, 星期三 is 周三.
+_SAME_UNIT = {"号": "日", "时": "点"}
+_ZH_VALUE = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+_ZH_SCALE = {"十": 10, "百": 100, "千": 1000}
+_ZH_GROUP = {"万": 10_000, "亿": 100_000_000}
+# What `numbers` returns: a number in digits, alone or with its Chinese counter.
+_NUMBER_KEYWORD = re.compile(rf"(?:第|周)?\d+(?:[.,:/-]\d+)*(?:{_UNITS})?")
+
+
+def _chinese_value(run: str) -> int:
+    """二〇二六 -> 2026 (digit by digit), 十二 -> 12, 一百五十 -> 150, 三万五千 -> 35000."""
+    if not any(ch in _ZH_SCALE or ch in _ZH_GROUP for ch in run):
+        return int("".join(str(_ZH_VALUE[ch]) for ch in run))
+    total = section = digit = 0
+    for ch in run:
+        if ch in _ZH_VALUE:
+            digit = _ZH_VALUE[ch]
+        elif ch in _ZH_SCALE:
+            section += (digit or 1) * _ZH_SCALE[ch]
+            digit = 0
+        else:
+            total = (total + section + digit) * _ZH_GROUP[ch]
+            section = digit = 0
+    return total + section + digit
 
 
 def _chinese_segments(text: str) -> list[str]:
@@ -62,8 +97,28 @@ def _capitalised(text: str) -> list[str]:
 
 
 def numbers(text: str) -> set[str]:
-    """The numbers written in digits in `text`, whole."""
-    return set(NUMBER.findall(text))
+    """The numbers of `text`, whole: in digits ("7:15", "2026-11-23"), and, where a Chinese
+    counter goes with them, with it, Chinese numerals as digits ("3点" for 三点 and 3点)."""
+    out: set[str] = set()
+    for match in _COUNTED.finditer(text):
+        pre, num, unit = match.group("pre"), match.group("num"), match.group("unit")
+        if num[0].isdigit():
+            if not num.isascii():  # digits of another script: kept as written, alone
+                out.update(NUMBER.findall(num))
+                continue
+            value = num
+        elif not (pre or unit) or (num in ("一", "十") and not pre and unit not in _LONE_UNITS):
+            continue
+        else:
+            value = str(_chinese_value(num))
+        prefix = "" if not pre else "第" if pre == "第" else "周"
+        out.add(prefix + value + _SAME_UNIT.get(unit or "", unit or ""))
+    return out
+
+
+def is_number(keyword: str) -> bool:
+    """Whether a keyword is a number (what `numbers` returns), which a merge must keep."""
+    return _NUMBER_KEYWORD.fullmatch(keyword) is not None
 
 
 def keywords(text: str) -> set[str]:
@@ -86,5 +141,5 @@ def retained(keyword_set: set[str], text: str) -> tuple[float, list[str]]:
         return 1.0, []
     folded = text.casefold()
     present = numbers(text)
-    lost = sorted(k for k in keyword_set if (k not in present if NUMBER.fullmatch(k) else k not in folded))
+    lost = sorted(k for k in keyword_set if (k not in present if is_number(k) else k not in folded))
     return 1.0 - len(lost) / len(keyword_set), lost

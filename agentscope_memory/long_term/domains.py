@@ -20,6 +20,10 @@ Domain = Literal[
 ]
 DOMAINS: tuple[Domain, ...] = get_args(Domain)
 GENERAL_CHAT: Domain = "general_chat"
+# Where the offline heuristics put a question (the router) or a fact (the scorer) that matches no
+# cue, alike: the domain most personal questions and facts are about. A fact filed as
+# general_chat instead was hidden from every routed recall ("my birthday is May 3").
+UNKNOWN_DOMAIN: Domain = "user_preferences"
 
 
 def parse_domain(value: object) -> Domain | None:

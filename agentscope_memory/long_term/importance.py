@@ -20,6 +20,7 @@ from agentscope_memory.llm import ChatClient, storable_text
 from agentscope_memory.long_term.domains import (
     DOMAINS,
     GENERAL_CHAT,
+    UNKNOWN_DOMAIN,
     Domain,
     best_domain,
     is_small_talk,
@@ -143,7 +144,9 @@ def _score_sentence(text: str) -> _Sentence:
 class HeuristicScorer:
     """Offline and deterministic: importance from cues (first person, a stated preference or
     life fact, an explicit "remember", a domain cue, a number or date), the domain with most
-    cues, and as fact the best-scoring fact-like sentence of a user line, verbatim."""
+    cues (general_chat for small talk and for chatter without a cue; UNKNOWN_DOMAIN for a fact
+    without one, as the router routes), and as fact the best-scoring fact-like sentence of a
+    user line, verbatim."""
 
     async def assess(self, texts: Sequence[str]) -> Assessment:
         return self.assess_now(texts)
@@ -167,7 +170,10 @@ class HeuristicScorer:
         if best is None:
             return Assessment(0.0, "", GENERAL_CHAT, "heuristic")
         joined = "\n".join(user_text)
-        domain = GENERAL_CHAT if is_small_talk(joined) else best_domain(joined) or GENERAL_CHAT
+        # A fact that matches no cue goes where the router sends a question that matches none;
+        # chatter without a cue stays general_chat (out of routed recall).
+        uncued = UNKNOWN_DOMAIN if best.fact_like else GENERAL_CHAT
+        domain = GENERAL_CHAT if is_small_talk(joined) else best_domain(joined) or uncued
         fact = best.text[:MAX_FACT_CHARS] if best.fact_like else ""
         return Assessment(best.score, fact, domain, "heuristic")
 
@@ -203,12 +209,17 @@ def parse_json_object(text: str) -> dict[str, Any]:
     if stripped.startswith("```"):
         stripped = re.sub(r"^```[a-zA-Z]*\s*|\s*```$", "", stripped)
     try:
-        value = json.loads(stripped)
-    except ValueError:
-        start, end = stripped.find("{"), stripped.rfind("}")
-        if start < 0 or end <= start:
-            raise ValueError("the reply holds no JSON object") from None
-        value = json.loads(stripped[start : end + 1])
+        try:
+            value = json.loads(stripped)
+        except ValueError:
+            start, end = stripped.find("{"), stripped.rfind("}")
+            if start < 0 or end <= start:
+                raise ValueError("the reply holds no JSON object") from None
+            value = json.loads(stripped[start : end + 1])
+    except RecursionError:
+        # JSON nested deeper than the decoder's recursion limit is garbage like any other: the
+        # callers' fallback answers, where a RecursionError failed the recall or the job.
+        raise UnusableReplyError("the reply's JSON is nested too deeply") from None
     if not isinstance(value, dict):
         raise UnusableReplyError(f"the reply is JSON {type(value).__name__}, not an object")
     return value
@@ -223,8 +234,15 @@ def parse_assessment(text: str) -> Assessment:
             raw_score = float(raw_score.strip())
         except ValueError:
             raise ValueError(f"importance_score is not a number: {raw_score!r}") from None
-    if isinstance(raw_score, bool) or not isinstance(raw_score, (int, float)) or math.isnan(raw_score):
+    if isinstance(raw_score, bool) or not isinstance(raw_score, (int, float)):
         raise ValueError(f"importance_score is missing or not a number: {raw_score!r}")
+    try:
+        # An integer of hundreds of digits does not fit a float (OverflowError, not a ValueError).
+        raw_score = float(raw_score)
+    except OverflowError:
+        raise ValueError("importance_score is outside [0, 1]: an integer too large for a number") from None
+    if math.isnan(raw_score):
+        raise ValueError(f"importance_score is not a number: {raw_score!r}")
     # Some models answer on a 0-10 scale despite the prompt.
     score = raw_score / 10 if 1 < raw_score <= 10 else raw_score
     if not 0 <= score <= 1:

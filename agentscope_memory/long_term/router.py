@@ -17,6 +17,7 @@ from agentscope_memory.llm import ChatClient
 from agentscope_memory.long_term.domains import (
     DOMAINS,
     GENERAL_CHAT,
+    UNKNOWN_DOMAIN,
     Domain,
     best_domain,
     is_small_talk,
@@ -38,7 +39,7 @@ class HeuristicRouter:
     the domain with most cues; no cue -> `unknown_domain` (user_preferences by default, the
     domain most personal questions are about)."""
 
-    def __init__(self, unknown_domain: Domain = "user_preferences") -> None:
+    def __init__(self, unknown_domain: Domain = UNKNOWN_DOMAIN) -> None:
         self._unknown = unknown_domain
 
     async def route(self, query: str) -> Domain:

@@ -37,6 +37,11 @@ def _secret(value: SecretStr | None) -> str | None:
     return value.get_secret_value() if value is not None else None
 
 
+# The long-term memory types forgetting can exclude (lifecycle/forgetting.py's MEMORY_TYPES).
+MemoryType = Literal["message", "fact", "reflection", "summary"]
+REFLECTION: MemoryType = "reflection"
+
+
 class ServiceSettings(BaseModel):
     """Storage, limits, the LLM endpoint and long-term memory. Defaults are the embedded ones:
     sqlite under ./data, no LLM (deterministic offline fallbacks), mem0 with MiniLM."""
@@ -126,24 +131,27 @@ class ServiceSettings(BaseModel):
     long_term_route_queries: bool = False
     # Lifecycle: reflection, consolidation and compressed recall (agentscope_memory/lifecycle/).
     lifecycle_reflection_enabled: bool = Field(True, description="check for a reflection after facts are written")
-    lifecycle_reflection_importance_threshold: float = Field(4.0, ge=0)
+    lifecycle_reflection_importance_threshold: float = Field(4.0, ge=0, allow_inf_nan=False)
     lifecycle_reflection_min_facts: int = Field(2, ge=1, le=50)
-    lifecycle_reflection_cooldown_s: float = Field(3600.0, ge=0)
+    lifecycle_reflection_cooldown_s: float = Field(3600.0, ge=0, allow_inf_nan=False)
     lifecycle_consolidation_threshold: int = Field(150, ge=0, description="consolidate a scope holding more facts")
     lifecycle_consolidation_similarity: float = Field(0.75, ge=-1, le=1)
     lifecycle_consolidation_min_cluster_size: int = Field(3, ge=2, le=50)
     lifecycle_consolidation_fidelity_threshold: float = Field(0.5, ge=0, le=1)
+    # Intervals of at least a second: the scheduler ticks once a second at most, and numbers its
+    # runs `now // interval` in a 64-bit column (1e-12 overflowed it and no run ever started).
     lifecycle_consolidation_interval_s: float | None = Field(
-        None, gt=0, description="look for scopes to consolidate this often; unset = only on request")
+        None, ge=1, allow_inf_nan=False, description="look for scopes to consolidate this often; unset = only on request")
     # Forgetting (Ebbinghaus): retention = base^(hours since last recall / (24 * factor^recalls))
     # * (0.5 + 0.5 * importance); below the threshold a memory is soft-deleted. Scheduled every
     # `lifecycle_forgetting_interval_s` (unset: only on request, the default).
-    lifecycle_forgetting_interval_s: float | None = Field(None, gt=0, description="run forgetting this often; unset = off")
+    lifecycle_forgetting_interval_s: float | None = Field(None, ge=1, allow_inf_nan=False, description="run forgetting this often; unset = off")
     lifecycle_forgetting_base_retention: float = Field(0.9, gt=0, lt=1)
-    lifecycle_forgetting_strengthening_factor: float = Field(1.5, ge=1)
+    lifecycle_forgetting_strengthening_factor: float = Field(1.5, ge=1, allow_inf_nan=False)
     lifecycle_forgetting_threshold: float = Field(0.1, ge=0, le=1)
-    lifecycle_forgetting_excluded_types: list[str] = Field(default_factory=lambda: ["reflection"])
-    lifecycle_purge_after_s: float = Field(30 * 86400.0, ge=0, description="purge soft-deleted memories after; 0 = never")
+    # A wrong type is a configuration error at start, not a traceback from the forgetter's check.
+    lifecycle_forgetting_excluded_types: list[MemoryType] = Field(default_factory=lambda: [REFLECTION])
+    lifecycle_purge_after_s: float = Field(30 * 86400.0, ge=0, allow_inf_nan=False, description="purge soft-deleted memories after; 0 = never")
 
     @field_validator("llm_base_url", "long_term_embedder_base_url")
     @classmethod

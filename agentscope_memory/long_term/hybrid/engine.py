@@ -698,6 +698,10 @@ class HybridEngine:
                 row.updated = self._clock()
                 row.version += 1
                 tx.ltm_update(row)
+                # A user's edit is a use, as a recall is: forgetting measures its fade from now
+                # (it took a memory corrected a moment ago when its last recall was months old).
+                tx.ltm_touch([memory_id], row.updated)
+                row.last_accessed, row.access_count = row.updated, row.access_count + 1
                 tx.ltm_history_add(memory_id, "UPDATE", old_text, row.text, detail, row.updated)
                 return row
 

@@ -22,9 +22,13 @@ from types import ModuleType
 from typing import Any, Sequence
 
 from agentscope_memory.llm import ChatClient, storable_text
+from agentscope_memory.long_term.hybrid.records import MAX_TEXT_CHARS
 
 # As many existing memories as mem0 shows its extractor.
 EXISTING_SHOWN = 10
+# What one extracted fact keeps of a runaway reply: a memory's text limit (a fact of megabytes
+# broke the 4 MiB response limit of every read of it, and recall left it out), and a short name.
+MAX_ATTRIBUTION_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -79,7 +83,7 @@ def parse_facts(reply: str, existing_ids: Sequence[str]) -> list[ExtractedFact] 
     text = re.sub(r"^\s*```(?:json)?\s*|\s*```\s*$", "", reply or "")
     try:
         value: Any = json.loads(text, strict=False)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # nested past the decoder's depth: garbage too
         return None
     items = value.get("memory") if isinstance(value, dict) else None
     if not isinstance(items, list):
@@ -88,18 +92,20 @@ def parse_facts(reply: str, existing_ids: Sequence[str]) -> list[ExtractedFact] 
     for item in items:
         if not isinstance(item, dict) or not isinstance(item.get("text"), str):
             continue
-        fact = storable_text(item["text"]).strip()
+        fact = storable_text(item["text"]).strip()[:MAX_TEXT_CHARS].strip()
         if not fact:
             continue
         links = item.get("linked_memory_ids")
         linked = []
         for link in links if isinstance(links, list) else []:
             link = str(link)
-            if link.isdigit() and int(link) < len(existing_ids):
+            # ASCII digits only, and few: int() refuses "²" (a digit to isdigit) and numbers of
+            # thousands of digits, and a position is below EXISTING_SHOWN anyway.
+            if link.isascii() and link.isdigit() and len(link) <= 6 and int(link) < len(existing_ids):
                 linked.append(existing_ids[int(link)])
             elif link in existing_ids:
                 linked.append(link)
         attributed = item.get("attributed_to")
-        facts.append(ExtractedFact(fact, storable_text(attributed) if isinstance(attributed, str) else "",
+        facts.append(ExtractedFact(fact, storable_text(attributed)[:MAX_ATTRIBUTION_CHARS] if isinstance(attributed, str) else "",
                                    tuple(dict.fromkeys(linked))))
     return facts

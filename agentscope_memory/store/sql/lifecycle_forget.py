@@ -45,7 +45,19 @@ class LifecycleForgetStatements(LongTermStatements):
 
     def ltm_tenants(self) -> list[str]:
         """Every tenant that has long-term memories (a NO_TENANT transaction: the scheduler's)."""
+        # A new store has no long-term tables until long-term memory first opens (its embedder
+        # loading at start, or not preloaded): no tenant has memories yet. The scheduler's ticks
+        # failed meanwhile, each logging an error with a traceback.
+        if not self._ltm_tables_exist():
+            return []
         return [str(r[0]) for r in self._all("SELECT DISTINCT tenant{bytewise} FROM {ltm_scopes} ORDER BY tenant{bytewise}")]
+
+    def _ltm_tables_exist(self) -> bool:
+        if self._pg:
+            found = self._conn.execute(self._dialect.ddl("SELECT to_regclass('{ltm_scopes}')")).fetchone()
+            return found is not None and found[0] is not None
+        return self._conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                                  (self._dialect.table("ltm_scopes"),)).fetchone() is not None
 
     def ltm_deleted_before(self, before: float, limit: int) -> list[LongTermRow]:
         """Soft-deleted memories of this tenant whose deletion is older than `before`."""
