@@ -20,6 +20,8 @@ from typing import Any, Self
 
 import httpx
 
+from agentscope_memory.agentscope_adapters.per_loop import PerLoop
+
 
 # Waits between attempts to reach a server that refused the connection.
 RETRY_FIRST_DELAY_S = 0.05
@@ -43,9 +45,8 @@ class RemoteMem0Client:
         headers = {"Authorization": f"Token {api_key}"} if api_key else {}
         self._given = http
         self._timeout = timeout
-        self._connect = functools.partial(httpx.AsyncClient, base_url=base_url.rstrip("/"), headers=headers,
-                                          timeout=timeout)
-        self._own: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
+        self._own = PerLoop(functools.partial(httpx.AsyncClient, base_url=base_url.rstrip("/"), headers=headers,
+                                              timeout=timeout))
 
     @property
     def _http(self) -> httpx.AsyncClient:
@@ -54,13 +55,7 @@ class RemoteMem0Client:
         `asyncio.run` or run several loops one after another."""
         if self._given is not None:
             return self._given
-        loop = asyncio.get_running_loop()
-        http = self._own.get(loop)
-        if http is None:
-            # A finished loop's connections cannot be closed from another loop; they are dropped.
-            self._own = {known: h for known, h in self._own.items() if not known.is_closed()}
-            http = self._own[loop] = self._connect()
-        return http
+        return self._own.get()
 
     async def _post(self, path: str, body: dict[str, Any]) -> Any:
         # A server that cannot be reached (restarting, say) is tried again within the timeout,
@@ -107,7 +102,7 @@ class RemoteMem0Client:
         return result
 
     async def close(self) -> None:
-        http = self._own.pop(asyncio.get_running_loop(), None)
+        http = self._own.take()
         if http is not None:
             await http.aclose()
 

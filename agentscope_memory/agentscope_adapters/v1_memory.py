@@ -24,7 +24,6 @@ an application moves to this memory without losing its saved conversations.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import functools
 
@@ -33,6 +32,7 @@ from typing import Any, Callable, Sequence
 from agentscope.memory import MemoryBase
 from agentscope.message import Msg as PyMsg
 
+from agentscope_memory.agentscope_adapters.per_loop import PerLoop
 from agentscope_memory.client import AsyncMemoryClient
 from agentscope_memory.errors import AbortedError, FailedPreconditionError
 from agentscope_memory.message import Msg, MsgRole, TextBlock
@@ -109,8 +109,7 @@ class RemoteMemory(MemoryBase):
     def __init__(self, target: str, memory_id: str, api_key: str | None = None, *, timeout: float = 30.0) -> None:
         super().__init__()
         self.memory_id = memory_id
-        self._connect = functools.partial(AsyncMemoryClient, target, api_key=api_key, timeout=timeout)
-        self._clients: dict[asyncio.AbstractEventLoop, AsyncMemoryClient] = {}
+        self._clients = PerLoop(functools.partial(AsyncMemoryClient, target, api_key=api_key, timeout=timeout))
         self._ready = False
         # InMemoryMemory's content loaded from a session, written to the server before the
         # memory is next used (loading is synchronous in AgentScope; a gRPC call is not).
@@ -142,13 +141,7 @@ class RemoteMemory(MemoryBase):
         """The client of the running event loop. A gRPC channel belongs to the loop it was made
         in, and an application may build its agent (and this memory) before `asyncio.run`, or
         run several loops one after another; InMemoryMemory works in each."""
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            # A finished loop's channel cannot be closed from another loop; it is dropped.
-            self._clients = {known: c for known, c in self._clients.items() if not known.is_closed()}
-            client = self._clients[loop] = self._connect()
-        return client
+        return self._clients.get()
 
     async def _entries(self) -> list[tuple[PyMsg, list[str]]]:
         await self._ensure()
@@ -282,6 +275,6 @@ class RemoteMemory(MemoryBase):
         return await self._rewrite(remark)
 
     async def close(self) -> None:
-        client = self._clients.pop(asyncio.get_running_loop(), None)
+        client = self._clients.take()
         if client is not None:
             await client.close()
