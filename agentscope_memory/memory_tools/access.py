@@ -21,6 +21,7 @@ from agentscope_memory.long_term.engine import (
     history_entry_size,
 )
 from agentscope_memory.long_term.paging import history_page
+from agentscope_memory.memory_tools.budget import surely_fits
 from agentscope_memory.message import Msg
 from agentscope_memory.service import Service
 from agentscope_memory.store.codec import decode_msg
@@ -138,12 +139,15 @@ class ServiceAccess:
 
     async def read_messages(self, memory_id: str, page_size: int, page_token: str,
                             budget: tuple[Callable[[Msg], int], int] | None = None) -> MessagesPage:
-        stored_budget = None
+        memories = self.service.memories
+        page = await memories.get_messages_page(self.tenant, memory_id, page_size, page_token)
         if budget is not None:
             size_of, max_bytes = budget
-            stored_budget = (lambda data: size_of(decode_msg(data))), max_bytes
-        page = await self.service.memories.get_messages_page(self.tenant, memory_id, page_size, page_token,
-                                                             budget=stored_budget)
+            # Counting each message's answer exactly doubles the cost of a page: only a page
+            # that might not fit is read again, counted.
+            if not surely_fits((len(data) for data in page.stored), max_bytes):
+                page = await memories.get_messages_page(self.tenant, memory_id, page_size, page_token,
+                                                        budget=((lambda data: size_of(decode_msg(data))), max_bytes))
         return MessagesPage(page.messages, page.next_page_token, page.total_size)
 
     async def append_messages(self, memory_id: str, msgs: Sequence[Msg]) -> int:
