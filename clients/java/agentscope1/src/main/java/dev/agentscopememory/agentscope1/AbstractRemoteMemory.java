@@ -960,7 +960,9 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
             earlier += meant.equals(seen.get(i)) ? 1 : 0;
         }
         for (int attempt = 1; ; attempt++) {
-            List<Msg> current = currentOwnMessages();
+            List<Msg> read = currentOwnMessages();
+            // Its ids only: the cached messages, not a copy of each.
+            List<Msg> current = read instanceof CopiedOnRead c ? c.source() : read;
             int at = index;
             String expected;
             if (meant == null) {
