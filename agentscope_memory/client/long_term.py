@@ -112,16 +112,11 @@ class AsyncLongTermClient(AsyncGrpcClient):
 
     async def history(self, memory_id: str) -> builtins.list[HistoryEntry]:
         """Every change of a memory, oldest first (ADD, UPDATE, ASSESS, DELETE), following pages."""
-        entries: builtins.list[HistoryEntry] = []
-        token = ""
+        request = pb.GetLongTermMemoryHistoryRequest(id=memory_id)
         deadline = time.monotonic() + self.timeout  # one call for the user: one deadline
-        while True:
-            request = pb.GetLongTermMemoryHistoryRequest(id=memory_id, page_token=token)
-            response = await self._call(self._stub.GetLongTermMemoryHistory, request, deadline=deadline)
-            page, token = [long_term_history_from_proto(e) for e in response.entries], response.next_page_token
-            entries.extend(page)
-            if not token:
-                return entries
+        return [long_term_history_from_proto(e)
+                async for response in self._paged(self._stub.GetLongTermMemoryHistory, request, deadline)
+                for e in response.entries]
 
     async def history_page(self, memory_id: str, page_size: int = 0,
                            page_token: str = "") -> tuple[builtins.list[HistoryEntry], str]:
@@ -211,16 +206,11 @@ class LongTermClient(BlockingGrpcClient):
 
     def history(self, memory_id: str) -> builtins.list[HistoryEntry]:
         """Every change of a memory, oldest first (ADD, UPDATE, ASSESS, DELETE), following pages."""
-        entries: builtins.list[HistoryEntry] = []
-        token = ""
+        request = pb.GetLongTermMemoryHistoryRequest(id=memory_id)
         deadline = time.monotonic() + self.timeout  # one call for the user: one deadline
-        while True:
-            request = pb.GetLongTermMemoryHistoryRequest(id=memory_id, page_token=token)
-            response = self._call(self._stub.GetLongTermMemoryHistory, request, deadline=deadline)
-            page, token = [long_term_history_from_proto(e) for e in response.entries], response.next_page_token
-            entries.extend(page)
-            if not token:
-                return entries
+        return [long_term_history_from_proto(e)
+                for response in self._paged(self._stub.GetLongTermMemoryHistory, request, deadline)
+                for e in response.entries]
 
     def history_page(self, memory_id: str, page_size: int = 0,
                      page_token: str = "") -> tuple[builtins.list[HistoryEntry], str]:
