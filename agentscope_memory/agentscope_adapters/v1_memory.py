@@ -91,10 +91,10 @@ def _fits_one_add(msgs: Sequence[Msg]) -> bool:
     return len(msgs) <= ADD_BATCH_MESSAGES and sum(msg_to_proto(m).ByteSize() for m in msgs) <= ADD_BATCH_BYTES
 
 
-def _marks(marks: Any, allowed: str) -> list[str]:
-    """Marks as a list, refused as InMemoryMemory refuses them: a mark that is not a string
-    would be stored and then never match a string mark again."""
-    if marks is None and "None" in allowed:
+def _marks(marks: Any, allowed: str, *, none_is_empty: bool = False) -> list[str]:
+    """Marks as a list, refused as InMemoryMemory refuses them (`allowed` says what is, in its
+    words): a mark that is not a string would be stored and then never match a string mark again."""
+    if marks is None and none_is_empty:
         return []
     if isinstance(marks, str):
         return [marks]
@@ -202,7 +202,7 @@ class RemoteMemory(MemoryBase):
         if memories is None:
             return
         msgs = [memories] if isinstance(memories, PyMsg) else list(memories)
-        mark_list = _marks(marks, "a string, a list of strings, or None")
+        mark_list = _marks(marks, "a string, a list of strings, or None", none_is_empty=True)
         if not allow_duplicates:
             known = {m.id for m, _ in await self._entries()}
             msgs = [m for m in msgs if m.id not in known]
