@@ -22,7 +22,7 @@ import math
 import time
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Sequence, TypeVar
 
 from agentscope_memory.errors import AbortedError, FailedPreconditionError, InvalidArgumentError, NotFoundError
 from agentscope_memory.long_term.engine import Scope
@@ -129,11 +129,12 @@ class PassOutcome:
 # summaries at once (a loaded L3 beyond this memory's budget) records several events, each of
 # which a stock client (4 MiB) can read, list and watch.
 EVENT_DETAIL_BYTES = 1024 * 1024
+P = TypeVar("P")
 
 
-def _parts(items: list[TierItem], size: Callable[[TierItem], int]) -> list[list[TierItem]]:
+def _parts(items: list[P], size: Callable[[P], int]) -> list[list[P]]:
     """`items` in order, cut into runs of at most `EVENT_DETAIL_BYTES` (an item larger travels alone)."""
-    parts: list[list[TierItem]] = [[]]
+    parts: list[list[P]] = [[]]
     used = 0
     for item in items:
         cost = size(item) + 16  # its sequence number, quotes and separators
@@ -345,10 +346,10 @@ class TieredService:
             if moves.vectorize:
                 stats.l4_vectors += len(moves.vectorize)
                 stats.l4_tokens += tokens(moves.vectorize)
-                ids = dict(zip((id(i) for i in moves.vectorize), ltm_ids, strict=True))
-                for part in _parts(moves.vectorize, lambda i: len(ids[id(i)])):
-                    events.append(TierEvent(VECTORIZE_L3, L3, L4, [i.seq for i in part], tokens(part), now,
-                                            {"long_term_ids": [ids[id(i)] for i in part if ids[id(i)]],
+                for pairs in _parts(list(zip(moves.vectorize, ltm_ids, strict=True)), lambda pair: len(pair[1])):
+                    items = [item for item, _ in pairs]
+                    events.append(TierEvent(VECTORIZE_L3, L3, L4, [i.seq for i in items], tokens(items), now,
+                                            {"long_term_ids": [ltm_id for _, ltm_id in pairs if ltm_id],
                                              "memory_type": SUMMARY}))
             if moves.evict:
                 stats.evicted_summaries += len(moves.evict)
