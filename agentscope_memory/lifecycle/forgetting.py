@@ -28,6 +28,7 @@ from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.jobs import Job
 from agentscope_memory.long_term.engine import LongTermItem, Scope
 from agentscope_memory.long_term.hybrid.records import scope_key
+from agentscope_memory.long_term.memory_types import MEMORY_TYPES
 from agentscope_memory.store.base import LongTermRow
 
 if TYPE_CHECKING:
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
 
 FORGET_JOB = "lifecycle.forget"
 PAGE = 500
-MEMORY_TYPES = ("message", "fact", "reflection", "summary")
 
 
 @dataclass(frozen=True)

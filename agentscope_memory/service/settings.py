@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 from agentscope_memory.agent_state import AgentStateLimits
 from agentscope_memory.agent_state.engine import MAX_STORABLE_VALUE_BYTES
 from agentscope_memory.long_term.mem0.backend import Mem0Config
+from agentscope_memory.long_term.memory_types import REFLECTION, MemoryType
 from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES
 from agentscope_memory.short_term.manager import Limits
 
@@ -35,11 +36,6 @@ def http_url(value: str | None) -> str | None:
 
 def _secret(value: SecretStr | None) -> str | None:
     return value.get_secret_value() if value is not None else None
-
-
-# The long-term memory types forgetting can exclude (lifecycle/forgetting.py's MEMORY_TYPES).
-MemoryType = Literal["message", "fact", "reflection", "summary"]
-REFLECTION: MemoryType = "reflection"
 
 
 class ServiceSettings(BaseModel):

@@ -42,12 +42,12 @@ from typing import Any, Literal, get_args
 
 from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.long_term.domains import DOMAINS
+from agentscope_memory.long_term.memory_types import MEMORY_TYPES
 from agentscope_memory.store.base import LongTermFilter
 from agentscope_memory.validation.messages import check_json_value
 
 Ranking = Literal["shipped", "seed", "semantic", "dense", "lexical", "rrf"]
 RANKINGS: tuple[Ranking, ...] = get_args(Ranking)
-MEMORY_TYPES = ("message", "fact", "reflection", "summary")
 RRF_K = 60.0
 MAX_TOP_K = 1000
 
