@@ -34,8 +34,8 @@ from agentscope_memory.store import Store
 from agentscope_memory.tracing import current_tracer
 from agentscope_memory_server.config import Settings
 from agentscope_memory_server.data_dir_lock import DataDirLock
-from agentscope_memory_server.decoding import DecodeErrorInterceptor
-from agentscope_memory_server.drain import Drain, DrainInterceptor
+from agentscope_memory_server.decoding import decode_errors
+from agentscope_memory_server.drain import Drain, drained
 from agentscope_memory_server.agent_state_servicer import AgentStateServicer
 from agentscope_memory_server.errors import unimplemented
 from agentscope_memory_server.http_server import HttpServer, serve_asgi
@@ -46,6 +46,7 @@ from agentscope_memory_server.scope_servicer import ScopeServicer
 from agentscope_memory_server.metrics import Metrics, MetricsInterceptor
 from agentscope_memory_server.reflection_docs import documented_pool
 from agentscope_memory_server.reflection_v1 import enable_reflection
+from agentscope_memory_server.registration import WrappingRegistrar, chain
 from agentscope_memory_server.tracing import Tracing, TracingInterceptor
 from agentscope_memory_server.state_servicer import StateServicer
 from agentscope_memory_server.auth_failures import FailedAuthLimiter
@@ -172,24 +173,23 @@ async def _serve(settings: Settings, service: Service, tracing: Tracing | None =
     if settings.metrics_port is not None:
         metrics = Metrics()
         interceptors.append(MetricsInterceptor(metrics))
-    drain = Drain()
-    interceptors.append(DrainInterceptor(drain))
     # One table of keys and one count of failed authentications for every surface.
     keys = ApiKeys(settings.api_keys, FailedAuthLimiter(settings.auth_failure_limit))
     if settings.api_keys:
         interceptors.append(AuthInterceptor(keys))
-    # Last, so it wraps the servicers directly: authentication and metrics see every call, and
-    # an undecodable request reaches no servicer (of any service, including later ones).
-    interceptors.append(DecodeErrorInterceptor())
     server = grpc.aio.server(options=options, interceptors=interceptors)
+    # Every handler is registered wrapped, innermost last: draining, then undecodable requests,
+    # so the interceptors above see every call and an undecodable request reaches no servicer.
+    drain = Drain()
+    registrar = WrappingRegistrar(server, chain(drained(drain), decode_errors))
     memory_service_pb2_grpc.add_MemoryServiceServicer_to_server(
-        MemoryServicer(service.memories, service.auto_context, service.scopes, service.coherence), server
+        MemoryServicer(service.memories, service.auto_context, service.scopes, service.coherence), registrar
     )
     if service.scopes is not None:
-        scope_service_pb2_grpc.add_ScopeServiceServicer_to_server(ScopeServicer(service.scopes), server)
+        scope_service_pb2_grpc.add_ScopeServiceServicer_to_server(ScopeServicer(service.scopes), registrar)
     if service.pools is not None and service.pool_attachments is not None:
         shared_pool_service_pb2_grpc.add_SharedPoolServiceServicer_to_server(
-            PoolServicer(service.pools, service.pool_attachments), server)
+            PoolServicer(service.pools, service.pool_attachments), registrar)
     if service.tiered is not None:
         from agentscope_memory._proto.agentscope.memory.v1 import tiered_memory_service_pb2_grpc
         from agentscope_memory_server.tiered_servicer import TierGauges, TieredServicer
@@ -198,27 +198,27 @@ async def _serve(settings: Settings, service: Service, tracing: Tracing | None =
         if gauges is not None:
             service.memories.on_deleted(gauges.forget)
         tiered_memory_service_pb2_grpc.add_TieredMemoryServiceServicer_to_server(
-            TieredServicer(service.tiered, gauges), server)
+            TieredServicer(service.tiered, gauges), registrar)
     if service.long_term is not None and service.turns is not None:
         long_term_servicer = LongTermServicer(
             service.long_term, service.turns, service.memories.tokens, service.memories.limits.max_page_bytes,
             compressed=service.reflect_lifecycle.compressed if service.reflect_lifecycle else None)
         long_term_servicer.scopes = service.scopes
-        long_term_memory_service_pb2_grpc.add_LongTermMemoryServiceServicer_to_server(long_term_servicer, server)
+        long_term_memory_service_pb2_grpc.add_LongTermMemoryServiceServicer_to_server(long_term_servicer, registrar)
     else:
         long_term_memory_service_pb2_grpc.add_LongTermMemoryServiceServicer_to_server(
             _placeholder(
                 long_term_memory_service_pb2_grpc.LongTermMemoryServiceServicer,
                 "long-term memory is switched off on this server (long_term_enabled=false)",
             ),
-            server,
+            registrar,
         )
     if service.reflect_lifecycle is not None:
         from agentscope_memory._proto.agentscope.memory.v1 import lifecycle_service_pb2_grpc
         from agentscope_memory_server.reflection_servicer import LifecycleMetrics, ReflectionServicer
 
         lifecycle_service_pb2_grpc.add_LongTermLifecycleServiceServicer_to_server(
-            ReflectionServicer(service.reflect_lifecycle, service.memories.limits.max_page_bytes), server)
+            ReflectionServicer(service.reflect_lifecycle, service.memories.limits.max_page_bytes), registrar)
         if metrics is not None:
             LifecycleMetrics(metrics.registry).observe(service.reflect_lifecycle)
     else:
@@ -227,18 +227,18 @@ async def _serve(settings: Settings, service: Service, tracing: Tracing | None =
         lifecycle_service_pb2_grpc.add_LongTermLifecycleServiceServicer_to_server(
             _placeholder(lifecycle_service_pb2_grpc.LongTermLifecycleServiceServicer,
                          "lifecycle jobs need the server's own long-term engine (long_term_enabled=true)"),
-            server)
+            registrar)
     state_service_pb2_grpc.add_StateServiceServicer_to_server(
-        StateServicer(service.memories, service.sessions), server
+        StateServicer(service.memories, service.sessions), registrar
     )
     if service.agent_state is not None:
         agent_state_service_pb2_grpc.add_AgentStateServiceServicer_to_server(
-            AgentStateServicer(service.agent_state), server
+            AgentStateServicer(service.agent_state), registrar
         )
 
     health_servicer = health.aio.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    enable_reflection(SERVICE_NAMES + (health.SERVICE_NAME,), server, documented_pool())
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, registrar)
+    enable_reflection(SERVICE_NAMES + (health.SERVICE_NAME,), registrar, documented_pool())
 
     try:
         address = host_port(settings.host, settings.port)

@@ -2,10 +2,10 @@
 
 grpcio answers UNKNOWN ("Unexpected DecodeError") when a request deserializer raises: invalid
 UTF-8 in a string field, truncated or garbage bytes, or messages nested beyond protobuf's
-recursion limit (a tool result in a tool result, a hundred times). This interceptor wraps the
-deserializer of every handler the server resolves, so services registered later are covered
-too: a failed decode becomes a marker, and the wrapped behaviour answers INVALID_ARGUMENT with
-the reason instead of calling the servicer.
+recursion limit (a tool result in a tool result, a hundred times). `decode_errors` wraps the
+deserializer of every handler the server registers (`registration.py`): a failed decode becomes a
+marker, and the wrapped behaviour answers INVALID_ARGUMENT with the reason instead of calling the
+servicer.
 
 On the way out it lets a unary servicer answer with a response already in its wire form
 (`convert.encoded.Encoded`, a page of stored messages), which is sent as it is.
@@ -111,36 +111,28 @@ def _wrap_bidi(behaviour: Callable[..., AsyncIterator[Any]]) -> Callable[..., As
     return checked
 
 
-class DecodeErrorInterceptor(grpc.aio.ServerInterceptor):
-    """Install first, so every other interceptor and every servicer sees decoded requests only."""
-
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(handler_call_details)
-        if handler is None:
-            return handler
-        if handler.stream_unary is not None:
-            return handler._replace(
-                request_deserializer=_wrap_deserializer(handler.request_deserializer),
-                stream_unary=_wrap_upload(handler.stream_unary),
-            )
-        if handler.stream_stream is not None:
-            return handler._replace(
-                request_deserializer=_wrap_deserializer(handler.request_deserializer),
-                stream_stream=_wrap_bidi(handler.stream_stream),
-            )
-        if handler.unary_unary is not None:
-            return handler._replace(
-                request_deserializer=_wrap_deserializer(handler.request_deserializer),
-                response_serializer=_passing_encoded(handler.response_serializer),
-                unary_unary=_wrap_unary(handler.unary_unary),
-            )
-        if handler.unary_stream is not None:
-            return handler._replace(
-                request_deserializer=_wrap_deserializer(handler.request_deserializer),
-                unary_stream=_wrap_stream(handler.unary_stream),
-            )
-        return handler
+def decode_errors(method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+    """`handler` answering INVALID_ARGUMENT to a request it cannot decode (a `registration`
+    wrapper: innermost, so every other wrapper and interceptor sees decoded requests only)."""
+    if handler.stream_unary is not None:
+        return handler._replace(
+            request_deserializer=_wrap_deserializer(handler.request_deserializer),
+            stream_unary=_wrap_upload(handler.stream_unary),
+        )
+    if handler.stream_stream is not None:
+        return handler._replace(
+            request_deserializer=_wrap_deserializer(handler.request_deserializer),
+            stream_stream=_wrap_bidi(handler.stream_stream),
+        )
+    if handler.unary_unary is not None:
+        return handler._replace(
+            request_deserializer=_wrap_deserializer(handler.request_deserializer),
+            response_serializer=_passing_encoded(handler.response_serializer),
+            unary_unary=_wrap_unary(handler.unary_unary),
+        )
+    if handler.unary_stream is not None:
+        return handler._replace(
+            request_deserializer=_wrap_deserializer(handler.request_deserializer),
+            unary_stream=_wrap_stream(handler.unary_stream),
+        )
+    return handler

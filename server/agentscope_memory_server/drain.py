@@ -166,36 +166,27 @@ class _Stream:
     stopped: bool = False
 
 
-class DrainInterceptor(grpc.aio.ServerInterceptor):
-    """Puts every call of the project's services through `Drain`."""
+def drained(drain: Drain) -> Callable[[str, grpc.RpcMethodHandler], grpc.RpcMethodHandler]:
+    """A `registration` wrapper putting every call of the project's services through `drain`."""
 
-    def __init__(self, drain: Drain) -> None:
-        self._drain = drain
+    # A client stream (StreamLoadState) is one call with one answer: drained as unary. A
+    # server stream or a watch (WatchMessages) never ends by itself: it ends at once, UNAVAILABLE.
+    def answered_once(behaviour: Behaviour) -> Behaviour:
+        async def run(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            return await drain.run_unary(behaviour, request, context)
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(handler_call_details)
-        method = getattr(handler_call_details, "method", "")
-        if handler is None or method.startswith(_EXEMPT_PREFIX):
+        return run
+
+    def streamed(behaviour: Behaviour) -> Behaviour:
+        async def run(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            async for item in drain.run_stream(behaviour, request, context):
+                yield item
+
+        return run
+
+    def wrap(method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+        if method.startswith(_EXEMPT_PREFIX):
             return handler
-        drain = self._drain
-
-        # A client stream (StreamLoadState) is one call with one answer: drained as unary. A
-        # server stream or a watch (WatchMessages) never ends by itself: it ends at once, UNAVAILABLE.
-        def answered_once(behaviour: Behaviour) -> Behaviour:
-            async def run(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                return await drain.run_unary(behaviour, request, context)
-
-            return run
-
-        def streamed(behaviour: Behaviour) -> Behaviour:
-            async def run(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-                async for item in drain.run_stream(behaviour, request, context):
-                    yield item
-
-            return run
-
         return wrap_behaviour(handler, answered_once, streamed)
+
+    return wrap

@@ -1,9 +1,10 @@
-"""Wrapping a gRPC method handler's behaviour, whatever its kind, for the interceptors.
+"""Wrapping a gRPC method handler's behaviour, whatever its kind, for the interceptors and the
+wrappers every handler is registered with (`registration.py`).
 
 A handler carries its behaviour under one of four names (`unary_unary`, `unary_stream`,
 `stream_unary`, `stream_stream`). An interceptor that wraps only the kinds it thought of passes
 the others through untouched: that is how a client-streaming call (`StreamLoadState`) once ran
-with no tenant and no key check. Every interceptor that wraps behaviours goes through here, so
+with no tenant and no key check. Everything that wraps behaviours goes through here, so
 each kind is wrapped, by the wrapper for calls answered once or for calls answered by a stream.
 """
 

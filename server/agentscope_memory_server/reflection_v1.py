@@ -17,6 +17,7 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_g
 from grpc_reflection.v1alpha import _async as reflection_aio
 
 from agentscope_memory_server.reflection_docs import DocumentedPool
+from agentscope_memory_server.registration import WrappingRegistrar
 
 V1_SERVICE_NAME = "grpc.reflection.v1.ServerReflection"
 _V1ALPHA = "grpc.reflection.v1alpha"
@@ -40,7 +41,7 @@ def v1_file() -> descriptor_pb2.FileDescriptorProto:
     return proto
 
 
-def enable_reflection(service_names: Sequence[str], server: grpc.aio.Server, pool: DocumentedPool) -> None:
+def enable_reflection(service_names: Sequence[str], server: WrappingRegistrar, pool: DocumentedPool) -> None:
     """Serves reflection v1 and v1alpha for `service_names` (plus both reflection services)."""
     pool.add(v1_file())
     names = (*service_names, reflection.SERVICE_NAME, V1_SERVICE_NAME)
