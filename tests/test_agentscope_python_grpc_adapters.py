@@ -145,6 +145,33 @@ with InMemoryMemory loads into RemoteMemory."""
     assert session["saved_before_use"] == 1202 and session["saved_after_use"] == ["_compressed_summary", "memory_id"]
 
 
+async def test_agentscope1_remote_memory_add_reads_only_what_changed_since(server_factory) -> None:
+    """An add skips the ids already stored (InMemoryMemory's `allow_duplicates=False`) from a
+    copy of the stored ids that it brings up to date with what changed since: it used to read
+    the whole conversation, so each turn of a long conversation cost more than the last. The
+    copy follows other clients: their adds are skipped (one made while this add was on its way
+    too), and what they deleted or cleared may be added again, as with two callers of one
+    InMemoryMemory."""
+    server = await server_factory(api_keys={KEY: "python-tenant"})
+    python = await asyncio.to_thread(agentscope_python, AGENTSCOPE_1)
+    env = {**os.environ, "GRPC_TARGET": server.address, "MEM0_KEY": KEY}
+    proc = await asyncio.create_subprocess_exec(str(python), str(SCRIPTS / "agentscope1_memory_adds.py"), env=env,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 600)
+    assert proc.returncode == 0, err.decode()[-4000:]
+    result = json.loads(out.decode().strip().splitlines()[-1])
+    for local, remote in zip(result["local"], result["remote"], strict=True):
+        assert remote == local
+    assert result["remote"][12] == ["b adds 3 (a stored it)", ["第3条"]]
+    assert result["remote"][-1] == ["a adds 6 (b stored it)", ["第3条", "第6条", "第5条"]]
+    assert result["remote"][9] == ["a adds 5 (stored) and 4 (deleted)", ["第5条", "第4条"]]
+    # Messages the server sent one client's adds: the two another client added since, then
+    # none, however long the conversation (it used to send all of it, every time).
+    received = result["received"]
+    assert received.pop("stored") == 3000 + 2 + 2
+    assert received == {size: {"after_their_adds": 2, "after_my_add": 0} for size in ("10", "100", "1000", "3000")}
+
+
 async def test_agentscope1_adapters_built_before_the_event_loop_serve_every_loop(server_factory) -> None:
     """An application builds its agent (and memories) at import time, then calls `asyncio.run`,
     maybe several times: the adapters work in each loop (a gRPC channel and pooled HTTP

@@ -5,11 +5,13 @@ PostgreSQL database; older readers (no `accept_delta`) get the whole list as bef
 from __future__ import annotations
 
 import grpc
+import pytest
 
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
 from agentscope_memory.client import AsyncMemoryClient
 from agentscope_memory.message import Msg, MsgRole
+from agentscope_memory.service import ServiceSettings
 
 
 def user(text: str) -> Msg:
@@ -69,3 +71,44 @@ async def test_replicas_on_one_postgres_answer_deltas_of_each_others_writes(serv
         await writer.add_messages("m", [user("副本 2"), user("副本 3")])
         page = await reader.GetMessages(pb.GetMessagesRequest(memory_id="m", if_none_match=page.etag, accept_delta=True))
         assert not page.delta and texts(page) == ["副本 2", "副本 3"]
+
+
+@pytest.mark.parametrize("mode", ["remote", "local"])
+async def test_the_python_clients_keep_a_copy_current_with_etags(server_factory, tmp_path, mode) -> None:
+    """`read_messages` and `add_messages_with_etags` (remote and local mode alike) tell a caller
+    that keeps a copy what changed since its etag: nothing, only the added messages, or (after
+    anything else) the whole list, read across pages as one state."""
+    if mode == "remote":
+        server = await server_factory()
+        client, other = AsyncMemoryClient(server.address), AsyncMemoryClient(server.address)
+    else:
+        client = other = AsyncMemoryClient.local(ServiceSettings(data_dir=tmp_path / "local"))
+    async with client:
+        await client.create_memory("会话")
+        whole = await client.read_messages("会话")
+        assert (whole.messages, whole.not_modified, whole.delta) == ([], False, False) and whole.etag
+        # More than one page (1000 messages by default): still one list, named by one etag.
+        half = await client.add_messages_with_etags("会话", [user(f"旧 {i}") for i in range(600)])
+        assert half.message_count == 600 and half.previous_etag == whole.etag and not half.replayed
+        added = await client.add_messages_with_etags("会话", [user(f"旧 {i}") for i in range(600, 1200)])
+        assert added.message_count == 1200 and added.previous_etag == half.etag
+        whole = await client.read_messages("会话")
+        assert whole.etag == added.etag and [m.text_content for m in whole.messages] == [f"旧 {i}" for i in range(1200)]
+        same = await client.read_messages("会话", if_none_match=whole.etag, accept_delta=True)
+        assert same.not_modified and same.messages == [] and same.etag == whole.etag
+        await other.add_messages("会话", [user("新 1"), user("新 2")])
+        delta = await client.read_messages("会话", if_none_match=whole.etag, accept_delta=True)
+        assert delta.delta and [m.text_content for m in delta.messages] == ["新 1", "新 2"]
+        # Without accept_delta, a changed memory answers the whole list.
+        full = await client.read_messages("会话", if_none_match=whole.etag)
+        assert not full.delta and len(full.messages) == 1202 and full.etag == delta.etag
+        await other.delete_message("会话", 0)
+        after_delete = await client.read_messages("会话", if_none_match=delta.etag, accept_delta=True)
+        assert not after_delete.delta and len(after_delete.messages) == 1201
+        assert after_delete.messages[0].text_content == "旧 1" and after_delete.etag != delta.etag
+        # An add that was not the only change since a copy's etag says so.
+        await other.add_messages("会话", [user("别人")])
+        mine = await client.add_messages_with_etags("会话", [user("我的")])
+        assert mine.previous_etag != after_delete.etag and mine.message_count == 1203
+    if mode == "remote":
+        await other.close()

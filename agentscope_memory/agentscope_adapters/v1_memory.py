@@ -14,7 +14,9 @@ lower case). Changing marks (or deleting) rewrites the conversation in one step:
 list is replaced atomically, and only if nobody changed it since it was read (otherwise it is
 read again and the change made again), so a message another client added meanwhile is kept
 and a failure leaves the conversation as it was. An add of more than one AddMessages call
-takes (a whole earlier conversation) is appended the same way, all or nothing.
+takes (a whole earlier conversation) is appended the same way, all or nothing. An add skips the
+ids already stored without reading the whole conversation: it keeps their set at an etag and
+reads only what changed since (see `_KnownIds`).
 
 The module's state is the memory id and the compressed summary; `JSONSession` saves and loads
 it, and a loaded module reads the same server-side conversation. A session saved with
@@ -76,6 +78,31 @@ def _loaded(stored: Msg) -> tuple[PyMsg, list[str]]:
     return PyMsg(stored.name or role, stored.text_content, role), []
 
 
+def _known_id(stored: Msg) -> str | None:
+    """The id `_loaded` gives a stored message, when an add can match it: another client's
+    message (no AgentScope-Python JSON) is read back with a new id each time, so none can."""
+    own = stored.metadata.get(METADATA_KEY)
+    if isinstance(own, dict) and isinstance(own.get("msg"), dict):
+        known = own["msg"].get("id")
+        return known if isinstance(known, str) else None
+    return None
+
+
+@dataclasses.dataclass
+class _KnownIds:
+    """The ids an add must skip (`_known_id` of each stored message) at the state `etag` names.
+    Brought up to date by what was added since (a delta read, or this client's own add when
+    it was the only change); anything else is read whole again, so nobody's delete or clear
+    leaves an id here that the server no longer holds."""
+
+    etag: str
+    ids: set[str]
+
+    def extend(self, etag: str, added: Sequence[Msg]) -> None:
+        self.ids.update(i for i in map(_known_id, added) if i is not None)
+        self.etag = etag
+
+
 def _from_state_item(item: Any) -> tuple[PyMsg, list[str]]:
     """One item of InMemoryMemory's `content` state, read as InMemoryMemory reads it."""
     if isinstance(item, (tuple, list)) and len(item) == 2:
@@ -114,6 +141,9 @@ class RemoteMemory(MemoryBase):
         # InMemoryMemory's content loaded from a session, written to the server before the
         # memory is next used (loading is synchronous in AgentScope; a gRPC call is not).
         self._loaded_content: Entries | None = None
+        # The stored ids at a known state, so an add reads only what changed since, not the
+        # whole conversation (which grows with every turn).
+        self._known: _KnownIds | None = None
         self.register_state("memory_id")
 
     def load_state_dict(self, state_dict: dict, strict: bool = True) -> None:
@@ -127,6 +157,7 @@ class RemoteMemory(MemoryBase):
         super().load_state_dict(state_dict, strict)
         self._loaded_content = None
         self._ready = False
+        self._known = None  # perhaps another memory id now
 
     def state_dict(self) -> dict:
         if self._loaded_content is not None:
@@ -145,7 +176,35 @@ class RemoteMemory(MemoryBase):
 
     async def _entries(self) -> list[tuple[PyMsg, list[str]]]:
         await self._ensure()
-        return [_loaded(m) for m in await self._client.get_messages(self.memory_id)]
+        read = await self._client.read_messages(self.memory_id)
+        self._remember(read.etag, read.messages)  # read whole anyway: the next add need not
+        return [_loaded(m) for m in read.messages]
+
+    async def _stored_ids(self) -> set[str]:
+        """The ids of the stored messages (those an add skips), reading only what changed since
+        the state this memory last saw: nothing when nothing changed, the added messages when
+        messages were only added, and the whole conversation only after anything else (a
+        delete, a clear, a rewrite, by this client or another)."""
+        await self._ensure()
+        known = self._known
+        sent = known.etag if known is not None else ""
+        read = await self._client.read_messages(self.memory_id, if_none_match=sent, accept_delta=bool(sent))
+        if known is not None and (read.not_modified or read.delta):
+            if self._known is known and known.etag == sent:
+                if read.delta:
+                    known.extend(read.etag, read.messages)
+                return known.ids
+            # Another add or read of this memory moved the copy while this one waited: the
+            # answer extends a state the copy no longer holds, so the conversation is read whole.
+            read = await self._client.read_messages(self.memory_id)
+        return self._remember(read.etag, read.messages).ids
+
+    def _remember(self, etag: str, stored: Sequence[Msg]) -> _KnownIds:
+        """The ids of a whole conversation read at `etag`, kept for the next add (not when the
+        server gave no etag: there is nothing to check them against)."""
+        known = _KnownIds(etag, {i for i in map(_known_id, stored) if i is not None})
+        self._known = known if etag else None
+        return known
 
     async def _ensure(self) -> None:
         if not self._ready:
@@ -204,12 +263,16 @@ class RemoteMemory(MemoryBase):
         msgs = [memories] if isinstance(memories, PyMsg) else list(memories)
         mark_list = _marks(marks, "a string, a list of strings, or None", none_is_empty=True)
         if not allow_duplicates:
-            known = {m.id for m, _ in await self._entries()}
+            known = await self._stored_ids()
             msgs = [m for m in msgs if m.id not in known]
         stored = [_stored(m, mark_list) for m in msgs]
         if stored and _fits_one_add(stored):
             await self._ensure()
-            await self._client.add_messages(self.memory_id, stored)
+            before = self._known
+            added = await self._client.add_messages_with_etags(self.memory_id, stored)
+            if before is not None and before is self._known and added.etag and before.etag == added.previous_etag:
+                # Nothing else changed the memory since the copy's state: it now holds these too.
+                before.extend(added.etag, stored)
         elif stored:
             await self._rewrite(lambda entries: 0, appended=stored)
 

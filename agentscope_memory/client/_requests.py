@@ -59,9 +59,6 @@ def page_messages(response: pb.GetMessagesResponse) -> list[Msg]:
     return msgs_from_proto(response.messages, "response.messages", newer_kinds=True)
 
 
-# How often a paged read that the server aborted (the memory changed between its pages) is
-# started again from the first page before the client gives up and raises `AbortedError`.
-CONSISTENT_READ_ATTEMPTS = 5
 # What the client sends per StreamLoadState piece: under a stock server's 4 MiB receive limit.
 LOAD_PIECE_BYTES = DEFAULT_PAGE_BYTES
 

@@ -11,10 +11,10 @@ from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as 
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
 from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2 as state_pb
 from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2_grpc as state_grpc
-from agentscope_memory import errors
 from agentscope_memory.client import _requests
 from agentscope_memory.client._base import AsyncGrpcClient
 from agentscope_memory.client._common import new_request_id
+from agentscope_memory.client.messages import MessagesAdded, MessagesRead, Page, read_consistently
 from agentscope_memory.convert.from_proto import memory_from_proto
 from agentscope_memory.message import Msg
 from agentscope_memory.short_term.pending_tools import interrupted_results
@@ -79,9 +79,16 @@ class AsyncMemoryClient(AsyncGrpcClient):
         self, memory_id: str, msgs: Sequence[Msg], *, request_id: str | None = None
     ) -> int:
         """Append messages; returns the memory's message count afterwards."""
+        return (await self.add_messages_with_etags(memory_id, msgs, request_id=request_id)).message_count
+
+    async def add_messages_with_etags(
+        self, memory_id: str, msgs: Sequence[Msg], *, request_id: str | None = None
+    ) -> MessagesAdded:
+        """`add_messages`, answering also the etags just before and after the add, for a caller
+        that keeps a copy (see `read_messages`)."""
         request = _requests.add(memory_id, msgs, request_id or new_request_id())
         response = await self._call(self._stub.AddMessages, request)
-        return response.message_count
+        return MessagesAdded(response.message_count, response.etag, response.previous_etag, response.replayed)
 
     async def add_message(self, memory_id: str, msg: Msg) -> int:
         return await self.add_messages(memory_id, [msg])
@@ -111,16 +118,25 @@ class AsyncMemoryClient(AsyncGrpcClient):
         whole read starts again, at most `CONSISTENT_READ_ATTEMPTS` times; then `AbortedError`
         is raised. A mixed list is never returned. `iter_messages` streams pages instead.
         The whole read, every page and every new start, is within the client's `timeout`."""
+        return (await self.read_messages(memory_id)).messages
+
+    async def read_messages(self, memory_id: str, *, if_none_match: str = "", accept_delta: bool = False) -> MessagesRead:
+        """`get_messages` with the etag naming the state read, for a caller that keeps a copy:
+        given the etag of its copy (`if_none_match`), an unchanged memory answers `not_modified`
+        with no messages, and with `accept_delta` a memory only added to since answers just the
+        added messages (`delta`); anything else (a delete, a clear, a compression, a state
+        load) answers the whole list. Read as `get_messages` reads, within the `timeout`."""
         deadline = time.monotonic() + self.timeout
-        for attempt in range(1, _requests.CONSISTENT_READ_ATTEMPTS + 1):
-            try:
-                pages = [response async for response in self._pages(memory_id, deadline=deadline)]
-            except errors.AbortedError:
-                if attempt == _requests.CONSISTENT_READ_ATTEMPTS:
-                    raise
-                continue
-            return [msg for response in pages for msg in _requests.page_messages(response)]
-        raise AssertionError("unreachable")
+
+        async def fetch(token: str, first: bool) -> Page:
+            request = pb.GetMessagesRequest(memory_id=memory_id, page_token=token)
+            if first:
+                request.if_none_match, request.accept_delta = if_none_match, accept_delta
+            response = await self._call(self._stub.GetMessages, request, deadline=deadline)
+            return Page(_requests.page_messages(response), response.etag, response.next_page_token,
+                        response.not_modified, response.delta)
+
+        return await read_consistently(fetch)
 
     async def delete_message(self, memory_id: str, index: int, *, expected_id: str | None = None) -> bool:
         """Delete by position; like AgentScope, an index out of range (or negative) is a no-op.

@@ -20,6 +20,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Self, Sequ
 
 from agentscope_memory.client._common import LOCAL_TENANT
 from agentscope_memory.client._validate import check_request
+from agentscope_memory.client.messages import MessagesAdded, MessagesRead, Page, read_consistently
 from agentscope_memory.client.long_term import Turn
 from agentscope_memory.convert.from_proto import search_options_from_proto
 from agentscope_memory.convert.to_proto import kind_to_proto
@@ -120,8 +121,12 @@ class AsyncLocalMemoryClient(_LocalClient):
             await service.memories.delete_memory(self.tenant, memory_id)
 
     async def add_messages(self, memory_id: str, msgs: Sequence[Msg], *, request_id: str | None = None) -> int:
+        return (await self.add_messages_with_etags(memory_id, msgs, request_id=request_id)).message_count
+
+    async def add_messages_with_etags(self, memory_id: str, msgs: Sequence[Msg], *,
+                                      request_id: str | None = None) -> MessagesAdded:
         result = await (await self._handle.get()).memories.add_messages(self.tenant, memory_id, list(msgs), request_id)
-        return result.message_count
+        return MessagesAdded(result.message_count, result.etag, result.previous_etag, result.replayed)
 
     async def add_message(self, memory_id: str, msg: Msg) -> int:
         return await self.add_messages(memory_id, [msg])
@@ -140,6 +145,16 @@ class AsyncLocalMemoryClient(_LocalClient):
     async def get_messages(self, memory_id: str) -> list[Msg]:
         # One store snapshot: a local read cannot be torn between pages.
         return await (await self._handle.get()).memories.get_messages(self.tenant, memory_id)
+
+    async def read_messages(self, memory_id: str, *, if_none_match: str = "", accept_delta: bool = False) -> MessagesRead:
+        memories = (await self._handle.get()).memories
+
+        async def fetch(token: str, first: bool) -> Page:
+            page = await memories.get_messages_page(self.tenant, memory_id, 0, token,
+                                                    if_none_match if first else "", accept_delta and first)
+            return Page(page.messages, page.etag, page.next_page_token, page.not_modified, page.delta)
+
+        return await read_consistently(fetch)
 
     async def close_pending_tool_calls(self, memory_id: str, agent_name: str) -> list[Msg]:
         added = interrupted_results(await self.get_messages(memory_id), agent_name)

@@ -15,6 +15,7 @@ from agentscope_memory import errors
 from agentscope_memory.client import _requests
 from agentscope_memory.client._base import BlockingGrpcClient
 from agentscope_memory.client._common import new_request_id
+from agentscope_memory.client.messages import CONSISTENT_READ_ATTEMPTS
 from agentscope_memory.convert.from_proto import memory_from_proto
 from agentscope_memory.message import Msg
 from agentscope_memory.short_term.pending_tools import interrupted_results
@@ -86,11 +87,11 @@ class MemoryClient(BlockingGrpcClient):
         start when the server aborts a read because the memory changed between pages; all
         within the client's `timeout`."""
         deadline = time.monotonic() + self.timeout
-        for attempt in range(1, _requests.CONSISTENT_READ_ATTEMPTS + 1):
+        for attempt in range(1, CONSISTENT_READ_ATTEMPTS + 1):
             try:
                 pages = list(self._pages(memory_id, deadline=deadline))
             except errors.AbortedError:
-                if attempt == _requests.CONSISTENT_READ_ATTEMPTS:
+                if attempt == CONSISTENT_READ_ATTEMPTS:
                     raise
                 continue
             return [msg for response in pages for msg in _requests.page_messages(response)]

@@ -1,0 +1,76 @@
+"""What the short-term clients answer when a caller keeps its own copy of a conversation (or of
+something derived from it, such as the set of its message ids): each answer names the state it
+read or made with the server's etag, so the copy is brought up to date with only what changed
+(`GetMessages` `if_none_match` and `accept_delta`, `AddMessages` `etag` and `previous_etag`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Awaitable, Callable
+
+from agentscope_memory.errors import AbortedError
+from agentscope_memory.message import Msg
+
+# How often a paged read that the server aborted (the memory changed between its pages) is
+# started again from the first page before the client gives up and raises `AbortedError`.
+CONSISTENT_READ_ATTEMPTS = 5
+
+
+@dataclass(frozen=True)
+class MessagesRead:
+    """A read of a memory's messages, named by `etag`.
+
+    `not_modified`: the caller's `if_none_match` is still current; `messages` is empty.
+    `delta`: `messages` are only those added after the state `if_none_match` named, so that
+    state's messages followed by these are the messages now. Otherwise `messages` is the whole
+    list, in insertion order."""
+
+    messages: list[Msg]
+    etag: str
+    not_modified: bool = False
+    delta: bool = False
+
+
+@dataclass(frozen=True)
+class MessagesAdded:
+    """The answer of an add: the message count after it and the etags just before and after it.
+    When `previous_etag` is the etag of a caller's copy, this add was the only change since, so
+    the copy plus the added messages is the state `etag` names. Both are empty when `replayed`
+    (the request id had already been stored: what changed meanwhile is unknown)."""
+
+    message_count: int
+    etag: str
+    previous_etag: str
+    replayed: bool = False
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a `GetMessages` listing, whichever way it was fetched."""
+
+    messages: list[Msg]
+    etag: str
+    next_page_token: str
+    not_modified: bool = False
+    delta: bool = False
+
+
+async def read_consistently(fetch: Callable[[str, bool], Awaitable[Page]]) -> MessagesRead:
+    """Every page of one state: `fetch(token, first)` gets a page (`first` is the page that
+    carries the caller's `if_none_match`). A not-modified or delta answer ends the read at once;
+    a memory changed between pages (ABORTED) is read again from the first page, at most
+    `CONSISTENT_READ_ATTEMPTS` times, so a list mixing two states is never returned."""
+    for attempt in range(1, CONSISTENT_READ_ATTEMPTS + 1):
+        try:
+            page = await fetch("", True)
+            if page.not_modified or page.delta:
+                return MessagesRead(page.messages, page.etag, page.not_modified, page.delta)
+            messages, etag = list(page.messages), page.etag
+            while page.next_page_token:
+                page = await fetch(page.next_page_token, False)
+                messages.extend(page.messages)
+            return MessagesRead(messages, etag)
+        except AbortedError:
+            if attempt == CONSISTENT_READ_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
