@@ -172,6 +172,27 @@ async def test_agentscope1_remote_memory_add_reads_only_what_changed_since(serve
     assert received == {size: {"after_their_adds": 2, "after_my_add": 0} for size in ("10", "100", "1000", "3000")}
 
 
+async def test_agentscope1_remote_memory_keeps_the_ids_of_messages_other_clients_wrote(server_factory) -> None:
+    """A message another client wrote (a Java agent's turn) has no AgentScope-Python JSON beside
+    it: RemoteMemory rebuilt it with a new id at every read, so Python could neither delete nor
+    mark it by id, and an add of its id stored it twice. It keeps the stored id and time now,
+    and a mark written from Python leaves the other client's blocks whole."""
+    server = await server_factory(api_keys={KEY: "python-tenant"})
+    python = await asyncio.to_thread(agentscope_python, AGENTSCOPE_1)
+    env = {**os.environ, "GRPC_TARGET": server.address, "MEM0_KEY": KEY}
+    proc = await asyncio.create_subprocess_exec(str(python), str(SCRIPTS / "agentscope1_memory_foreign.py"), env=env,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 600)
+    assert proc.returncode == 0, err.decode()[-4000:]
+    result = json.loads(out.decode().strip().splitlines()[-1])
+    assert result["same_at_every_read"] and result["times_kept"], result
+    assert result["ids"][1] == "tool-call-1"
+    assert result["after_add"] == ["明天上海天气如何？", "查一下", "谢谢"]
+    assert (result["marked"], result["marked_texts"]) == (1, ["查一下"])
+    assert result["blocks_kept"] == ["TextBlock", "ToolUseBlock"]
+    assert (result["deleted"], result["after_delete"]) == (1, ["查一下", "谢谢"])
+
+
 async def test_agentscope1_adapters_built_before_the_event_loop_serve_every_loop(server_factory) -> None:
     """An application builds its agent (and memories) at import time, then calls `asyncio.run`,
     maybe several times: the adapters work in each loop (a gRPC channel and pooled HTTP

@@ -72,20 +72,24 @@ def _loaded(stored: Msg) -> tuple[PyMsg, list[str]]:
     own = stored.metadata.get(METADATA_KEY)
     if isinstance(own, dict):
         return PyMsg.from_dict(own["msg"]), list(own.get("marks") or [])
-    # Written by another client (e.g. Java): rebuild from role and text.
+    # Written by another client (e.g. Java): rebuilt from role and text, with the stored id and
+    # time, so it is the same message at every read: deletable and markable by id, and skipped
+    # by an add of that id (a new id at each read made it neither).
     role = (stored.role or MsgRole.USER).value.lower()
     role = role if role in _ROLES else "assistant"
-    return PyMsg(stored.name or role, stored.text_content, role), []
+    msg = PyMsg(stored.name or role, stored.text_content, role, timestamp=stored.timestamp or None)
+    if stored.id:
+        msg.id = stored.id
+    return msg, []
 
 
 def _known_id(stored: Msg) -> str | None:
-    """The id `_loaded` gives a stored message, when an add can match it: another client's
-    message (no AgentScope-Python JSON) is read back with a new id each time, so none can."""
+    """The id `_loaded` gives a stored message (the one an add of the same id is skipped for)."""
     own = stored.metadata.get(METADATA_KEY)
     if isinstance(own, dict) and isinstance(own.get("msg"), dict):
         known = own["msg"].get("id")
         return known if isinstance(known, str) else None
-    return None
+    return stored.id or None
 
 
 @dataclasses.dataclass
