@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agentscope_memory.errors import InvalidArgumentError, NotFoundError
+from agentscope_memory.errors import InvalidArgumentError, NotFoundError, UnimplementedError
 from agentscope_memory.long_term import Scope
 from agentscope_memory.long_term.mem0 import Mem0Backend, Mem0Config, Mem0Engine
 from agentscope_memory.long_term.embedder import MiniLMEmbedder
@@ -210,3 +210,11 @@ async def test_update_and_history_are_tenant_scoped_and_validated(long_term: Mem
     await long_term.delete("t1", item.id)
     with pytest.raises(NotFoundError):
         await long_term.history("t1", item.id)
+
+
+async def test_mem0_refuses_to_pin_and_stores_nothing(long_term: Mem0Engine) -> None:
+    # mem0 has no forgetting or decay a pin would exempt a memory from: refused, not ignored.
+    scope = Scope(user_id="钉住")
+    with pytest.raises(UnimplementedError, match="pinned"):
+        await long_term.record("t", scope, [Msg.create(MsgRole.USER, "我对花生过敏")], pinned=True)
+    assert await long_term.list("t", scope) == []

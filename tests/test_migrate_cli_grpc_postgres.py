@@ -277,3 +277,27 @@ async def test_a_second_copy_into_the_same_database_meanwhile_is_refused(server_
         assert await asyncio.to_thread(main, argv) == 1
         assert "another copy into postgresql://" in capsys.readouterr().err
     assert await asyncio.to_thread(main, argv) == 0
+
+
+@pytest.mark.timeout(300)
+async def test_a_store_of_a_release_before_pinning_moves_with_its_memories_unpinned(
+        server_factory, postgres_dsn, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "data"
+    server = await server_factory(data_dir=data)
+    async with AsyncLongTermClient(server.address) as ltm:
+        for text in ("我对花生过敏", "I play chess on Sundays"):
+            await ltm.record(ALICE, [Msg.create(MsgRole.USER, text)])
+    await server.stop(0)
+    # The long-term table as a release before pinning wrote it.
+    with sqlite3.connect(data / "agentscope-memory.sqlite3") as conn:
+        conn.execute("ALTER TABLE ltm DROP COLUMN pinned")
+    code = await asyncio.to_thread(main, ["migrate", "store", "--from", str(data), "--to", postgres_dsn])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    moved = await server_factory(store="postgres", postgres_dsn=postgres_dsn, data_dir=tmp_path / "pg")
+    async with AsyncLongTermClient(moved.address) as ltm:
+        listed = await ltm.list(ALICE)
+        assert sorted((m.text, m.pinned) for m in listed) == [("I play chess on Sundays", False), ("我对花生过敏", False)]
+        allergy = next(m for m in listed if m.text == "我对花生过敏")
+        assert (await ltm.update(allergy.id, pinned=True)).pinned
+        assert (await ltm.get(allergy.id)).pinned

@@ -108,20 +108,24 @@ def long_term_pages(scope: Scope, limit: int, token: str) -> ltm_pb.ListLongTerm
 
 
 def update_long_term(
-    memory_id: str, text: str | None, importance: float | None, metadata: dict[str, Any] | None
+    memory_id: str, text: str | None, importance: float | None, metadata: dict[str, Any] | None,
+    pinned: bool | None = None,
 ) -> ltm_pb.UpdateLongTermMemoryRequest:
     request = ltm_pb.UpdateLongTermMemoryRequest(id=memory_id, metadata_json=to_json_text(metadata) if metadata else "")
     if text is not None:
         request.text = text
     if importance is not None:
         request.importance = importance
+    if pinned is not None:
+        request.pinned = pinned
     return request
 
 
-def record(scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any] | None) -> ltm_pb.RecordRequest:
+def record(scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any] | None,
+           pinned: bool = False) -> ltm_pb.RecordRequest:
     return ltm_pb.RecordRequest(
         scope=scope_to_proto(scope), messages=msgs_on_wire(msgs),
-        metadata_json=to_json_text(metadata) if metadata else "",
+        metadata_json=to_json_text(metadata) if metadata else "", pinned=pinned,
     )
 
 

@@ -212,8 +212,9 @@ class AsyncLocalLongTermClient(_LocalClient):
         assert turns is not None
         return turns
 
-    async def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any] | None = None) -> list[LongTermItem]:
-        return await (await self._engine()).record(self.tenant, scope.validate(), list(msgs), metadata)
+    async def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any] | None = None, *,
+                     pinned: bool = False) -> list[LongTermItem]:
+        return await (await self._engine()).record(self.tenant, scope.validate(), list(msgs), metadata, pinned=pinned)
 
     async def retrieve(self, scope: Scope, msg: Msg, limit: int = 5) -> str:
         text, _ = await (await self._engine()).retrieve(self.tenant, scope.validate(), msg, limit)
@@ -248,8 +249,8 @@ class AsyncLocalLongTermClient(_LocalClient):
         return items
 
     async def update(self, memory_id: str, text: str | None = None, *, importance: float | None = None,
-                     metadata: dict[str, Any] | None = None) -> LongTermItem:
-        return await (await self._engine()).update(self.tenant, memory_id, text, metadata, importance)
+                     metadata: dict[str, Any] | None = None, pinned: bool | None = None) -> LongTermItem:
+        return await (await self._engine()).update(self.tenant, memory_id, text, metadata, importance, pinned)
 
     async def history(self, memory_id: str) -> builtins.list[HistoryEntry]:
         return await (await self._engine()).history(self.tenant, memory_id)

@@ -57,8 +57,11 @@ class AsyncLongTermClient(AsyncGrpcClient):
 
         return AsyncLocalLongTermClient(service)
 
-    async def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any] | None = None) -> list[LongTermItem]:
-        return _items(await self._call(self._stub.Record, _requests.record(scope, msgs, metadata), retry=False))
+    async def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any] | None = None, *,
+                     pinned: bool = False) -> list[LongTermItem]:
+        """Store the messages; `pinned` pins what is stored (never forgotten, no time decay)."""
+        request = _requests.record(scope, msgs, metadata, pinned)
+        return _items(await self._call(self._stub.Record, request, retry=False))
 
     async def retrieve(self, scope: Scope, msg: Msg, limit: int = 5) -> str:
         return (await self._call(self._stub.Retrieve, _requests.retrieve(scope, msg, limit))).text
@@ -105,9 +108,10 @@ class AsyncLongTermClient(AsyncGrpcClient):
         return [long_term_result_from_proto(r) for r in response.results]
 
     async def update(self, memory_id: str, text: str | None = None, *, importance: float | None = None,
-                     metadata: dict[str, Any] | None = None) -> LongTermItem:
-        """Change a memory's text, importance or metadata (merged); the change joins its history."""
-        request = _requests.update_long_term(memory_id, text, importance, metadata)
+                     metadata: dict[str, Any] | None = None, pinned: bool | None = None) -> LongTermItem:
+        """Change a memory's text, importance, metadata (merged) or pin (None keeps it); the
+        change joins its history."""
+        request = _requests.update_long_term(memory_id, text, importance, metadata, pinned)
         return long_term_item_from_proto((await self._call(self._stub.UpdateLongTermMemory, request, retry=False)).memory)
 
     async def history(self, memory_id: str) -> builtins.list[HistoryEntry]:
@@ -157,8 +161,10 @@ class LongTermClient(BlockingGrpcClient):
 
         return Blocking(lambda: AsyncLocalLongTermClient(service))
 
-    def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any] | None = None) -> list[LongTermItem]:
-        return _items(self._call(self._stub.Record, _requests.record(scope, msgs, metadata), retry=False))
+    def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any] | None = None, *,
+               pinned: bool = False) -> list[LongTermItem]:
+        """Store the messages; `pinned` pins what is stored (never forgotten, no time decay)."""
+        return _items(self._call(self._stub.Record, _requests.record(scope, msgs, metadata, pinned), retry=False))
 
     def retrieve(self, scope: Scope, msg: Msg, limit: int = 5) -> str:
         return self._call(self._stub.Retrieve, _requests.retrieve(scope, msg, limit)).text
@@ -199,9 +205,10 @@ class LongTermClient(BlockingGrpcClient):
         return [long_term_result_from_proto(r) for r in self._call(self._stub.SearchLongTermMemories, request).results]
 
     def update(self, memory_id: str, text: str | None = None, *, importance: float | None = None,
-               metadata: dict[str, Any] | None = None) -> LongTermItem:
-        """Change a memory's text, importance or metadata (merged); the change joins its history."""
-        request = _requests.update_long_term(memory_id, text, importance, metadata)
+               metadata: dict[str, Any] | None = None, pinned: bool | None = None) -> LongTermItem:
+        """Change a memory's text, importance, metadata (merged) or pin (None keeps it); the
+        change joins its history."""
+        request = _requests.update_long_term(memory_id, text, importance, metadata, pinned)
         return long_term_item_from_proto(self._call(self._stub.UpdateLongTermMemory, request, retry=False).memory)
 
     def history(self, memory_id: str) -> builtins.list[HistoryEntry]:

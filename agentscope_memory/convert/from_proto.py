@@ -363,6 +363,7 @@ def long_term_item_from_proto(item: ltm_pb.LongTermMemoryItem) -> LongTermItem:
         # Parent/child scopes (visibility.proto: 2 SHARED, 3 GLOBAL, else LOCAL).
         visibility={2: "SHARED", 3: "GLOBAL"}.get(item.visibility, "LOCAL"),
         inherited=item.inherited,
+        pinned=item.pinned,
     )
 
 

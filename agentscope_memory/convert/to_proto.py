@@ -243,6 +243,7 @@ def long_term_item_to_proto(item: LongTermItem) -> ltm_pb.LongTermMemoryItem:
         # Parent/child scopes: LOCAL = 1, SHARED = 2, GLOBAL = 3 (visibility.proto).
         visibility={"LOCAL": 1, "SHARED": 2, "GLOBAL": 3}.get(item.visibility, 1),  # type: ignore[arg-type]
         inherited=item.inherited,
+        pinned=item.pinned,
     )
     if item.score is not None:
         out.score = item.score

@@ -12,6 +12,10 @@ merges what is left. Failing merges and small clusters leave the originals as th
 Without embeddings (rows not embedded, or `use_embeddings` off) there is no similarity to
 cluster by: the scope keeps its `threshold` most important facts and the rest are soft-deleted
 (history event `CONSOLIDATE_TRIM`).
+
+Pinned facts are never merged away nor trimmed: they stay out of the clusters (a merge that
+absorbed one would end its pin, or pin what others said) and are kept by a trim beyond the
+`threshold`; they still count toward the threshold that starts a run.
 """
 
 from __future__ import annotations
@@ -254,7 +258,7 @@ class Consolidator:
         if not settings.use_embeddings or any(f.embedding is None for f in facts):
             await self._trim(tenant, scope, facts, settings, report, detail)
         else:
-            await self._merge_clusters(tenant, scope, facts, settings, report, detail)
+            await self._merge_clusters(tenant, scope, [f for f in facts if not f.pinned], settings, report, detail)
         report.facts_after = report.facts_before if dry_run else await engine._store.run(
             tenant, lambda tx: tx.ltm_typed_count(key, "fact"), write=False, small=True)
         report.duration_s = time.perf_counter() - started
@@ -269,8 +273,9 @@ class Consolidator:
 
     async def _trim(self, tenant: str, scope: Scope, facts: list[LongTermRow], settings: ConsolidationSettings,
                     report: ConsolidationReport, detail: dict[str, Any]) -> None:
-        ranked = sorted(facts, key=lambda f: (-f.importance, -f.created, f.memory_id))
-        drop = [f.memory_id for f in ranked[settings.threshold:]]
+        # Pinned facts are kept first; the rest fill what the threshold leaves.
+        ranked = sorted(facts, key=lambda f: (not f.pinned, -f.importance, -f.created, f.memory_id))
+        drop = [f.memory_id for f in ranked[settings.threshold:] if not f.pinned]
         report.trimmed = len(drop)
         if report.dry_run or not drop:
             return

@@ -9,7 +9,8 @@ five times fades about 7.6 times slower; importance scales the whole curve betwe
 full. A memory whose retention is below the threshold (default 0.1) is soft-deleted: hidden
 from recall and listing, its history says why (event FORGET with its retention), restorable
 until it is purged (after `purge_after_s`, or by an explicit purge). Memory types in
-`excluded_types` (default: reflections, the distilled knowledge) are never forgotten.
+`excluded_types` (default: reflections, the distilled knowledge) are never forgotten, nor is a
+pinned memory (a user's "remember this for ever"): its retention is 1 whatever its age.
 
 A run reads one scope in pages and retires each page in one short transaction, re-deciding
 every memory on its current row under the scope's lock (one recalled meanwhile stays), so it
@@ -63,7 +64,9 @@ class ForgettingSettings:
 
 
 def retention(row: LongTermRow, now: float, settings: ForgettingSettings) -> float:
-    """The memory's retention now, in [0, 1] (see the module's docstring)."""
+    """The memory's retention now, in [0, 1] (see the module's docstring); 1 when pinned."""
+    if row.pinned:
+        return 1.0
     since = row.last_accessed or row.created
     hours = max(0.0, now - since) / 3600.0
     # A very often recalled memory's "day" grows without bound: it does not fade any more.
@@ -115,6 +118,8 @@ class Forgetter:
     async def _run_job(self, job: Job) -> None:
         """A scheduled run over every scope of the job's tenant, then the due purge."""
         detail = {"job": "forgetting", "job_id": job.job_id}
+        # The tables of a database of an older release get their new columns (pinned) at open.
+        await self._engine.open()
         after = ""
         while True:
             keys = await self._engine._store.run(job.tenant, _scope_keys_after(after), write=False)
@@ -158,7 +163,8 @@ class Forgetter:
             report.scanned += len(page)
             now = self.now()
             faded = {r.memory_id: r for r in page
-                     if r.memory_type not in settings.excluded_types and retention(r, now, settings) < settings.threshold}
+                     if r.memory_type not in settings.excluded_types and not r.pinned
+                     and retention(r, now, settings) < settings.threshold}
             if not faded:
                 continue
             if dry_run:
@@ -167,7 +173,7 @@ class Forgetter:
 
             def decide(row: LongTermRow, _: float) -> dict[str, Any] | None:
                 # The current row, under the scope's lock: one recalled since the page was read stays.
-                if row.memory_type in settings.excluded_types:
+                if row.memory_type in settings.excluded_types or row.pinned:
                     return None
                 kept = retention(row, self.now(), settings)
                 if kept >= settings.threshold:

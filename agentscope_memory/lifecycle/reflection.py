@@ -7,7 +7,8 @@ the scope's unreflected facts adds up to `importance_threshold` (default 4.0), t
 reflection (memory_type `reflection`, importance 0.9) is written in the same transaction that
 takes the facts out of the dense and lexical index (soft delete, history event `REFLECT`): they
 stay stored, linked both ways (`source.memory_ids` on the reflection, `retired_into` on each
-fact), so recall is not redundant and nothing is lost. A rerun after a crash finds either
+fact), so recall is not redundant and nothing is lost. Pinned facts are left out (they stay in
+recall as they are; `engine.replace` refuses to retire one pinned meanwhile). A rerun after a crash finds either
 nothing done or everything done. Since the facts leave recall for it, the reflection must say
 them: the LLM's passes the consolidation's fidelity check or the offline one (the facts' texts
 whole) stands instead, and a fact updated while it was written keeps it from being written.
@@ -150,7 +151,8 @@ class Reflector:
         store = engine._store
 
         def read(tx: Any) -> tuple[list[LongTermRow], list[LongTermRow]]:
-            return (tx.ltm_typed_rows(key, "fact", settings.max_facts, True),
+            # A pinned fact stays in recall as it is: a reflection never takes it out.
+            return (tx.ltm_typed_rows(key, "fact", settings.max_facts, True, unpinned=True),
                     tx.ltm_typed_rows(key, REFLECTION_TYPE, 1, True))
 
         facts, last = await store.run(tenant, read, write=False)

@@ -79,6 +79,8 @@ class LongTermItem:
     # results whether the searched scope inherited it (`scope` is then its origin).
     visibility: str = "LOCAL"
     inherited: bool = False
+    # Pinned by a user: never forgotten, no time decay in ranking, never merged or reflected away.
+    pinned: bool = False
 
 
 @dataclass(frozen=True)
@@ -149,9 +151,11 @@ class LongTermEngine(Protocol):
     async def close(self) -> None: ...
 
     async def record(
-        self, tenant: str, scope: Scope, msgs: Sequence[Msg | None], metadata: dict[str, Any] | None = None
+        self, tenant: str, scope: Scope, msgs: Sequence[Msg | None], metadata: dict[str, Any] | None = None,
+        *, pinned: bool = False,
     ) -> list[LongTermItem]:
-        """AgentScope `record(msgs)`: store what the messages say; returns what was stored."""
+        """AgentScope `record(msgs)`: store what the messages say; returns what was stored
+        (pinned with `pinned`)."""
         ...
 
     async def search(self, tenant: str, scope: Scope, query: str, limit: int = DEFAULT_TOP_K, *,
@@ -207,9 +211,10 @@ class LongTermEngine(Protocol):
         text: str | None = None,
         metadata: dict[str, Any] | None = None,
         importance: float | None = None,
+        pinned: bool | None = None,
     ) -> LongTermItem:
-        """Change a memory's text and/or importance and/or merge metadata into it; the change
-        goes to its history."""
+        """Change a memory's text and/or importance and/or pin and/or merge metadata into it;
+        the change goes to its history."""
         ...
 
     async def delete(self, tenant: str, memory_id: str) -> None: ...

@@ -305,14 +305,15 @@ class ScopeEngine:
         return await self._store.run(tenant, read, write=False, small=True)
 
     async def record_long_term(self, tenant: str, scope: Scope, msgs: Sequence[Msg | None],
-                               metadata: dict[str, Any] | None = None, visibility: str = LOCAL) -> list[Any]:
+                               metadata: dict[str, Any] | None = None, visibility: str = LOCAL, *,
+                               pinned: bool = False) -> list[Any]:
         """`LongTermEngine.record` with a visibility (the server's own engine only)."""
         visibility = check_visibility(visibility)
         engine = self._long_term
         if engine is None:
             raise UnimplementedError("long-term memory is switched off on this server")
         if visibility == LOCAL:
-            return await engine.record(tenant, scope, msgs, metadata)
+            return await engine.record(tenant, scope, msgs, metadata, pinned=pinned)
         from agentscope_memory.long_term.hybrid import HybridEngine
 
         if not isinstance(engine, HybridEngine):
@@ -327,7 +328,7 @@ class ScopeEngine:
             key = visible_key(scope, visibility)
             await self._store.run(tenant, lambda tx: tx.scope_ltm_register(key, exact_key(scope), visibility),
                                   small=True)
-        return await engine.record(tenant, scope, msgs, metadata, visibility=visibility)
+        return await engine.record(tenant, scope, msgs, metadata, visibility=visibility, pinned=pinned)
 
 
 def _collect(tx: Tx, memory_id: str, chain: list[str], cursor: _Cursor, size: int,

@@ -175,6 +175,9 @@ class LongTermRow:
     embedding_model: str = ""
     embedding: bytes | None = None
     version: int = 1
+    # A user's "remember this for ever": never forgotten, never decays in ranking, never merged
+    # or reflected away (only an explicit delete removes it).
+    pinned: bool = False
 
 
 @dataclass(frozen=True)
@@ -311,7 +314,7 @@ class Tx(Protocol):
         ...
     def ltm_update(self, row: LongTermRow) -> None:
         """Write back text, lex_terms, metadata, memory_type, domain, importance(+method),
-        updated, content_hash, deleted, source, embedding(+model), version."""
+        updated, content_hash, deleted, source, embedding(+model), version, pinned."""
         ...
     def ltm_set_embedding(self, memory_id: str, content_hash: str, embedding: bytes, model: str) -> None:
         """Store a memory's vector of `model`, unless its text changed (its hash is no longer `content_hash`)."""
@@ -333,7 +336,8 @@ class Tx(Protocol):
         """PostgreSQL only (tsvector): the k best text matches, (id, rank)."""
         ...
     # Lifecycle reads (reflection, consolidation): live memories of one type in one exact scope.
-    def ltm_typed_rows(self, scope_key: str, memory_type: str, limit: int, newest_first: bool = False) -> list[LongTermRow]: ...
+    def ltm_typed_rows(self, scope_key: str, memory_type: str, limit: int, newest_first: bool = False,
+                       unpinned: bool = False) -> list[LongTermRow]: ...
     def ltm_typed_count(self, scope_key: str, memory_type: str) -> int: ...
     # Forgetting, restore, purge and the lifecycle scheduler (store/sql/lifecycle_forget.py).
     def ltm_scope_page(self, scope_key: str, after: tuple[float, str] | None, limit: int) -> list[LongTermRow]: ...

@@ -69,9 +69,11 @@ class LongTermServicer(pb_grpc.LongTermMemoryServiceServicer):
         msgs = msgs_from_proto(request.messages)
         if request.visibility and self.scopes is not None:
             items = await self.scopes.record_long_term(tenant_of(context), scope_from_proto(request.scope), msgs,
-                                                       metadata, visibility_from_proto(request.visibility))
+                                                       metadata, visibility_from_proto(request.visibility),
+                                                       pinned=request.pinned)
         else:
-            items = await self.engine.record(tenant_of(context), scope_from_proto(request.scope), msgs, metadata)
+            items = await self.engine.record(tenant_of(context), scope_from_proto(request.scope), msgs, metadata,
+                                             pinned=request.pinned)
         memories = [long_term_item_to_proto(i) for i in items]
         return pb.RecordResponse(memories=memories[:_fit(memories, self.max_page_bytes)])
 
@@ -187,6 +189,7 @@ class LongTermServicer(pb_grpc.LongTermMemoryServiceServicer):
             text=request.text if request.HasField("text") else None,
             metadata=metadata,
             importance=request.importance if request.HasField("importance") else None,
+            pinned=request.pinned if request.HasField("pinned") else None,
         )
         return pb.UpdateLongTermMemoryResponse(memory=long_term_item_to_proto(item))
 

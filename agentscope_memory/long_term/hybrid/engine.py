@@ -136,6 +136,7 @@ def item_of(row: LongTermRow, scores: Scores | None = None) -> LongTermItem:
         source=dict(row.source),
         scores=scores,
         visibility=visibility_of_key(row.scope_key),
+        pinned=row.pinned,
     )
 
 
@@ -260,10 +261,11 @@ class HybridEngine:
 
     async def record(
         self, tenant: str, scope: Scope, msgs: Sequence[Msg | None], metadata: dict[str, Any] | None = None,
-        visibility: str = "LOCAL",
+        visibility: str = "LOCAL", *, pinned: bool = False,
     ) -> list[LongTermItem]:
         """Store each new recordable message verbatim, once per exact scope (and visibility:
-        see `scopes/long_term.py`)."""
+        see `scopes/long_term.py`); `pinned` pins what is stored (a text already held keeps its
+        own pin)."""
         scope.validate()
         _check_metadata(metadata, "metadata_json")
         check_record(msgs, metadata)
@@ -286,6 +288,7 @@ class HybridEngine:
                 run_name=scope.run_name, text=r.text, lex_terms=terms, metadata=dict(metadata or {}),
                 memory_type="message", created=now, updated=now, last_accessed=now, content_hash=digest,
                 source={"role": r.role, **({"message_ids": [r.message_id]} if r.message_id else {})},
+                pinned=pinned,
             ))
         return [item_of(row) for row in await self.insert(tenant, scope, rows, score_round=self.settings.scoring,
                                                            key=key)]
@@ -312,7 +315,9 @@ class HybridEngine:
                 tx.ltm_register_scope(key, scope.agent_name, scope.user_id, scope.run_name, self._clock())
                 inserted = tx.ltm_insert(fresh)
                 stored_now = set(inserted)
-                tx.ltm_history_add_first([(r.memory_id, "ADD", None, r.text, history_detail or {}, r.created)
+                tx.ltm_history_add_first([(r.memory_id, "ADD", None, r.text,
+                                           {**(history_detail or {}), **({"pinned": True} if r.pinned else {})},
+                                           r.created)
                                           for r in fresh if r.memory_id in stored_now])
                 if inserted and score_round and self._jobs is not None:
                     self._jobs.enqueue_in(tx, SCORE_JOB, {"memory_ids": inserted})
@@ -337,8 +342,8 @@ class HybridEngine:
         `event`, linked to the new rows) and insert `add` (already embedded). Nothing changes
         and None is returned when one of `retire` is no longer live, its text is no longer the
         one whose content hash `read_as` gives (the new rows say what it said before an
-        update), or a new text is already held live by the scope (a concurrent writer got
-        there first): a rerun decides again."""
+        update), one is pinned, or a new text is already held live by the scope (a concurrent
+        writer got there first): a rerun decides again."""
         key = scope_key(scope)
         new_ids = [r.memory_id for r in add]
 
@@ -354,6 +359,9 @@ class HybridEngine:
                     if row is None or row.deleted or row.scope_key != key:
                         raise _Changed()
                     if read_as is not None and row.content_hash != read_as.get(memory_id):
+                        raise _Changed()
+                    # Pinned since the caller read it: a pin is never merged or reflected away.
+                    if row.pinned:
                         raise _Changed()
                     row.deleted, row.updated = True, now
                     row.version += 1
@@ -452,7 +460,7 @@ class HybridEngine:
         scores = {m: semantic[m] for m in chosen if m in rows}
         now = self._clock()
         final_scores(scores, {m: (rows[m].importance, rows[m].last_accessed, rows[m].access_count) for m in scores},
-                     options, now)
+                     options, now, {m for m in scores if rows[m].pinned})
         best = sorted(scores, key=lambda m: (-scores[m].final, m))[: options.top_k]
         if best and touch:
             self._touch_later(tenant, best, now)
@@ -649,10 +657,12 @@ class HybridEngine:
         text: str | None = None,
         metadata: dict[str, Any] | None = None,
         importance: float | None = None,
+        pinned: bool | None = None,
     ) -> LongTermItem:
-        """Change text, merge metadata, set importance; the change goes to the history."""
-        if text is None and metadata is None and importance is None:
-            raise InvalidArgumentError("text", "is required when neither metadata nor importance is given")
+        """Change text, merge metadata, set importance, pin or unpin; the change goes to the
+        history (a pin's as `pinned` {old, new} in the UPDATE's detail)."""
+        if text is None and metadata is None and importance is None and pinned is None:
+            raise InvalidArgumentError("text", "is required when neither metadata, importance nor pinned is given")
         if text is not None and not text.strip():
             raise InvalidArgumentError("text", "must not be empty")
         if text is not None and len(text) > MAX_TEXT_CHARS:
@@ -695,6 +705,9 @@ class HybridEngine:
                 if importance is not None:
                     detail["importance"] = {"old": row.importance, "new": importance}
                     row.importance, row.importance_method = float(importance), "user"
+                if pinned is not None and bool(pinned) != row.pinned:
+                    detail["pinned"] = {"old": row.pinned, "new": bool(pinned)}
+                    row.pinned = bool(pinned)
                 row.updated = self._clock()
                 row.version += 1
                 tx.ltm_update(row)
@@ -801,7 +814,7 @@ class HybridEngine:
 
     async def retire_where(self, tenant: str, key: str, memory_ids: Sequence[str], event: str,
                            decide: Callable[[LongTermRow, float], dict[str, Any] | None]) -> builtins.list[LongTermRow]:
-        """Soft-deletes those of `memory_ids` (live, of exact scope `key`) for which `decide(row,
+        """Soft-deletes those of `memory_ids` (live, unpinned, of exact scope `key`) for which `decide(row,
         now)`, asked again under the scope's lock on the current row, returns a history detail
         (None keeps the memory: it changed since the caller looked). Returns the rows retired."""
         async with self._lock(tenant, key):
@@ -810,7 +823,8 @@ class HybridEngine:
                 now = self._clock()
                 retired = []
                 for row in tx.ltm_get_many(list(memory_ids), lock=True):
-                    if row.deleted or row.scope_key != key:
+                    # A pinned memory is never retired by a job (only an explicit delete removes it).
+                    if row.deleted or row.scope_key != key or row.pinned:
                         continue
                     detail = decide(row, now)
                     if detail is None:

@@ -5,7 +5,7 @@ weighted boosts.
     shipped:  S_final = alpha * S_semantic
                         + dense_n ** 2 * (beta * decay + gamma * importance + delta * frequency)
     seed:     S_final = alpha * S_semantic + beta * decay + gamma * importance + delta * frequency
-    decay     = decay_rate ** hours_since_last_access
+    decay     = decay_rate ** hours_since_last_access   (1 for a pinned memory)
 
 `dense_n` is the cosine similarity min-max normalised over the dense candidates (the best is 1,
 the 50th 0); `lexical_n` is the BM25 (or ts_rank) score divided by the best lexical score among
@@ -28,6 +28,11 @@ behind plain dense retrieval in English (recall@5 .887 at dense weight 0.7, .899
 formula's .941 / .946 at 0.7 (.926 / .946 at 0.8), all far above dense (.875 / .855). The dense leg rather than S_semantic measures relevance because the lexical
 leg, normalised by its best candidate, calls a one-word reply that shares a single stem with the
 query fully relevant.
+
+A pinned memory (a user's "remember this for ever") has decay 1, as if recalled this moment:
+pinning says its age does not matter, so time neither lowers it nor lets newer memories pass it
+for being newer. Its importance stays what it is (a pin does not claim the memory is important to
+every query; the shipped ranking still scales the boost by its relevance).
 
 Other rankings exist for measuring (the benchmark needs the legs on their own): `dense`,
 `lexical`, `rrf` (reciprocal rank fusion, k = 60), `semantic` (the fusion without the time and
@@ -163,15 +168,17 @@ def semantic_scores(candidates: dict[str, Candidate], options: RankOptions) -> d
 
 
 def final_scores(
-    scores: dict[str, Scores], facts: dict[str, tuple[float, float, int]], options: RankOptions, now: float
+    scores: dict[str, Scores], facts: dict[str, tuple[float, float, int]], options: RankOptions, now: float,
+    pinned: frozenset[str] | set[str] = frozenset(),
 ) -> None:
     """Fill decay, importance, frequency and final. `facts`: id -> (importance, last_accessed,
-    access_count). Rankings other than `shipped` and `seed` keep S_semantic as the final score."""
+    access_count); `pinned`: the ids of pinned memories (no decay). Rankings other than `shipped`
+    and `seed` keep S_semantic as the final score."""
     most = max((f[2] for f in facts.values()), default=0)
     for memory_id, s in scores.items():
         importance, last_accessed, count = facts[memory_id]
         hours = max(0.0, now - last_accessed) / 3600.0
-        s.decay = options.decay_rate**hours
+        s.decay = 1.0 if memory_id in pinned else options.decay_rate**hours
         s.importance = min(1.0, max(0.0, importance))
         s.frequency = math.log1p(count) / math.log1p(most) if most > 0 else 0.0
         boosts = options.beta * s.decay + options.gamma * s.importance + options.delta * s.frequency

@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 
 from agentscope_memory.validation.ids import check_id
 from agentscope_memory.validation.long_term import check_record
-from agentscope_memory.errors import InvalidArgumentError, NotFoundError, ResourceExhaustedError
+from agentscope_memory.errors import InvalidArgumentError, NotFoundError, ResourceExhaustedError, UnimplementedError
 from agentscope_memory.long_term.engine import (
     DEFAULT_TOP_K,
     HistoryEntry,
@@ -108,10 +108,14 @@ class Mem0Engine:
         return {**mem0_ids(scope), TENANT_KEY: tenant}
 
     async def record(
-        self, tenant: str, scope: Scope, msgs: Sequence[Msg | None], metadata: dict[str, Any] | None = None
+        self, tenant: str, scope: Scope, msgs: Sequence[Msg | None], metadata: dict[str, Any] | None = None,
+        *, pinned: bool = False,
     ) -> list[LongTermItem]:
         """Store what `msgs` say. Without an LLM each message is kept verbatim, once: a message
         whose exact text this scope already holds is not stored again."""
+        if pinned:
+            # mem0 keeps no lifecycle (forgetting, decay) a pin would exempt a memory from.
+            raise UnimplementedError("pinned: mem0's long-term memory has no pinned memories")
         scope.validate()
         check_record(msgs, metadata)
         if metadata and TENANT_KEY in metadata:

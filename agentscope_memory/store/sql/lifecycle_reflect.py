@@ -7,11 +7,14 @@ from agentscope_memory.store.sql.long_term import LongTermStatements
 
 
 class LifecycleReflectStatements(LongTermStatements):
-    def ltm_typed_rows(self, scope_key: str, memory_type: str, limit: int, newest_first: bool = False) -> list[LongTermRow]:
-        """Live memories of one type in one exact scope, oldest (or newest) first."""
+    def ltm_typed_rows(self, scope_key: str, memory_type: str, limit: int, newest_first: bool = False,
+                       unpinned: bool = False) -> list[LongTermRow]:
+        """Live memories of one type in one exact scope, oldest (or newest) first; with
+        `unpinned`, only those not pinned."""
         order = "DESC" if newest_first else "ASC"
         return self._rows(
             "SELECT {columns} FROM {ltm} WHERE tenant = ? AND scope_key = ? AND memory_type = ? AND deleted = 0"
+            + (" AND pinned = 0" if unpinned else "") +
             f" ORDER BY created {order}, memory_id{{bytewise}} {order} LIMIT ?",
             (self.tenant, scope_key, memory_type, int(limit)),
         )

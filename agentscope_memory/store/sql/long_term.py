@@ -1,7 +1,7 @@
 """Long-term memories: one row each, their scopes, and the history of every change.
 
 The rows carry what ranking and the lifecycle need (memory_type, domain, importance, access
-times and count, soft-delete flag, source) and what retrieval needs: the embedding and the
+times and count, soft-delete flag, source, pinned) and what retrieval needs: the embedding and the
 lexical terms. On SQLite the embedding is a float32 BLOB and candidate search runs in the
 server's own per-scope index (`long_term/hybrid/memory_index.py`); on PostgreSQL it is a
 pgvector column with an HNSW index and the terms a tsvector. A replica keeps the scopes it
@@ -95,7 +95,13 @@ CREATE INDEX IF NOT EXISTS {ltm}_lex ON {ltm} USING gin (scope_key, lex);
 ALTER TABLE {ltm} ADD COLUMN IF NOT EXISTS generation BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE {ltm_scopes} ADD COLUMN IF NOT EXISTS generation BIGINT NOT NULL DEFAULT 0;
 CREATE INDEX IF NOT EXISTS {ltm}_by_generation ON {ltm} (tenant, scope_key, generation);
+ALTER TABLE {ltm} ADD COLUMN IF NOT EXISTS pinned BIGINT NOT NULL DEFAULT 0;
 """
+
+# Columns added after the first release: (name, type and default). A database written before
+# them gets them at open (`ltm_ensure_schema`), every existing row with the default; they come
+# after `_SCHEMA`'s columns on new databases too, so both have one column order.
+_ADDED_COLUMNS = (("pinned", "BIGINT NOT NULL DEFAULT 0"),)
 
 # One statement each (a function body holds semicolons). Access bookkeeping (last_accessed,
 # access_count) and importance are read fresh by every search, so they do not stamp a row.
@@ -116,7 +122,7 @@ END $$""",
 _COLUMNS = (
     "memory_id, scope_key, agent_name, user_id, run_name, text, lex_terms, metadata_json, memory_type,"
     " domain, importance, importance_method, created, updated, last_accessed, access_count,"
-    " content_hash, deleted, source_json, embedding_model, embedding, version"
+    " content_hash, deleted, source_json, embedding_model, embedding, version, pinned"
 )
 _COUNT = len(_COLUMNS.split(","))
 # Rows of ids and metadata SQLite reads at a time while looking for a metadata filter's matches.
@@ -204,13 +210,24 @@ class LongTermStatements(SqlTxBase):
             self._pg_vector_dimensions(int(dimensions))
             for statement in _POSTGRES_GENERATION:
                 self._conn.execute(self._dialect.ddl(statement))
+        else:
+            # SQLite has no ADD COLUMN IF NOT EXISTS: the table says which it lacks.
+            table = self._dialect.table("ltm")
+            have = {r[1] for r in self._conn.execute(f'PRAGMA table_info("{table}")').fetchall()}
+            for column, definition in _ADDED_COLUMNS:
+                if column not in have:
+                    self._conn.execute(f'ALTER TABLE "{table}" ADD COLUMN {column} {definition}')
 
     def _pg_schema_current(self, dimensions: int) -> bool:
         found = self._conn.execute(self._dialect.ddl(
             "SELECT format_type(a.atttypid, a.atttypmod),"
-            " EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = a.attrelid AND t.tgname = '{ltm}_stamp')"
+            " EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = a.attrelid AND t.tgname = '{ltm}_stamp'),"
+            " (SELECT COUNT(*) FROM pg_attribute c WHERE c.attrelid = a.attrelid AND NOT c.attisdropped"
+            f" AND c.attname IN ({', '.join(repr(c) for c, _ in _ADDED_COLUMNS)}))"
             " FROM pg_attribute a WHERE a.attrelid = to_regclass('{ltm}') AND a.attname = 'embedding'")).fetchone()
-        return found is not None and found[0] == f"vector({dimensions})" and bool(found[1])
+        # A database of an older release lacks a column added since: not current, so it is added.
+        return (found is not None and found[0] == f"vector({dimensions})" and bool(found[1])
+                and int(found[2]) == len(_ADDED_COLUMNS))
 
     def _pg_vector_dimensions(self, dimensions: int) -> None:
         """A database written with an embedder of other dimensions takes the new ones: the old
@@ -265,6 +282,7 @@ class LongTermStatements(SqlTxBase):
             float(row.importance), row.importance_method, row.created, row.updated, row.last_accessed,
             int(row.access_count), row.content_hash, 1 if row.deleted else 0,
             json.dumps(row.source, ensure_ascii=False), row.embedding_model, embedding, int(row.version),
+            1 if row.pinned else 0,
         )
 
     def ltm_insert(self, rows: Sequence[LongTermRow]) -> list[str]:
@@ -313,6 +331,7 @@ class LongTermStatements(SqlTxBase):
             importance=float(r[10]), importance_method=r[11], created=float(r[12]), updated=float(r[13]),
             last_accessed=float(r[14]), access_count=int(r[15]), content_hash=r[16], deleted=bool(r[17]),
             source=json.loads(r[18]), embedding_model=r[19], embedding=embedding, version=int(r[21]),
+            pinned=bool(r[22]),
         )
 
     def ltm_get(self, memory_id: str, *, lock: bool = False) -> LongTermRow | None:
@@ -430,13 +449,14 @@ class LongTermStatements(SqlTxBase):
         v = self._values(row)
         embedding_mark = "?::vector" if self._pg else "?"
         lex = ", lex = to_tsvector('simple', ?)" if self._pg else ""
-        params: list[Any] = [v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[13], v[16], v[17], v[18], v[19], v[20], v[21]]
+        params: list[Any] = [v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[13], v[16], v[17], v[18], v[19], v[20], v[21],
+                             v[22]]
         if self._pg:
             params.append(tsvector_terms(row.lex_terms))
         self._execute(
             "UPDATE {ltm} SET text = ?, lex_terms = ?, metadata_json = ?, memory_type = ?, domain = ?,"
             " importance = ?, importance_method = ?, updated = ?, content_hash = ?, deleted = ?, source_json = ?,"
-            f" embedding_model = ?, embedding = {embedding_mark}, version = ?{lex}"
+            f" embedding_model = ?, embedding = {embedding_mark}, version = ?, pinned = ?{lex}"
             " WHERE tenant = ? AND memory_id = ?",
             (*params, self.tenant, row.memory_id),
         )

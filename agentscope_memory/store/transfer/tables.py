@@ -89,6 +89,9 @@ def column_reader(source: Kind, target: Kind, table: str, column: str, source_co
         return lambda row: tsvector_terms(row["lex_terms"])
     if column in source_columns:
         return lambda row: row[column]
+    if (table, column) == ("ltm", "pinned"):
+        # A source of a release before pinning: none of its memories is pinned.
+        return lambda row: 0
     return None
 
 

@@ -260,6 +260,7 @@ class Inspector:
                     s = item.scores
                     results.append({"id": item.id, "text": item.text, "type": item.memory_type, "domain": item.domain,
                                     "importance": item.importance, "access_count": item.access_count,
+                                    "pinned": item.pinned,
                                     "scores": None if s is None else {
                                         "final": s.final, "semantic": s.semantic, "dense": s.dense,
                                         "lexical": s.lexical, "decay": s.decay, "importance": s.importance}})

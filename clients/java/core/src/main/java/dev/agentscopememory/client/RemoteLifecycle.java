@@ -12,6 +12,7 @@ import dev.agentscopememory.grpc.v1.RestoreLongTermMemoryRequest;
 import dev.agentscopememory.grpc.v1.Scope;
 import dev.agentscopememory.grpc.v1.TriggerReflectionRequest;
 import dev.agentscopememory.grpc.v1.TriggerReflectionResponse;
+import dev.agentscopememory.grpc.v1.UpdateLongTermMemoryRequest;
 import java.util.List;
 import java.util.Objects;
 
@@ -21,7 +22,8 @@ import java.util.Objects;
  * unreflected facts when they call for it (thresholds overridable); {@link #consolidate} merges
  * clusters of similar facts, keeping a merge only if its fidelity check passes; {@link #forget}
  * soft-deletes what has faded on Ebbinghaus' curve; {@link #restore} brings a soft-deleted memory
- * back and {@link #purge} deletes soft-deleted ones for good. Dry runs report without writing.
+ * back and {@link #purge} deletes soft-deleted ones for good; {@link #setPinned} exempts a memory
+ * from all of it (forgetting, decay, merging, reflection). Dry runs report without writing.
  * Calls that write are not retried: the caller decides whether to run them again (a rerun is
  * safe).
  *
@@ -228,6 +230,24 @@ public final class RemoteLifecycle {
         return List.copyOf(connection.call("LongTermLifecycleService/PurgeLongTermMemories", true,
                 () -> connection.stub(LongTermLifecycleServiceGrpc::newBlockingStub).purgeLongTermMemories(request))
                 .getPurgedIdsList());
+    }
+
+    /**
+     * Pins ("remember this for ever") or unpins a long-term memory: a pinned memory is never
+     * forgotten, its time decay in ranking stays 1, and consolidation and reflection never retire
+     * it; only an explicit delete removes it. The change joins the memory's history (an UPDATE
+     * whose detail holds {@code pinned}). Not retried: the caller decides (a rerun is harmless).
+     *
+     * @param memoryId the memory's id
+     * @param pinned true to pin, false to unpin
+     * @return whether the memory is pinned now, as the server stored it
+     * @throws RemoteMemoryException.NotFound when it does not exist
+     */
+    public boolean setPinned(String memoryId, boolean pinned) {
+        UpdateLongTermMemoryRequest request = UpdateLongTermMemoryRequest.newBuilder().setId(memoryId)
+                .setPinned(pinned).build();
+        return connection.call("LongTermMemoryService/UpdateLongTermMemory", false,
+                () -> connection.longTermMemoryService().updateLongTermMemory(request)).getMemory().getPinned();
     }
 
     /**

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.agentscopememory.grpc.v1.ContentBlock;
+import dev.agentscopememory.grpc.v1.GetLongTermMemoryRequest;
 import dev.agentscopememory.grpc.v1.GetLongTermMemoryHistoryRequest;
 import dev.agentscopememory.grpc.v1.GetLongTermMemoryHistoryResponse;
 import dev.agentscopememory.grpc.v1.ListLongTermMemoriesRequest;
@@ -106,6 +107,32 @@ class RemoteLifecycleTest {
             assertEquals("ADD", events.get(0));
             assertEquals(List.of("FORGET", "PURGE"), events.subList(events.size() - 2, events.size()));
             assertTrue(lifecycle.history(english).get(events.size() - 2).detailJson().contains("retention"));
+        }
+    }
+
+    @Test
+    void aPinnedMemoryIsNeverForgottenUntilUnpinned() throws Exception {
+        try (TestServer server = TestServer.start(java.util.Map.of("AGENTSCOPE_MEMORY_LONG_TERM_SCORING", "false"));
+             RemoteConnection connection = RemoteConnection.builder().target(server.target())
+                     .deadline(java.time.Duration.ofSeconds(60)).build()) {
+            Scope scope = RemoteLifecycle.scope("助手", "java-pin", "");
+            String pinned = connection.longTermMemoryService().record(RecordRequest.newBuilder().setScope(scope)
+                    .setPinned(true).addMessages(user("我对花生过敏，请永远记住。")).build()).getMemories(0).getId();
+            String plain = connection.longTermMemoryService().record(RecordRequest.newBuilder().setScope(scope)
+                    .addMessages(user("今天天气不错。")).build()).getMemories(0).getId();
+            assertTrue(connection.longTermMemoryService().getLongTermMemory(GetLongTermMemoryRequest.newBuilder()
+                    .setId(pinned).build()).getMemory().getPinned());
+            RemoteLifecycle lifecycle = new RemoteLifecycle(connection);
+            // A threshold of 1 forgets every memory that has faded at all: all but the pinned one.
+            RemoteLifecycle.Forgetting wouldGo = lifecycle.forget(scope, true, 1.0);
+            assertEquals(List.of(plain), wouldGo.forgotten().stream().map(RemoteLifecycle.ForgottenMemory::id).toList());
+            assertFalse(lifecycle.setPinned(pinned, false));
+            assertTrue(lifecycle.forget(scope, true, 1.0).forgotten().stream().anyMatch(f -> f.id().equals(pinned)));
+            assertTrue(lifecycle.setPinned(pinned, true));
+            List<RemoteLifecycle.HistoryEntry> history = lifecycle.history(pinned);
+            assertEquals(List.of("ADD", "UPDATE", "UPDATE"), history.stream().map(RemoteLifecycle.HistoryEntry::event).toList());
+            assertTrue(history.get(1).detailJson().contains("\"pinned\":{\"old\":true,\"new\":false}"),
+                    history.get(1).detailJson());
         }
     }
 
