@@ -309,7 +309,7 @@ async def test_projection_and_query_touch_only_the_long_term_memories_they_show(
         await service.memories.create_memory(T, "p", "TIERED", config())
         stored = await service.long_term.record(T, Scope(agent_name="p"), [Msg.create(MsgRole.USER, f) for f in facts])
         assert len(stored) == len(facts)
-        projected = await service.tiered.project(T, "p", ProjectionRequest("数据库密码多久更换一次？", 60, "ANALYTICAL"))
+        projected = await service.tiered.project(T, "p", ProjectionRequest("数据库密码多久更换一次？", 100, "ANALYTICAL"))
         shown = [line[2:] for m in projected.messages if m.metadata.get("tiered_section") == "facts"
                  for line in m.text_content.splitlines()[1:]]
         assert 1 <= len(shown) < len(facts)
