@@ -324,3 +324,44 @@ async def test_projection_and_query_touch_only_the_long_term_memories_they_show(
                 assert after.access_count == 1 and after.last_accessed_at > before.last_accessed_at, before.text
             else:
                 assert (after.access_count, after.last_accessed_at) == (0, before.last_accessed_at), before.text
+
+
+async def test_llm_importance_keeps_at_most_four_calls_in_flight(tmp_path: Path) -> None:
+    # A batch of 20 unscored items fired 20 requests at the LLM at once (500 for 500 items).
+    import asyncio
+    import threading
+
+    from agentscope_memory.short_term.tiered.service import LLM_SCORING_CONCURRENCY
+
+    hold = threading.Event()
+    reply = ScriptedReply.json({"importance_score": 0.9, "extracted_fact": "", "domain": "general_chat"})
+    with ScriptedLLM(default=reply, hold=hold) as llm:
+        settings = ServiceSettings(data_dir=tmp_path, long_term_enabled=False, llm_base_url=llm.base_url,
+                                   llm_max_retries=0)
+        async with build_service(settings) as service:
+            await service.memories.create_memory(T, "批量", "TIERED", config(score_importance=True, llm_importance=True))
+            batch = [Msg.create(MsgRole.USER, f"第{i}条：部署窗口改到周{i % 7 + 1}上午。") for i in range(20)]
+            adding = asyncio.create_task(service.tiered.add_items(T, "批量", batch))
+            while len(llm.chat_requests) < LLM_SCORING_CONCURRENCY:
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.5)  # time for any further request to arrive while these are held
+            assert LLM_SCORING_CONCURRENCY == 4 and len(llm.chat_requests) == 4
+            hold.set()
+            await adding
+            assert len(llm.chat_requests) == 20
+            _, tiers = await service.tiered.tiers(T, "批量")
+            assert [(i.importance, i.method) for i in tiers.l1] == [(0.9, "llm")] * 20
+
+
+async def test_llm_importance_stops_calling_a_failing_llm_for_the_rest_of_the_batch(tmp_path: Path) -> None:
+    # Each item waited for its own failed call: with the LLM down, a batch of 500 took 500 timeouts.
+    with ScriptedLLM(default=ScriptedReply.error(503)) as llm:
+        settings = ServiceSettings(data_dir=tmp_path, long_term_enabled=False, llm_base_url=llm.base_url,
+                                   llm_max_retries=0)
+        async with build_service(settings) as service:
+            await service.memories.create_memory(T, "坏", "TIERED", config(score_importance=True, llm_importance=True))
+            batch = [Msg.create(MsgRole.USER, f"记住第{i}件事：密码每月更换。") for i in range(40)]
+            await service.tiered.add_items(T, "坏", batch)
+            assert 1 <= len(llm.chat_requests) <= 4
+            _, tiers = await service.tiered.tiers(T, "坏")
+            assert len(tiers.l1) == 40 and {i.method for i in tiers.l1} == {"heuristic"}

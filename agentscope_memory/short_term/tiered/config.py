@@ -44,9 +44,9 @@ class TieredConfig:
     # off, such items get `default_importance`.
     score_importance: bool = True
     default_importance: float = 0.5
-    # Score with the server's LLM (the long-term engine's `LlmScorer`, one call per message)
-    # instead of the offline heuristic, when the server has an LLM; a failed call falls back to
-    # the heuristic. Only `AddTieredItems` scores this way (a plain `AddMessages` uses the heuristic).
+    # Score with the server's LLM (the long-term engine's `LlmScorer`, one call per message, at
+    # most `service.LLM_SCORING_CONCURRENCY` in flight) instead of the offline heuristic, when the
+    # server has an LLM; a failed call (and the rest of its batch) falls back to the heuristic. Only `AddTieredItems` scores this way (a plain `AddMessages` uses the heuristic).
     llm_importance: bool = False
     # The long-term scope L4 writes to and searches; an empty scope means agent_name = memory id.
     agent_name: str = ""

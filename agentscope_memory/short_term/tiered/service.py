@@ -48,10 +48,13 @@ from agentscope_memory.validation.ids import check_id
 
 if TYPE_CHECKING:
     from agentscope_memory.long_term.hybrid import HybridEngine
-    from agentscope_memory.long_term.importance import ImportanceScorer
+    from agentscope_memory.long_term.importance import Assessment, ImportanceScorer
 
 log = logging.getLogger("agentscope_memory.tiered")
 
+# Importance calls to the LLM in flight at once, over all adds of this service: a batch of 500
+# items fired 500 requests at the LLM together (rate limits, timeouts, an overloaded server).
+LLM_SCORING_CONCURRENCY = 4
 DEFAULT_QUERY_LIMIT = 10
 MAX_QUERY_LIMIT = 1000
 MAX_QUERY_CHARS = 32 * 1024
@@ -160,6 +163,7 @@ class TieredService:
         self.kind = kind
         # The LLM's scorer, for memories with `llm_importance` (None without an LLM).
         self._scorer = scorer
+        self._scoring_slots = asyncio.Semaphore(LLM_SCORING_CONCURRENCY)
         self._summarizer = summarizer or ExtractiveTierSummarizer()
         self._long_term = long_term
         self._locks: dict[tuple[str, str], tuple[asyncio.Lock, list[int]]] = {}
@@ -221,16 +225,34 @@ class TieredService:
         methods = [""] * len(given)
         if config.score_importance and config.llm_importance and self._scorer is not None and len(given) == len(msgs):
             wanted = [i for i, (m, v) in enumerate(zip(msgs, given, strict=True)) if v is None and m.text_content.strip()]
-            scored = await asyncio.gather(*(self._scorer.assess([msgs[i].text_content]) for i in wanted),
-                                          return_exceptions=True)
+            scored = await self._llm_scores(self._scorer, [msgs[i].text_content for i in wanted])
             for i, outcome in zip(wanted, scored, strict=True):
-                if isinstance(outcome, BaseException):
-                    # The offline heuristic scores it inside the add instead.
-                    log.warning("LLM importance failed; using the heuristic", exc_info=outcome)
-                    continue
-                given[i], methods[i] = outcome.importance_score, outcome.method
+                if outcome is not None:
+                    given[i], methods[i] = outcome.importance_score, outcome.method
         return await self._manager.add_messages(tenant, memory_id, msgs, request_id,
                                                 importances=given, importance_methods=methods)
+
+    async def _llm_scores(self, scorer: ImportanceScorer, texts: list[str]) -> list[Assessment | None]:
+        """The LLM's assessment of each text, `LLM_SCORING_CONCURRENCY` calls at a time; None
+        where the heuristic scores it inside the add instead: a failed call, and every call of
+        this batch not yet sent after one failed (an LLM that is down is not waited for once
+        per item)."""
+        failed = False
+
+        async def one(text: str) -> Assessment | None:
+            nonlocal failed
+            async with self._scoring_slots:
+                if failed:
+                    return None
+                try:
+                    return await scorer.assess([text])
+                except Exception:
+                    failed = True
+                    log.warning("LLM importance failed; the heuristic scores this item and those of its batch "
+                                "not yet sent", exc_info=True)
+                    return None
+
+        return list(await asyncio.gather(*(one(t) for t in texts)))
 
     async def _after_add(self, tenant: str, memory_id: str) -> None:
         """The pass after an add. The add is committed already, so a failing pass must not fail
