@@ -8,7 +8,8 @@ still where it was read: items added meanwhile are new rows and stay untouched; 
 change aborts the commit (ABORTED) and the next pass decides again. Passes over one memory
 never overlap in a process (a lock per memory). Writing a summary to long-term memory twice
 (a crash between the write and the commit) stores it once: long-term memory keeps one copy of
-a text per scope.
+a text per scope. A pass that aborts after that write records what it wrote
+(`vectorize_aborted`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from agentscope_memory.paging import cut_to_budget
 from agentscope_memory.short_term.manager import AddResult, MemoryManager
 from agentscope_memory.short_term.tiered.config import TieredConfig
 from agentscope_memory.short_term.tiered.engine import (
-    COMPACT_L1, EVICT_L3, VECTORIZE_L3, Selection, Tiers, ordered_l2, select_l1, select_l2, select_l3, tokens,
+    COMPACT_L1, EVICT_L3, VECTORIZE_ABORTED, VECTORIZE_L3, Selection, Tiers, ordered_l2, select_l1, select_l2, select_l3, tokens,
 )
 from agentscope_memory.short_term.tiered.items import (
     L1, L2, L3, L4, MARKER, MARKER_TEXT, SUMMARY, TierEvent, TierItem,
@@ -382,7 +383,46 @@ class TieredService:
             tx.touch_memory(memory_id)
             return append_events(tx, memory_id, events)
 
-        return await self.store.run(tenant, commit)
+        try:
+            return await self.store.run(tenant, commit)
+        except AbortedError:
+            if any(ltm_ids):
+                await self._record_aborted(tenant, memory_id, read_as, moves.vectorize, ltm_ids, now)
+            raise
+
+    async def _record_aborted(self, tenant: str, memory_id: str, read_as: tuple[float, str], items: list[TierItem],
+                              ltm_ids: list[str], now: float) -> None:
+        """Record the long-term memories an aborted pass wrote (`vectorize_aborted`), so that none
+        is there without an event naming it. They are not deleted: a writer of the same scope
+        that found their text held already (another replica's pass over these very summaries,
+        or another memory writing the same text) relies on them. Only while the memory is the
+        one the pass read: deleted, made anew or loaded, its event log is another one."""
+        written = [(item, ltm_id) for item, ltm_id in zip(items, ltm_ids, strict=True) if ltm_id]
+
+        def record(tx: Tx) -> list[tuple[int, TierEvent]]:
+            current = tx.get_memory(memory_id)
+            if current is None or current.kind != KIND or incarnation(tx, current) != read_as:
+                return []
+            events = []
+            for pairs in _parts(written, lambda pair: len(pair[1])):
+                moved = [item for item, _ in pairs]
+                events.append(TierEvent(VECTORIZE_ABORTED, L3, L4, [i.seq for i in moved], tokens(moved), now,
+                                        {"long_term_ids": [ltm_id for _, ltm_id in pairs], "memory_type": SUMMARY}))
+            tx.touch_memory(memory_id)
+            return append_events(tx, memory_id, events)
+
+        try:
+            recorded = await self.store.run(tenant, record)
+        except Exception:  # the pass's abort is what the caller hears of; this is its aftermath
+            log.warning("an aborted tier pass could not record the long-term memories it wrote",
+                        extra={"fields": {"memory_id": memory_id, "long_term_ids": [i for _, i in written]}},
+                        exc_info=True)
+            return
+        if not recorded:
+            log.info("an aborted tier pass wrote long-term memories of a memory since deleted or replaced",
+                     extra={"fields": {"memory_id": memory_id, "long_term_ids": [i for _, i in written]}})
+            return
+        await self._notify(tenant, memory_id)
 
     @staticmethod
     def _l3_due(l3: list[TierItem], config: TieredConfig, long_term: bool) -> bool:
