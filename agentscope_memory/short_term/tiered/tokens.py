@@ -37,8 +37,8 @@ def _unrendered(block: ContentBlock) -> Iterable[str]:
 
 
 # Tokens per character by script, fitted to cl100k_base on running text (Chinese, Japanese,
-# Korean, Russian, Greek, Arabic, Hebrew, Hindi, Thai, German, Vietnamese; the numbers are in
-# tests/test_tiered_lib_tokens.py). Loom's one token per four characters holds for English
+# Korean, Russian, Greek, Arabic, Hebrew, Hindi, Thai, German, French, Polish, Vietnamese; the
+# bounds are tested in tests/test_tiered_lib_tokens.py). Loom's one token per four characters holds for English
 # only: a Chinese character is a token or more, so at 4 characters a token a Chinese
 # conversation overran every budget about fourfold. Where a class errs, it errs high: a
 # budget overrun is the failure that matters, a few tokens of slack is not.
