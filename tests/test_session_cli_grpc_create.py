@@ -90,7 +90,7 @@ def test_show_prints_a_tiered_sessions_tiers(threaded_server, tmp_path: Path, ca
     """`session show` of a TIERED memory's session printed nothing at all (exit 0): its lists are
     tier items wrapping messages, not messages."""
     with TieredClient(threaded_server.address) as tiered:
-        tiered.create_memory("层-摘要", TieredConfig(l2_budget=60))
+        tiered.create_memory("层-摘要", TieredConfig(l2_budget=150))  # 22 tokens an item: the 6th reaches 85%
         tiered.add("层-摘要", [Msg.create(MsgRole.USER, f"第{i}条: 部署窗口改到周{i}上午十点") for i in range(1, 7)],
                    importances=[0.9] * 6)
         assert [t.items for t in tiered.status("层-摘要").tiers][:3] == [6, 5, 1]

@@ -362,10 +362,11 @@ async def test_thinking_and_inline_media_count_in_the_budgets(server_factory) ->
                                                          score_importance=False))
         for m in msgs:
             await tiered.add("media", [m])
-        # 4 characters a token and 4 a message; the image's text is "[image]\nanswer 1".
-        characters = [2_000_000 + len("answer 0"), 2_000_000 + len("[image]\nanswer 1"), 600_000 + len("answer 2"),
-                      len("thanks")]
-        assert (await tiered.status("media")).tiers[0].tokens == sum(4 + math.ceil(c / 4) for c in characters)
+        # 4 ASCII characters a token, 1.25 a Chinese character, and 4 a message; the image's text
+        # is "[image]\nanswer 1".
+        estimates = [(2_000_000 + len("answer 0")) / 4, (2_000_000 + len("[image]\nanswer 1")) / 4,
+                     600_000 * 1.25 + len("answer 2") / 4, len("thanks") / 4]
+        assert (await tiered.status("media")).tiers[0].tokens == sum(4 + math.ceil(e) for e in estimates)
         projection = await tiered.project("media", "go on with the job", total_budget=100)
         assert [m.id for m in projection.messages] == ["last"] and projection.tokens == 4 + math.ceil(6 / 4)
 

@@ -309,7 +309,7 @@ async def test_projection_and_query_touch_only_the_long_term_memories_they_show(
         await service.memories.create_memory(T, "p", "TIERED", config())
         stored = await service.long_term.record(T, Scope(agent_name="p"), [Msg.create(MsgRole.USER, f) for f in facts])
         assert len(stored) == len(facts)
-        projected = await service.tiered.project(T, "p", ProjectionRequest("数据库密码多久更换一次？", 60, "ANALYTICAL"))
+        projected = await service.tiered.project(T, "p", ProjectionRequest("数据库密码多久更换一次？", 100, "ANALYTICAL"))
         shown = [line[2:] for m in projected.messages if m.metadata.get("tiered_section") == "facts"
                  for line in m.text_content.splitlines()[1:]]
         assert 1 <= len(shown) < len(facts)
@@ -324,3 +324,89 @@ async def test_projection_and_query_touch_only_the_long_term_memories_they_show(
                 assert after.access_count == 1 and after.last_accessed_at > before.last_accessed_at, before.text
             else:
                 assert (after.access_count, after.last_accessed_at) == (0, before.last_accessed_at), before.text
+
+
+async def test_llm_importance_keeps_at_most_four_calls_in_flight(tmp_path: Path) -> None:
+    # A batch of 20 unscored items fired 20 requests at the LLM at once (500 for 500 items).
+    import asyncio
+    import threading
+
+    from agentscope_memory.short_term.tiered.service import LLM_SCORING_CONCURRENCY
+
+    hold = threading.Event()
+    reply = ScriptedReply.json({"importance_score": 0.9, "extracted_fact": "", "domain": "general_chat"})
+    with ScriptedLLM(default=reply, hold=hold) as llm:
+        settings = ServiceSettings(data_dir=tmp_path, long_term_enabled=False, llm_base_url=llm.base_url,
+                                   llm_max_retries=0)
+        async with build_service(settings) as service:
+            await service.memories.create_memory(T, "批量", "TIERED", config(score_importance=True, llm_importance=True))
+            batch = [Msg.create(MsgRole.USER, f"第{i}条：部署窗口改到周{i % 7 + 1}上午。") for i in range(20)]
+            adding = asyncio.create_task(service.tiered.add_items(T, "批量", batch))
+            while len(llm.chat_requests) < LLM_SCORING_CONCURRENCY:
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.5)  # time for any further request to arrive while these are held
+            assert LLM_SCORING_CONCURRENCY == 4 and len(llm.chat_requests) == 4
+            hold.set()
+            await adding
+            assert len(llm.chat_requests) == 20
+            _, tiers = await service.tiered.tiers(T, "批量")
+            assert [(i.importance, i.method) for i in tiers.l1] == [(0.9, "llm")] * 20
+
+
+async def test_llm_importance_stops_calling_a_failing_llm_for_the_rest_of_the_batch(tmp_path: Path) -> None:
+    # Each item waited for its own failed call: with the LLM down, a batch of 500 took 500 timeouts.
+    with ScriptedLLM(default=ScriptedReply.error(503)) as llm:
+        settings = ServiceSettings(data_dir=tmp_path, long_term_enabled=False, llm_base_url=llm.base_url,
+                                   llm_max_retries=0)
+        async with build_service(settings) as service:
+            await service.memories.create_memory(T, "坏", "TIERED", config(score_importance=True, llm_importance=True))
+            batch = [Msg.create(MsgRole.USER, f"记住第{i}件事：密码每月更换。") for i in range(40)]
+            await service.tiered.add_items(T, "坏", batch)
+            assert 1 <= len(llm.chat_requests) <= 4
+            _, tiers = await service.tiered.tiers(T, "坏")
+            assert len(tiers.l1) == 40 and {i.method for i in tiers.l1} == {"heuristic"}
+
+
+async def test_an_aborted_pass_records_the_long_term_memories_it_wrote(tmp_path: Path) -> None:
+    # The pass wrote L3's oldest summary to long-term memory, then found the tiers changed and
+    # aborted: the summary stayed in long-term memory with no event naming it.
+    import asyncio
+    import threading
+
+    from agentscope_memory.long_term.engine import Scope
+
+    hold = threading.Event()
+    hold.set()
+    with ScriptedLLM(hold=hold) as llm:
+        llm.push(*(ScriptedReply.text(f"summary {n}") for n in (1, 2, 3, 4)))
+        settings = ServiceSettings(data_dir=tmp_path, long_term_embedder="openai", long_term_embedder_base_url=llm.base_url,
+                                   long_term_embedder_dims=llm.dims, long_term_preload=False, llm_base_url=llm.base_url,
+                                   llm_max_retries=0)
+        async with build_service(settings) as service:
+            # Summaries of 7 tokens: the third reaches 90% of 20 and sends the oldest to long-term memory.
+            await service.memories.create_memory(T, "中止", "TIERED", config(l1_compact_trigger=0, l1_budget=ITEM_TOKENS,
+                                                                             l3_budget=20))
+            for i in range(3):
+                await service.tiered.add_items(T, "中止", [msg(i)])
+            assert [s.text for s in (await service.tiered.tiers(T, "中止"))[1].l3] == ["summary 1", "summary 2"]
+            hold.clear()
+            adding = asyncio.create_task(service.tiered.add_items(T, "中止", [msg(3)]))  # summarises m2: held
+            while len(llm.chat_requests) < 3:
+                await asyncio.sleep(0.01)
+            await service.memories.delete_message(T, "中止", 0)  # m2, the message the pass is moving
+            hold.set()
+            await adding  # the add stands; its pass aborted
+            _, tiers = await service.tiered.tiers(T, "中止")
+            assert [s.text for s in tiers.l3] == ["summary 1", "summary 2"]
+            [stored] = await service.long_term.list(T, Scope(agent_name="中止"))
+            assert stored.text == "summary 1"
+            events = [e for _, e in await service.tiered.events(T, "中止")]
+            assert [(e.kind, e.item_seqs, e.detail["long_term_ids"]) for e in events if "long_term_ids" in e.detail] == [
+                ("vectorize_aborted", [tiers.l3[0].seq], [stored.id])]
+            assert (await service.tiered.status(T, "中止")).l4_vectors == 0
+            # The next pass moves the summary; long-term memory holds it once.
+            await service.tiered.add_items(T, "中止", [msg(4)])
+            _, tiers = await service.tiered.tiers(T, "中止")
+            assert "summary 1" not in [s.text for s in tiers.l3]
+            assert [i.text for i in await service.long_term.list(T, Scope(agent_name="中止"))].count("summary 1") == 1
+            assert [e.kind for _, e in await service.tiered.events(T, "中止")][-1] == "vectorize_l3"

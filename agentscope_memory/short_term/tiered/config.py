@@ -37,15 +37,16 @@ class TieredConfig:
     # 0 switches compaction off (L1 then only evicts FIFO beyond its budget, summarising too).
     l1_compact_trigger: int = 4_000
     l1_compact_keep: float = 0.5
-    # `estimate` (4 characters per token) or `cl100k` (tiktoken's cl100k_base).
+    # `estimate` (by script: 4 ASCII characters a token, 1.25 tokens a CJK character; `tokens.py`)
+    # or `cl100k` (tiktoken's cl100k_base).
     token_counter: str = ESTIMATE
     # Score an item the caller gives no importance with the long-term engine's offline scorer;
     # off, such items get `default_importance`.
     score_importance: bool = True
     default_importance: float = 0.5
-    # Score with the server's LLM (the long-term engine's `LlmScorer`, one call per message)
-    # instead of the offline heuristic, when the server has an LLM; a failed call falls back to
-    # the heuristic. Only `AddTieredItems` scores this way (a plain `AddMessages` uses the heuristic).
+    # Score with the server's LLM (the long-term engine's `LlmScorer`, one call per message, at
+    # most `service.LLM_SCORING_CONCURRENCY` in flight) instead of the offline heuristic, when the
+    # server has an LLM; a failed call (and the rest of its batch) falls back to the heuristic. Only `AddTieredItems` scores this way (a plain `AddMessages` uses the heuristic).
     llm_importance: bool = False
     # The long-term scope L4 writes to and searches; an empty scope means agent_name = memory id.
     agent_name: str = ""

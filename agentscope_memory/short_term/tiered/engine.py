@@ -24,6 +24,9 @@ COMPACT_L1 = "compact_l1"
 EVICT_L1 = "evict_l1"
 SUMMARIZE_L2 = "summarize_l2"
 VECTORIZE_L3 = "vectorize_l3"
+# A pass wrote L3 summaries to long-term memory, then aborted: they stay there (another writer
+# of the scope may hold the same text through them) and in L3, which a later pass empties.
+VECTORIZE_ABORTED = "vectorize_aborted"
 EVICT_L3 = "evict_l3"
 
 

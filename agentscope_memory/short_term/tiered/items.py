@@ -78,7 +78,8 @@ class TierEvent:
     """One move between tiers. `kind`: `promote` (L1 -> L2), `compact_l1` (L1's oldest into a
     summary, with the marker), `evict_l1` (FIFO beyond L1's budget), `summarize_l2` (L2's least
     important into a summary), `vectorize_l3` (L3's oldest into long-term memory), `evict_l3`
-    (FIFO beyond L3's budget without long-term memory; `detail.texts` keeps what left), `clear`."""
+    (FIFO beyond L3's budget without long-term memory; `detail.texts` keeps what left), `clear`,
+    `vectorize_aborted` (summaries an aborted pass wrote to long-term memory; they stay in L3 too)."""
 
     kind: str
     from_tier: int

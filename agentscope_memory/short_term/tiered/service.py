@@ -8,7 +8,8 @@ still where it was read: items added meanwhile are new rows and stay untouched; 
 change aborts the commit (ABORTED) and the next pass decides again. Passes over one memory
 never overlap in a process (a lock per memory). Writing a summary to long-term memory twice
 (a crash between the write and the commit) stores it once: long-term memory keeps one copy of
-a text per scope.
+a text per scope. A pass that aborts after that write records what it wrote
+(`vectorize_aborted`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from agentscope_memory.paging import cut_to_budget
 from agentscope_memory.short_term.manager import AddResult, MemoryManager
 from agentscope_memory.short_term.tiered.config import TieredConfig
 from agentscope_memory.short_term.tiered.engine import (
-    COMPACT_L1, EVICT_L3, VECTORIZE_L3, Selection, Tiers, ordered_l2, select_l1, select_l2, select_l3, tokens,
+    COMPACT_L1, EVICT_L3, VECTORIZE_ABORTED, VECTORIZE_L3, Selection, Tiers, ordered_l2, select_l1, select_l2, select_l3, tokens,
 )
 from agentscope_memory.short_term.tiered.items import (
     L1, L2, L3, L4, MARKER, MARKER_TEXT, SUMMARY, TierEvent, TierItem,
@@ -48,10 +49,13 @@ from agentscope_memory.validation.ids import check_id
 
 if TYPE_CHECKING:
     from agentscope_memory.long_term.hybrid import HybridEngine
-    from agentscope_memory.long_term.importance import ImportanceScorer
+    from agentscope_memory.long_term.importance import Assessment, ImportanceScorer
 
 log = logging.getLogger("agentscope_memory.tiered")
 
+# Importance calls to the LLM in flight at once, over all adds of this service: a batch of 500
+# items fired 500 requests at the LLM together (rate limits, timeouts, an overloaded server).
+LLM_SCORING_CONCURRENCY = 4
 DEFAULT_QUERY_LIMIT = 10
 MAX_QUERY_LIMIT = 1000
 MAX_QUERY_CHARS = 32 * 1024
@@ -160,6 +164,7 @@ class TieredService:
         self.kind = kind
         # The LLM's scorer, for memories with `llm_importance` (None without an LLM).
         self._scorer = scorer
+        self._scoring_slots = asyncio.Semaphore(LLM_SCORING_CONCURRENCY)
         self._summarizer = summarizer or ExtractiveTierSummarizer()
         self._long_term = long_term
         self._locks: dict[tuple[str, str], tuple[asyncio.Lock, list[int]]] = {}
@@ -221,16 +226,34 @@ class TieredService:
         methods = [""] * len(given)
         if config.score_importance and config.llm_importance and self._scorer is not None and len(given) == len(msgs):
             wanted = [i for i, (m, v) in enumerate(zip(msgs, given, strict=True)) if v is None and m.text_content.strip()]
-            scored = await asyncio.gather(*(self._scorer.assess([msgs[i].text_content]) for i in wanted),
-                                          return_exceptions=True)
+            scored = await self._llm_scores(self._scorer, [msgs[i].text_content for i in wanted])
             for i, outcome in zip(wanted, scored, strict=True):
-                if isinstance(outcome, BaseException):
-                    # The offline heuristic scores it inside the add instead.
-                    log.warning("LLM importance failed; using the heuristic", exc_info=outcome)
-                    continue
-                given[i], methods[i] = outcome.importance_score, outcome.method
+                if outcome is not None:
+                    given[i], methods[i] = outcome.importance_score, outcome.method
         return await self._manager.add_messages(tenant, memory_id, msgs, request_id,
                                                 importances=given, importance_methods=methods)
+
+    async def _llm_scores(self, scorer: ImportanceScorer, texts: list[str]) -> list[Assessment | None]:
+        """The LLM's assessment of each text, `LLM_SCORING_CONCURRENCY` calls at a time; None
+        where the heuristic scores it inside the add instead: a failed call, and every call of
+        this batch not yet sent after one failed (an LLM that is down is not waited for once
+        per item)."""
+        failed = False
+
+        async def one(text: str) -> Assessment | None:
+            nonlocal failed
+            async with self._scoring_slots:
+                if failed:
+                    return None
+                try:
+                    return await scorer.assess([text])
+                except Exception:
+                    failed = True
+                    log.warning("LLM importance failed; the heuristic scores this item and those of its batch "
+                                "not yet sent", exc_info=True)
+                    return None
+
+        return list(await asyncio.gather(*(one(t) for t in texts)))
 
     async def _after_add(self, tenant: str, memory_id: str) -> None:
         """The pass after an add. The add is committed already, so a failing pass must not fail
@@ -360,7 +383,46 @@ class TieredService:
             tx.touch_memory(memory_id)
             return append_events(tx, memory_id, events)
 
-        return await self.store.run(tenant, commit)
+        try:
+            return await self.store.run(tenant, commit)
+        except AbortedError:
+            if any(ltm_ids):
+                await self._record_aborted(tenant, memory_id, read_as, moves.vectorize, ltm_ids, now)
+            raise
+
+    async def _record_aborted(self, tenant: str, memory_id: str, read_as: tuple[float, str], items: list[TierItem],
+                              ltm_ids: list[str], now: float) -> None:
+        """Record the long-term memories an aborted pass wrote (`vectorize_aborted`), so that none
+        is there without an event naming it. They are not deleted: a writer of the same scope
+        that found their text held already (another replica's pass over these very summaries,
+        or another memory writing the same text) relies on them. Only while the memory is the
+        one the pass read: deleted, made anew or loaded, its event log is another one."""
+        written = [(item, ltm_id) for item, ltm_id in zip(items, ltm_ids, strict=True) if ltm_id]
+
+        def record(tx: Tx) -> list[tuple[int, TierEvent]]:
+            current = tx.get_memory(memory_id)
+            if current is None or current.kind != KIND or incarnation(tx, current) != read_as:
+                return []
+            events = []
+            for pairs in _parts(written, lambda pair: len(pair[1])):
+                moved = [item for item, _ in pairs]
+                events.append(TierEvent(VECTORIZE_ABORTED, L3, L4, [i.seq for i in moved], tokens(moved), now,
+                                        {"long_term_ids": [ltm_id for _, ltm_id in pairs], "memory_type": SUMMARY}))
+            tx.touch_memory(memory_id)
+            return append_events(tx, memory_id, events)
+
+        try:
+            recorded = await self.store.run(tenant, record)
+        except Exception:  # the pass's abort is what the caller hears of; this is its aftermath
+            log.warning("an aborted tier pass could not record the long-term memories it wrote",
+                        extra={"fields": {"memory_id": memory_id, "long_term_ids": [i for _, i in written]}},
+                        exc_info=True)
+            return
+        if not recorded:
+            log.info("an aborted tier pass wrote long-term memories of a memory since deleted or replaced",
+                     extra={"fields": {"memory_id": memory_id, "long_term_ids": [i for _, i in written]}})
+            return
+        await self._notify(tenant, memory_id)
 
     @staticmethod
     def _l3_due(l3: list[TierItem], config: TieredConfig, long_term: bool) -> bool:

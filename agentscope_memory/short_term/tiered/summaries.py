@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import re
+import unicodedata
 from typing import Protocol
 
 from agentscope_memory.llm import ChatClient
@@ -19,6 +20,18 @@ MAX_SUMMARY_CHARS = 2000
 # The least of each item's first sentence an offline summary keeps: past MAX_SUMMARY_CHARS / this
 # many items it grows instead, so no item leaves its tier with nothing of it kept.
 MIN_LINE_CHARS = 80
+# Ends an LLM summary cut at MAX_SUMMARY_CHARS, so a reader (and the agent) sees it is not whole.
+CUT_MARKER = " […]"
+# A cut goes back to the last sentence end when one is this near the limit, else to the last
+# space, else it falls wherever the limit is (Chinese runs without spaces). A Latin full stop
+# ends a sentence only before a space (not in 3.14 or 127.0.0.1).
+_SENTENCE_END = re.compile(r"[。！？；…\n]|[.!?;](?=\s)")
+_BACKTRACK = 0.5
+# Reasoning models put their reasoning inside the answer: <think>...</think> (some templates open
+# the tag in the prompt, so the answer holds only the closing one), or <thinking>.
+_THINK_BLOCK = re.compile(r"<(think|thinking)>.*?</\1>", re.IGNORECASE | re.DOTALL)
+_THINK_OPEN = re.compile(r"^\s*<(?:think|thinking)>", re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"</(?:think|thinking)>", re.IGNORECASE)
 PROMPT = (
     "You compress an agent's working memory. Summarise the following items into a short, factual "
     "session summary that keeps every decision, fact, number, name and open task. Answer with the "
@@ -64,6 +77,43 @@ class ExtractiveTierSummarizer:
         return "[offline summary] " + " | ".join(lines)
 
 
+def strip_thinking(text: str) -> str:
+    """`text` without a reasoning model's thinking: closed `<think>` blocks anywhere, a leading
+    one left open (all of it is thinking), and everything up to a closing tag whose opening tag
+    the prompt template held."""
+    text = _THINK_BLOCK.sub("", text)
+    if _THINK_OPEN.match(text):
+        return ""
+    closes = [m.end() for m in _THINK_CLOSE.finditer(text)]
+    return (text[closes[-1]:] if closes else text).strip()
+
+
+def _joins(before: str, after: str) -> bool:
+    """Whether a cut between these two characters would split what a reader sees as one:
+    a combining mark or variation selector from its base, a zero-width joiner sequence."""
+    return (unicodedata.combining(after) > 0 or "\ufe00" <= after <= "\ufe0f" or after == "\u200d"
+            or before == "\u200d" or "\U0001f3fb" <= after <= "\U0001f3ff")
+
+
+def cut_summary(text: str, max_chars: int = MAX_SUMMARY_CHARS) -> str:
+    """`text` within `max_chars` characters: whole when it fits, else cut at the last sentence end
+    or space before the limit (at the limit when none is near) and ended with `CUT_MARKER`.
+    Python strings hold code points, so no cut splits a surrogate pair or a CJK character."""
+    if len(text) <= max_chars:
+        return text
+    room = max_chars - len(CUT_MARKER)
+    floor = int(room * _BACKTRACK)
+    ends = [m.end() for m in _SENTENCE_END.finditer(text, floor, room)]
+    if ends:
+        end = ends[-1]
+    else:
+        space = text.rfind(" ", floor, room)
+        end = space if space > 0 else room
+    while end > floor and _joins(text[end - 1], text[end]):
+        end -= 1
+    return text[:end].rstrip() + CUT_MARKER
+
+
 class LlmTierSummarizer:
     def __init__(self, client: ChatClient, fallback: ExtractiveTierSummarizer | None = None) -> None:
         self._client = client
@@ -74,9 +124,10 @@ class LlmTierSummarizer:
         try:
             result = await self._client.chat([{"role": "system", "content": PROMPT}, {"role": "user", "content": body}],
                                              temperature=0)
-            text = result.text.strip()
+            text = strip_thinking(result.text)
             if text:
-                return text[:MAX_SUMMARY_CHARS], LLM
+                return cut_summary(text), LLM
+            log.warning("the LLM's tier summary held nothing but thinking; using the extractive summary")
         except Exception:  # the offline summary still keeps what leaves
             log.warning("tier summary by the LLM failed; using the extractive summary", exc_info=True)
         return self._fallback.summarize_now(items), EXTRACTIVE

@@ -1,9 +1,11 @@
-"""Token counts of tier items: cl100k (AutoContext's `Cl100kCounter`) or Loom's estimate of
-four characters per token."""
+"""Token counts of tier items: cl100k (AutoContext's `Cl100kCounter`) or an estimate by script:
+Loom's four characters per token for ASCII, about one token per CJK character (see
+`text_tokens`)."""
 
 from __future__ import annotations
 
 import math
+import re
 from typing import Iterable
 
 from agentscope_memory.message import (
@@ -17,28 +19,70 @@ from agentscope_memory.short_term.tiered.config import CL100K
 MESSAGE_OVERHEAD = 4
 
 
-def _unrendered(block: ContentBlock) -> int:
-    """Characters a block carries that its text rendering leaves out: thinking, and media inline
-    or by URL. They travel in every message returned (a projection's too), so a budget counts them:
+def _unrendered(block: ContentBlock) -> Iterable[str]:
+    """Text a block carries that its text rendering leaves out: thinking, and media inline or by
+    URL. They travel in every message returned (a projection's too), so a budget counts them:
     a 2 MB thinking block or image counted as one word let a projection of 100 tokens exceed 4 MiB."""
     if isinstance(block, ThinkingBlock):
-        return len(block.thinking)
-    if isinstance(block, ToolResultBlock):
-        return sum(_unrendered(b) for b in block.output)
-    source = getattr(block, "source", None)
-    if isinstance(source, Base64Source):
-        return len(source.data)
-    if isinstance(source, URLSource):
-        return len(source.url)
-    return 0
+        yield block.thinking
+    elif isinstance(block, ToolResultBlock):
+        for inner in block.output:
+            yield from _unrendered(inner)
+    else:
+        source = getattr(block, "source", None)
+        if isinstance(source, Base64Source):
+            yield source.data
+        elif isinstance(source, URLSource):
+            yield source.url
+
+
+# Tokens per character by script, fitted to cl100k_base on running text (Chinese, Japanese,
+# Korean, Russian, Greek, Arabic, Hebrew, Hindi, Thai, German, French, Polish, Vietnamese; the
+# bounds are tested in tests/test_tiered_lib_tokens.py). Loom's one token per four characters holds for English
+# only: a Chinese character is a token or more, so at 4 characters a token a Chinese
+# conversation overran every budget about fourfold. Where a class errs, it errs high: a
+# budget overrun is the failure that matters, a few tokens of slack is not.
+_WEIGHTS: list[tuple[re.Pattern[str], float]] = [
+    # Han (with its extensions and compatibility forms), kana, hangul, bopomofo, yi.
+    (re.compile("[\u2e80-\u2fdf\u3040-\u31ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\uac00-\ud7ff"
+                "\uf900-\ufaff\U00020000-\U0003ffff]+"), 1.25),
+    # CJK punctuation and fullwidth forms: mostly a token each (，。「」（）).
+    (re.compile("[\u3000-\u303f\uff00-\uffef]+"), 1.0),
+    # Accented Latin (Latin-1 to Extended-B): words break at them. Vietnamese letters (U+1E00 on)
+    # and combining marks are about a token each, as other scripts.
+    (re.compile("[\u0080-\u024f]+"), 0.75),
+    # Cyrillic: cl100k holds many Russian pieces.
+    (re.compile("[\u0400-\u052f]+"), 0.4),
+    # Emoji and other symbols beyond the BMP: two to three tokens each.
+    (re.compile("[\U00010000-\U0001ffff\U00040000-\U0010ffff]+"), 2.5),
+]
+# Every other non-ASCII character (Greek, Hebrew, Arabic, Indic, Thai, symbols, ...).
+_OTHER = 1.0
+_ASCII = 0.25
+_ASCII_RUNS = re.compile("[\x00-\x7f]+")
+
+
+def text_tokens(text: str) -> float:
+    """The estimated tokens of `text`, unrounded (a message adds up its parts, then rounds up).
+    ASCII is Loom's four characters a token; other scripts weigh what cl100k gives them."""
+    if text.isascii():
+        return len(text) * _ASCII
+    ascii_chars = sum(map(len, _ASCII_RUNS.findall(text)))
+    total = ascii_chars * _ASCII
+    rest = len(text) - ascii_chars
+    for pattern, weight in _WEIGHTS:
+        n = sum(map(len, pattern.findall(text)))
+        total += n * weight
+        rest -= n
+    return total + rest * _OTHER
 
 
 class CharEstimate:
-    """ceil(characters / 4) of the message as text, with what that text leaves out (thinking,
-    media), plus the per-message overhead."""
+    """The message as text, with what that text leaves out (thinking, media), at `text_tokens`'
+    rates, rounded up, plus the per-message overhead."""
 
     def count(self, msgs: Iterable[Msg | None]) -> int:
-        return sum(MESSAGE_OVERHEAD + math.ceil((len(render(m)) + sum(_unrendered(b) for b in m.content)) / 4)
+        return sum(MESSAGE_OVERHEAD + math.ceil(text_tokens(render(m)) + sum(text_tokens(t) for b in m.content for t in _unrendered(b)))
                    for m in msgs if m is not None)
 
 
