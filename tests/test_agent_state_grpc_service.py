@@ -181,6 +181,31 @@ async def test_a_stale_compare_and_set_cannot_land_on_a_session_deleted_and_save
     assert await state.put_value(Slot("用户甲", "会话/新"), "agent_state", "{}") == 1
 
 
+async def test_deletes_and_saves_racing_on_two_postgres_replicas_never_repeat_a_version(server_factory,
+                                                                                     postgres_dsn) -> None:
+    """Deletes and unconditional saves of one key on two replicas at once. A save read the row,
+    found none, and lost its insert to another replica's create twice in a row when a delete
+    came between: it answered ABORTED (an unconditional write!) or INTERNAL. Now every save lands,
+    and goes on from the deleted version (it waits for the delete's lock on the row)."""
+    replicas = [await server_factory(store="postgres", postgres_dsn=postgres_dsn) for _ in range(2)]
+    slot = Slot("并发", "会话")
+    versions: list[int] = []
+
+    async def writer(client: AsyncAgentStateClient, i: int) -> None:
+        for j in range(30):
+            if (i + j) % 3 == 0:
+                await client.delete_session(slot)
+            else:
+                versions.append(await client.put_value(slot, "agent_state", json.dumps({"写者": i, "次": j})))
+
+    async with AsyncAgentStateClient(replicas[0].address, timeout=30) as first, \
+            AsyncAgentStateClient(replicas[1].address, timeout=30) as second:
+        await asyncio.gather(*(writer(first if i % 2 else second, i) for i in range(6)))
+        last = await first.put_value(slot, "agent_state", "{}")
+    assert len(versions) == 120 and len(set(versions)) == len(versions)
+    assert last > max(versions)
+
+
 def test_agent_state_cli_round_trips_a_slot_with_deleted_keys(threaded_server, tmp_path: Path) -> None:
     """What remembers deleted keys' versions is not exported, and a slot imported over its deleted
     self goes on from its versions: a writer holding the state from before cannot save over it."""

@@ -74,35 +74,35 @@ class AgentStateStatements(SqlTxBase):
     ) -> tuple[StateWrite, StateHead | None]:
         """Lock (or create) the head row and check the conditions. Returns the outcome (with the
         new version when ok) and the head as it was before (None when it did not exist)."""
-        for _ in range(2):
-            head = self._lock_head(pk)
-            if head is None:
-                if (expected is not None and expected != 0) or (expected_length not in (None, 0)):
-                    return StateWrite(False, 0, 0), None
+        head = self._lock_head(pk)
+        if head is None:
+            if (expected is not None and expected != 0) or (expected_length not in (None, 0)):
+                return StateWrite(False, 0, 0), None
+            # Creates the head, or locks the one another replica created since our read, in one
+            # statement: read-then-insert could lose twice in a row to creates and deletes
+            # racing on PostgreSQL, and answered an unconditional write ABORTED (or INTERNAL).
+            # Version 0 marks our own insert: a committed head is never at 0 (the caller sets
+            # the version before this transaction commits).
+            row = self._one(
+                "INSERT INTO {agent_states} (tenant, user_id, session_id, kind, key, value,"
+                " version, length, size, update_time) VALUES (?, ?, ?, ?, ?, NULL, 0, 0, 0, ?)"
+                " ON CONFLICT (tenant, user_id, session_id, kind, key) DO UPDATE SET"
+                " version = {agent_states}.version RETURNING version, length, size, update_time",
+                (*pk, now),
+            )
+            if int(row[0]) == 0:
                 # A deleted key goes on from its tombstone's version (ABA, see the module doc).
                 tomb = self._one(
                     "DELETE FROM {agent_states} WHERE " + _PK + " RETURNING version",
                     (*pk[:3], TOMBSTONE[pk[3]], pk[4]),
                 )
-                version = (int(tomb[0]) if tomb is not None else 0) + 1
-                created = self._one(
-                    "INSERT INTO {agent_states} (tenant, user_id, session_id, kind, key, value,"
-                    " version, length, size, update_time) VALUES (?, ?, ?, ?, ?, NULL, ?, 0, 0, ?)"
-                    " ON CONFLICT (tenant, user_id, session_id, kind, key) DO NOTHING RETURNING version",
-                    (*pk, version, now),
-                )
-                if created is not None:
-                    return StateWrite(True, version, 0), None
-                # Another replica created it between our read and insert: read it again, locked.
-                continue
-            if (expected is not None and expected != head.version) or (
-                expected_length is not None and expected_length != head.length
-            ):
-                return StateWrite(False, head.version, head.length), head
-            return StateWrite(True, head.version + 1, head.length), head
-        head = self._lock_head(pk)
-        assert head is not None
-        return StateWrite(False, head.version, head.length), head
+                return StateWrite(True, (int(tomb[0]) if tomb is not None else 0) + 1, 0), None
+            head = StateHead(int(row[0]), int(row[1]), int(row[2]), float(row[3]))
+        if (expected is not None and expected != head.version) or (
+            expected_length is not None and expected_length != head.length
+        ):
+            return StateWrite(False, head.version, head.length), head
+        return StateWrite(True, head.version + 1, head.length), head
 
     def state_put_value(
         self, user_id: str, session_id: str, key: str, json_text: str, size: int,
