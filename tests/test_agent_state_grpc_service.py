@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import grpc
 import pytest
@@ -15,13 +16,16 @@ from agentscope_memory._proto.agentscope.memory.v1 import (
 )
 from agentscope_memory.agent_state import Slot, StateConflictError
 from agentscope_memory.client import AsyncMemoryClient
+from agentscope_memory.agent_state.json_files import slot_dir
 from agentscope_memory.client.agent_state import (
+    AgentStateClient,
     AsyncAgentStateClient,
     local_agent_state_client,
 )
 from agentscope_memory.errors import InvalidArgumentError, ResourceExhaustedError
 from agentscope_memory.message import Msg, MsgRole
 from agentscope_memory.service import ServiceSettings
+from agentscope_memory_server.cli import main
 
 STATE = '{"session_id":"会话/一","user_id":null,"summary":"","context":[{"id":"m1","text":"你好 \\"x\\"\\n"}],"cur_iter":0,"ratio":0.50}'
 
@@ -110,6 +114,127 @@ async def test_compare_and_set(state, server) -> None:
     await state.put_list(slot, "l", ["1"], expected_version=0)
     with pytest.raises(StateConflictError):
         await state.put_list(slot, "l", ["2"], expected_version=5)
+
+
+async def test_a_stale_compare_and_set_cannot_land_on_a_session_deleted_and_saved_again(state, server) -> None:
+    """ABA: versions restarted at 1 after a delete, so a writer holding version 1 of a deleted
+    session compared-and-set over a brand-new session saved under the same ids."""
+    slot = Slot("用户甲", "会话/旧")
+    assert await state.put_value(slot, "agent_state", '{"context":["旧"]}', expected_version=0) == 1
+    read = await state.get_value(slot, "agent_state")
+    assert await state.delete_session(slot) == 1
+    # Deleted, it reads as absent (version 0, as in AgentScope's stores) and 0 creates it again.
+    assert (await state.get_value(slot, "agent_state")).version == 0
+    fresh = await state.put_value(slot, "agent_state", '{"context":["新"]}', expected_version=0)
+    assert fresh > read.version
+    with pytest.raises(StateConflictError) as conflict:
+        await state.put_value(slot, "agent_state", '{"context":["旧","过期"]}', expected_version=read.version)
+    assert conflict.value.current_version == fresh
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        with pytest.raises(grpc.aio.AioRpcError) as raw:
+            await pb_grpc.AgentStateServiceStub(channel).PutValue(pb.PutValueRequest(
+                slot=pb.StateSlot(user_id="用户甲", session_id="会话/旧"), key="agent_state", json="{}",
+                condition=pb.WriteCondition(expected_version=read.version)))
+        assert raw.value.code() == grpc.StatusCode.ABORTED
+        assert ("agentscope-memory-current-version", str(fresh)) in tuple(raw.value.trailing_metadata())
+    assert (await state.get_value(slot, "agent_state")).json == '{"context":["新"]}'
+
+    # One key's value deleted (`delete(u, s, key)`) and saved again: the same.
+    before = await state.get_value(slot, "agent_state")
+    assert await state.delete_key(slot, "agent_state") is True
+    again = await state.put_value(slot, "agent_state", '{"context":[]}')
+    assert again > before.version
+    with pytest.raises(StateConflictError):
+        await state.put_value(slot, "agent_state", "{}", expected_version=before.version)
+
+    # Lists: a rewrite, an append and a page token of the deleted list miss the new one.
+    old = await state.put_list(slot, "memory_messages", ['{"id":"一"}', '{"id":"二"}'])
+    token = (await state.get_list_page(slot, "memory_messages", page_size=1)).next_page_token
+    assert await state.delete_session(slot) == 2
+    new = await state.put_list(slot, "memory_messages", ['{"id":"甲"}', '{"id":"乙"}'])
+    assert new.version > old.version
+    with pytest.raises(StateConflictError):
+        await state.put_list(slot, "memory_messages", ["1"], expected_version=old.version)
+    with pytest.raises(StateConflictError):
+        await state.append_list(slot, "memory_messages", ['{"id":"三"}'], expected_length=2,
+                                expected_version=old.version)
+    with pytest.raises(StateConflictError):
+        await state.get_list_page(slot, "memory_messages", page_size=1, page_token=token)
+    assert (await state.get_list(slot, "memory_messages")).items == ['{"id":"甲"}', '{"id":"乙"}']
+
+    # Deleted and saved again over and over: no version of a key repeats.
+    versions = [read.version, fresh, again]
+    for i in range(3):
+        await state.delete_session(slot)
+        versions.append(await state.put_value(slot, "agent_state", json.dumps({"第": i}), expected_version=0))
+    assert versions == sorted(set(versions))
+
+    # What remembers the deleted versions is not state: nothing lists, counts or finds it.
+    await state.put_list(slot, "memory_messages", [])
+    assert await state.delete_session(slot) == 2
+    assert await state.delete_session(slot) == 0
+    assert await state.session_exists(slot) is False
+    assert await state.keys(slot) == []
+    assert "会话/旧" not in [s async for s in state.iter_session_ids("用户甲")]
+    assert (await state.get_list(slot, "memory_messages")).found is False
+    # Another slot's versions are its own: a first save there is still version 1.
+    assert await state.put_value(Slot("用户甲", "会话/新"), "agent_state", "{}") == 1
+
+
+async def test_deletes_and_saves_racing_on_two_postgres_replicas_never_repeat_a_version(server_factory,
+                                                                                     postgres_dsn) -> None:
+    """Deletes and unconditional saves of one key on two replicas at once. A save read the row,
+    found none, and lost its insert to another replica's create twice in a row when a delete
+    came between: it answered ABORTED (an unconditional write!) or INTERNAL. Now every save lands,
+    and goes on from the deleted version (it waits for the delete's lock on the row)."""
+    replicas = [await server_factory(store="postgres", postgres_dsn=postgres_dsn) for _ in range(2)]
+    slot = Slot("并发", "会话")
+    versions: list[int] = []
+
+    async def writer(client: AsyncAgentStateClient, i: int) -> None:
+        for j in range(30):
+            if (i + j) % 3 == 0:
+                await client.delete_session(slot)
+            else:
+                versions.append(await client.put_value(slot, "agent_state", json.dumps({"写者": i, "次": j})))
+
+    async with AsyncAgentStateClient(replicas[0].address, timeout=30) as first, \
+            AsyncAgentStateClient(replicas[1].address, timeout=30) as second:
+        await asyncio.gather(*(writer(first if i % 2 else second, i) for i in range(6)))
+        last = await first.put_value(slot, "agent_state", "{}")
+    assert len(versions) == 120 and len(set(versions)) == len(versions)
+    assert last > max(versions)
+
+
+def test_agent_state_cli_round_trips_a_slot_with_deleted_keys(threaded_server, tmp_path: Path) -> None:
+    """What remembers deleted keys' versions is not exported, and a slot imported over its deleted
+    self goes on from its versions: a writer holding the state from before cannot save over it."""
+    slot = Slot("用户乙", "会话 二")
+    messages = ['{"id":"一","text":"你好"}', '{"id":"二","text":"再见"}']
+    with AgentStateClient(threaded_server.address) as client:
+        client.put_value(slot, "agent_state", STATE)
+        client.put_value(slot, "旧值", '"删"')
+        client.put_list(slot, "旧列表", ['"删"'])
+        assert client.delete_key(slot, "旧值") and client.delete_key(slot, "旧列表", list_=True)
+        client.put_list(slot, "memory_messages", messages)
+        stale = client.get_value(slot, "agent_state").version
+    common = ["--target", threaded_server.address, "--user-id", "用户乙", "--session-id", "会话 二"]
+    assert main(["agent-state", "export", "--dir", str(tmp_path / "a"), *common]) == 0
+    exported = slot_dir(tmp_path / "a", "用户乙", "会话 二")
+    names = ["agent_state.json", "memory_messages.hash", "memory_messages.jsonl"]
+    assert sorted(p.name for p in exported.iterdir()) == names
+    with AgentStateClient(threaded_server.address) as client:
+        assert client.delete_session(slot) == 2
+    assert main(["agent-state", "import", "--dir", str(tmp_path / "a"), *common]) == 0
+    with AgentStateClient(threaded_server.address) as client:
+        assert client.get_value(slot, "agent_state").json == STATE
+        assert client.get_list(slot, "memory_messages").items == messages
+        assert client.keys(slot) == [("value", "agent_state"), ("list", "memory_messages")]
+        with pytest.raises(StateConflictError):
+            client.put_value(slot, "agent_state", "{}", expected_version=stale)
+    assert main(["agent-state", "export", "--dir", str(tmp_path / "b"), *common]) == 0
+    again = slot_dir(tmp_path / "b", "用户乙", "会话 二")
+    assert {n: (again / n).read_bytes() for n in names} == {n: (exported / n).read_bytes() for n in names}
 
 
 async def test_concurrent_compare_and_set_loses_no_update(state) -> None:

@@ -51,6 +51,9 @@ async def _fill(address: str) -> dict[str, object]:
         await pools.write("团队", "notes", ["a", "b"], writer="bob")
         await states.put_value(SLOT, "agent", json.dumps({"name": "助手"}))
         await states.put_list(SLOT, "memory_messages", [json.dumps({"i": i}) for i in range(3)])
+        for n in range(2):
+            await states.put_value(SLOT, "已删", json.dumps({"n": n}))
+        await states.delete_key(SLOT, "已删")
         await tiered.create_memory("层")
         await tiered.add("层", [Msg.create(MsgRole.USER, f"tiered {i} 记忆") for i in range(4)])
         await memories.create_memory("lead")
@@ -111,7 +114,7 @@ async def test_a_sqlite_store_moved_to_postgres_serves_the_same(server_factory, 
                                  long_term_index_max_vectors=0)
     assert await _read(moved.address) == before
     async with AsyncMemoryClient(moved.address) as memories, AsyncLongTermClient(moved.address) as ltm, \
-            AsyncPoolClient(moved.address) as pools:
+            AsyncPoolClient(moved.address) as pools, AsyncAgentStateClient(moved.address) as states:
         # The counters came along: the next writes take the next positions and versions.
         assert await memories.add_message("会话-1", Msg.create(MsgRole.USER, "迁移之后 after")) == 5
         assert [m.text_content for m in await memories.get_messages("会话-1")][-2:] == ["第4条消息 message 4", "迁移之后 after"]
@@ -120,6 +123,9 @@ async def test_a_sqlite_store_moved_to_postgres_serves_the_same(server_factory, 
         assert (await memories.get_memory("会话-1")).message_count == 5
         written = await pools.write("团队", "计划", {"step": 3})
         assert (written.entry.version, written.sequence) == (3, before["pool_events"][-1][0] + 1)
+        # A state key deleted before the move goes on from its versions too (no ABA after a move).
+        assert await states.keys(SLOT) == [("value", "agent"), ("list", "memory_messages")]
+        assert await states.put_value(SLOT, "已删", "{}", expected_version=0) == 3
         added = await ltm.record(ALICE, [Msg.create(MsgRole.USER, "Anna moved to Hamburg")])
         assert len(added) == 1
         assert (await ltm.search(ALICE, "Hamburg"))[0].id == added[0].id

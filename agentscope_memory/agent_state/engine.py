@@ -427,7 +427,7 @@ class AgentStateEngine:
         now = time.time()
 
         def delete(tx: Tx) -> int:
-            deleted = tx.state_delete_slot(slot.user_id, slot.session_id)
+            deleted = tx.state_delete_slot(slot.user_id, slot.session_id, now)
             if detach:
                 tx.state_detach_legacy(slot.user_id, slot.session_id, LEGACY_MESSAGES_KEY, now)
             return deleted
@@ -444,7 +444,7 @@ class AgentStateEngine:
         now = time.time()
 
         def delete(tx: Tx) -> int:
-            deleted = tx.state_delete_key(slot.user_id, slot.session_id, kind, key)
+            deleted = tx.state_delete_key(slot.user_id, slot.session_id, kind, key, now)
             if detach:
                 tx.state_detach_legacy(slot.user_id, slot.session_id, key, now)
             return deleted

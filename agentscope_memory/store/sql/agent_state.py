@@ -5,6 +5,12 @@ version, and for a list its length and size; a list's items are rows of `agent_s
 keyed by their index. Writes lock the head row first (`FOR UPDATE` on PostgreSQL; SQLite has one
 writer), so a compare-and-set is atomic across replicas and a write's returned version is its
 own. An append inserts only the new items: O(appended), not O(list).
+
+A deleted value or list leaves a tombstone row holding its last version, and the key created
+again starts after it (the tombstone goes): a key's versions never repeat, so a compare-and-set
+holding the deleted version cannot land on the new value (ABA). Tombstones are not state:
+nothing lists, counts or deletes them. A delete and a create of one key meet at the head row (the
+delete holds its lock until it commits, its tombstone written), so the create sees the tombstone.
 """
 
 from __future__ import annotations
@@ -20,6 +26,10 @@ LIST = "list"
 # A marker row, not state: the slot's list `key` no longer resumes a 1.x memory (it was deleted
 # through the agent-state API). Never listed, counted or deleted with the slot.
 DETACHED = "detached"
+# The tombstone of a deleted value or list: its last version, so the key goes on from it.
+TOMBSTONE = {VALUE: "deleted value", LIST: "deleted list"}
+# Only these rows are state; DETACHED and TOMBSTONE rows are bookkeeping.
+_LIVE = f"kind IN ('{VALUE}', '{LIST}')"
 
 # Items read per statement while filling a page up to its byte budget.
 _READ_CHUNK = 32
@@ -64,29 +74,35 @@ class AgentStateStatements(SqlTxBase):
     ) -> tuple[StateWrite, StateHead | None]:
         """Lock (or create) the head row and check the conditions. Returns the outcome (with the
         new version when ok) and the head as it was before (None when it did not exist)."""
-        for _ in range(2):
-            head = self._lock_head(pk)
-            if head is None:
-                if (expected is not None and expected != 0) or (expected_length not in (None, 0)):
-                    return StateWrite(False, 0, 0), None
-                created = self._one(
-                    "INSERT INTO {agent_states} (tenant, user_id, session_id, kind, key, value,"
-                    " version, length, size, update_time) VALUES (?, ?, ?, ?, ?, NULL, 1, 0, 0, ?)"
-                    " ON CONFLICT (tenant, user_id, session_id, kind, key) DO NOTHING RETURNING version",
-                    (*pk, now),
-                )
-                if created is not None:
-                    return StateWrite(True, 1, 0), None
-                # Another replica created it between our read and insert: read it again, locked.
-                continue
-            if (expected is not None and expected != head.version) or (
-                expected_length is not None and expected_length != head.length
-            ):
-                return StateWrite(False, head.version, head.length), head
-            return StateWrite(True, head.version + 1, head.length), head
         head = self._lock_head(pk)
-        assert head is not None
-        return StateWrite(False, head.version, head.length), head
+        if head is None:
+            if (expected is not None and expected != 0) or (expected_length not in (None, 0)):
+                return StateWrite(False, 0, 0), None
+            # Creates the head, or locks the one another replica created since our read, in one
+            # statement: read-then-insert could lose twice in a row to creates and deletes
+            # racing on PostgreSQL, and answered an unconditional write ABORTED (or INTERNAL).
+            # Version 0 marks our own insert: a committed head is never at 0 (the caller sets
+            # the version before this transaction commits).
+            row = self._one(
+                "INSERT INTO {agent_states} (tenant, user_id, session_id, kind, key, value,"
+                " version, length, size, update_time) VALUES (?, ?, ?, ?, ?, NULL, 0, 0, 0, ?)"
+                " ON CONFLICT (tenant, user_id, session_id, kind, key) DO UPDATE SET"
+                " version = {agent_states}.version RETURNING version, length, size, update_time",
+                (*pk, now),
+            )
+            if int(row[0]) == 0:
+                # A deleted key goes on from its tombstone's version (ABA, see the module doc).
+                tomb = self._one(
+                    "DELETE FROM {agent_states} WHERE " + _PK + " RETURNING version",
+                    (*pk[:3], TOMBSTONE[pk[3]], pk[4]),
+                )
+                return StateWrite(True, (int(tomb[0]) if tomb is not None else 0) + 1, 0), None
+            head = StateHead(int(row[0]), int(row[1]), int(row[2]), float(row[3]))
+        if (expected is not None and expected != head.version) or (
+            expected_length is not None and expected_length != head.length
+        ):
+            return StateWrite(False, head.version, head.length), head
+        return StateWrite(True, head.version + 1, head.length), head
 
     def state_put_value(
         self, user_id: str, session_id: str, key: str, json_text: str, size: int,
@@ -176,21 +192,37 @@ class AgentStateStatements(SqlTxBase):
     def state_slot_exists(self, user_id: str, session_id: str) -> bool:
         row = self._one(
             "SELECT 1 FROM {agent_states} WHERE tenant = ? AND user_id = ? AND session_id = ?"
-            " AND kind <> ? LIMIT 1",
-            (self.tenant, user_id, session_id, DETACHED),
+            f" AND {_LIVE} LIMIT 1",
+            (self.tenant, user_id, session_id),
         )
         return row is not None
 
-    def state_delete_slot(self, user_id: str, session_id: str) -> int:
+    def _bury(self, user_id: str, session_id: str, deleted: list[Any], now: float) -> int:
+        """Tombstones for deleted (kind, key, version) rows; returns how many there were."""
+        if deleted:
+            # Never lowers one: a tombstone only ever follows a head of a higher version.
+            self._many(
+                "INSERT INTO {agent_states} (tenant, user_id, session_id, kind, key, value, version,"
+                " length, size, update_time) VALUES (?, ?, ?, ?, ?, NULL, ?, 0, 0, ?)"
+                " ON CONFLICT (tenant, user_id, session_id, kind, key) DO UPDATE SET"
+                " version = excluded.version, update_time = excluded.update_time"
+                " WHERE {agent_states}.version < excluded.version",
+                [(self.tenant, user_id, session_id, TOMBSTONE[kind], key, int(version), now)
+                 for kind, key, version in deleted],
+            )
+        return len(deleted)
+
+    def state_delete_slot(self, user_id: str, session_id: str, now: float) -> int:
         self._execute(
             "DELETE FROM {agent_state_items} WHERE tenant = ? AND user_id = ? AND session_id = ?",
             (self.tenant, user_id, session_id),
         )
-        cursor = self._execute(
-            "DELETE FROM {agent_states} WHERE tenant = ? AND user_id = ? AND session_id = ? AND kind <> ?",
-            (self.tenant, user_id, session_id, DETACHED),
+        deleted = self._all(
+            "DELETE FROM {agent_states} WHERE tenant = ? AND user_id = ? AND session_id = ?"
+            f" AND {_LIVE} RETURNING kind, key, version",
+            (self.tenant, user_id, session_id),
         )
-        return int(cursor.rowcount)
+        return self._bury(user_id, session_id, deleted, now)
 
     def state_detach_legacy(self, user_id: str, session_id: str, key: str, now: float) -> None:
         """Marks the slot's list `key` as no longer resumed from a 1.x memory."""
@@ -204,17 +236,18 @@ class AgentStateStatements(SqlTxBase):
     def state_legacy_detached(self, user_id: str, session_id: str, key: str) -> bool:
         return self._one("SELECT 1 FROM {agent_states} WHERE " + _PK, (self.tenant, user_id, session_id, DETACHED, key)) is not None
 
-    def state_delete_key(self, user_id: str, session_id: str, kind: str, key: str) -> int:
+    def state_delete_key(self, user_id: str, session_id: str, kind: str, key: str, now: float) -> int:
         if kind == LIST:
             self._execute(
                 "DELETE FROM {agent_state_items} WHERE tenant = ? AND user_id = ? AND session_id = ?"
                 " AND key = ?",
                 (self.tenant, user_id, session_id, key),
             )
-        cursor = self._execute(
-            "DELETE FROM {agent_states} WHERE " + _PK, (self.tenant, user_id, session_id, kind, key)
+        deleted = self._all(
+            "DELETE FROM {agent_states} WHERE " + _PK + " RETURNING kind, key, version",
+            (self.tenant, user_id, session_id, kind, key),
         )
-        return int(cursor.rowcount)
+        return self._bury(user_id, session_id, deleted, now)
 
     def state_keys(
         self, user_id: str, session_id: str, after: tuple[str, str] | None = None, limit: int = 1000
@@ -222,8 +255,8 @@ class AgentStateStatements(SqlTxBase):
         """(kind, key) of what a slot holds, by key then kind (`list` before `value`), after
         `after` = (kind, key)."""
         key = self._order("key")
-        where = "tenant = ? AND user_id = ? AND session_id = ? AND kind <> ?"
-        params = [self.tenant, user_id, session_id, DETACHED]
+        where = f"tenant = ? AND user_id = ? AND session_id = ? AND {_LIVE}"
+        params: list[Any] = [self.tenant, user_id, session_id]
         if after is not None:
             where += f" AND ({key} > ? OR (key = ? AND kind > ?))"
             params += [after[1], after[1], after[0]]
@@ -235,7 +268,7 @@ class AgentStateStatements(SqlTxBase):
 
     def state_session_ids(self, user_id: str, after: str | None, limit: int) -> list[str]:
         session = self._order("session_id")
-        where, params = "tenant = ? AND user_id = ? AND kind <> ?", [self.tenant, user_id, DETACHED]
+        where, params = f"tenant = ? AND user_id = ? AND {_LIVE}", [self.tenant, user_id]
         if after is not None:
             where, params = where + f" AND {session} > ?", params + [after]
         rows = self._all(

@@ -584,7 +584,9 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
      * Stores a value if the stored version is {@code expectedVersion} (0: only if absent; {@link
      * #UNVERSIONED}: unconditionally).
      *
-     * @return the new version, or {@link #UNVERSIONED} when another version is stored
+     * @return the new version, or {@link #UNVERSIONED} when another version is stored. Versions
+     *     only rise: a key deleted and saved again goes on from its deleted version, so an {@code
+     *     expectedVersion} read before a delete never matches the state saved after it
      */
     public long saveIfVersion(String userId, String sessionId, String key, State value, long expectedVersion) {
         Objects.requireNonNull(value, "value");

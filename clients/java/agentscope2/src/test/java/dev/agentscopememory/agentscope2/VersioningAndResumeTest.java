@@ -89,6 +89,38 @@ class VersioningAndResumeTest {
     }
 
     /**
+     * ABA: the server's versions restarted at 1 after a delete, so a replica holding version 1 of a
+     * deleted session saved over a brand-new session another replica had started under the same
+     * ids.
+     */
+    @Test
+    void aStateReadBeforeItsSessionWasDeletedIsNotSavedOverTheNewSession() {
+        String s = session();
+        try (RemoteAgentStateStore stale = store(ConflictPolicy.FAIL);
+                RemoteAgentStateStore other = store(ConflictPolicy.FAIL)) {
+            AgentState old = AgentState.builder().build();
+            old.contextMutable().add(msg("旧会话"));
+            other.save("用户", s, "agent_state", old);
+            VersionedState<AgentState> read = stale.getVersioned("用户", s, "agent_state", AgentState.class);
+            AgentState held = stale.get("用户", s, "agent_state", AgentState.class).orElseThrow();
+            other.delete("用户", s);
+            assertFalse(other.exists("用户", s));
+            assertEquals(0, other.getVersioned("用户", s, "agent_state", AgentState.class).version());
+            AgentState fresh = AgentState.builder().build();
+            fresh.contextMutable().add(msg("新会话"));
+            other.save("用户", s, "agent_state", fresh);
+
+            held.contextMutable().add(msg("过期的一轮"));
+            assertThrows(ConcurrentStateModificationException.class, () -> stale.save("用户", s, "agent_state", held));
+            assertEquals(RemoteAgentStateStore.UNVERSIONED,
+                    stale.saveIfVersion("用户", s, "agent_state", read.value(), read.version()));
+            VersionedState<AgentState> now = other.getVersioned("用户", s, "agent_state", AgentState.class);
+            assertEquals(List.of("新会话"), texts(now.value()));
+            assertTrue(now.version() > read.version(), "versions go on after a delete: " + now.version());
+        }
+    }
+
+    /**
      * A state read with getVersioned and stored with saveIfVersion, then saved again: the save
      * compared against the version read, not the one saveIfVersion wrote, so it conflicted with
      * its own write (FAIL) or merged the saveIfVersion's message in a second time (MERGE_APPENDED).
