@@ -61,6 +61,11 @@ async def test_agentscope1_react_agent_records_and_retrieves_through_remote_long
     # Agent control: the retrieve tool's result reached the model.
     assert "The user likes Longjing tea" in _texts(calls[3])
     assert "Longjing" in result["direct"]
+    # What static control retrieved and put into the conversation is not recorded with it: it
+    # came back inside the next retrieval.
+    for recalled in (result["direct"], result["single"], result["after_load"]):
+        assert "<long_term_memory>" not in recalled
+        assert recalled.count("The user likes Longjing tea") <= 1
     assert "我住在杭州" in result["single"].splitlines()  # record() takes one message too
     # JSONSession saves the scope and loads it into another instance.
     assert result["saved"] == {"long_term_memory": {"agent_name": "Friday", "user_name": "alice", "run_name": None}}

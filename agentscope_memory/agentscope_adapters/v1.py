@@ -55,6 +55,17 @@ def _text(msg: Msg) -> str:
     return text if text is not None else ""
 
 
+# ReActAgent (static control) puts what `retrieve` found into the conversation as this
+# message, and then records the conversation.
+RETRIEVED_NAME, RETRIEVED_TAG = "long_term_memory", "<long_term_memory>"
+
+
+def _retrieved(msg: Msg) -> bool:
+    """Whether `msg` is what long-term memory recalled: stored, it came back inside the next
+    recall, one nested copy more per reply."""
+    return msg.name == RETRIEVED_NAME and _text(msg).startswith(RETRIEVED_TAG)
+
+
 def _query(msg: Msg) -> str | None:
     """What `retrieve` searches for `msg`: its content as JSON, as Mem0LongTermMemory searches
     it (a text in quotes), but of a list of blocks only the text blocks. Mem0LongTermMemory
@@ -117,15 +128,17 @@ class RemoteLongTermMemory(LongTermMemoryBase):
         goes as its own user or assistant message rather than all of them joined as one
         assistant message: the server stores messages verbatim and skips one it holds, so the
         conversation recorded again after every reply adds only its new messages, where one
-        joined text would store the whole conversation again each time. `memory_type` is
-        accepted for Mem0LongTermMemory's signature; the server has no procedural memory."""
+        joined text would store the whole conversation again each time. The message holding
+        what `retrieve` found, which ReActAgent adds to the conversation, is not recorded.
+        `memory_type` is accepted for Mem0LongTermMemory's signature; the server has no
+        procedural memory."""
         if isinstance(msgs, Msg):
             msgs = [msgs]
         given = [m for m in msgs if m]
         if not all(isinstance(m, Msg) for m in given):
             raise TypeError("The input messages must be a list of Msg objects.")
         messages = [{"role": "assistant" if m.role == "assistant" else "user", "content": _text(m)}
-                    for m in given if _text(m)]
+                    for m in given if _text(m) and not _retrieved(m)]
         if not messages:
             return {"results": []}
         return await self._add(messages, infer=infer)
