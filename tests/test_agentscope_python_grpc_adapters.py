@@ -307,7 +307,8 @@ async def test_agentscope1_long_term_memory_sends_and_answers_as_mem0_long_term_
     sent_up, sent_ours = proxy.by_step("upstream"), proxy.by_step("ours")
     assert {key for _, key, _ in proxy.requests if key and "/" not in key} == {f"Token {k}" for k in keys.values()}
 
-    differ = {"retrieve_none", "retrieve_image", "retrieve_image_only", "record", "record_again", "retrieve_after_record"}
+    differ = {"retrieve_none", "retrieve_image", "retrieve_long", "retrieve_image_only", "record", "record_again",
+              "retrieve_after_record"}
     for step in upstream:
         if step not in differ:
             assert _same_shape(ours[step]) == _same_shape(upstream[step]), step
@@ -353,6 +354,11 @@ async def test_agentscope1_long_term_memory_sends_and_answers_as_mem0_long_term_
     assert [b["query"] for _, b in sent_ours["retrieve_image"]] == ['[{"type": "text", "text": "我喜欢什么茶？"}]']
     assert ours["retrieve_image"].split("\n")[:3] == joined.split("\n")
     assert ours["retrieve_image_only"] == "" and sent_ours["retrieve_image_only"] == []
+    # ... a message longer than a query may be is searched by its first 64 Ki characters...
+    assert upstream["retrieve_long"].startswith("raised Mem0ClientError: agentscope-memory answered 400: query: has ")
+    assert [len(b["query"]) for _, b in sent_ours["retrieve_long"]] == [64 * 1024]
+    assert sent_ours["retrieve_long"][0][1]["query"].startswith('"我喜欢什么茶？我喜欢什么茶？')
+    assert ours["retrieve_long"].split("\n")[:3] == joined.split("\n")
     # ... and record() sends each message with text as its own, so recording the conversation
     # again adds only its new message, where Mem0LongTermMemory stores it whole each time.
     assert sent_up["record"] == [("/memories", {"messages": [

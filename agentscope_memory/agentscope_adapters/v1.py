@@ -55,6 +55,10 @@ def _text(msg: Msg) -> str:
     return text if text is not None else ""
 
 
+# The longest query the server searches (its long-term memory's longest text,
+# `long_term/hybrid/records.py` MAX_TEXT_CHARS); a longer one is refused.
+MAX_QUERY_CHARS = 64 * 1024
+
 # ReActAgent (static control) puts what `retrieve` found into the conversation as this
 # message, and then records the conversation.
 RETRIEVED_NAME, RETRIEVED_TAG = "long_term_memory", "<long_term_memory>"
@@ -71,13 +75,15 @@ def _query(msg: Msg) -> str | None:
     it (a text in quotes), but of a list of blocks only the text blocks. Mem0LongTermMemory
     searches the whole list, so an image sent inline (base64) made the query megabytes long:
     refused by the server (a query holds at most 64 Ki characters), and the agent's reply with
-    it. A message with no text block is not searched."""
+    it. A message with no text block is not searched. A longer query than the server takes (a
+    pasted document, say) is searched by its beginning, for the same reason: an embedder
+    reads a query's first few hundred tokens anyway."""
     content = msg.to_dict()["content"]
     if isinstance(content, list):
         content = [block for block in content if isinstance(block, dict) and block.get("type") == "text"]
         if not content:
             return None
-    return json.dumps(content, ensure_ascii=False)
+    return json.dumps(content, ensure_ascii=False)[:MAX_QUERY_CHARS]
 
 
 class RemoteLongTermMemory(LongTermMemoryBase):

@@ -70,6 +70,8 @@ def steps(ltm: Any) -> list[tuple[str, Any]]:
         ("retrieve_from_memory_empty_keyword", lambda: ltm.retrieve_from_memory(["跑步", ""])),
         # Differs on purpose (README): Mem0LongTermMemory searches the picture's base64 too.
         ("retrieve_image", lambda: ltm.retrieve(Msg("user", [{"type": "text", "text": "我喜欢什么茶？"}, IMAGE], "user"))),
+        # Differs on purpose (README): a message longer than a query the server takes.
+        ("retrieve_long", lambda: ltm.retrieve(Msg("user", "我喜欢什么茶？" * 10_000, "user"))),
         ("retrieve_image_only", lambda: ltm.retrieve(Msg("user", [IMAGE], "user"))),
         ("record_str", lambda: ltm.record(["我喜欢龙井茶"])),
         # Differs on purpose (README): Mem0LongTermMemory refuses None, which its signature allows.
