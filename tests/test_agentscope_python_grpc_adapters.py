@@ -7,9 +7,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from agentscope_python import AGENTSCOPE_1, AGENTSCOPE_2, agentscope_python
 from scripted_llm import ScriptedLLM, ScriptedReply
@@ -59,6 +61,11 @@ async def test_agentscope1_react_agent_records_and_retrieves_through_remote_long
     # Agent control: the retrieve tool's result reached the model.
     assert "The user likes Longjing tea" in _texts(calls[3])
     assert "Longjing" in result["direct"]
+    # What static control retrieved and put into the conversation is not recorded with it: it
+    # came back inside the next retrieval.
+    for recalled in (result["direct"], result["single"], result["after_load"]):
+        assert "<long_term_memory>" not in recalled
+        assert recalled.count("The user likes Longjing tea") <= 1
     assert "我住在杭州" in result["single"].splitlines()  # record() takes one message too
     # JSONSession saves the scope and loads it into another instance.
     assert result["saved"] == {"long_term_memory": {"agent_name": "Friday", "user_name": "alice", "run_name": None}}
@@ -254,3 +261,160 @@ async def test_agentscope1_long_term_memory_rides_out_a_server_restart(tmp_path:
                 running.kill()
     assert proc.returncode == 0, err.decode()[-4000:]
     assert json.loads(out.decode().strip().splitlines()[-1]) == {"found": "我喜欢白茶"}
+
+
+class RecordingProxy:
+    """Forwards every request to the server's REST port unchanged and keeps what arrived: the
+    route, the tenant's key and the JSON body. `GET /__step__/<impl>/<name>` is kept and not
+    forwarded: the script's mark of the call that follows."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.requests: list[tuple[str, str, Any]] = []
+        self.url = ""
+
+    async def __aenter__(self) -> RecordingProxy:
+        import uvicorn
+        from conftest import free_port
+        from starlette.applications import Starlette
+        from starlette.requests import Request
+        from starlette.responses import Response
+        from starlette.routing import Route
+
+        self._http = httpx.AsyncClient(base_url=self.target, timeout=60)
+
+        async def forward(request: Request) -> Response:
+            path, body = request.url.path, await request.body()
+            if path.startswith("/__step__/"):
+                self.requests.append(("step", path.removeprefix("/__step__/"), None))
+                return Response("")
+            self.requests.append((path, request.headers.get("authorization", ""), json.loads(body) if body else None))
+            answer = await self._http.request(request.method, path, content=body, headers={
+                k: v for k, v in request.headers.items() if k.lower() in ("authorization", "content-type")})
+            return Response(answer.content, answer.status_code, media_type=answer.headers.get("content-type"))
+
+        port = free_port()
+        app = Starlette(routes=[Route("/{path:path}", forward, methods=["GET", "POST", "PUT", "DELETE"])])
+        self._server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None,
+                                                     lifespan="off"))
+        self._task = asyncio.create_task(self._server.serve())
+        while not self._server.started:
+            await asyncio.sleep(0.02)
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._server.should_exit = True
+        await self._task
+        await self._http.aclose()
+
+    def by_step(self, impl: str) -> dict[str, list[tuple[str, Any]]]:
+        """What reached the server during each of `impl`'s calls: (route, body) in arrival order."""
+        steps: dict[str, list[tuple[str, Any]]] = {}
+        current: list[tuple[str, Any]] | None = None
+        for route, key, body in self.requests:
+            if route == "step":
+                owner, name = key.split("/", 1)
+                current = steps.setdefault(name, []) if owner == impl else None
+            elif current is not None:
+                current.append((route, body))
+        return steps
+
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([+-]\d\d:\d\d|Z)")
+
+
+def _same_shape(text: str) -> str:
+    """A result text without what two stores can never share: memory ids and times."""
+    return _TIME.sub("<time>", _UUID.sub("<id>", text))
+
+
+def _unordered(calls: list[tuple[str, Any]]) -> list[str]:
+    # A call's searches run at once, so they may reach the server in any order.
+    return sorted(json.dumps(c, ensure_ascii=False, sort_keys=True) for c in calls)
+
+
+async def test_agentscope1_long_term_memory_sends_and_answers_as_mem0_long_term_memory(server_factory) -> None:
+    """The same calls on AgentScope 1.0.21's own Mem0LongTermMemory (its mem0 client speaking
+    to the server's REST facade) and on RemoteLongTermMemory: the server receives the same
+    requests and both return the same texts, English and Chinese, failures included; except
+    `record` and `retrieve(None)`, which differ on purpose (README)."""
+    keys = {"upstream": "agentscope-python-key-upstream", "ours": "agentscope-python-key-ours-0"}
+    server = await server_factory(mem0_rest_port=0, api_keys={keys["upstream"]: "upstream", keys["ours"]: "ours"})
+    python = await asyncio.to_thread(agentscope_python, AGENTSCOPE_1)
+    async with RecordingProxy(f"http://127.0.0.1:{server.mem0_rest_port}") as proxy:
+        env = {**os.environ, "MEM0_REST_URL": proxy.url, "KEY_UPSTREAM": keys["upstream"], "KEY_OURS": keys["ours"]}
+        proc = await asyncio.create_subprocess_exec(str(python), str(SCRIPTS / "agentscope1_long_term_parity.py"),
+                                                    env=env, stdout=asyncio.subprocess.PIPE,
+                                                    stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), 600)
+    assert proc.returncode == 0, err.decode()[-4000:]
+    result = json.loads(out.decode().strip().splitlines()[-1])
+    upstream, ours = result["upstream"], result["ours"]
+    sent_up, sent_ours = proxy.by_step("upstream"), proxy.by_step("ours")
+    assert {key for _, key, _ in proxy.requests if key and "/" not in key} == {f"Token {k}" for k in keys.values()}
+
+    differ = {"retrieve_none", "retrieve_image", "retrieve_long", "retrieve_image_only", "record", "record_again",
+              "retrieve_after_record"}
+    for step in upstream:
+        if step not in differ:
+            assert _same_shape(ours[step]) == _same_shape(upstream[step]), step
+            assert _unordered(sent_ours.get(step, [])) == _unordered(sent_up.get(step, [])), step
+
+    # What that is: the thinking and the contents as one user message...
+    ids = {"agent_id": "Friday", "user_id": "小明"}
+    joined = "用户的饮料偏好\nThe user likes Longjing tea\n用户住在杭州"
+    assert sent_ours["record_to_memory"] == [("/memories", {
+        "messages": [{"role": "user", "content": joined, "name": "user"}], "infer": True, **ids})]
+    assert ours["record_to_memory"].startswith("Successfully recorded content to memory {'results': [{'id': ")
+    assert f"'memory': '{joined}'" in ours["record_to_memory"].replace("\\n", "\n")
+    # ... and, when the server stored nothing of it (it holds it already), again as an
+    # assistant message, then without inference.
+    assert [(b["messages"][0]["role"], b["infer"]) for _, b in sent_ours["record_to_memory_again"]] == [
+        ("user", True), ("assistant", True), ("assistant", False)]
+    assert ours["record_to_memory_again"].startswith("Successfully recorded content to memory {'results': [], ")
+    assert [b["messages"][0]["content"] for _, b in sent_ours["record_to_memory_no_thinking"]] == ["我每天早上六点跑步"]
+    assert ours["record_to_memory_nul"].startswith("Error recording memory: agentscope-memory answered 400: ")
+    # Searches: each message's content as JSON, each keyword as is, one after the other with no
+    # deduplication.
+    assert [b["query"] for _, b in sent_ours["retrieve"]] == ['"龙井茶"']
+    assert sent_ours["retrieve"][0][1]["filters"] == ids and sent_ours["retrieve"][0][1]["top_k"] == 5
+    assert ours["retrieve"].split("\n")[:3] == joined.split("\n")
+    assert sorted(b["query"] for _, b in sent_ours["retrieve_list"]) == ['"Longjing tea"', '"杭州"']
+    assert ours["retrieve_list"] == f"{joined}\n{joined}"
+    assert [b["query"] for _, b in sent_ours["retrieve_blocks"]] == ['[{"type": "text", "text": "跑步"}]']
+    assert "我每天早上六点跑步" in ours["retrieve_blocks"].split("\n")
+    assert ours["retrieve_empty_list"] == "" and sent_ours["retrieve_empty_list"] == []
+    assert sorted(b["query"] for _, b in sent_ours["retrieve_from_memory"]) == ["Longjing tea", "龙井"]
+    assert ours["retrieve_from_memory"].split("\n").count(joined.split("\n")[0]) == 2
+    assert ours["retrieve_from_memory_empty_keyword"].startswith("Error retrieving memory: ")
+    for step in ("retrieve_str", "retrieve_list_with_none"):
+        assert ours[step] == "raised TypeError: The input message must be a Msg or a list of Msg objects."
+    assert ours["record_str"] == "raised TypeError: The input messages must be a list of Msg objects."
+
+    # The differences: retrieve(None) finds nothing where Mem0LongTermMemory raises...
+    assert upstream["retrieve_none"].startswith("raised TypeError") and ours["retrieve_none"] == ""
+    # ... a message's blocks are searched for their text alone, where Mem0LongTermMemory's
+    # query holds the inline picture, too long for the server (and for an embedding model), so
+    # the agent's reply would fail with it...
+    assert upstream["retrieve_image"].startswith("raised Mem0ClientError: agentscope-memory answered 400: query: has ")
+    assert [b["query"] for _, b in sent_ours["retrieve_image"]] == ['[{"type": "text", "text": "我喜欢什么茶？"}]']
+    assert ours["retrieve_image"].split("\n")[:3] == joined.split("\n")
+    assert ours["retrieve_image_only"] == "" and sent_ours["retrieve_image_only"] == []
+    # ... a message longer than a query may be is searched by its first 64 Ki characters...
+    assert upstream["retrieve_long"].startswith("raised Mem0ClientError: agentscope-memory answered 400: query: has ")
+    assert [len(b["query"]) for _, b in sent_ours["retrieve_long"]] == [64 * 1024]
+    assert sent_ours["retrieve_long"][0][1]["query"].startswith('"我喜欢什么茶？我喜欢什么茶？')
+    assert ours["retrieve_long"].split("\n")[:3] == joined.split("\n")
+    # ... and record() sends each message with text as its own, so recording the conversation
+    # again adds only its new message, where Mem0LongTermMemory stores it whole each time.
+    assert sent_up["record"] == [("/memories", {"messages": [
+        {"role": "assistant", "content": "我喜欢喝白茶\n好的，记住了", "name": "assistant"}], "infer": True, **ids})]
+    assert sent_ours["record"] == [("/memories", {"messages": [
+        {"role": "user", "content": "我喜欢喝白茶"}, {"role": "assistant", "content": "好的，记住了"}], "infer": True, **ids})]
+    assert ours["record"].startswith("{'results': [{'id': ") and ours["record"].count("'event': 'ADD'") == 2
+    assert ours["record_again"].count("'event': 'ADD'") == 1 and "I also like oolong" in ours["record_again"]
+    assert upstream["record_again"].count("'event': 'ADD'") == 1
+    assert ours["retrieve_after_record"].count("我喜欢喝白茶") == 1
+    assert upstream["retrieve_after_record"].count("我喜欢喝白茶") == 2
