@@ -115,6 +115,20 @@ async def test_whitespace_only_messages_are_not_recorded(engine) -> None:
     assert text == "I like tea"
 
 
+async def test_what_static_control_recalled_is_not_recorded_again(engine) -> None:
+    # AgentScope's static control adds what it recalled to the conversation and records the
+    # whole conversation after the reply: stored verbatim, every recall became a new memory
+    # wrapping the last ones, and came back in the next recall.
+    scope = Scope(user_id="u-recall")
+    java = ("Below is content retrieved from the long-term memory associated with the current user, Please extract"
+            " useful information from it in the context of the current conversation.\n<long_term_memory>\n我喜欢喝茶"
+            "\n</long_term_memory>")
+    python = "<long_term_memory>The content below are retrieved from long-term memory, which maybe useful:\n我喜欢喝茶</long_term_memory>"
+    items = await engine.record("t", scope, [user("我喜欢喝茶"), user(java), user(python), user("明天去杭州")])
+    assert [i.text for i in items] == ["我喜欢喝茶", "明天去杭州"]
+    assert sorted(i.text for i in await engine.list("t", scope)) == sorted(["我喜欢喝茶", "明天去杭州"])
+
+
 async def test_scores_carry_every_component_and_rankings_differ(engine) -> None:
     scope = Scope(user_id="u")
     await engine.record("t", scope, [user("My sister Anna lives in Berlin"), user("I play chess on Sundays"),

@@ -13,6 +13,11 @@ from agentscope_memory.long_term.engine import Scope
 from agentscope_memory.message import Msg, MsgRole
 
 COMPRESSED_TAG = "<compressed_history>"
+# What AgentScope's static control puts in the conversation with what it recalled (Java's
+# StaticLongTermMemoryHook, Python's ReActAgent): recorded again after the reply, as upstream
+# does, each recall would be stored anew, wrapped once more, and come back in the next recall
+# (a verbatim store has no extraction to collapse it). A deliberate difference from upstream.
+RECALLED_TAG = "<long_term_memory>"
 MAX_TEXT_CHARS = 64 * 1024
 # AgentScope-Java's Mem0LongTermMemory sends USER and SYSTEM as "user", the rest as "assistant".
 ROLES = {MsgRole.USER: "user", MsgRole.SYSTEM: "user", MsgRole.ASSISTANT: "assistant", MsgRole.TOOL: "assistant"}
@@ -36,7 +41,8 @@ def content_hash(text: str) -> str:
 
 
 def recordable(msgs: Sequence[Msg | None]) -> list[Recorded]:
-    """What AgentScope-Java records of `msgs`: messages with text, not compressed summaries.
+    """What AgentScope-Java records of `msgs`: messages with text, not compressed summaries, and
+    not the messages that carry what long-term memory recalled (`RECALLED_TAG`).
     Text that is only whitespace counts as none: mem0 extracts nothing from it, and stored
     verbatim it would come back as a blank line of every `retrieve` (an update to such a text
     is refused for the same reason)."""
@@ -45,7 +51,7 @@ def recordable(msgs: Sequence[Msg | None]) -> list[Recorded]:
         if msg is None:
             continue
         text = msg.text_content
-        if not text or not text.strip() or COMPRESSED_TAG in text:
+        if not text or not text.strip() or COMPRESSED_TAG in text or RECALLED_TAG in text:
             continue
         if msg.role is None:
             raise InvalidArgumentError(f"messages[{i}].role", "is required to record a message")
