@@ -181,6 +181,14 @@ def test_the_local_mode_has_every_method_and_parameter_of_the_remote_client(remo
     assert _methods(local) == _methods(remote)
 
 
+@pytest.mark.parametrize(("aio", "blocking"), list(zip(ASYNC_CLIENTS, BLOCKING_CLIENTS, strict=True)))
+def test_the_blocking_client_has_every_method_and_parameter_of_the_asyncio_one(aio: type, blocking: type) -> None:
+    """The blocking clients promise the asyncio clients' methods (their local mode wraps the
+    asyncio local client, so it has them): `MemoryClient` lacked `read_messages` and
+    `add_messages_with_etags`."""
+    assert _methods(blocking) == _methods(aio)
+
+
 async def test_scope_clients_never_repeat_a_record() -> None:
     """Record has no request id: repeated after a lost reply it stores the memories twice, so
     the scope clients send it once, as `LongTermClient.record` does (they used to retry it)."""

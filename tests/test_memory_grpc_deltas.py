@@ -9,7 +9,7 @@ import pytest
 
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
-from agentscope_memory.client import AsyncMemoryClient
+from agentscope_memory.client import AsyncMemoryClient, MemoryClient
 from agentscope_memory.message import Msg, MsgRole
 from agentscope_memory.service import ServiceSettings
 
@@ -112,3 +112,32 @@ async def test_the_python_clients_keep_a_copy_current_with_etags(server_factory,
         assert mine.previous_etag != after_delete.etag and mine.message_count == 1203
     if mode == "remote":
         await other.close()
+
+
+@pytest.mark.parametrize("mode", ["remote", "local"])
+def test_the_blocking_clients_keep_a_copy_current_with_etags(threaded_server, tmp_path, mode) -> None:
+    """The blocking `MemoryClient` (remote and local) answers etags as the asyncio one: it had
+    no `read_messages` nor `add_messages_with_etags`, so a blocking caller kept no copy."""
+    if mode == "remote":
+        client, other = MemoryClient(threaded_server.address), MemoryClient(threaded_server.address)
+    else:
+        client = other = MemoryClient.local(ServiceSettings(data_dir=tmp_path / "local"))
+    with client:
+        client.create_memory("会话")
+        empty = client.read_messages("会话")
+        half = client.add_messages_with_etags("会话", [user(f"旧 {i}") for i in range(600)])
+        assert half.message_count == 600 and half.previous_etag == empty.etag and not half.replayed
+        added = client.add_messages_with_etags("会话", [user(f"旧 {i}") for i in range(600, 1200)])
+        whole = client.read_messages("会话")  # two pages, one state
+        assert whole.etag == added.etag and [m.text_content for m in whole.messages] == [f"旧 {i}" for i in range(1200)]
+        same = client.read_messages("会话", if_none_match=whole.etag, accept_delta=True)
+        assert same.not_modified and same.messages == []
+        other.add_messages("会话", [user("新 1")])
+        delta = client.read_messages("会话", if_none_match=whole.etag, accept_delta=True)
+        assert delta.delta and [m.text_content for m in delta.messages] == ["新 1"]
+        other.delete_message("会话", 0)
+        after_delete = client.read_messages("会话", if_none_match=delta.etag, accept_delta=True)
+        assert not after_delete.delta and len(after_delete.messages) == 1200
+        assert client.get_messages("会话") == after_delete.messages
+    if mode == "remote":
+        other.close()

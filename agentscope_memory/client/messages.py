@@ -74,3 +74,21 @@ async def read_consistently(fetch: Callable[[str, bool], Awaitable[Page]]) -> Me
             if attempt == CONSISTENT_READ_ATTEMPTS:
                 raise
     raise AssertionError("unreachable")
+
+
+def read_consistently_blocking(fetch: Callable[[str, bool], Page]) -> MessagesRead:
+    """`read_consistently` for a blocking `fetch`."""
+    for attempt in range(1, CONSISTENT_READ_ATTEMPTS + 1):
+        try:
+            page = fetch("", True)
+            if page.not_modified or page.delta:
+                return MessagesRead(page.messages, page.etag, page.not_modified, page.delta)
+            messages, etag = list(page.messages), page.etag
+            while page.next_page_token:
+                page = fetch(page.next_page_token, False)
+                messages.extend(page.messages)
+            return MessagesRead(messages, etag)
+        except AbortedError:
+            if attempt == CONSISTENT_READ_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")

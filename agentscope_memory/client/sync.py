@@ -11,11 +11,10 @@ from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as 
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
 from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2 as state_pb
 from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2_grpc as state_grpc
-from agentscope_memory import errors
 from agentscope_memory.client import _requests
 from agentscope_memory.client._base import BlockingGrpcClient
 from agentscope_memory.client._common import new_request_id
-from agentscope_memory.client.messages import CONSISTENT_READ_ATTEMPTS
+from agentscope_memory.client.messages import MessagesAdded, MessagesRead, Page, read_consistently_blocking
 from agentscope_memory.convert.from_proto import memory_from_proto
 from agentscope_memory.message import Msg
 from agentscope_memory.short_term.pending_tools import interrupted_results
@@ -68,8 +67,16 @@ class MemoryClient(BlockingGrpcClient):
         self._call(self._stub.DeleteMemory, pb.DeleteMemoryRequest(memory_id=memory_id), retry=False)
 
     def add_messages(self, memory_id: str, msgs: Sequence[Msg], *, request_id: str | None = None) -> int:
+        return self.add_messages_with_etags(memory_id, msgs, request_id=request_id).message_count
+
+    def add_messages_with_etags(
+        self, memory_id: str, msgs: Sequence[Msg], *, request_id: str | None = None
+    ) -> MessagesAdded:
+        """As `AsyncMemoryClient.add_messages_with_etags`: the count and the etags just before
+        and after the add."""
         request = _requests.add(memory_id, msgs, request_id or new_request_id())
-        return self._call(self._stub.AddMessages, request).message_count
+        response = self._call(self._stub.AddMessages, request)
+        return MessagesAdded(response.message_count, response.etag, response.previous_etag, response.replayed)
 
     def add_message(self, memory_id: str, msg: Msg) -> int:
         return self.add_messages(memory_id, [msg])
@@ -86,16 +93,22 @@ class MemoryClient(BlockingGrpcClient):
         """As `AsyncMemoryClient.get_messages`: one state of the memory, read again from the
         start when the server aborts a read because the memory changed between pages; all
         within the client's `timeout`."""
+        return self.read_messages(memory_id).messages
+
+    def read_messages(self, memory_id: str, *, if_none_match: str = "", accept_delta: bool = False) -> MessagesRead:
+        """As `AsyncMemoryClient.read_messages`: the messages with the etag naming the state
+        read; `not_modified` or only the added messages (`delta`) for a caller's copy."""
         deadline = time.monotonic() + self.timeout
-        for attempt in range(1, CONSISTENT_READ_ATTEMPTS + 1):
-            try:
-                pages = list(self._pages(memory_id, deadline=deadline))
-            except errors.AbortedError:
-                if attempt == CONSISTENT_READ_ATTEMPTS:
-                    raise
-                continue
-            return [msg for response in pages for msg in _requests.page_messages(response)]
-        raise AssertionError("unreachable")
+
+        def fetch(token: str, first: bool) -> Page:
+            request = pb.GetMessagesRequest(memory_id=memory_id, page_token=token)
+            if first:
+                request.if_none_match, request.accept_delta = if_none_match, accept_delta
+            response = self._call(self._stub.GetMessages, request, deadline=deadline)
+            return Page(_requests.page_messages(response), response.etag, response.next_page_token,
+                        response.not_modified, response.delta)
+
+        return read_consistently_blocking(fetch)
 
     def close_pending_tool_calls(self, memory_id: str, agent_name: str) -> list[Msg]:
         """Answer the tool calls the conversation was left with (a crash during a tool call)
