@@ -93,7 +93,8 @@ def test_a_given_channel_stays_open_an_own_one_is_closed(monkeypatch: pytest.Mon
 
     monkeypatch.setattr(_base, "blocking_channel", open_channel)
     with BlockingGrpcClient("memory.example:443", root_certificates=b"ca") as client:
-        assert client._channel is own
+        assert opened == []  # opened on the first call
+        assert client._channel.get() is own and client._channel.get() is own
     assert opened == [("memory.example:443", b"ca")] and own.closed == 1
 
 
@@ -107,8 +108,8 @@ async def test_an_async_client_closes_only_its_own_channel(monkeypatch: pytest.M
     given, own = AsyncFakeChannel(), AsyncFakeChannel()
     await AsyncGrpcClient(channel=given).close()  # type: ignore[arg-type]
     monkeypatch.setattr(_base, "async_channel", lambda target, root_certificates: own)
-    async with AsyncGrpcClient("memory.example:443"):
-        pass
+    async with AsyncGrpcClient("memory.example:443") as client:
+        assert client._channel.get() is own
     assert given.closed == 0 and own.closed == 1
 
 

@@ -5,11 +5,16 @@ rule (`_retry`) and `_call`, which checks a request's ids, sends it and raises t
 errors. Paged listings are followed by `_paged`.
 
 A client subclasses `AsyncGrpcClient` or `BlockingGrpcClient` and builds its stubs in
-`_bind(channel)`, so every client takes the same constructor parameters.
+`_bind(channel)`, so every client takes the same constructor parameters. The stubs are bound to a
+`ClientChannel`, which finds the real channel at each call: an asyncio client's own channel is
+opened in the event loop of its first call (a grpc.aio channel belongs to one loop, and
+applications build their agents, so their clients, before `asyncio.run`), and a closed client
+refuses every call with `FailedPreconditionError` (`CLOSED`), whatever its channel.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Protocol, Self, TypeVar
 
@@ -24,8 +29,93 @@ from agentscope_memory.client._common import (
 )
 from agentscope_memory.client._retry import RetryPolicy, call_async, call_blocking
 from agentscope_memory.client._validate import check_request
+from agentscope_memory.errors import FailedPreconditionError
 
 T = TypeVar("T")
+
+# What every call on a closed client raises (`FailedPreconditionError`), in every mode.
+CLOSED = "the client is closed: make a new one"
+
+
+def closed_error() -> FailedPreconditionError:
+    return FailedPreconditionError(CLOSED)
+
+
+class _Method:
+    """One method of a stub: bound, at each call, to the client's channel of that moment."""
+
+    def __init__(self, channel: ClientChannel, kind: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self._channel, self._kind, self._args, self._kwargs = channel, kind, args, kwargs
+        self._bound: tuple[Any, Any] | None = None  # (real channel, its multicallable)
+
+    def _target(self) -> Any:
+        real = self._channel.get()
+        if self._bound is None or self._bound[0] is not real:
+            self._bound = (real, getattr(real, self._kind)(*self._args, **self._kwargs))
+        return self._bound[1]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._target()(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:  # with_call, future, ... of the real multicallable
+        return getattr(self._target(), name)
+
+
+class ClientChannel:
+    """What a client's stubs are bound to (a stub takes any object with the four multicallable
+    makers): the caller's channel, or the client's own, opened by `open_channel` on first use.
+    With `per_loop` (asyncio) the own channel is opened in the running loop; a call from another
+    loop while that one is alive is refused (the channel cannot work there), and once that loop
+    is closed (a later `asyncio.run`) a new channel is opened in the new loop: the old one
+    cannot be closed from another loop and is dropped."""
+
+    def __init__(self, given: Any | None, open_channel: Callable[[], Any], per_loop: bool) -> None:
+        self._given, self._open, self._per_loop = given, open_channel, per_loop
+        self._real: Any | None = given
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.closed = False
+
+    @property
+    def owned(self) -> bool:
+        return self._given is None
+
+    def get(self) -> Any:
+        """The real channel for a call now."""
+        if self.closed:
+            raise closed_error()
+        if not self.owned or not self._per_loop:
+            if self._real is None:
+                self._real = self._open()
+            return self._real
+        loop = asyncio.get_running_loop()
+        if self._real is not None and self._loop is not loop:
+            assert self._loop is not None
+            if not self._loop.is_closed():
+                raise FailedPreconditionError(
+                    "the client was first used in another event loop, which is still open: its channel works only "
+                    "there; make one client per event loop")
+            self._real = None
+        if self._real is None:
+            self._real, self._loop = self._open(), loop
+        return self._real
+
+    def take(self) -> Any | None:
+        """Mark the channel closed; the client's own real channel, if opened, for it to close."""
+        self.closed = True
+        real, self._real = (self._real, None) if self.owned else (None, self._real)
+        return real
+
+    def unary_unary(self, *args: Any, **kwargs: Any) -> _Method:
+        return _Method(self, "unary_unary", args, kwargs)
+
+    def unary_stream(self, *args: Any, **kwargs: Any) -> _Method:
+        return _Method(self, "unary_stream", args, kwargs)
+
+    def stream_unary(self, *args: Any, **kwargs: Any) -> _Method:
+        return _Method(self, "stream_unary", args, kwargs)
+
+    def stream_stream(self, *args: Any, **kwargs: Any) -> _Method:
+        return _Method(self, "stream_stream", args, kwargs)
 
 
 class _Page(Protocol):
@@ -52,11 +142,11 @@ def _left(timeout: float, deadline: float | None) -> float:
 class AsyncGrpcClient:
     """An asyncio gRPC client: its channel, API key, deadline and retries (see the module)."""
 
-    def __init__(self, target: str = DEFAULT_TARGET, *, channel: grpc.aio.Channel | None = None,
+    def __init__(self, target: str = DEFAULT_TARGET, *, channel: grpc.aio.Channel | ClientChannel | None = None,
                  api_key: str | None = None, root_certificates: bytes | None = None,
                  timeout: float = DEFAULT_TIMEOUT_S, retries: int | None = None) -> None:
-        self._own_channel = channel is None
-        self._channel = channel if channel is not None else async_channel(target, root_certificates)
+        # Nothing is dialled here: the own channel opens in the loop of the first call.
+        self._channel = ClientChannel(channel, lambda: async_channel(target, root_certificates), per_loop=True)
         self._metadata = metadata(api_key)
         self.timeout = timeout
         self.retry_policy = RetryPolicy(retries)
@@ -66,8 +156,11 @@ class AsyncGrpcClient:
         """Build the client's stubs on `channel`."""
 
     async def close(self) -> None:
-        if self._own_channel:
-            await self._channel.close()
+        """Close the client's own channel (a given one stays open); every later call raises
+        `FailedPreconditionError`. Closing again does nothing."""
+        real = self._channel.take()
+        if real is not None:
+            await real.close()
 
     async def __aenter__(self) -> Self:
         return self
@@ -78,6 +171,8 @@ class AsyncGrpcClient:
     async def _call(self, method: Callable[..., Awaitable[T]], request: Any, retry: bool = True,
                      deadline: float | None = None) -> T:
         """`deadline` (time.monotonic()): the end of a call made of several, instead of `timeout`."""
+        if self._channel.closed:
+            raise closed_error()
         check_request(request)
         return await call_async(self.retry_policy, method, request, retry=retry, timeout=_left(self.timeout, deadline),
                                 metadata=self._metadata)
@@ -98,11 +193,10 @@ class AsyncGrpcClient:
 class BlockingGrpcClient:
     """A blocking gRPC client: `AsyncGrpcClient`'s plumbing on a blocking channel."""
 
-    def __init__(self, target: str = DEFAULT_TARGET, *, channel: grpc.Channel | None = None,
+    def __init__(self, target: str = DEFAULT_TARGET, *, channel: grpc.Channel | ClientChannel | None = None,
                  api_key: str | None = None, root_certificates: bytes | None = None,
                  timeout: float = DEFAULT_TIMEOUT_S, retries: int | None = None) -> None:
-        self._own_channel = channel is None
-        self._channel = channel if channel is not None else blocking_channel(target, root_certificates)
+        self._channel = ClientChannel(channel, lambda: blocking_channel(target, root_certificates), per_loop=False)
         self._metadata = metadata(api_key)
         self.timeout = timeout
         self.retry_policy = RetryPolicy(retries)
@@ -112,8 +206,11 @@ class BlockingGrpcClient:
         """Build the client's stubs on `channel`."""
 
     def close(self) -> None:
-        if self._own_channel:
-            self._channel.close()
+        """Close the client's own channel (a given one stays open); every later call raises
+        `FailedPreconditionError`. Closing again does nothing."""
+        real = self._channel.take()
+        if real is not None:
+            real.close()
 
     def __enter__(self) -> Self:
         return self
@@ -124,6 +221,8 @@ class BlockingGrpcClient:
     def _call(self, method: Callable[..., T], request: Any, retry: bool = True,
                      deadline: float | None = None) -> T:
         """`deadline` (time.monotonic()): the end of a call made of several, instead of `timeout`."""
+        if self._channel.closed:
+            raise closed_error()
         check_request(request)
         return call_blocking(self.retry_policy, method, request, retry=retry, timeout=_left(self.timeout, deadline),
                              metadata=self._metadata)

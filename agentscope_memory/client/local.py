@@ -18,6 +18,7 @@ import inspect
 import threading
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Self, Sequence, TypeVar
 
+from agentscope_memory.client._base import closed_error
 from agentscope_memory.client._common import LOCAL_TENANT
 from agentscope_memory.client._validate import check_request
 from agentscope_memory.client.messages import MessagesAdded, MessagesRead, Page, read_consistently
@@ -42,18 +43,26 @@ T = TypeVar("T")
 
 
 class _ServiceHandle:
-    """A service the client may own: started on first use, closed with the client if owned."""
+    """A service the client may own: started on first use, closed with the client if owned.
+    Once the client is closed every use raises the remote clients' `FailedPreconditionError`,
+    also when the service is the caller's and still runs."""
 
     def __init__(self, target: Service | ServiceSettings | None) -> None:
         self._owned = not isinstance(target, Service)
         self._service = target if isinstance(target, Service) else build_service(target)
+        self._closed = False
 
     async def get(self) -> Service:
+        if self._closed:
+            raise closed_error()
         if self._owned:
             await self._service.start()  # idempotent: only the first call starts it
         return self._service
 
     async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         if self._owned:
             await self._service.close()
 
@@ -298,6 +307,10 @@ class Blocking:
         return make()  # on the loop, so the service's asyncio objects belong to it
 
     def _run(self, coro: Awaitable[T]) -> T:
+        if self._loop.is_closed():  # the client was closed: its loop with it
+            if inspect.iscoroutine(coro):
+                coro.close()  # never awaited, on purpose
+            raise closed_error()
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()  # type: ignore[arg-type]
 
     def _iterate(self, agen: AsyncIterator[T]) -> Iterator[T]:
