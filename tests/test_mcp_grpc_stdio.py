@@ -74,6 +74,12 @@ async def test_target_forwards_to_the_server_as_the_keys_tenant(server_factory) 
         second = data(await s.call_tool("get_long_term_memory_history", {
             "memory_id": memory_id, "page_size": 1, "page_token": first["next_page_token"]}))
         assert second["history"] == history["history"][1:2]
+        # `pinned` goes through --target both ways (Record and UpdateLongTermMemory).
+        pinned = data(await s.call_tool("add_long_term_memory", {"texts": ["Bob 对海鲜过敏"], "user_id": "bob",
+                                                                 "pinned": True}))["stored"][0]
+        assert pinned["pinned"] is True
+        assert data(await s.call_tool("update_long_term_memory", {"memory_id": pinned["id"], "pinned": False}))[
+            "memory"]["pinned"] is False
     # Tenant A's gRPC clients see what the MCP session wrote; tenant B's do not.
     async with AsyncMemoryClient(server.address, api_key=KEY_A) as a, AsyncMemoryClient(server.address, api_key=KEY_B) as b:
         assert [m.text_content for m in await a.get_messages("chat-9")] == ["记住我的生日", "好的"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from mcp_helpers import data, error_text, http_session
 
+from agentscope_memory.client import AsyncLongTermClient
+
 
 async def test_tools_listed_with_schemas_a_model_can_fill(server_factory) -> None:
     server = await server_factory(mcp_port=0)
@@ -22,7 +24,10 @@ async def test_tools_listed_with_schemas_a_model_can_fill(server_factory) -> Non
                 assert prop.get("description"), (tool.name, name)
         add = tools["add_long_term_memory"].inputSchema
         assert add["required"] == ["texts"]
-        assert set(add["properties"]) == {"texts", "user_id", "agent_name", "run_name", "metadata", "importance"}
+        assert set(add["properties"]) == {"texts", "user_id", "agent_name", "run_name", "metadata", "importance",
+                                          "pinned"}
+        assert add["properties"]["pinned"]["type"] == "boolean"
+        assert tools["update_long_term_memory"].inputSchema["properties"]["pinned"]["type"] == "boolean"
         assert add["properties"]["importance"]["maximum"] == 1
         search = tools["search_long_term_memory"].inputSchema
         assert search["properties"]["top_k"]["maximum"] == 50 and search["required"] == ["query"]
@@ -109,6 +114,37 @@ async def test_the_importance_a_model_gives_is_the_one_ranking_uses(server_facto
         assert updated["memory"]["importance"] == 0.2
         got = data(await s.call_tool("get_long_term_memory", {"memory_id": peanut}))
         assert got["memory"]["importance"] == 0.2
+
+
+async def test_a_model_pins_and_unpins_memories(server_factory) -> None:
+    """The add and update tools take `pinned` and every memory's JSON shows it: a model could not
+    pin what a user asks it to always remember, nor see which memories are pinned."""
+    server = await server_factory(mcp_port=0)
+    async with http_session(f"http://127.0.0.1:{server.mcp_port}/mcp") as s:
+        added = data(await s.call_tool("add_long_term_memory", {
+            "texts": ["用户对青霉素过敏"], "user_id": "alice", "pinned": True, "importance": 1}))
+        allergy = added["stored"][0]
+        assert allergy["pinned"] is True and allergy["importance"] == 1
+        plain = data(await s.call_tool("add_long_term_memory", {"texts": ["Alice likes jazz"], "user_id": "alice"}))
+        assert plain["stored"][0]["pinned"] is False
+        async with AsyncLongTermClient(server.address) as grpc_client:  # what gRPC readers see
+            assert (await grpc_client.get(allergy["id"])).pinned is True
+            listed = data(await s.call_tool("list_long_term_memories", {"user_id": "alice"}))
+            assert {m["text"]: m["pinned"] for m in listed["memories"]} == {"用户对青霉素过敏": True, "Alice likes jazz": False}
+            # `pinned` alone is a change: no text, metadata or importance needed.
+            unpinned = data(await s.call_tool("update_long_term_memory", {"memory_id": allergy["id"], "pinned": False}))
+            assert unpinned["memory"]["pinned"] is False and unpinned["memory"]["text"] == "用户对青霉素过敏"
+            assert (await grpc_client.get(allergy["id"])).pinned is False
+            # Updating the text leaves the pin as it is.
+            data(await s.call_tool("update_long_term_memory", {"memory_id": plain["stored"][0]["id"], "pinned": True}))
+            kept = data(await s.call_tool("update_long_term_memory", {
+                "memory_id": plain["stored"][0]["id"], "text": "Alice 喜欢爵士乐"}))
+            assert kept["memory"]["pinned"] is True
+            assert (await grpc_client.get(plain["stored"][0]["id"])).pinned is True
+        for tool, args in (("add_long_term_memory", {"texts": ["x"], "user_id": "alice", "pinned": "yes"}),
+                           ("update_long_term_memory", {"memory_id": allergy["id"], "pinned": 1})):
+            result = await s.call_tool(tool, args)
+            assert result.isError and "pinned" in error_text(result)
 
 
 async def test_working_memory_append_and_read_pages_newest_last(server_factory) -> None:

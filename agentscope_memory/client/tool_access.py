@@ -39,8 +39,9 @@ class RemoteAccess:
         await self.memories.close()
         await self.long_term.close()
 
-    async def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any]) -> list[LongTermItem]:
-        return await self.long_term.record(scope, msgs, metadata or None)
+    async def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any],
+                     pinned: bool = False) -> list[LongTermItem]:
+        return await self.long_term.record(scope, msgs, metadata or None, pinned=pinned)
 
     async def search(self, scope: Scope, query: str, limit: int, filters: dict[str, Any]) -> list[LongTermItem]:
         # The ranked search an in-process server runs for the tool (`ServiceAccess.search`): the
@@ -56,8 +57,8 @@ class RemoteAccess:
         return await self.long_term.get(memory_id)
 
     async def update(self, memory_id: str, text: str | None, metadata: dict[str, Any] | None,
-                     importance: float | None = None) -> LongTermItem:
-        return await self.long_term.update(memory_id, text, importance=importance, metadata=metadata)
+                     importance: float | None = None, pinned: bool | None = None) -> LongTermItem:
+        return await self.long_term.update(memory_id, text, importance=importance, metadata=metadata, pinned=pinned)
 
     async def delete(self, memory_id: str) -> None:
         await self.long_term.delete(memory_id)

@@ -60,7 +60,10 @@ class WorkingMemoriesPage:
 class MemoryAccess(Protocol):
     """The service as one tenant sees it."""
 
-    async def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any]) -> list[LongTermItem]: ...
+    async def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any],
+                     pinned: bool = False) -> list[LongTermItem]:
+        """Store the messages' facts; `pinned` pins them (never forgotten, no time decay)."""
+        ...
     async def search(self, scope: Scope, query: str, limit: int, filters: dict[str, Any]) -> list[LongTermItem]:
         """The best `limit` memories of `scope` for `query` whose metadata has every key/value
         of `filters`, best first."""
@@ -70,8 +73,9 @@ class MemoryAccess(Protocol):
         ...
     async def get(self, memory_id: str) -> LongTermItem: ...
     async def update(self, memory_id: str, text: str | None, metadata: dict[str, Any] | None,
-                     importance: float | None = None) -> LongTermItem:
-        """Change text, merge metadata and/or set the importance the engine ranks by."""
+                     importance: float | None = None, pinned: bool | None = None) -> LongTermItem:
+        """Change text, merge metadata, set the importance the engine ranks by and/or pin or
+        unpin (`pinned`; None leaves it)."""
         ...
     async def delete(self, memory_id: str) -> None: ...
     async def history_page(self, memory_id: str, page_size: int, page_token: str,
@@ -104,8 +108,9 @@ class ServiceAccess:
             raise UnimplementedError("long-term memory is switched off on this server (long_term_enabled=false)")
         return self.service.long_term
 
-    async def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any]) -> list[LongTermItem]:
-        return await self._engine().record(self.tenant, scope, msgs, metadata or None)
+    async def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any],
+                     pinned: bool = False) -> list[LongTermItem]:
+        return await self._engine().record(self.tenant, scope, msgs, metadata or None, pinned=pinned)
 
     async def search(self, scope: Scope, query: str, limit: int, filters: dict[str, Any]) -> list[LongTermItem]:
         engine = self._engine()
@@ -123,8 +128,8 @@ class ServiceAccess:
         return await self._engine().get(self.tenant, memory_id)
 
     async def update(self, memory_id: str, text: str | None, metadata: dict[str, Any] | None,
-                     importance: float | None = None) -> LongTermItem:
-        return await self._engine().update(self.tenant, memory_id, text, metadata, importance)
+                     importance: float | None = None, pinned: bool | None = None) -> LongTermItem:
+        return await self._engine().update(self.tenant, memory_id, text, metadata, importance, pinned)
 
     async def delete(self, memory_id: str) -> None:
         await self._engine().delete(self.tenant, memory_id)

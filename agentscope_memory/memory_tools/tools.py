@@ -65,6 +65,16 @@ _IMPORTANCE = {
     "type": "number", "minimum": 0, "maximum": 1,
     "description": "Optional: how important this is to remember, from 0 (trivial) to 1 (essential).",
 }
+_PINNED_ADD = {
+    "type": "boolean", "default": False,
+    "description": "Optional: pin these facts so they are never forgotten, never lose relevance with age and are "
+                   "never merged away; for what the user asks you to always remember.",
+}
+_PINNED_UPDATE = {
+    "type": "boolean",
+    "description": "Optional: true pins the memory (never forgotten, no loss of relevance with age), false "
+                   "unpins it; left out, the pin stays as it is.",
+}
 
 
 @dataclass(frozen=True)
@@ -122,7 +132,7 @@ def tool_definitions(conn: Connection | None = None) -> list[ToolDefinition]:
                 "texts": {"type": "array", "minItems": 1, "maxItems": MAX_TEXTS,
                           "items": {"type": "string", "minLength": 1},
                           "description": "The facts to remember, one per item, e.g. [\"Alice is allergic to peanuts\"]."},
-                **scope, "metadata": _METADATA, "importance": _IMPORTANCE,
+                **scope, "metadata": _METADATA, "importance": _IMPORTANCE, "pinned": _PINNED_ADD,
             }, ["texts"]),
             read_only=False,
         ),
@@ -161,11 +171,11 @@ def tool_definitions(conn: Connection | None = None) -> list[ToolDefinition]:
         ToolDefinition(
             UPDATE, "Correct a memory",
             "Change a long-term memory that is outdated or wrong: replace its text, merge metadata "
-            "into it or set its importance. The old version stays in its history.",
+            "into it, set its importance or pin or unpin it. The old version stays in its history.",
             _object({
                 "memory_id": _MEMORY_ID,
                 "text": {"type": "string", "minLength": 1, "description": "The corrected fact, replacing the old text."},
-                "metadata": _METADATA, "importance": _IMPORTANCE,
+                "metadata": _METADATA, "importance": _IMPORTANCE, "pinned": _PINNED_UPDATE,
             }, ["memory_id"]),
             read_only=False,
         ),
@@ -301,6 +311,14 @@ class _Args:
             raise InvalidArgumentError("importance", f"must be a number from 0 to 1, not {value!r}")
         return float(value)
 
+    def pinned(self) -> bool | None:
+        value = self.args.get("pinned")
+        if value is None:
+            return None
+        if not isinstance(value, bool):
+            raise InvalidArgumentError("pinned", f"must be true or false, not {_json_type(value)}")
+        return value
+
     def memory_id(self) -> str:
         value = self.text("memory_id", required=True, max_chars=256)
         assert value is not None
@@ -367,6 +385,8 @@ def item_json(item: LongTermItem) -> dict[str, Any]:
         value = getattr(item, name, None)
         if value not in (None, ""):
             out[name] = value
+    # Always there, false too: a reader can tell an unpinned memory from an older server's answer.
+    out["pinned"] = bool(getattr(item, "pinned", False))
     if item.metadata:
         out["metadata"] = item.metadata
     if item.created_at:
@@ -486,12 +506,13 @@ class MemoryTools:
         importance = a.importance()
         if importance is not None:
             metadata["importance"] = importance
+        pinned = bool(a.pinned())
         msgs = [Msg.create(MsgRole.USER, t) for t in texts]
-        items = await self.access.record(scope, msgs, metadata)
+        items = await self.access.record(scope, msgs, metadata, pinned)
         if importance is not None:
             # Record takes no importance: set it as a user's (which ranking uses and background
             # scoring leaves alone), rather than only noting it in the metadata.
-            items = [await self.access.update(i.id, None, None, importance) for i in items]
+            items = [await self.access.update(i.id, None, None, importance, None) for i in items]
         stored = [item_json(i) for i in items]
         kept = _fitting(stored)
         result: dict[str, Any] = {"stored": stored[:kept], "stored_count": len(items)}
@@ -541,10 +562,11 @@ class MemoryTools:
         importance = a.importance()
         if importance is not None:
             metadata = {**(metadata or {}), "importance": importance}
-        if text is None and metadata is None:
-            raise InvalidArgumentError("text", "give text, metadata or importance: there is nothing to change")
+        pinned = a.pinned()
+        if text is None and metadata is None and pinned is None:
+            raise InvalidArgumentError("text", "give text, metadata, importance or pinned: there is nothing to change")
         await self._owned(memory_id)
-        return {"memory": item_json(await self.access.update(memory_id, text, metadata, importance))}
+        return {"memory": item_json(await self.access.update(memory_id, text, metadata, importance, pinned))}
 
     async def _delete(self, a: _Args) -> dict[str, Any]:
         memory_id = a.memory_id()
