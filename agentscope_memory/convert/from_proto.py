@@ -32,6 +32,7 @@ from agentscope_memory.message import (
     ImageBlock,
     MessageError,
     Msg,
+    MsgRole,
     Source,
     TextBlock,
     ThinkingBlock,
@@ -83,6 +84,11 @@ def _source_from_proto(source: pb.Source, field: str) -> Source:
         # conversion one: a client reading a stored message never rejects it.
         return Base64Source(source.base64.media_type, data)
     raise MessageError(field, "has no kind: set url or base64")
+
+
+# The metadata key under which a reading client keeps the number of a role a newer server has
+# (the message itself is read as USER). Java: `MsgConverter.UNKNOWN_ROLE_KEY`.
+UNKNOWN_ROLE_KEY = "agentscope_memory_unknown_role"
 
 
 class _NewerKind(Exception):
@@ -192,11 +198,19 @@ def msg_from_proto(msg: pb.Msg, field: str = "message", newer_kinds: bool = Fals
     kind a newer server has are left out (with a warning), as the Java client does, instead of
     failing the whole read of a conversation that other, newer agents share."""
     role = enums.ROLE_FROM_PB.get(msg.role, ...)
+    metadata = parse_json_object(msg.metadata_json, f"{field}.metadata_json")
+    if role is ... and newer_kinds:
+        # A role a newer server has: the message is kept, as USER (AgentScope's default role,
+        # which every formatter handles), with the number in the metadata for a reader that
+        # knows it; the Java client does the same.
+        warnings.warn(f"{field}: a role this client does not know ({msg.role}) was read as USER, its number kept in "
+                      f"metadata[{UNKNOWN_ROLE_KEY!r}]: the server is newer; upgrade agentscope-memory to see it",
+                      RuntimeWarning, stacklevel=3)
+        role, metadata = MsgRole.USER, {**metadata, UNKNOWN_ROLE_KEY: msg.role}
     if role is ...:
         raise MessageError(
             f"{field}.role", f"unknown role {msg.role} (ROLE_USER, ROLE_ASSISTANT, ROLE_SYSTEM, ROLE_TOOL)"
         )
-    metadata = parse_json_object(msg.metadata_json, f"{field}.metadata_json")
     return Msg(
         id=msg.id if msg.HasField("id") else None,
         name=msg.name if msg.HasField("name") else None,

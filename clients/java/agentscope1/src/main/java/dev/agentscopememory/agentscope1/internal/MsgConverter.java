@@ -52,6 +52,13 @@ public final class MsgConverter {
     private static final Logger log = LoggerFactory.getLogger(MsgConverter.class);
 
     /**
+     * The metadata key under which a message read with a role number this client does not know (a
+     * newer server's) keeps that number; the message itself is read as {@code USER}. The Python
+     * client uses the same key.
+     */
+    public static final String UNKNOWN_ROLE_KEY = "agentscope_memory_unknown_role";
+
+    /**
      * The unknown block and source kinds already warned about (by their field numbers), so a
      * history full of them logs once per kind, not once per read; bounded, as a server chooses
      * the numbers.
@@ -282,20 +289,37 @@ public final class MsgConverter {
         ObjectNode out = NODES.objectNode();
         putOptional(out, "id", msg.hasId(), msg.getId());
         putOptional(out, "name", msg.hasName(), msg.getName());
+        boolean newerRole = false;
         switch (msg.getRole()) {
             case ROLE_USER -> out.put("role", "USER");
             case ROLE_ASSISTANT -> out.put("role", "ASSISTANT");
             case ROLE_SYSTEM -> out.put("role", "SYSTEM");
             case ROLE_TOOL -> out.put("role", "TOOL");
             case ROLE_UNSPECIFIED -> out.putNull("role");
-            default -> throw new IllegalArgumentException(
-                    "role: unknown role number " + msg.getRoleValue());
+            default -> {
+                // A role a newer server has (UNRECOGNIZED here): failing would fail the whole
+                // read of a conversation newer agents share, so the message is kept as USER
+                // (AgentScope's default role, which every formatter handles) with the number
+                // in its metadata, as the Python client does.
+                out.put("role", "USER");
+                newerRole = true;
+                String kind = "role " + msg.getRoleValue();
+                if (WARNED_KINDS.size() < MAX_WARNED_KINDS && WARNED_KINDS.add(kind)) {
+                    log.warn("a message with a role this client does not know ({}, written by a newer client?) is "
+                            + "read as USER, its number kept in metadata {}; upgrade the client to see it",
+                            msg.getRoleValue(), UNKNOWN_ROLE_KEY);
+                }
+            }
         }
         ArrayNode content = out.putArray("content");
         for (int i = 0; i < msg.getContentCount(); i++) {
             addKnown(content, msg.getContent(i), "content[" + i + "]");
         }
-        out.set("metadata", objectTree(msg.getMetadataJson(), "metadata_json"));
+        JsonNode metadata = objectTree(msg.getMetadataJson(), "metadata_json");
+        if (newerRole) {
+            ((ObjectNode) metadata).put(UNKNOWN_ROLE_KEY, msg.getRoleValue());
+        }
+        out.set("metadata", metadata);
         putOptional(out, "timestamp", msg.hasTimestamp(), msg.getTimestamp());
         return out;
     }

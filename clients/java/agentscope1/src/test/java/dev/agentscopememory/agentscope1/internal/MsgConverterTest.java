@@ -136,11 +136,33 @@ class MsgConverterTest {
                 .addContent(ContentBlock.getDefaultInstance()).build();
         e = assertThrows(IllegalArgumentException.class, () -> MsgConverter.fromProto(emptyBlock));
         assertTrue(e.getMessage().contains("content[0]"), e.getMessage());
+    }
 
-        dev.agentscopememory.grpc.v1.Msg unknownRole = dev.agentscopememory.grpc.v1.Msg.newBuilder()
-                .setRoleValue(42).build();
-        e = assertThrows(IllegalArgumentException.class, () -> MsgConverter.fromProto(unknownRole));
-        assertTrue(e.getMessage().contains("role"), e.getMessage());
+    /**
+     * A role number a newer server has (9; this version's enum ends at ROLE_TOOL = 4) failed the
+     * whole read ("role: unknown role number 9"); the message is now read as USER with the number
+     * in its metadata, beside the messages around it.
+     */
+    @Test
+    void aRoleOfANewerServerIsReadAsUserWithItsNumberInMetadata() throws Exception {
+        dev.agentscopememory.grpc.v1.Msg newer = dev.agentscopememory.grpc.v1.Msg.newBuilder()
+                .setId("新-9").setName("开发者").setRoleValue(9).addContent(text("请用中文回答"))
+                .setMetadataJson("{\"来源\":\"新版\"}").build();
+        dev.agentscopememory.grpc.v1.Msg tool = dev.agentscopememory.grpc.v1.Msg.newBuilder()
+                .setId("旧-1").setRole(Role.ROLE_TOOL).addContent(text("found")).build();
+        // As on a real call: the bytes of a newer server's answer, read by these stubs.
+        newer = dev.agentscopememory.grpc.v1.Msg.parseFrom(newer.toByteArray());
+        assertEquals(Role.UNRECOGNIZED, newer.getRole());
+        List<Msg> read = MsgConverter.fromProto(List.of(tool, newer));
+        assertEquals(io.agentscope.core.message.MsgRole.TOOL, read.get(0).getRole());
+        Msg back = read.get(1);
+        assertEquals(io.agentscope.core.message.MsgRole.USER, back.getRole());
+        assertEquals("开发者", back.getName());
+        assertEquals(TREES.readTree("{\"id\":\"新-9\",\"name\":\"开发者\",\"role\":\"USER\",\"content\":["
+                        + "{\"type\":\"text\",\"text\":\"请用中文回答\"}],"
+                        + "\"metadata\":{\"来源\":\"新版\",\"agentscope_memory_unknown_role\":9},\"timestamp\":null}"),
+                jackson(back));
+        assertEquals(9, ((Number) back.getMetadata().get(MsgConverter.UNKNOWN_ROLE_KEY)).intValue());
     }
 
     /**
