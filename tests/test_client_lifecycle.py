@@ -92,11 +92,16 @@ def test_an_asyncio_client_built_before_the_loop_works_in_asyncio_run(threaded_s
             return [m.text_content for m in await memory.get_messages("会话")]
         finally:
             await memory.close()
-            await pools.close()
-            await long_term.close()
+
+    async def close_the_others() -> None:  # their channels are of the first, closed loop
+        await pools.close()
+        await long_term.close()
 
     asyncio.run(first())
     assert asyncio.run(second()) == ["我住在北京"]
+    asyncio.run(close_the_others())
+    with pytest.raises(FailedPreconditionError, match="client is closed"):
+        asyncio.run(pools.list_entries("团队"))
 
 
 def test_an_asyncio_client_used_from_two_live_loops_says_so(threaded_server) -> None:
@@ -111,6 +116,29 @@ def test_an_asyncio_client_used_from_two_live_loops_says_so(threaded_server) -> 
 
         asyncio.run(elsewhere())
         assert loop.run_until_complete(client.get_memory("会话")).memory_id == "会话"  # its own loop still works
+        loop.run_until_complete(client.close())
+    finally:
+        loop.close()
+
+
+def test_a_local_client_built_before_the_loop_works_in_it_and_names_a_second_loop(tmp_path) -> None:
+    """Local mode: built outside any loop, the client starts its service in the loop of its
+    first call; a call from a later loop raised `RuntimeError: Event loop is closed` from deep
+    in the store, and now says what is wrong."""
+    client = AsyncMemoryClient.local(ServiceSettings(data_dir=tmp_path / "local"))
+
+    async def first() -> int:
+        await client.create_memory("会话")
+        return await client.add_messages("会话", [Msg.create(MsgRole.USER, "你好")])
+
+    async def second() -> None:
+        with pytest.raises(FailedPreconditionError, match="event loop of its first call"):
+            await client.get_messages("会话")
+
+    loop = asyncio.new_event_loop()
+    try:
+        assert loop.run_until_complete(first()) == 1
+        asyncio.run(second())
         loop.run_until_complete(client.close())
     finally:
         loop.close()

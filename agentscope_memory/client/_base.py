@@ -63,7 +63,8 @@ class _Method:
 
 class ClientChannel:
     """What a client's stubs are bound to (a stub takes any object with the four multicallable
-    makers): the caller's channel, or the client's own, opened by `open_channel` on first use.
+    makers): the caller's channel, or the client's own, opened by `open_channel` (on first use
+    for asyncio, at once for blocking).
     With `per_loop` (asyncio) the own channel is opened in the running loop; a call from another
     loop while that one is alive is refused (the channel cannot work there), and once that loop
     is closed (a later `asyncio.run`) a new channel is opened in the new loop: the old one
@@ -71,7 +72,9 @@ class ClientChannel:
 
     def __init__(self, given: Any | None, open_channel: Callable[[], Any], per_loop: bool) -> None:
         self._given, self._open, self._per_loop = given, open_channel, per_loop
-        self._real: Any | None = given
+        # A blocking channel belongs to no loop: opened now, so threads sharing the client
+        # never race to open two.
+        self._real: Any | None = given if given is not None or per_loop else open_channel()
         self._loop: asyncio.AbstractEventLoop | None = None
         self.closed = False
 
@@ -84,8 +87,7 @@ class ClientChannel:
         if self.closed:
             raise closed_error()
         if not self.owned or not self._per_loop:
-            if self._real is None:
-                self._real = self._open()
+            assert self._real is not None
             return self._real
         loop = asyncio.get_running_loop()
         if self._real is not None and self._loop is not loop:

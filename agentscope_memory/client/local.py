@@ -25,7 +25,7 @@ from agentscope_memory.client.messages import MessagesAdded, MessagesRead, Page,
 from agentscope_memory.client.long_term import Turn
 from agentscope_memory.convert.from_proto import search_options_from_proto
 from agentscope_memory.convert.to_proto import kind_to_proto
-from agentscope_memory.errors import InvalidArgumentError, UnimplementedError
+from agentscope_memory.errors import FailedPreconditionError, InvalidArgumentError, UnimplementedError
 from agentscope_memory.long_term.engine import HistoryEntry, LongTermEngine, LongTermItem, Scope
 from agentscope_memory.long_term.paging import history_page
 from agentscope_memory.long_term.modes import Mode, parse_mode
@@ -51,10 +51,20 @@ class _ServiceHandle:
         self._owned = not isinstance(target, Service)
         self._service = target if isinstance(target, Service) else build_service(target)
         self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def get(self) -> Service:
         if self._closed:
             raise closed_error()
+        # The service's connections and tasks belong to the loop of the first call (a client
+        # built before `asyncio.run` is fine); in another loop they fail obscurely.
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        elif loop is not self._loop:
+            raise FailedPreconditionError(
+                "the client's in-process service runs in the event loop of its first call, not this one: "
+                "make one local client per event loop (or use the blocking client)")
         if self._owned:
             await self._service.start()  # idempotent: only the first call starts it
         return self._service
