@@ -247,12 +247,19 @@ class SqliteStore:
         conn.executescript(self._dialect.ddl(SHARED_SCHEMA))
         # A file SQLite could open for reading only (read-only mode, immutable, a read-only mount)
         # passes everything above when its tables exist; a write statement that changes nothing
-        # finds out, so such a store is refused at start instead of failing every write.
-        conn.execute("BEGIN IMMEDIATE")
+        # finds out, so such a store is refused at start instead of failing every write. It does
+        # not wait for the lock: another program holding it tells nothing either way.
+        conn.execute("PRAGMA busy_timeout=0")
         try:
+            conn.execute("BEGIN")
             conn.execute("DELETE FROM meta WHERE 0")
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc):
+                raise
         finally:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
 
     def _in_transaction(
         self, tenant: str, fn: Callable[[SqlTx], T], write: bool, large: bool = False, inline: bool = False
