@@ -78,3 +78,15 @@ def test_keys_are_file_names_as_java_writes_them(tmp_path: Path) -> None:
     with pytest.raises(InvalidArgumentError, match="key"):
         write_slot(tmp_path, "u", "t", SlotFiles(values={"ok": "{}"}, lists={"a/b": ["1"]}))
     assert not (tmp_path / "u" / "t").exists()
+
+
+def test_the_empty_key_is_files_named_by_their_suffix_alone(tmp_path: Path) -> None:
+    # JsonFileAgentStateStore names the files `key + ".json"` etc., so the empty key's are
+    # `.json`, `.jsonl` and `.hash`; pathlib reads those as suffix-less hidden files, and the
+    # import skipped them.
+    files = SlotFiles(values={"": COMPACT, " ": "1", ".": "2"}, lists={"": ["1", "2"], "空": []})
+    directory = write_slot(tmp_path, "", "s", files)
+    assert sorted(p.name for p in directory.iterdir()) == [" .json", "..json", ".hash", ".json", ".jsonl", "空.hash"]
+    assert (directory / ".json").read_text(encoding="utf-8") == PRETTY
+    assert read_slot(tmp_path, "", "s") == files
+
