@@ -158,6 +158,8 @@ class JsonFileLayoutTest {
             assertArrayEquals(Files.readAllBytes(reference.resolve(file)), Files.readAllBytes(exported.resolve(file)), file.toString());
         }
         assertFalse(Files.exists(exported.resolve(want.get(0).getParent()).resolve("nothing.jsonl")));
+        // With the same permissions (the export's files were 0600, Java's 0644 under umask 022).
+        assertEquals(permissions(reference), permissions(exported));
         // The real store reads the export, and saving over it works (it rewrites the list).
         JsonFileAgentStateStore reopened = new JsonFileAgentStateStore(exported);
         assertEquals(json(state), json(reopened.get(user, session, "agent_state", AgentState.class).orElseThrow()));
@@ -165,6 +167,18 @@ class JsonFileLayoutTest {
         more.add(Msg.builder().id("m9").name("user").role(MsgRole.USER).textContent("再来").timestamp("2026-11-23 10:00:09.000").build());
         reopened.save(user, session, "memory_messages", more);
         assertEquals(json(more), json(reopened.getList(user, session, "memory_messages", Msg.class)));
+    }
+
+    /** Every file's and directory's POSIX permissions under {@code root}, by relative path. */
+    static Map<String, String> permissions(Path root) throws Exception {
+        Map<String, String> out = new java.util.TreeMap<>();
+        try (Stream<Path> paths = Files.walk(root)) {
+            for (Path p : (Iterable<Path>) paths.filter(p -> !p.equals(root))::iterator) {
+                out.put(root.relativize(p).toString(),
+                        java.nio.file.attribute.PosixFilePermissions.toString(Files.getPosixFilePermissions(p)));
+            }
+        }
+        return out;
     }
 
     static List<Path> listing(Path root) throws Exception {
