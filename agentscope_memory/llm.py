@@ -2,11 +2,15 @@
 
 Timeouts, connection failures and 5xx answers are retried with exponential backoff; what is
 left becomes a library error a caller can act on (DeadlineExceededError, UnavailableError).
+A response body is read up to `MAX_RESPONSE_BYTES` only: a larger one (a broken or hostile
+endpoint; no model writes megabytes) is an unusable reply, UnavailableError as a malformed one
+is, so the server never holds an endpoint's whole answer of any size in memory.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +20,9 @@ import httpx
 from agentscope_memory.errors import DeadlineExceededError, UnavailableError
 from agentscope_memory.tracing import span
 
+
+# The most of a response body that is read (after decompression); a reply passing it is unusable.
+MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 
 # What a model may write that no store keeps alike: NUL (PostgreSQL text and jsonb refuse it,
 # SQLite keeps it) and lone surrogates (no UTF-8 form; neither database takes them).
@@ -34,6 +41,25 @@ def _tokens(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 2**63:
         return 0
     return int(value)
+
+
+async def _read_capped(response: httpx.Response) -> bytes | None:
+    """The response's body, or None once it passes MAX_RESPONSE_BYTES (what it declares, or what
+    arrives: a body without a length, or compressed, is counted as it is decoded)."""
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES and "content-encoding" not in response.headers:
+        return None
+    content = bytearray()
+    async for chunk in response.aiter_bytes():
+        content += chunk
+        if len(content) > MAX_RESPONSE_BYTES:
+            return None
+    return bytes(content)
+
+
+def _start(content: bytes | None) -> str:
+    """The start of a body, for an error message."""
+    return "(too large)" if content is None else content[:200].decode("utf-8", "replace")
 
 
 @dataclass(frozen=True)
@@ -84,7 +110,8 @@ class ChatClient:
             loop = asyncio.get_running_loop()
             started = loop.time()
             try:
-                response = await self._client.post(url, json=body, headers=headers)
+                async with self._client.stream("POST", url, json=body, headers=headers) as response:
+                    content = await _read_capped(response)
             except httpx.TimeoutException as exc:
                 last = DeadlineExceededError(f"LLM at {self.config.base_url} timed out after {self.config.timeout_s}s")
                 last.__cause__ = exc
@@ -97,19 +124,23 @@ class ChatClient:
                 continue
             if response.status_code >= 400:
                 raise UnavailableError(
-                    f"LLM at {self.config.base_url} refused the request: HTTP {response.status_code} {response.text[:200]}"
+                    f"LLM at {self.config.base_url} refused the request: HTTP {response.status_code} {_start(content)}"
                 )
-            return self._parse(response, loop.time() - started)
+            if content is None:
+                # Not retried: the same request would bring the same answer.
+                raise UnavailableError(f"LLM at {self.config.base_url} gave an unusable response: larger than"
+                                       f" {MAX_RESPONSE_BYTES // (1024 * 1024)} MiB, not read further")
+            return self._parse(content, loop.time() - started)
         assert last is not None
         raise last
 
-    def _parse(self, response: httpx.Response, seconds: float) -> ChatResult:
+    def _parse(self, content: bytes, seconds: float) -> ChatResult:
         try:
-            data = response.json()
+            data = json.loads(content)
             text = data["choices"][0]["message"]["content"]
         # RecursionError: JSON nested deeper than the decoder goes, garbage like any other.
         except (ValueError, KeyError, IndexError, TypeError, RecursionError):
-            raise UnavailableError(f"LLM at {self.config.base_url} gave a malformed response: {response.text[:200]}") from None
+            raise UnavailableError(f"LLM at {self.config.base_url} gave a malformed response: {_start(content)}") from None
         if isinstance(text, str):
             text = storable_text(text)
         if not isinstance(text, str) or not text.strip():

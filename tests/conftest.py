@@ -45,6 +45,22 @@ def small_tmpfs(size: str, prefix: str) -> Iterator[Path]:
         mount.rmdir()
 
 
+@contextmanager
+def immutable(*paths: Path) -> Iterator[None]:
+    """`paths` made immutable (`chattr +i`) for a test of a store that cannot be written: root
+    ignores file modes, not this. Skipped where it cannot be set (not root, a file system
+    without the attribute)."""
+    if os.geteuid() != 0:
+        pytest.skip("chattr +i needs root")
+    done = subprocess.run(["chattr", "+i", *map(str, paths)], capture_output=True)
+    try:
+        if done.returncode != 0:
+            pytest.skip(f"cannot make files immutable here: {done.stderr.decode().strip()}")
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", *map(str, paths)], capture_output=True)
+
+
 def missing_dependency(reason: str) -> NoReturn:
     """Skip the test for want of an outside dependency, or fail it where all are required."""
     if REQUIRE_DEPENDENCIES:

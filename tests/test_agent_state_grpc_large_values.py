@@ -190,7 +190,7 @@ async def test_bad_streams_are_clear_errors_and_store_nothing(server, stock_chan
         ([first, pb.StreamPutValueRequest(json_piece='"\\ud800"}')], grpc.StatusCode.INVALID_ARGUMENT, "json"),
         ([pb.StreamPutValueRequest(slot=pb.StateSlot(session_id=" "), key="k", json_piece="{}")],
          grpc.StatusCode.INVALID_ARGUMENT, "slot.session_id"),
-        ([pb.StreamPutValueRequest(slot=SLOT, key="", json_piece="{}")], grpc.StatusCode.INVALID_ARGUMENT, "key"),
+        ([pb.StreamPutValueRequest(slot=SLOT, key="\x01", json_piece="{}")], grpc.StatusCode.INVALID_ARGUMENT, "key"),
         # Over the limit: refused as the pieces pass it.
         ([pb.StreamPutValueRequest(slot=SLOT, key="agent_state", json_piece='"')]
          + [pb.StreamPutValueRequest(json_piece="字" * (MiB // 3)) for _ in range(200)],

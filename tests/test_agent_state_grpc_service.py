@@ -237,6 +237,31 @@ def test_agent_state_cli_round_trips_a_slot_with_deleted_keys(threaded_server, t
     assert {n: (again / n).read_bytes() for n in names} == {n: (exported / n).read_bytes() for n in names}
 
 
+async def test_the_empty_key_is_a_key_as_in_agentscopes_own_stores(state) -> None:
+    """JsonFileAgentStateStore and InMemoryAgentStateStore (and Redis, OSS, COS) take any key,
+    the empty one too (`<session>/.json`); we answered INVALID_ARGUMENT `key`."""
+    slot = Slot("爱丽丝", "空键")
+    assert (await state.get_value(slot, "")).found is False
+    assert await state.put_value(slot, "", STATE) == 1
+    assert await state.put_value(slot, " ", '"空格"') == 1
+    await state.put_list(slot, "", ['{"id":"一"}'])
+    await state.append_list(slot, "", ['{"id":"二"}'], expected_length=1)
+    assert (await state.put_value(slot, "", "{}", expected_version=1, streamed=True)) == 2
+    value = await state.get_value(slot, "", streamed=True)
+    assert (value.found, value.json, value.version) == (True, "{}", 2)
+    assert (await state.get_value(slot, " ")).json == '"空格"'
+    assert (await state.get_list(slot, "")).items == ['{"id":"一"}', '{"id":"二"}']
+    assert (await state.get_value(slot, "agent_state")).found is False
+    # Listed (first: "" sorts first), and a keys page token after the empty key resumes.
+    assert await state.keys(slot) == [("list", ""), ("value", ""), ("value", " ")]
+    first = await state.keys_page(slot, page_size=1)
+    second = await state.keys_page(slot, page_size=1, page_token=first.next_page_token)
+    assert (first.keys, second.keys) == ([("list", "")], [("value", "")])
+    assert await state.delete_key(slot, "")
+    assert (await state.get_value(slot, "")).found is False
+    assert await state.keys(slot) == [("list", ""), ("value", " ")]
+
+
 async def test_concurrent_compare_and_set_loses_no_update(state) -> None:
     slot = Slot("", "counter")
 
@@ -293,7 +318,8 @@ async def test_bad_input_names_the_field_and_changes_nothing(state) -> None:
         (Slot("u\x00", "s"), "k", "{}", "slot.user_id"),
         (Slot("u", "s\n"), "k", "{}", "slot.session_id"),
         (Slot("u", "会" * 200), "k", "{}", "slot.session_id"),
-        (slot, "", "{}", "key"),
+        (slot, "k\x01", "{}", "key"),
+        (slot, "键" * 86, "{}", "key"),
         (slot, "k", "{not json", "json"),
         (slot, "k", "", "json"),
         (slot, "k", "NaN", "json"),

@@ -3,6 +3,8 @@ Java test JsonFileLayoutTest compares whole directories byte for byte."""
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -78,3 +80,32 @@ def test_keys_are_file_names_as_java_writes_them(tmp_path: Path) -> None:
     with pytest.raises(InvalidArgumentError, match="key"):
         write_slot(tmp_path, "u", "t", SlotFiles(values={"ok": "{}"}, lists={"a/b": ["1"]}))
     assert not (tmp_path / "u" / "t").exists()
+
+
+def test_the_empty_key_is_files_named_by_their_suffix_alone(tmp_path: Path) -> None:
+    # JsonFileAgentStateStore names the files `key + ".json"` etc., so the empty key's are
+    # `.json`, `.jsonl` and `.hash`; pathlib reads those as suffix-less hidden files, and the
+    # import skipped them.
+    files = SlotFiles(values={"": COMPACT, " ": "1", ".": "2"}, lists={"": ["1", "2"], "空": []})
+    directory = write_slot(tmp_path, "", "s", files)
+    assert sorted(p.name for p in directory.iterdir()) == [" .json", "..json", ".hash", ".json", ".jsonl", "空.hash"]
+    assert (directory / ".json").read_text(encoding="utf-8") == PRETTY
+    assert read_slot(tmp_path, "", "s") == files
+
+
+@pytest.mark.parametrize(("umask", "file_mode", "dir_mode"), [(0o022, 0o644, 0o755), (0o027, 0o640, 0o750)])
+def test_files_and_directories_get_the_modes_java_gives_them(tmp_path: Path, umask: int, file_mode: int,
+                                                             dir_mode: int) -> None:
+    # Java's Files.writeString creates 0666 and createDirectories 0777, less the umask: 0644 and
+    # 0755 under the usual 022. The export wrote 0600 files (mkstemp), which another user's
+    # AgentScope process could not read.
+    old = os.umask(umask)
+    try:
+        directory = write_slot(tmp_path / "root", "用户", "会话", SlotFiles(values={"agent_state": COMPACT},
+                                                                        lists={"m": ["1"], "空": []}))
+    finally:
+        os.umask(old)
+    modes = {p.relative_to(tmp_path).as_posix(): stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "root").rglob("*")}
+    for name in ("agent_state.json", "m.jsonl", "m.hash", "空.hash"):
+        assert modes.pop((directory / name).relative_to(tmp_path).as_posix()) == file_mode, name
+    assert set(modes.values()) == {dir_mode} and len(modes) == 2  # the user's and the session's

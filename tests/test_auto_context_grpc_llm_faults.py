@@ -115,6 +115,22 @@ async def test_malformed_or_empty_output_is_a_clear_error(llm, reply, message) -
         await chat.close()
 
 
+async def test_a_reply_past_the_size_limit_is_unusable_and_not_asked_again(llm) -> None:
+    from agentscope_memory.llm import MAX_RESPONSE_BYTES
+
+    # Just under the limit a reply is read as any other; past it, it is an unusable reply.
+    fits = "摘要" + "x" * (MAX_RESPONSE_BYTES - 1000)
+    llm.push(ScriptedReply.text(fits), ScriptedReply.text("摘要" + "x" * MAX_RESPONSE_BYTES))
+    chat = client_for(llm, max_retries=2)
+    try:
+        assert (await chat.chat(HELLO)).text == fits
+        with pytest.raises(UnavailableError, match="unusable response: larger than 4 MiB"):
+            await chat.chat(HELLO)
+    finally:
+        await chat.close()
+    assert len(llm.chat_requests) == 2
+
+
 async def test_an_unreachable_endpoint_is_unavailable() -> None:
     with ScriptedLLM() as gone:
         url = gone.base_url
@@ -159,6 +175,23 @@ async def test_malformed_summary_through_grpc_keeps_the_memory(server_factory, l
         llm.default = ScriptedReply.text("SUMMARY")
         out = await stub.CompressIfNeeded(pb.CompressIfNeededRequest(memory_id="ac"))
         assert out.compressed and out.message_count == 13
+    finally:
+        await client.close()
+        await channel.close()
+
+
+async def test_a_summary_past_the_size_limit_through_grpc_keeps_the_memory(server_factory, llm) -> None:
+    from agentscope_memory.llm import MAX_RESPONSE_BYTES
+
+    llm.default = ScriptedReply.text("SUMMARY " + "x" * MAX_RESPONSE_BYTES)
+    client, channel, stub = await _memory(server_factory, llm, "improved")
+    try:
+        msgs = d3_messages()
+        await client.add_messages("ac", msgs)
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await stub.CompressIfNeeded(pb.CompressIfNeededRequest(memory_id="ac"))
+        assert err.value.code() == grpc.StatusCode.UNAVAILABLE and "larger than 4 MiB" in err.value.details()
+        assert await client.get_messages("ac") == msgs
     finally:
         await client.close()
         await channel.close()

@@ -229,6 +229,37 @@ async def test_two_replicas_schedule_each_run_once_and_the_job_forgets(open_engi
             await e._store.close()
 
 
+async def test_the_records_of_scheduled_runs_stay_bounded_and_a_lagging_replica_runs_nothing_twice(
+        open_engine, clock) -> None:
+    from agentscope_memory.lifecycle.scheduler import KEEP_SLOTS
+
+    first, second = await open_engine(), await open_engine()  # two replicas on one database
+    try:
+        await first.insert("t", ALICE, [row(ALICE, "一条笔记", 0.5, accessed=clock.now)])
+        lagging = Clock()
+        schedulers = [LifecycleScheduler(first._store, Jobs(), clock),
+                      LifecycleScheduler(second._store, Jobs(), lagging)]
+        for s in schedulers:
+            s.register("forgetting", FORGET_JOB, 3600.0)
+        hours, lag = 3 * KEEP_SLOTS, 5
+        queued = 0
+        for hour in range(hours):
+            clock.now += 3600
+            queued += await schedulers[0].tick()
+            if hour >= lag:
+                # The second replica's clock is hours behind: the slots it computes were run.
+                lagging.now = clock.now - lag * 3600
+                queued += await schedulers[1].tick()
+        assert queued == hours  # one run per hour, none again
+        runs = await first._store.run("t", lambda tx: tx.lifecycle_runs("forgetting", 10 * hours), write=False)
+        assert len(runs) <= KEEP_SLOTS + 1
+        assert max(slot for slot, _, _ in runs) == int(clock.now // 3600)
+    finally:
+        for e in (first, second):
+            await e.close()
+            await e._store.close()
+
+
 async def test_scheduled_consolidation_queues_only_scopes_over_the_threshold(engine, clock) -> None:
     from agentscope_memory.jobs import JobRunner
     from agentscope_memory.lifecycle.consolidation import CONSOLIDATE_JOB, ConsolidationSettings, Consolidator

@@ -4,8 +4,8 @@ int() refuses) is an unusable reply like any other: recall falls back to the heu
 and a recorded round keeps a fact, where these replies made a search fail with INTERNAL and the
 round's scoring job fail at every retry, so the user's fact was never stored. A completion
 nested too deeply or with usage counts that are not counts fails no lifecycle call, and a mem0
-fact of megabytes is cut to a memory's text limit (it was stored whole, past the limit, and
-recall left it out)."""
+fact of hundreds of thousands of characters is cut to a memory's text limit (it was stored
+whole, past the limit, and recall left it out)."""
 
 from __future__ import annotations
 
@@ -119,7 +119,9 @@ async def test_a_runaway_mem0_fact_is_cut_to_a_memorys_limit(server_factory) -> 
     from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2_grpc as pb_grpc
     from agentscope_memory.long_term.hybrid.records import MAX_TEXT_CHARS
 
-    runaway = "用户喜欢喝绿茶。" * 200_000  # 1.6 million characters, 4.8 MB in UTF-8
+    # 160 000 characters, over a memory's limit; the reply (JSON-escaped) stays within the LLM
+    # client's limit on a response (a larger one is unusable: test_auto_context_grpc_llm_faults).
+    runaway = "用户喜欢喝绿茶。" * 20_000
     with ScriptedLLM() as llm:
         server = await server_factory(llm_base_url=llm.base_url, llm_max_retries=0, lifecycle_reflection_enabled=False)
         scope = Scope("助手", "u-runaway")

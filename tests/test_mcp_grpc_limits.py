@@ -165,3 +165,66 @@ async def test_a_message_too_large_for_one_answer_comes_cut_and_marked(server_fa
             read += content["messages"]
             uri = content.get("next_page_uri", "")
         assert [m.get("text_truncated", False) for m in read] == [False, True, False]
+
+
+def _wire_size(result: Any) -> int:
+    """A result's bytes as the MCP server writes it (JSON, not ASCII-escaped)."""
+    return len(json.dumps(result.model_dump(mode="json", by_alias=True, exclude_none=True),
+                          ensure_ascii=False).encode("utf-8"))
+
+
+async def test_pages_through_target_are_cut_to_4_mib_as_in_process_ones(server_factory) -> None:
+    # `mcp --target` forwards to a gRPC server whose pages are sized for gRPC (stored bytes), not
+    # for MCP's JSON: they are cut again, and following the pages gives everything once.
+    from mcp_helpers import data
+    from test_mcp_grpc_stdio import stdio_session
+
+    from agentscope_memory.client import AsyncLongTermClient, AsyncMemoryClient
+    from agentscope_memory.long_term import Scope
+    from agentscope_memory.message import Msg, MsgRole
+
+    server = await server_factory()
+    async with AsyncMemoryClient(server.address, timeout=60) as memories, \
+            AsyncLongTermClient(server.address, timeout=60) as long_term:
+        await memories.create_memory("长对话")
+        for i in range(12):
+            await memories.add_message("长对话", Msg.create(MsgRole.USER, f"{i:02d}{QUOTES}"))
+        [memory] = await long_term.record(Scope(user_id="ivan"), [Msg.create(MsgRole.USER, f"00{QUOTES}")])
+        for i in range(6):
+            await long_term.update(memory.id, f"v{i}{QUOTES}")
+    async with stdio_session("--target", server.address) as s:
+        said, token, pages = [], "", 0
+        while True:
+            result = await s.call_tool("read_working_memory", {"working_memory_id": "长对话", "page_size": 100,
+                                                               **({"page_token": token} if token else {})})
+            assert _wire_size(result) <= LIMIT
+            page = data(result)
+            assert page["total_size"] == 12
+            said += [m["text"][:2] for m in page["messages"]]
+            token, pages = page["next_page_token"], pages + 1
+            if not token:
+                break
+        assert said == [f"{i:02d}" for i in range(12)] and pages > 1
+        from mcp_helpers import error_text
+        forged = error_text(await s.call_tool("read_working_memory", {"working_memory_id": "长对话",
+                                                                      "page_token": "~99~"}))
+        assert "page_token" in forged and "invalid or expired" in forged
+        uri, said = "agentscope-memory://working-memory/%E9%95%BF%E5%AF%B9%E8%AF%9D?page_size=100", []
+        while uri:
+            read = await s.read_resource(uri)  # type: ignore[arg-type]
+            assert _wire_size(read) <= LIMIT
+            content = json.loads(read.contents[0].text)  # type: ignore[union-attr]
+            said += [m["text"][:2] for m in content["messages"]]
+            uri = content.get("next_page_uri", "")
+        assert said == [f"{i:02d}" for i in range(12)]
+        changes, token = [], ""
+        while True:
+            result = await s.call_tool("get_long_term_memory_history", {"memory_id": memory.id,
+                                                                         **({"page_token": token} if token else {})})
+            assert _wire_size(result) <= LIMIT
+            page = data(result)
+            changes += [(c["event"], (c["new_text"] or "")[:2]) for c in page["history"] if c["event"] != "ASSESS"]
+            token = page["next_page_token"]
+            if not token:
+                break
+        assert changes == [("ADD", "00")] + [("UPDATE", f"v{i}") for i in range(6)]

@@ -14,7 +14,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from conftest import REPO, ServerProcess, free_port
+from conftest import REPO, ServerProcess, free_port, immutable
 
 DB_NAME = "agentscope-memory.sqlite3"
 
@@ -209,3 +209,18 @@ async def test_an_ipv6_host_is_served(server_factory) -> None:
     async with grpc.aio.insecure_channel(server.address) as channel:
         status = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10)
     assert status.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_a_store_file_that_cannot_be_written_is_refused_at_start(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    server = ServerProcess(data, None, "--config", _no_long_term(tmp_path))
+    assert server.terminate() == 0
+    server.close()
+    stored = (data / DB_NAME).read_bytes()
+    with immutable(data / DB_NAME):
+        try:
+            done = _serve(data, env={"AGENTSCOPE_MEMORY_LONG_TERM_ENABLED": "false"})
+        except subprocess.TimeoutExpired:
+            pytest.fail("the server started on a store it cannot write")
+        _one_line_reason(done, str(data / DB_NAME), "cannot be written", "must be writable")
+    assert (data / DB_NAME).read_bytes() == stored

@@ -194,7 +194,9 @@ class AgentStateEngine:
         return Slot(user_id, slot.session_id)
 
     def _key(self, key: str) -> str:
-        return check_text_id(key, "key", self.limits.max_key_bytes, required=True)
+        # Any key, the empty or a blank one included: AgentScope's own stores (the in-memory and
+        # JSON-file ones, Redis, OSS, COS) take every key, only its JDBC ones refuse blank keys.
+        return check_text_id(key, "key", self.limits.max_key_bytes, required=False)
 
     @staticmethod
     def _expected(expected_version: int | None, field: str = "condition.expected_version") -> int | None:

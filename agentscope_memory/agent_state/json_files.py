@@ -8,7 +8,9 @@ The user directory is `__anon__` for the anonymous (empty or blank) user. A user
 matching `[a-zA-Z0-9_\\-.]+` is its own directory name, anything else the unpadded base64url of
 its UTF-8 bytes (`.` and `..` are always encoded here, which Java would not do: it resolves them
 to other directories). Observed from 2.0.0 (reference/observed-2026-11-23.md and the Java layout
-test): an empty list is only a `.hash` file reading `empty:0`, no `.jsonl`.
+test): an empty list is only a `.hash` file reading `empty:0`, no `.jsonl`. A key is the file
+name as it is, the empty key included (`.json`, `.jsonl`, `.hash`). Files are created mode 0666
+and directories 0777, less the umask, as Java's `Files.writeString` and `createDirectories` do.
 
 Values travel as the compact JSON AgentScope's codec writes; `.json` files are re-laid out token
 by token (numbers and strings copied verbatim), so the bytes are the ones Java writes for the same
@@ -24,7 +26,7 @@ import base64
 import hashlib
 import os
 import re
-import tempfile
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -164,13 +166,23 @@ def _check_key(key: str) -> str:
 
 
 def _write_atomic(path: Path, data: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    # Created as Java's `Files.writeString` creates a file: mode 0666 less the umask (0644 under
+    # the usual 022), so AgentScope processes of other users can read an export as they read the
+    # files JsonFileAgentStateStore writes (mkstemp's 0600 could not). Random temporary names, not
+    # Java's fixed `<file>.tmp`, so two exports at once never write into one temporary file.
+    while True:
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            break
+        except FileExistsError:
+            continue
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(data)
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 
@@ -201,17 +213,20 @@ def read_slot(root: Path, user_id: str, session_id: str) -> SlotFiles:
     files = SlotFiles()
     # Temporary files (Java's `<file>.tmp`, ours `.<file>.<random>.tmp`) end in `.tmp`, which
     # no suffix below matches; a key may itself start with a dot.
+    # The key is the name less its suffix, taken by hand: an empty key's files are `.json`,
+    # `.jsonl` and `.hash`, which pathlib reads as suffix-less hidden files.
     for path in sorted(directory.iterdir()):
         if not path.is_file():
             continue
+        name = path.name
         try:
-            if path.suffix == ".json":
-                files.values[path.stem] = compact(path.read_text(encoding="utf-8"))
-            elif path.suffix == ".jsonl":
+            if name.endswith(".json"):
+                files.values[name[: -len(".json")]] = compact(path.read_text(encoding="utf-8"))
+            elif name.endswith(".jsonl"):
                 lines = path.read_text(encoding="utf-8").split("\n")
-                files.lists[path.stem] = [compact(line) for line in lines if line.strip()]
-            elif path.suffix == ".hash" and not (directory / f"{path.stem}.jsonl").exists():
-                files.lists[path.stem] = []
+                files.lists[name[: -len(".jsonl")]] = [compact(line) for line in lines if line.strip()]
+            elif name.endswith(".hash") and not (directory / f"{name[: -len('.hash')]}.jsonl").exists():
+                files.lists[name[: -len(".hash")]] = []
         except (ValueError, UnicodeDecodeError) as exc:
             raise InvalidArgumentError(str(path), f"cannot be read: {exc}") from None
     return files

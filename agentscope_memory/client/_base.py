@@ -2,7 +2,8 @@
 opened on `target` with TLS when `root_certificates` are given, or the caller's, which the
 client then does not close), the API key sent as metadata, the deadline of each call, the retry
 rule (`_retry`) and `_call`, which checks a request's ids, sends it and raises the library's
-errors. Paged listings are followed by `_paged`.
+errors. Every public method of a client names an argument holding a lone surrogate as the local
+mode does (`_validate.refuse_unencodable_in`), wherever its request is built. Paged listings are followed by `_paged`.
 
 A client subclasses `AsyncGrpcClient` or `BlockingGrpcClient` and builds its stubs in
 `_bind(channel)`, so every client takes the same constructor parameters. The stubs are bound to a
@@ -28,7 +29,7 @@ from agentscope_memory.client._common import (
     metadata,
 )
 from agentscope_memory.client._retry import RetryPolicy, call_async, call_blocking
-from agentscope_memory.client._validate import check_request
+from agentscope_memory.client._validate import check_request, refuse_unencodable_in
 from agentscope_memory.errors import FailedPreconditionError
 
 T = TypeVar("T")
@@ -154,6 +155,10 @@ class AsyncGrpcClient:
         self.retry_policy = RetryPolicy(retries)
         self._bind(self._channel)
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        refuse_unencodable_in(cls)
+
     def _bind(self, channel: grpc.aio.Channel) -> None:
         """Build the client's stubs on `channel`."""
 
@@ -203,6 +208,10 @@ class BlockingGrpcClient:
         self.timeout = timeout
         self.retry_policy = RetryPolicy(retries)
         self._bind(self._channel)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        refuse_unencodable_in(cls)
 
     def _bind(self, channel: grpc.Channel) -> None:
         """Build the client's stubs on `channel`."""

@@ -20,7 +20,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Self, Sequ
 
 from agentscope_memory.client._base import closed_error
 from agentscope_memory.client._common import LOCAL_TENANT
-from agentscope_memory.client._validate import check_request
+from agentscope_memory.client._validate import check_request, refuse_unencodable_in
 from agentscope_memory.client.messages import MessagesAdded, MessagesRead, Page, read_consistently
 from agentscope_memory.client.long_term import Turn
 from agentscope_memory.convert.from_proto import search_options_from_proto
@@ -83,6 +83,12 @@ class _LocalClient:
     def __init__(self, service: Service | ServiceSettings | None = None) -> None:
         self._handle = _ServiceHandle(service)
         self.tenant = LOCAL_TENANT
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Some calls build the remote client's request too (a search's): text protobuf cannot
+        # encode is named as the service names it, not a bare UnicodeEncodeError.
+        super().__init_subclass__(**kwargs)
+        refuse_unencodable_in(cls)
 
     async def close(self) -> None:
         await self._handle.close()

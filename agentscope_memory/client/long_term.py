@@ -18,6 +18,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_servi
 from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2_grpc as pb_grpc
 from agentscope_memory.client import _requests
 from agentscope_memory.client._base import AsyncGrpcClient, BlockingGrpcClient
+from agentscope_memory.client._validate import fields_named
 from agentscope_memory.convert.from_proto import (
     long_term_history_from_proto,
     long_term_item_from_proto,
@@ -91,6 +92,7 @@ class AsyncLongTermClient(AsyncGrpcClient):
                 break
         return items[:limit]
 
+    @fields_named(memory_id="id")
     async def get(self, memory_id: str) -> LongTermItem:
         response = await self._call(self._stub.GetLongTermMemory, pb.GetLongTermMemoryRequest(id=memory_id))
         return long_term_item_from_proto(response.memory)
@@ -107,6 +109,7 @@ class AsyncLongTermClient(AsyncGrpcClient):
         response = await self._call(self._stub.SearchLongTermMemories, request)
         return [long_term_result_from_proto(r) for r in response.results]
 
+    @fields_named(memory_id="id")
     async def update(self, memory_id: str, text: str | None = None, *, importance: float | None = None,
                      metadata: dict[str, Any] | None = None, pinned: bool | None = None) -> LongTermItem:
         """Change a memory's text, importance, metadata (merged) or pin (None keeps it); the
@@ -114,6 +117,7 @@ class AsyncLongTermClient(AsyncGrpcClient):
         request = _requests.update_long_term(memory_id, text, importance, metadata, pinned)
         return long_term_item_from_proto((await self._call(self._stub.UpdateLongTermMemory, request, retry=False)).memory)
 
+    @fields_named(memory_id="id")
     async def history(self, memory_id: str) -> builtins.list[HistoryEntry]:
         """Every change of a memory, oldest first (ADD, UPDATE, ASSESS, DELETE), following pages."""
         request = pb.GetLongTermMemoryHistoryRequest(id=memory_id)
@@ -122,6 +126,7 @@ class AsyncLongTermClient(AsyncGrpcClient):
                 async for response in self._paged(self._stub.GetLongTermMemoryHistory, request, deadline)
                 for e in response.entries]
 
+    @fields_named(memory_id="id")
     async def history_page(self, memory_id: str, page_size: int = 0,
                            page_token: str = "") -> tuple[builtins.list[HistoryEntry], str]:
         """One page of a memory's history (`page_size` 0 means the server's default, 100) and
@@ -130,6 +135,7 @@ class AsyncLongTermClient(AsyncGrpcClient):
         response = await self._call(self._stub.GetLongTermMemoryHistory, request)
         return [long_term_history_from_proto(e) for e in response.entries], response.next_page_token
 
+    @fields_named(memory_id="id")
     async def delete(self, memory_id: str) -> None:
         await self._call(self._stub.DeleteLongTermMemory, pb.DeleteLongTermMemoryRequest(id=memory_id), retry=False)
 
@@ -194,6 +200,7 @@ class LongTermClient(BlockingGrpcClient):
                 break
         return items[:limit]
 
+    @fields_named(memory_id="id")
     def get(self, memory_id: str) -> LongTermItem:
         response = self._call(self._stub.GetLongTermMemory, pb.GetLongTermMemoryRequest(id=memory_id))
         return long_term_item_from_proto(response.memory)
@@ -204,6 +211,7 @@ class LongTermClient(BlockingGrpcClient):
         request = _requests.search(scope, query, top_k, weights, memory_types, domains, route_query, ranking, metadata)
         return [long_term_result_from_proto(r) for r in self._call(self._stub.SearchLongTermMemories, request).results]
 
+    @fields_named(memory_id="id")
     def update(self, memory_id: str, text: str | None = None, *, importance: float | None = None,
                metadata: dict[str, Any] | None = None, pinned: bool | None = None) -> LongTermItem:
         """Change a memory's text, importance, metadata (merged) or pin (None keeps it); the
@@ -211,6 +219,7 @@ class LongTermClient(BlockingGrpcClient):
         request = _requests.update_long_term(memory_id, text, importance, metadata, pinned)
         return long_term_item_from_proto(self._call(self._stub.UpdateLongTermMemory, request, retry=False).memory)
 
+    @fields_named(memory_id="id")
     def history(self, memory_id: str) -> builtins.list[HistoryEntry]:
         """Every change of a memory, oldest first (ADD, UPDATE, ASSESS, DELETE), following pages."""
         request = pb.GetLongTermMemoryHistoryRequest(id=memory_id)
@@ -219,6 +228,7 @@ class LongTermClient(BlockingGrpcClient):
                 for response in self._paged(self._stub.GetLongTermMemoryHistory, request, deadline)
                 for e in response.entries]
 
+    @fields_named(memory_id="id")
     def history_page(self, memory_id: str, page_size: int = 0,
                      page_token: str = "") -> tuple[builtins.list[HistoryEntry], str]:
         """One page of a memory's history (`page_size` 0 means the server's default, 100) and
@@ -227,6 +237,7 @@ class LongTermClient(BlockingGrpcClient):
         response = self._call(self._stub.GetLongTermMemoryHistory, request)
         return [long_term_history_from_proto(e) for e in response.entries], response.next_page_token
 
+    @fields_named(memory_id="id")
     def delete(self, memory_id: str) -> None:
         self._call(self._stub.DeleteLongTermMemory, pb.DeleteLongTermMemoryRequest(id=memory_id), retry=False)
 

@@ -8,13 +8,13 @@ API key given decides the tenant, as for any gRPC client.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
 from agentscope_memory.client import _requests
 from agentscope_memory.client.aio import AsyncMemoryClient
 from agentscope_memory.client.long_term import AsyncLongTermClient
-from agentscope_memory.errors import NotFoundError
+from agentscope_memory.errors import InvalidArgumentError, NotFoundError
 from agentscope_memory.long_term.engine import HistoryEntry, LongTermItem, Scope
 from agentscope_memory.memory_tools.access import (
     HistoryPage,
@@ -23,6 +23,9 @@ from agentscope_memory.memory_tools.access import (
     WorkingMemoryInfo,
 )
 from agentscope_memory.message import Msg
+from agentscope_memory.paging import cut_to_budget
+
+T = TypeVar("T")
 
 
 class RemoteAccess:
@@ -65,18 +68,19 @@ class RemoteAccess:
 
     async def history_page(self, memory_id: str, page_size: int, page_token: str,
                            budget: tuple[Callable[[HistoryEntry], int], int] | None = None) -> HistoryPage:
-        # The server pages by its own budget: a page is not cut again here (its token could not
-        # say where a cut page ends).
-        entries, token = await self.long_term.history_page(memory_id, page_size, page_token)
+        start, skip = _read_token(page_token)
+        entries, token = await self.long_term.history_page(memory_id, page_size, start)
+        entries, token = _cut(entries, skip, token, start, budget)
         return HistoryPage(entries, token)
 
     async def read_messages(self, memory_id: str, page_size: int, page_token: str,
                             budget: tuple[Callable[[Msg], int], int] | None = None) -> MessagesPage:
-        # As history_page: the server's page budget applies.
+        start, skip = _read_token(page_token)
         client = self.memories
         response = await client._call(client._stub.GetMessages, pb.GetMessagesRequest(
-            memory_id=memory_id, page_size=page_size, page_token=page_token))
-        return MessagesPage(_requests.page_messages(response), response.next_page_token, response.total_size)
+            memory_id=memory_id, page_size=page_size, page_token=start))
+        messages, token = _cut(_requests.page_messages(response), skip, response.next_page_token, start, budget)
+        return MessagesPage(messages, token, response.total_size)
 
     async def append_messages(self, memory_id: str, msgs: Sequence[Msg]) -> int:
         try:
@@ -94,3 +98,37 @@ class RemoteAccess:
              for m in response.memories],
             response.next_page_token,
         )
+
+
+# A page of the server's is sized for gRPC (4 MiB of stored messages), not for the tools' answers
+# (each message's JSON, twice, once escaped in a string: several times as large), so it is cut to
+# the tools' budget as the in-process path cuts it. The server's token cannot say where a cut
+# page ends, and another page size would not match the token's binding: the next page is the same
+# server page, `skip` items in. Such a token is `~skip~token`; a plain one is the server's as is.
+# A forged `skip` only moves within a page its bearer may read anyway.
+_CUT = "~"
+
+
+def _read_token(page_token: str) -> tuple[str, int]:
+    """(the server's token of the page, how many of its items were given already)."""
+    if not page_token.startswith(_CUT):
+        return page_token, 0
+    skip, _, start = page_token[len(_CUT):].partition(_CUT)
+    if not skip.isdigit() or not 0 < int(skip) < 1_000_000:
+        raise InvalidArgumentError("page_token", "invalid or expired")
+    return start, int(skip)
+
+
+def _cut(items: Sequence[T], skip: int, next_token: str, start: str,
+         budget: tuple[Callable[[T], int], int] | None) -> tuple[list[T], str]:
+    """The items of a server page after `skip`, as many as fit `budget`, and the next token."""
+    rest = list(items[skip:])
+    if skip and not rest:
+        raise InvalidArgumentError("page_token", "invalid or expired")
+    if budget is None:
+        return rest, next_token
+    size_of, max_bytes = budget
+    kept = cut_to_budget(rest, size_of, max_bytes)
+    if kept == len(rest):
+        return rest, next_token
+    return rest[:kept], f"{_CUT}{skip + kept}{_CUT}{start}"

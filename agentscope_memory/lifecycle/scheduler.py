@@ -6,6 +6,11 @@ tenant with long-term memories, records the run (tenant, job, slot) in the store
 job in the same transaction. Only the replica whose record lands queues it (the others find the
 row), and the durable job queue then runs it on one replica at a time, resuming it elsewhere if
 its runner dies. Jobs register by name with one line (`register`).
+
+The records of runs are pruned as new ones land: each (tenant, job) keeps those of its last
+`KEEP_SLOTS` intervals, so the table stays as large as the tenants times the jobs, whatever the
+uptime. A replica whose clock runs behind by fewer intervals than that still finds the record
+of the slot it computes, and does not queue that run a second time.
 """
 
 from __future__ import annotations
@@ -21,6 +26,9 @@ from typing import Any, Callable
 from agentscope_memory.store.base import NO_TENANT, Store
 
 log = logging.getLogger("agentscope_memory.lifecycle")
+
+# How many intervals' records of runs each (tenant, job) keeps (see the module docstring).
+KEEP_SLOTS = 24
 
 
 @dataclass(frozen=True)
@@ -64,6 +72,7 @@ class LifecycleScheduler:
                     if not tx.lifecycle_claim_run(p.name, slot, job_id, now):
                         return False
                     tx.job_add(job_id, p.kind, {"scheduled": p.name, "slot": slot}, now, now)
+                    tx.lifecycle_prune_runs(p.name, slot - KEEP_SLOTS)
                     return True
 
                 if await self._store.run(tenant, claim):
@@ -94,4 +103,4 @@ class LifecycleScheduler:
             self._task = None
 
 
-__all__ = ["LifecycleScheduler", "Periodic"]
+__all__ = ["KEEP_SLOTS", "LifecycleScheduler", "Periodic"]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -32,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
-from agentscope_memory.errors import ResourceExhaustedError, UnavailableError
+from agentscope_memory.errors import FailedPreconditionError, ResourceExhaustedError, UnavailableError
 from agentscope_memory.store.base import Row, StoreOpenError
 from agentscope_memory.store.sql import SHARED_SCHEMA, Dialect, SqlTx
 from agentscope_memory.store.sql.schema import check_schema_version
@@ -103,6 +104,9 @@ _AUTOCHECKPOINT_PAGES = 10000
 _CHECKPOINT_PAUSE_S = 0.02
 # How long a transaction waits for the file's lock held by another program before giving up.
 _BUSY_TIMEOUT_MS = 10_000
+# What an operator does about a store that cannot be written.
+_READ_ONLY_HELP = ("the store file, its -wal and -shm files and the data dir holding them must be writable"
+                   " by the server (not read-only, not immutable, not on a read-only mount)")
 
 
 class _LockBusy(Exception):
@@ -112,6 +116,12 @@ class _LockBusy(Exception):
 def _is_busy(exc: BaseException) -> bool:
     # The primary code: SQLITE_BUSY_RECOVERY and the like are busy too.
     return isinstance(exc, sqlite3.OperationalError) and exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY
+
+
+def _is_read_only(exc: BaseException) -> bool:
+    # SQLITE_READONLY and its extended codes: the file (or the data dir holding its WAL) cannot
+    # be written, which SQLite found when it opened the file (and fell back to reading it only).
+    return isinstance(exc, sqlite3.OperationalError) and exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_READONLY
 
 
 def _is_unique_violation(exc: BaseException) -> bool:
@@ -178,6 +188,12 @@ class SqliteStore:
         # Create the schema now so a bad path fails at start-up, not on the first request.
         try:
             self._writer.submit(self._init_schema).result()
+        except sqlite3.OperationalError as exc:
+            self._shutdown()
+            if not _is_read_only(exc) and exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_CANTOPEN:
+                raise StoreOpenError(f"{self.path} cannot be opened as an SQLite database ({exc}); restore it from a"
+                                     " backup, or move it away to start with an empty store") from None
+            raise StoreOpenError(f"{self.path} cannot be written ({exc}): {_READ_ONLY_HELP}") from None
         except sqlite3.DatabaseError as exc:
             self._shutdown()
             # Corrupted, not SQLite at all, unreadable: the one line an operator needs.
@@ -188,12 +204,17 @@ class SqliteStore:
             self._shutdown()
             raise
 
-    def _connection(self, inline: bool = False) -> sqlite3.Connection:
+    def _connection(self, inline: bool = False) -> tuple[sqlite3.Connection, bool]:
+        """The thread's connection, and whether it is kept for the thread's next transaction.
+        One opened while the file cannot be written is SQLite's read-only fallback, read-only
+        for as long as it is open: it serves one transaction and is closed, so once the file is
+        writable again the next one writes, without a restart."""
         # An event loop's thread has a connection of its own that never waits for the lock
         # (see the module docstring); a worker thread's waits up to the busy timeout.
         attribute = "inline_conn" if inline else "conn"
         conn = getattr(self._local, attribute, None)
         if conn is None:
+            keep = not self.path.exists() or os.access(self.path, os.W_OK)
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(f"PRAGMA synchronous={self._synchronous}")
@@ -202,24 +223,55 @@ class SqliteStore:
             # A safety net only: the background checkpoints keep the WAL far below it, unless
             # writes come so fast and so steadily that none of them can finish.
             conn.execute(f"PRAGMA wal_autocheckpoint={_AUTOCHECKPOINT_PAGES}")
+            if not keep:
+                return conn, False
             setattr(self._local, attribute, conn)
             with self._connections_lock:
                 self._connections.append(conn)
-        return conn
+        return conn, True
 
     def _init_schema(self) -> None:
-        conn = self._connection()
+        conn, kept = self._connection()
+        try:
+            self._create_schema(conn)
+        finally:
+            if not kept:
+                conn.close()
+
+    def _create_schema(self, conn: sqlite3.Connection) -> None:
         # Before any DDL: a database from a newer version is left exactly as it is.
         if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone():
             row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             check_schema_version(row[0] if row else None, str(self.path))
         conn.executescript(_SCHEMA)
         conn.executescript(self._dialect.ddl(SHARED_SCHEMA))
+        # A file SQLite could open for reading only (read-only mode, immutable, a read-only mount)
+        # passes everything above when its tables exist; a write statement that changes nothing
+        # finds out, so such a store is refused at start instead of failing every write. It does
+        # not wait for the lock: another program holding it tells nothing either way.
+        conn.execute("PRAGMA busy_timeout=0")
+        try:
+            conn.execute("BEGIN")
+            conn.execute("DELETE FROM meta WHERE 0")
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc):
+                raise
+        finally:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
 
     def _in_transaction(
         self, tenant: str, fn: Callable[[SqlTx], T], write: bool, large: bool = False, inline: bool = False
     ) -> T:
-        conn = self._connection(inline)
+        try:
+            conn, kept = self._connection(inline)
+        except sqlite3.OperationalError as exc:
+            # The file (or its data dir, for the -wal and -shm files) cannot be opened at all.
+            reason = self._operators_problem(exc)
+            if reason is not None:
+                raise reason from exc
+            raise
         try:
             try:
                 conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
@@ -247,6 +299,9 @@ class SqliteStore:
             if reason is not None:
                 raise reason from exc
             raise
+        finally:
+            if not kept:
+                conn.close()
         if write:
             self._since_checkpoint += 1
             if (large or self._since_checkpoint >= _CHECKPOINT_EVERY) and not self._checkpoint_queued:
@@ -265,6 +320,9 @@ class SqliteStore:
         if code == sqlite3.SQLITE_FULL:
             return ResourceExhaustedError("", f"the store's disk is full ({exc}; data dir {self.path.parent});"
                                               " nothing of this call was stored")
+        if code is not None and code & 0xFF in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN):
+            return FailedPreconditionError(f"{self.path} cannot be written ({exc}): {_READ_ONLY_HELP};"
+                                           " nothing of this call was stored")
         if code == sqlite3.SQLITE_BUSY:
             # Another program (a local-mode client, a sqlite3 shell) held the write lock past
             # busy_timeout: it may let go, so the call may be retried.
@@ -279,7 +337,7 @@ class SqliteStore:
         # saw none. A failure leaves the WAL as it is (nothing committed is lost), so it is
         # logged, not raised.
         try:
-            conn = self._connection()
+            conn, _ = self._connection()
             while not self._closed:
                 writes = self._writes
                 conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()

@@ -87,6 +87,12 @@ class LifecycleForgetStatements(LongTermStatements):
             " ON CONFLICT (tenant, job, slot) DO NOTHING", (self.tenant, job, int(slot), job_id, now))
         return bool(cursor.rowcount)
 
+    def lifecycle_prune_runs(self, job: str, before_slot: int) -> int:
+        """Deletes this tenant's records of `job`'s runs in slots before `before_slot`; returns how many."""
+        cursor = self._execute("DELETE FROM {lifecycle_runs} WHERE tenant = ? AND job = ? AND slot < ?",
+                               (self.tenant, job, int(before_slot)))
+        return int(cursor.rowcount)
+
     def lifecycle_runs(self, job: str, limit: int) -> list[tuple[int, str, float]]:
         """The newest scheduled runs of `job` for this tenant: (slot, job id, when)."""
         rows = self._all("SELECT slot, job_id, created FROM {lifecycle_runs} WHERE tenant = ? AND job = ?"

@@ -27,9 +27,11 @@ public enum ConflictPolicy {
 
     /**
      * Like {@link #FAIL}, but an {@code AgentState} whose context only grew since it was read is
-     * merged: the messages this call appended are appended to the stored state's context and saved
-     * against the stored version (retried a few times). Anything else (a compacted context, another
-     * state type) fails as with {@link #FAIL}. The default.
+     * merged: the messages this call appended are appended to the stored state's context, the
+     * other fields it changed since it was read (permission mode, tool groups, tasks, plan mode)
+     * are set in it (where both writers changed one value, this save's wins), and the result is
+     * saved against the stored version (retried a few times). Anything else (a compacted context,
+     * another state type) fails as with {@link #FAIL}. The default.
      */
     MERGE_APPENDED
 }

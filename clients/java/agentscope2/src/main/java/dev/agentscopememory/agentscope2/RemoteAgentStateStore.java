@@ -364,7 +364,9 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
 
     /**
      * The stored state with the messages {@code mine} appended since {@code base} added to its
-     * context; null when {@code mine} is not {@code base} plus appended messages.
+     * context, and with every other field {@code mine} changed since {@code base} (a permission
+     * mode set by {@code setPermissionMode}, tool groups, tasks, plan mode) set as {@code mine} has
+     * it; null when {@code mine} is not {@code base} plus appended messages.
      */
     static String mergeAppended(String base, String mine, String current) {
         try {
@@ -405,10 +407,58 @@ public class RemoteAgentStateStore implements AgentStateStore, AutoCloseable {
             for (int i = from; i < mineContext.size(); i++) {
                 mergedContext.add(mineContext.get(i));
             }
+            if (base != null) {
+                // Without a base (a fresh state) nothing tells what this save changed: its fields
+                // are the defaults a new state starts with (a random reply id, say), so the stored
+                // ones stay.
+                Set<String> names = new LinkedHashSet<>();
+                baseTree.fieldNames().forEachRemaining(names::add);
+                mineObject.fieldNames().forEachRemaining(names::add);
+                names.remove("context");
+                names.remove("summary"); // equal in base and mine (checked above): the stored one stays
+                for (String name : names) {
+                    JsonNode field = mergeField(baseTree.path(name), mineObject.path(name), merged.path(name));
+                    if (field.isMissingNode()) {
+                        merged.remove(name);
+                    } else {
+                        merged.set(name, field);
+                    }
+                }
+            }
             return TREES.writeValueAsString(merged);
         } catch (java.io.IOException e) {
             return null;
         }
+    }
+
+    /**
+     * A field of a merged save, three ways ({@code MissingNode}: absent): the stored one where this
+     * save left it as it read it; else this save's, object fields merged one by one, so a change
+     * another writer made beside it stays. Where both changed one value differently this save's
+     * wins, as the last save does in AgentScope's own stores: a merge never fails (and loses the
+     * turn's messages) over a setting.
+     */
+    private static JsonNode mergeField(JsonNode base, JsonNode mine, JsonNode current) {
+        if (mine.equals(base)) {
+            return current;
+        }
+        if (!(mine instanceof ObjectNode mineObject) || !(current instanceof ObjectNode currentObject)) {
+            return mine;
+        }
+        ObjectNode out = currentObject.deepCopy();
+        Set<String> names = new LinkedHashSet<>();
+        currentObject.fieldNames().forEachRemaining(names::add);
+        mineObject.fieldNames().forEachRemaining(names::add);
+        base.fieldNames().forEachRemaining(names::add);
+        for (String name : names) {
+            JsonNode field = mergeField(base.path(name), mineObject.path(name), currentObject.path(name));
+            if (field.isMissingNode()) {
+                out.remove(name);
+            } else {
+                out.set(name, field);
+            }
+        }
+        return out;
     }
 
     /**

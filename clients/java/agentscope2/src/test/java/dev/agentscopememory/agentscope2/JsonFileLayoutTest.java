@@ -100,6 +100,9 @@ class JsonFileLayoutTest {
             files.save(slot[0], slot[1], "nothing", List.<Msg>of());
             // Keys are file names as they are: Chinese, spaces, a leading dot.
             files.save(slot[0], slot[1], ".偏好 设置", state(slot[0], slot[1]));
+            // The empty key is files named `.json`, `.jsonl`, `.hash`.
+            files.save(slot[0], slot[1], "", state(slot[0], slot[1]));
+            files.save(slot[0], slot[1], "", messages());
             cli("import", root, slot[0], slot[1]);
         }
         try (RemoteAgentStateStore remote = RemoteAgentStateStore.builder().target(server.target()).build()) {
@@ -111,6 +114,10 @@ class JsonFileLayoutTest {
                 assertEquals(List.of(), remote.getList(slot[0], slot[1], "nothing", Msg.class));
                 assertEquals(json(files.get(slot[0], slot[1], ".偏好 设置", AgentState.class).orElseThrow()),
                         json(remote.get(slot[0], slot[1], ".偏好 设置", AgentState.class).orElseThrow()));
+                assertEquals(json(files.get(slot[0], slot[1], "", AgentState.class).orElseThrow()),
+                        json(remote.get(slot[0], slot[1], "", AgentState.class).orElseThrow()));
+                assertEquals(json(files.getList(slot[0], slot[1], "", Msg.class)),
+                        json(remote.getList(slot[0], slot[1], "", Msg.class)));
                 assertTrue(remote.exists(slot[0], slot[1]));
             }
             assertEquals(java.util.Set.of("s 2/x"), remote.listSessionIds("爱丽丝"));
@@ -130,6 +137,7 @@ class JsonFileLayoutTest {
             remote.save(user, session, "nothing", List.<Msg>of());
             remote.save(user, session, "偏好 设置", state);
             remote.save(user, session, "消息", messages().subList(0, 1));
+            remote.save(user, session, "", state);
         }
         cli("export", exported, user, session);
         JsonFileAgentStateStore files = new JsonFileAgentStateStore(reference);
@@ -138,6 +146,7 @@ class JsonFileLayoutTest {
         files.save(user, session, "nothing", List.<Msg>of());
         files.save(user, session, "偏好 设置", state);
         files.save(user, session, "消息", messages().subList(0, 1));
+        files.save(user, session, "", state);
 
         List<Path> want = listing(reference);
         assertEquals(want, listing(exported), "the same files in the same directories");
@@ -149,6 +158,8 @@ class JsonFileLayoutTest {
             assertArrayEquals(Files.readAllBytes(reference.resolve(file)), Files.readAllBytes(exported.resolve(file)), file.toString());
         }
         assertFalse(Files.exists(exported.resolve(want.get(0).getParent()).resolve("nothing.jsonl")));
+        // With the same permissions (the export's files were 0600, Java's 0644 under umask 022).
+        assertEquals(permissions(reference), permissions(exported));
         // The real store reads the export, and saving over it works (it rewrites the list).
         JsonFileAgentStateStore reopened = new JsonFileAgentStateStore(exported);
         assertEquals(json(state), json(reopened.get(user, session, "agent_state", AgentState.class).orElseThrow()));
@@ -156,6 +167,18 @@ class JsonFileLayoutTest {
         more.add(Msg.builder().id("m9").name("user").role(MsgRole.USER).textContent("再来").timestamp("2026-11-23 10:00:09.000").build());
         reopened.save(user, session, "memory_messages", more);
         assertEquals(json(more), json(reopened.getList(user, session, "memory_messages", Msg.class)));
+    }
+
+    /** Every file's and directory's POSIX permissions under {@code root}, by relative path. */
+    static Map<String, String> permissions(Path root) throws Exception {
+        Map<String, String> out = new java.util.TreeMap<>();
+        try (Stream<Path> paths = Files.walk(root)) {
+            for (Path p : (Iterable<Path>) paths.filter(p -> !p.equals(root))::iterator) {
+                out.put(root.relativize(p).toString(),
+                        java.nio.file.attribute.PosixFilePermissions.toString(Files.getPosixFilePermissions(p)));
+            }
+        }
+        return out;
     }
 
     static List<Path> listing(Path root) throws Exception {

@@ -16,6 +16,7 @@ import dev.agentscopememory.grpc.v1.Role;
 import io.agentscope.core.ReActAgent;
 import io.agentscope.core.message.Msg;
 import io.agentscope.core.message.MsgRole;
+import io.agentscope.core.permission.PermissionMode;
 import io.agentscope.core.state.AgentState;
 import io.agentscope.core.state.AgentStateStore;
 import io.agentscope.core.state.JsonFileAgentStateStore;
@@ -351,6 +352,71 @@ class VersioningAndResumeTest {
             a.save(null, s, "agent_state", mine); // nothing new: nothing added
             assertEquals(List.of("base", "from b", "from a", "a again"),
                     texts(b.get(null, s, "agent_state", AgentState.class).orElseThrow()));
+        }
+    }
+
+    /**
+     * A merged save carried only the context: the permission mode this save set was dropped for
+     * the stored one. Now the fields each writer changed are kept, the other writer's beside this
+     * one's, and where both changed one this save's wins (as the last save in AgentScope's stores).
+     */
+    @Test
+    void aMergedSaveKeepsTheSettingsItChangedBesideTheOtherWritersOnes() {
+        String s = session();
+        try (RemoteAgentStateStore a = store(ConflictPolicy.MERGE_APPENDED);
+                RemoteAgentStateStore b = store(ConflictPolicy.MERGE_APPENDED);
+                RemoteAgentStateStore reader = store(ConflictPolicy.OVERWRITE)) {
+            AgentState seed = AgentState.builder().build();
+            seed.contextMutable().add(msg("开始"));
+            a.save("用户", s, "agent_state", seed);
+            AgentState mine = a.get("用户", s, "agent_state", AgentState.class).orElseThrow();
+            AgentState theirs = b.get("用户", s, "agent_state", AgentState.class).orElseThrow();
+            theirs.contextMutable().add(msg("来自 b"));
+            theirs.getToolContext().setActivatedGroups(List.of("天气工具"));
+            b.save("用户", s, "agent_state", theirs);
+            mine.contextMutable().add(msg("来自 a"));
+            mine.setPermissionContext(mine.getPermissionContext().withMode(PermissionMode.BYPASS));
+            a.save("用户", s, "agent_state", mine);
+            AgentState stored = reader.get("用户", s, "agent_state", AgentState.class).orElseThrow();
+            assertEquals(List.of("开始", "来自 b", "来自 a"), texts(stored));
+            assertEquals(PermissionMode.BYPASS, stored.getPermissionContext().getMode());
+            assertEquals(List.of("天气工具"), stored.getToolContext().getActivatedGroups());
+
+            // Both change the mode: the later save's stands; b's tool groups stay.
+            theirs = b.get("用户", s, "agent_state", AgentState.class).orElseThrow();
+            theirs.setPermissionContext(theirs.getPermissionContext().withMode(PermissionMode.EXPLORE));
+            b.save("用户", s, "agent_state", theirs);
+            mine.setPermissionContext(mine.getPermissionContext().withMode(PermissionMode.DONT_ASK));
+            a.save("用户", s, "agent_state", mine);
+            stored = reader.get("用户", s, "agent_state", AgentState.class).orElseThrow();
+            assertEquals(PermissionMode.DONT_ASK, stored.getPermissionContext().getMode());
+            assertEquals(List.of("天气工具"), stored.getToolContext().getActivatedGroups());
+            assertEquals(List.of("开始", "来自 b", "来自 a"), texts(stored));
+        }
+    }
+
+    /**
+     * A 2.0.0 ReActAgent's {@code setPermissionMode} saves the state its last call saved; after
+     * another replica's turn that save is merged, and the mode it set was lost (the session stayed
+     * in DEFAULT for every later call).
+     */
+    @Test
+    void aPermissionModeSetAfterAnotherReplicasTurnIsKept() {
+        String s = session();
+        try (RemoteAgentStateStore a = store(ConflictPolicy.MERGE_APPENDED);
+                RemoteAgentStateStore b = store(ConflictPolicy.MERGE_APPENDED);
+                RemoteAgentStateStore reader = store(ConflictPolicy.OVERWRITE)) {
+            ReActAgent first = Scripts.agent(new ScriptedModel(Scripts.answers("A", 1), "A"), a);
+            ReActAgent second = Scripts.agent(new ScriptedModel(Scripts.answers("B", 2), "B"), b);
+            Scripts.call(first, "用户", s, "A asks 0");
+            Scripts.call(second, "用户", s, "B asks 0");
+            first.setPermissionMode("用户", s, PermissionMode.BYPASS);
+            AgentState stored = reader.get("用户", s, "agent_state", AgentState.class).orElseThrow();
+            assertEquals(PermissionMode.BYPASS, stored.getPermissionContext().getMode());
+            assertEquals(List.of("A asks 0", "A answer 0", "B asks 0", "B answer 0"), texts(stored));
+            Scripts.call(second, "用户", s, "B asks 1");
+            assertEquals(PermissionMode.BYPASS, second.getPermissionMode("用户", s));
+            assertEquals(6, texts(reader.get("用户", s, "agent_state", AgentState.class).orElseThrow()).size());
         }
     }
 
