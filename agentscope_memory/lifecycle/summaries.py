@@ -12,7 +12,7 @@ from typing import Sequence
 
 from agentscope_memory.errors import DeadlineExceededError, UnavailableError
 from agentscope_memory.lifecycle.keywords import keywords
-from agentscope_memory.llm import ChatClient
+from agentscope_memory.llm import ChatClient, strip_thinking
 
 log = logging.getLogger("agentscope_memory.lifecycle")
 
@@ -105,8 +105,46 @@ def extractive_summary(texts: Sequence[str], max_chars: int) -> str:
     return out
 
 
+# What a chat model puts before the note it was asked for, stored word for word until removed:
+# a courtesy ("Sure!", "好的，"), a line introducing the note ("Here is the merged note:",
+# "以下是合并后的记忆：") and a markdown heading. An introduction is only taken off when it ends in
+# a colon and starts with one of these words: a note that starts "The user..." stays whole.
+_COURTESY = re.compile(r"^(?:sure|certainly|of course|okay|ok|absolutely|great|no problem)\b[!.,]*\s*"
+                       r"|^(?:好的|当然|没问题|可以)[!！。，,]*\s*", re.IGNORECASE)
+_INTRODUCTION = re.compile(
+    r"^[*_]*(?:here(?:'s|’s| is| are)|below is|the (?:merged|combined|consolidated|rewritten|single)"
+    r"|merged|combined|consolidated|rewritten|reflection|insight|summary|note"
+    r"|以下|下面|这是|合并后|整合后|合并的|反思|总结|摘要|洞察)[^\n:：]{0,80}[:：][*_]*[ \t]*\n?\s*", re.IGNORECASE)
+_HEADING = re.compile(r"^(?:#{1,6}[ \t][^\n]*|\*\*[^\n*]{1,80}\*\*[ \t]*)\n\s*")
+_FENCE = re.compile(r"^```[\w-]*[ \t]*\n(.*?)\n?```$", re.DOTALL)
+_QUOTES = {'"': '"', "'": "'", "“": "”", "‘": "’", "「": "」", "『": "』", "«": "»"}
+
+
+def clean_answer(text: str) -> str:
+    """A model's note without what only frames it: its `<think>` blocks, a courtesy, an
+    introducing line, a heading, a code fence or quotes around all of it. What the fidelity
+    check weighs and what is stored is the note itself."""
+    text = strip_thinking(text)
+    for _ in range(4):  # "Sure! Here is the merged note:\n```\n...\n```": one frame after the other
+        before = text
+        text = _COURTESY.sub("", text, count=1).strip()
+        text = _HEADING.sub("", text, count=1).strip()
+        text = _INTRODUCTION.sub("", text, count=1).strip()
+        fenced = _FENCE.match(text)
+        if fenced:
+            text = fenced.group(1).strip()
+        close = _QUOTES.get(text[:1])
+        # Only quotes around the whole: '"Lisbon" is where the user lives' keeps its own.
+        if close and len(text) > 1 and text.endswith(close) and close not in text[1:-1]:
+            text = text[1:-1].strip()
+        if text == before:
+            break
+    return text
+
+
 async def ask(llm: ChatClient, instruction: str, lines: Sequence[str], extra: str = "") -> str:
+    """The model's answer, cleaned (`clean_answer`); "" when nothing but framing was in it."""
     body = (extra + "\n\n" if extra else "") + "\n".join(f"- {line}" for line in lines)
     result = await llm.chat([{"role": "system", "content": instruction}, {"role": "user", "content": body}],
                             temperature=0)
-    return result.text.strip()
+    return clean_answer(result.text)
