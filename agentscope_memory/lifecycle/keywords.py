@@ -159,22 +159,41 @@ def numbers(text: str) -> set[str]:
     units one way ("3pm" for "3 pm" and "3 p.m.", "5kg", "$5" as "5usd"), a day beside a month
     name as its month and day ("March 3" is "3月" and "3日", as 三月三日 is)."""
     out: set[str] = set()
+    for _, found in _numbers_at(text):
+        out.update(found)
+    return out
+
+
+def without_numbers(text: str, mark: str = " ") -> str:
+    """`text` with each of its numbers (as `numbers` finds them, counter included: 一万五千元,
+    下午3点's 3点) replaced by `mark`: what the text says besides its numbers."""
+    out, last = [], 0
+    for (start, end), _ in _numbers_at(text):
+        out += [text[last:start], mark]
+        last = end
+    return "".join(out) + text[last:]
+
+
+def _numbers_at(text: str) -> list[tuple[tuple[int, int], tuple[str, ...]]]:
+    """Where `numbers` finds each number of `text` (the span of its digits or numerals and
+    Chinese counter) and what it finds there."""
+    out: list[tuple[tuple[int, int], tuple[str, ...]]] = []
     for match in _COUNTED.finditer(text):
         pre, num, unit = match.group("pre"), match.group("num"), match.group("unit")
         if num[0].isdigit():
             if not num.isascii():  # digits of another script: kept as written, alone
-                out.update(NUMBER.findall(num))
+                out.append((match.span(), tuple(NUMBER.findall(num))))
                 continue
             value = num
             if not (pre or unit):
-                out.update(_english_unit(text, match.start("num"), match.end("num")) or (value,))
+                out.append((match.span(), _english_unit(text, match.start("num"), match.end("num")) or (value,)))
                 continue
         elif not (pre or unit) or (num in ("一", "十") and not pre and unit not in _LONE_UNITS):
             continue
         else:
             value = str(_chinese_value(num))
         prefix = "" if not pre else "第" if pre == "第" else "周"
-        out.add(prefix + value + _SAME_UNIT.get(unit or "", unit or ""))
+        out.append((match.span(), (prefix + value + _SAME_UNIT.get(unit or "", unit or ""),)))
     return out
 
 
