@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from agentscope_memory.errors import UnavailableError
+from agentscope_memory.lifecycle.compressed import CompressedSearch
 from agentscope_memory.lifecycle.consolidation import ConsolidationSettings, Consolidator
 from agentscope_memory.lifecycle.reflection import Reflector
 from agentscope_memory.lifecycle.summaries import clean_answer
@@ -145,6 +146,17 @@ async def test_an_llm_reflection_is_stored_without_its_preamble_and_thinking(eng
         await client.close()
     assert result.reflection is not None and result.method == "llm"
     assert result.reflection.text == REFLECTION[lang]
+
+
+async def test_a_compressed_recall_is_given_without_its_preamble_and_thinking(engine) -> None:
+    scope = Scope("agent", "u")
+    await add_facts(engine, scope, REFLECTION_FACTS["zh"])
+    answer = "<think>问题是住处 {上海}。</think>\n好的！以下是摘要：\n\n**用户住在上海，对花生过敏。**"
+    with ScriptedLLM(default=ScriptedReply.text(answer)) as llm:
+        client = ChatClient(LlmConfig(llm.base_url, "m", timeout_s=5, max_retries=0))
+        _, _, summary = await CompressedSearch(engine, client).search("t", scope, "用户住在哪里", min_results=1)
+        await client.close()
+    assert summary is not None and summary.method == "llm" and summary.summary == "用户住在上海，对花生过敏。"
 
 
 def test_the_scorers_json_is_read_after_a_think_block_holding_braces() -> None:

@@ -223,7 +223,7 @@ _QUOTES = {'"': '"', "'": "'", "“": "”", "‘": "’", "「": "」", "『": 
 
 def clean_answer(text: str) -> str:
     """A model's note without what only frames it: its `<think>` blocks, a courtesy, an
-    introducing line, a heading, a code fence or quotes around all of it. What the fidelity
+    introducing line, a heading, a code fence, bold or quotes around all of it. What the fidelity
     check weighs and what is stored is the note itself."""
     text = strip_thinking(text)
     for _ in range(4):  # "Sure! Here is the merged note:\n```\n...\n```": one frame after the other
@@ -234,6 +234,8 @@ def clean_answer(text: str) -> str:
         fenced = _FENCE.match(text)
         if fenced:
             text = fenced.group(1).strip()
+        if text.startswith("**") and text.endswith("**") and len(text) > 4 and "**" not in text[2:-2]:
+            text = text[2:-2].strip()  # bold around all of it
         close = _QUOTES.get(text[:1])
         # Only quotes around the whole: '"Lisbon" is where the user lives' keeps its own.
         if close and len(text) > 1 and text.endswith(close) and close not in text[1:-1]:
