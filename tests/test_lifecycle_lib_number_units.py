@@ -24,6 +24,7 @@ from tests.test_lifecycle_lib_llm_answers import add_facts, embedder, engine  # 
     ("It costs $5, 30% off, 2 kg, 10 km, 5m and 3h.", {"5usd", "30%", "2kg", "10km", "5m", "3h"}),
     ("May I call 3 people since May 2023?", {"3people", "2023"}),  # a month beside a year is no day
     ("door code 4711 at 7:15 in 2023, reminder 12 on day 5", {"4711", "7:15", "2023", "12", "5"}),
+    ("a 3-hour call on the 3rd day, 0x1F, 5a, room 5B", {"3h", "3", "0", "1", "5"}),  # a letter that is no unit
     ("会议持续三小时，休息三分钟，孩子三周岁", {"3小时", "3分钟", "3岁"}),
     ("两个小时，打七折是30％", {"2小时", "30%"}),
 ])

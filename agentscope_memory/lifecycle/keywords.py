@@ -69,8 +69,9 @@ _EN_UNITS = {
     "people": "people", "persons": "people", "person": "people",
 }
 _CURRENCY = {"$": "usd", "€": "eur", "£": "gbp", "¥": "元", "￥": "元"}
+# "3 hours", "3-hour", "3h"; an ordinal ("3rd day") counts no unit.
 _EN_UNIT = re.compile(
-    r"(?:st|nd|rd|th)?(?:(?P<onto>[a-z]|%|％)|\s?(?P<word>"
+    r"(?:(?P<onto>[" + "".join(u for u in _EN_UNITS if len(u) == 1) + r"])|[\s-]?(?P<word>"
     + "|".join(re.escape(u) for u in sorted(_EN_UNITS, key=len, reverse=True) if len(u) > 1)
     + r"))(?![a-z0-9])", re.IGNORECASE)
 # A day of the month beside an English month name is that month and day, as 五月三日 is:
