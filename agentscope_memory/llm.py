@@ -148,3 +148,22 @@ class ChatClient:
         usage = data.get("usage")
         usage = usage if isinstance(usage, dict) else {}
         return ChatResult(text, _tokens(usage.get("prompt_tokens")), _tokens(usage.get("completion_tokens")), seconds)
+
+
+# Reasoning models put their reasoning inside the answer: <think>...</think> (some templates open
+# the tag in the prompt, so the answer holds only the closing one), or <thinking>.
+_THINK_BLOCK = re.compile(r"<(think|thinking)>.*?</\1>", re.IGNORECASE | re.DOTALL)
+_THINK_OPEN = re.compile(r"^\s*<(?:think|thinking)>", re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"</(?:think|thinking)>", re.IGNORECASE)
+
+
+def strip_thinking(text: str) -> str:
+    """`text` without a reasoning model's thinking: closed `<think>` blocks anywhere, a leading
+    one left open (all of it is thinking), and everything up to a closing tag whose opening tag
+    the prompt template held. For every answer read as text or JSON, whose braces a thought
+    holding braces would otherwise confuse."""
+    text = _THINK_BLOCK.sub("", text)
+    if _THINK_OPEN.match(text):
+        return ""
+    closes = [m.end() for m in _THINK_CLOSE.finditer(text)]
+    return (text[closes[-1]:] if closes else text).strip()

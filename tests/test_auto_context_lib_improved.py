@@ -81,3 +81,28 @@ async def test_q3_stubs_are_not_offloaded_again(profile: str) -> None:
         assert changed and st.offload == {uuid_n(1): [stub]} and st.working[2] is not stub
     else:
         assert st.working[2] is stub and not st.offload
+
+
+@pytest.mark.parametrize("profile", ["parity", "improved"])
+async def test_a_reasoning_models_thinking_stays_out_of_improved_summaries(profile: str) -> None:
+    answer = "<think>先看工具结果 {c0..c3}。</think>\n用户查询了四次，结果是r0到r3。"
+    msgs = [U("q")] + [m for i in range(4) for m in (TU("t", f"c{i}"), TR("t", f"c{i}", f"r{i}"))] + [A("done"), U("next")]
+    c, _ = compressor(ScriptedSummarizer(text=answer), profile=profile, msg_threshold=5, last_keep=1,
+                      min_consecutive_tool_messages=3, min_compression_token_threshold=0)
+    st = state(msgs)
+    assert await c.compress_if_needed(st) is True
+    summary = next(m.text_content for m in st.working if COMPRESS_META in m.metadata)
+    if profile == "parity":
+        assert summary.startswith(answer)  # Java stores the model's answer byte for byte
+    else:
+        assert summary.startswith("用户查询了四次，结果是r0到r3。") and "<think>" not in summary
+
+
+async def test_an_improved_summary_of_nothing_but_thinking_is_a_failed_call() -> None:
+    msgs = [U("q")] + [m for i in range(4) for m in (TU("t", f"c{i}"), TR("t", f"c{i}", f"r{i}"))] + [A("done"), U("next")]
+    c, _ = compressor(ScriptedSummarizer(text="<think>没想完"), profile="improved", msg_threshold=5, last_keep=1,
+                      min_consecutive_tool_messages=3, min_compression_token_threshold=0)
+    st = state(msgs)
+    with pytest.raises(Exception, match="nothing but its thinking"):
+        await c.compress_if_needed(st)
+    assert st.working == msgs and not st.offload

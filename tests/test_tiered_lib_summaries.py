@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from agentscope_memory.service import ServiceSettings, build_service
-from agentscope_memory.short_term.tiered.summaries import CUT_MARKER, MAX_SUMMARY_CHARS, cut_summary, strip_thinking
+from agentscope_memory.llm import strip_thinking
+from agentscope_memory.short_term.tiered.summaries import CUT_MARKER, MAX_SUMMARY_CHARS, cut_summary
 from scripted_llm import ScriptedLLM, ScriptedReply
 from tiered_helpers import ITEM_TOKENS, config, msg, text
 

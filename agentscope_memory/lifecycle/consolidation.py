@@ -214,9 +214,10 @@ class Consolidator:
         if self._llm is not None and use_llm:
             try:
                 text = await ask(self._llm, MERGE_PROMPT, texts)
-                if len(text) <= MAX_MERGE_CHARS:
+                if text and len(text) <= MAX_MERGE_CHARS:
                     return text, LLM, False
-                log.warning("the LLM's merge has %d characters; using the extractive merge", len(text))
+                log.warning("the LLM's merge has %d characters (after its framing); using the extractive merge",
+                            len(text))
             except LLM_ERRORS:
                 log.warning("merge by the LLM failed; merging offline for the rest of this run", exc_info=True)
                 return extractive_merge(texts, MAX_MERGE_CHARS), EXTRACTIVE, True

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from agentscope_memory.lifecycle.keywords import is_number, keywords, numbers, retained
+from agentscope_memory.lifecycle.keywords import is_number, keywords, number_kept, number_value, numbers, retained
 
 EMBEDDING_WEIGHT = 0.6
 KEYWORD_WEIGHT = 0.4
@@ -66,6 +66,8 @@ def check(merged_text: str, merged_vector: np.ndarray, original_texts: Sequence[
     stated: set[str] = set()
     for text in original_texts:
         stated |= numbers(text)
-    invented = sorted(numbers(merged_text) - stated)
+    # Stated when an original holds it (with its unit where it has one), or holds its value
+    # alone: "at 3" and then "at 3 pm" says more, not something else; "3 pm" after "March 3" does.
+    invented = sorted(n for n in numbers(merged_text) if not number_kept(n, stated) and number_value(n) not in stated)
     return Fidelity(similarity, retention, composite, composite >= threshold and keeps_numbers and not invented,
                     lost, invented)

@@ -6,7 +6,8 @@ A keyword is what a reader would miss if a merge dropped it: capitalised words a
 characters cut at common function characters; no external segmenter), and numbers written in
 digits (`7:15`, `2026-11-23`, `3.11`, `1,000`) or, with what they count, in Chinese numerals
 (`下午三点`, `五月三日`, `星期三`: "3点", "5月", "3日", "周3", as `3点` and `3月5日` are). Keywords are compared case-insensitively; a
-number is kept only where it stands whole (`3` is not kept by `2023` or `3.5`).
+number is kept only where it stands whole (`3` is not kept by `2023` or `3.5`), and with its unit
+or counter where it has one (`number_kept`: "3 pm" is not kept by "March 3").
 """
 
 from __future__ import annotations
@@ -39,16 +40,54 @@ _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 # or 十 before a counter is mostly an article or an adverb (一个朋友, 十分重要) and counts only
 # before a date, money or age unit.
 _ZH_DIGITS = "零〇一二两三四五六七八九十百千万亿"
-_UNITS = "点|时|分|秒|月|日|号|年|岁|元|块|角|个|次|天|周|位|只|人|楼|层|倍|公斤|斤|公里|米"
+# Longer counters first: 三分钟 is 3分钟, not 3分 (a score), 三周岁 is 3岁, not 3周.
+_UNITS = ("个小时|小时|分钟|周岁|公斤|千克|公里|毫升|点|时|分|秒|月|日|号|年|岁|元|块|角|个|次|天|周|位|只|人|楼|层|倍"
+          "|斤|米|克|度|本|张|条|件|辆|台|家|杯|瓶")
 _COUNTED = re.compile(rf"(?P<pre>第|周|星期|礼拜)?(?P<num>\d+(?:[.,:/-]\d+)*|[{_ZH_DIGITS}]+)(?P<unit>{_UNITS})?")
-_LONE_UNITS = frozenset("月日号年岁元块楼层")
+_LONE_UNITS = frozenset(["月", "日", "号", "年", "岁", "周岁", "元", "块", "楼", "层"])
 # One spelling per meaning: 号 is a day of the month as 日 is, 时 an hour as 点 is, 星期三 is 周三.
-_SAME_UNIT = {"号": "日", "时": "点"}
+_SAME_UNIT = {"号": "日", "时": "点", "个小时": "小时", "周岁": "岁", "千克": "公斤"}
+# What an English (or symbol) unit after a number in digits says, one spelling per meaning: "3 pm"
+# is 3pm, which "March 3" does not keep, as "3点" is not kept by "3月". A unit of one letter
+# counts only written onto its number ("5m", "3h"): "a 2 m wall" is rare, "plan B 2 s" noise.
+_EN_UNITS = {
+    "am": "am", "a.m.": "am", "pm": "pm", "p.m.": "pm", "o'clock": "点", "o’clock": "点",
+    "%": "%", "％": "%", "percent": "%", "per cent": "%",
+    "ms": "ms", "s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s",
+    "min": "min", "mins": "min", "minute": "min", "minutes": "min",
+    "h": "h", "hr": "h", "hrs": "h", "hour": "h", "hours": "h",
+    "day": "day", "days": "day", "wk": "week", "wks": "week", "week": "week", "weeks": "week",
+    "month": "month", "months": "month", "yr": "year", "yrs": "year", "year": "year", "years": "year",
+    "g": "g", "gram": "g", "grams": "g", "kg": "kg", "kgs": "kg", "kilo": "kg", "kilos": "kg",
+    "kilogram": "kg", "kilograms": "kg", "lb": "lb", "lbs": "lb",
+    "mm": "mm", "cm": "cm", "m": "m", "meter": "m", "meters": "m", "metre": "m", "metres": "m",
+    "km": "km", "kilometer": "km", "kilometers": "km", "kilometre": "km", "kilometres": "km",
+    "mi": "mi", "mile": "mi", "miles": "mi", "ml": "ml", "l": "l", "liter": "l", "liters": "l", "litre": "l",
+    "litres": "l", "kb": "kb", "mb": "mb", "gb": "gb", "tb": "tb",
+    "usd": "usd", "dollar": "usd", "dollars": "usd", "bucks": "usd", "eur": "eur", "euro": "eur",
+    "euros": "eur", "gbp": "gbp", "yuan": "元", "rmb": "元", "cny": "元", "x": "times", "times": "times",
+    "people": "people", "persons": "people", "person": "people",
+}
+_CURRENCY = {"$": "usd", "€": "eur", "£": "gbp", "¥": "元", "￥": "元"}
+# "3 hours", "3-hour", "3h"; an ordinal ("3rd day") counts no unit.
+_EN_UNIT = re.compile(
+    r"(?:(?P<onto>[" + "".join(u for u in _EN_UNITS if len(u) == 1) + r"])|[\s-]?(?P<word>"
+    + "|".join(re.escape(u) for u in sorted(_EN_UNITS, key=len, reverse=True) if len(u) > 1)
+    + r"))(?![a-z0-9])", re.IGNORECASE)
+# A day of the month beside an English month name is that month and day, as 五月三日 is:
+# "March 3", "3 March", "the 3rd of March" are all 3月 and 3日. A month alone ("in May", and
+# "May I...") is a word, not a number.
+_MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+_MONTH = r"(?P<month>(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sept?(?:ember)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?)"
+_MONTH_BEFORE = re.compile(rf"\b{_MONTH}\s+$")
+_MONTH_AFTER = re.compile(rf"(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b")
 _ZH_VALUE = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 _ZH_SCALE = {"十": 10, "百": 100, "千": 1000}
 _ZH_GROUP = {"万": 10_000, "亿": 100_000_000}
-# What `numbers` returns: a number in digits, alone or with its Chinese counter.
-_NUMBER_KEYWORD = re.compile(rf"(?:第|周)?\d+(?:[.,:/-]\d+)*(?:{_UNITS})?")
+# What `numbers` returns: a number in digits, alone or with its counter or unit.
+_NUMBER_KEYWORD = re.compile(r"(?P<pre>第|周)?(?P<value>\d+(?:[.,:/-]\d+)*)(?P<unit>"
+                             + "|".join(sorted({*_UNITS.split("|"), *_EN_UNITS.values()}, key=len, reverse=True))
+                             + ")?")
 
 
 def _chinese_value(run: str) -> int:
@@ -96,29 +135,94 @@ def _capitalised(text: str) -> list[str]:
     return out
 
 
+def _english_unit(text: str, start: int, end: int) -> tuple[str, ...]:
+    """What a number in digits at text[start:end] counts, from what stands around it: a unit
+    after it ("3 pm", "5kg", "30%"), a currency sign before it ("$5"), a month name beside a day
+    ("March 3" -> month and day). () when nothing: the number stands alone."""
+    value = text[start:end]
+    before = text[max(0, start - 16):start]
+    if value.isdigit() and 1 <= int(value) <= 31:
+        month = _MONTH_BEFORE.search(before) or _MONTH_AFTER.match(text, end)
+        if month:
+            return f"{_MONTHS.index(month.group('month')[:3].lower()) + 1}月", f"{int(value)}日"
+    if before[-1:] in _CURRENCY:
+        return (value + _CURRENCY[before[-1]],)
+    unit = _EN_UNIT.match(text, end)
+    if unit:
+        spelled = (unit.group("onto") or unit.group("word")).lower()
+        return (value + _EN_UNITS[spelled],)
+    return ()
+
+
 def numbers(text: str) -> set[str]:
-    """The numbers of `text`, whole: in digits ("7:15", "2026-11-23"), and, where a Chinese
-    counter goes with them, with it, Chinese numerals as digits ("3点" for 三点 and 3点)."""
+    """The numbers of `text`, whole: in digits ("7:15", "2026-11-23"), and, where a counter or
+    unit goes with them, with it: Chinese numerals as digits ("3点" for 三点 and 3点), English
+    units one way ("3pm" for "3 pm" and "3 p.m.", "5kg", "$5" as "5usd"), a day beside a month
+    name as its month and day ("March 3" is "3月" and "3日", as 三月三日 is)."""
     out: set[str] = set()
+    for _, found in _numbers_at(text):
+        out.update(found)
+    return out
+
+
+def without_numbers(text: str, mark: str = " ") -> str:
+    """`text` with each of its numbers (as `numbers` finds them, counter included: 一万五千元,
+    下午3点's 3点) replaced by `mark`: what the text says besides its numbers."""
+    out, last = [], 0
+    for (start, end), _ in _numbers_at(text):
+        out += [text[last:start], mark]
+        last = end
+    return "".join(out) + text[last:]
+
+
+def _numbers_at(text: str) -> list[tuple[tuple[int, int], tuple[str, ...]]]:
+    """Where `numbers` finds each number of `text` (the span of its digits or numerals and
+    Chinese counter) and what it finds there."""
+    out: list[tuple[tuple[int, int], tuple[str, ...]]] = []
     for match in _COUNTED.finditer(text):
         pre, num, unit = match.group("pre"), match.group("num"), match.group("unit")
         if num[0].isdigit():
             if not num.isascii():  # digits of another script: kept as written, alone
-                out.update(NUMBER.findall(num))
+                out.append((match.span(), tuple(NUMBER.findall(num))))
                 continue
             value = num
+            if not (pre or unit):
+                out.append((match.span(), _english_unit(text, match.start("num"), match.end("num")) or (value,)))
+                continue
         elif not (pre or unit) or (num in ("一", "十") and not pre and unit not in _LONE_UNITS):
             continue
         else:
             value = str(_chinese_value(num))
         prefix = "" if not pre else "第" if pre == "第" else "周"
-        out.add(prefix + value + _SAME_UNIT.get(unit or "", unit or ""))
+        out.append((match.span(), (prefix + value + _SAME_UNIT.get(unit or "", unit or ""),)))
     return out
 
 
 def is_number(keyword: str) -> bool:
     """Whether a keyword is a number (what `numbers` returns), which a merge must keep."""
     return _NUMBER_KEYWORD.fullmatch(keyword) is not None
+
+
+def number_value(number: str) -> str:
+    """A number of `numbers` without its counter or unit: "3pm" -> "3", "第12层" -> "12"."""
+    parts = _NUMBER_KEYWORD.fullmatch(number)
+    return parts.group("value") if parts else number
+
+
+def number_kept(number: str, present: set[str]) -> bool:
+    """Whether a number (of `numbers`) is kept by the numbers `present`: as it is, with its unit
+    where it had one ("3pm" is not kept by "3日"), or, standing alone in its text, with any unit
+    ("at 3" is kept by "at 3 pm": the merge says more, not something else)."""
+    if number in present:
+        return True
+    parts = _NUMBER_KEYWORD.fullmatch(number)
+    if parts is None or parts.group("pre") or parts.group("unit"):
+        return False
+    for other in present:
+        found = _NUMBER_KEYWORD.fullmatch(other)
+        if found is not None and found.group("value") == number:
+            return True
+    return False
 
 
 def keywords(text: str) -> set[str]:
@@ -141,5 +245,5 @@ def retained(keyword_set: set[str], text: str) -> tuple[float, list[str]]:
         return 1.0, []
     folded = text.casefold()
     present = numbers(text)
-    lost = sorted(k for k in keyword_set if (k not in present if is_number(k) else k not in folded))
+    lost = sorted(k for k in keyword_set if (not number_kept(k, present) if is_number(k) else k not in folded))
     return 1.0 - len(lost) / len(keyword_set), lost

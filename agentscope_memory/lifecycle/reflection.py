@@ -222,7 +222,7 @@ class Reflector:
         except LLM_ERRORS:  # the offline summary still reflects
             log.warning("reflection by the LLM failed; using the extractive summary", exc_info=True)
             return "", None, None
-        if len(text) > MAX_REFLECTION_CHARS:  # not a summary: the offline one instead
+        if not text or len(text) > MAX_REFLECTION_CHARS:  # nothing but framing, or not a summary
             log.warning("the LLM's reflection has %d characters; using the extractive summary", len(text))
             return "", None, None
         engine = self._engine

@@ -11,8 +11,8 @@ import re
 from typing import Sequence
 
 from agentscope_memory.errors import DeadlineExceededError, UnavailableError
-from agentscope_memory.lifecycle.keywords import keywords
-from agentscope_memory.llm import ChatClient
+from agentscope_memory.lifecycle.keywords import CHINESE_STOPS, is_number, keywords, without_numbers
+from agentscope_memory.llm import ChatClient, strip_thinking
 
 log = logging.getLogger("agentscope_memory.lifecycle")
 
@@ -66,26 +66,127 @@ def _novel(sentence: str, seen: set[str], min_share: float) -> bool:
 def extractive_merge(texts: Sequence[str], max_chars: int = 4000, min_share: float = 0.25) -> str:
     """The originals' sentences in order, each kept only if at least `min_share` of it is not
     said yet or it holds a detail (number, keyword) not said yet: "at 7:15" and "at 8:45" differ
-    in two characters and are two facts."""
+    in two characters and are two facts. A Chinese sentence is weighed clause by clause
+    (`_ChineseClauses`): near-duplicate Chinese facts word the same things differently, so
+    nearly every sentence of theirs held a keyword (a segment) not said yet, and the merge kept
+    them all."""
     seen: set[str] = set()
     said: set[str] = set()
+    chinese = _ChineseClauses()
     kept: list[str] = []
     size = 0
     for text in texts:
         for sentence in _sentences(text):
-            # What a merge must not drop however little of the sentence is new: its keywords
-            # (numbers, names, identifiers, Chinese segments).
-            new_details = keywords(sentence) - said
-            if not new_details and not _novel(sentence, seen, min_share):
-                continue
-            said |= new_details
-            if new_details:  # kept without asking `_novel`, which adds what it accepts to `seen`
+            if _CJK.search(sentence):
+                sentence = chinese.novel(sentence, said)
+                if not sentence:
+                    continue
                 seen |= _bigrams(sentence)
+            else:
+                # What a merge must not drop however little of the sentence is new: its keywords
+                # (numbers, names, identifiers, Chinese segments).
+                new_details = keywords(sentence) - said
+                if not new_details and not _novel(sentence, seen, min_share):
+                    continue
+                said |= new_details
+                if new_details:  # kept without asking `_novel`, which adds what it accepts to `seen`
+                    seen |= _bigrams(sentence)
             if size + len(sentence) + 1 > max_chars:
-                return " ".join(kept)
+                return _join(kept)
             kept.append(sentence)
             size += len(sentence) + 1
-    return " ".join(kept)
+    return _join(kept)
+
+
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+# Where a Chinese sentence's clauses meet: commas, colons, brackets and quotes; a Latin comma or
+# colon only where no digit follows ("7:15" and "1,000" are one number).
+_CLAUSE = re.compile(r"(?:[，、：；（）()“”\"「」『』]|[,:;](?!\d))+")
+_NEGATIONS = frozenset("不没无非未别勿莫否")
+_LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.@-]*")
+_SENTENCE_END_MARK = re.compile(r"[。！？；.!?;]+$")
+
+
+def _join(sentences: list[str]) -> str:
+    """Sentences as one text: a space after a Latin sentence, none after a Chinese full stop."""
+    out = ""
+    for sentence in sentences:
+        out += sentence if not out or out[-1] in "。！？；）」』”" else " " + sentence
+    return out
+
+
+def _details(clause: str) -> set[str]:
+    """What a Chinese clause must not lose in a merge however alike it is: its numbers (with
+    their counters, "周6", "3点") and its keywords that are not Chinese segments (names and
+    identifiers in Latin letters)."""
+    found = {k for k in keywords(clause) if is_number(k) or not _CJK.search(k)}
+    # Every Latin word of a Chinese clause is a name or an identifier; "和Bob开会" has no word
+    # boundary before "Bob" for `keywords` to see it capitalised.
+    return found | {w.casefold() for w in _LATIN_WORD.findall(clause)}
+
+
+class _ChineseClauses:
+    """What a Chinese merge has said so far, and which clauses of a new sentence say nothing more.
+
+    A clause adds nothing when its numbers and names (`_details`) are said, and what it says
+    (function characters aside: 的, 是, 在...) is said: every character, and at least 60% of its
+    character pairs (a reordering, "用户过敏，因为花生" after "用户对花生过敏"; "李四打张三" after
+    "张三打李四" is 50% and stays), or, but for one character inserted between two said side by
+    side ("用户的公寓门禁密码" after "用户公寓门的密码"), the same. A character that replaces one ("张明" for
+    "王明", "喜欢狗" for "喜欢猫": the pair around it is not said) or a negation (不, 没...)
+    keeps the clause."""
+
+    def __init__(self) -> None:
+        self.chars: set[str] = set()
+        self.pairs: set[str] = set()
+
+    @staticmethod
+    def _content(clause: str) -> str:
+        """The clause's Chinese characters, function characters and numbers left out (numbers
+        are weighed whole, by `_details`); "|" where a number stood, which no pair spans."""
+        return "".join(ch if _CJK.match(ch) else "|" for ch in without_numbers(clause, "|")
+                       if ch == "|" or (_CJK.match(ch) and ch not in CHINESE_STOPS))
+
+    @staticmethod
+    def _pairs(content: str) -> list[str]:
+        return [p for p in (content[i:i + 2] for i in range(len(content) - 1)) if "|" not in p]
+
+    def _adds_nothing(self, clause: str, said: set[str]) -> bool:
+        if _details(clause) - said:
+            return False
+        content = self._content(clause)
+        new = [i for i, ch in enumerate(content) if ch != "|" and ch not in self.chars]
+        if not new:
+            pairs = self._pairs(content)
+            return (sum(p in self.pairs for p in pairs) / len(pairs) if pairs else 1.0) >= 0.6
+        # One character inserted inside what is said ("门禁密码" after "门的密码", "过敏" after
+        # "过敏"): the clause without it is said pair by pair. Not at either end, where a new
+        # character replaces one ("喜欢狗" after "喜欢猫"), and never a negation.
+        if len(new) != 1 or not 0 < new[0] < len(content) - 1 or content[new[0]] in _NEGATIONS:
+            return False
+        at = new[0]
+        if content[at - 1] + content[at + 1] not in self.pairs:  # replaced, not inserted: "和王经理" for "和张经理"
+            return False
+        rest = self._pairs(content[:at] + content[at + 1:])
+        return sum(p in self.pairs for p in rest) / len(rest) >= 0.6
+
+    def novel(self, sentence: str, said: set[str]) -> str:
+        """`sentence` with the clauses that add nothing left out ("" when none adds anything),
+        and what it says from now on said."""
+        end = _SENTENCE_END_MARK.search(sentence)
+        body = sentence[:end.start()] if end else sentence
+        clauses = [c.strip() for c in _CLAUSE.split(body) if c.strip()]
+        kept = [c for c in clauses if not self._adds_nothing(c, said)]
+        for clause in kept:
+            said |= _details(clause)
+            content = self._content(clause)
+            self.chars |= set(content) - {"|"}
+            self.pairs |= set(self._pairs(content))
+        if not kept:
+            return ""
+        if len(kept) == len(clauses):
+            return sentence  # whole, as it was written
+        return "，".join(kept) + (end.group() if end and _CJK.search(end.group()) is None else "。")
 
 
 def extractive_summary(texts: Sequence[str], max_chars: int) -> str:
@@ -105,8 +206,48 @@ def extractive_summary(texts: Sequence[str], max_chars: int) -> str:
     return out
 
 
+# What a chat model puts before the note it was asked for, stored word for word until removed:
+# a courtesy ("Sure!", "好的，"), a line introducing the note ("Here is the merged note:",
+# "以下是合并后的记忆：") and a markdown heading. An introduction is only taken off when it ends in
+# a colon and starts with one of these words: a note that starts "The user..." stays whole.
+_COURTESY = re.compile(r"^(?:sure|certainly|of course|okay|ok|absolutely|great|no problem)\b[!.,]*\s*"
+                       r"|^(?:好的|当然|没问题|可以)[!！。，,]*\s*", re.IGNORECASE)
+_INTRODUCTION = re.compile(
+    r"^[*_]*(?:here(?:'s|’s| is| are)|below is|the (?:merged|combined|consolidated|rewritten|single)"
+    r"|merged|combined|consolidated|rewritten|reflection|insight|summary|note"
+    r"|以下|下面|这是|合并后|整合后|合并的|反思|总结|摘要|洞察)[^\n:：]{0,80}[:：][*_]*[ \t]*\n?\s*", re.IGNORECASE)
+_HEADING = re.compile(r"^(?:#{1,6}[ \t][^\n]*|\*\*[^\n*]{1,80}\*\*[ \t]*)\n\s*")
+_FENCE = re.compile(r"^```[\w-]*[ \t]*\n(.*?)\n?```$", re.DOTALL)
+_QUOTES = {'"': '"', "'": "'", "“": "”", "‘": "’", "「": "」", "『": "』", "«": "»"}
+
+
+def clean_answer(text: str) -> str:
+    """A model's note without what only frames it: its `<think>` blocks, a courtesy, an
+    introducing line, a heading, a code fence, bold or quotes around all of it. What the fidelity
+    check weighs and what is stored is the note itself."""
+    text = strip_thinking(text)
+    for _ in range(4):  # "Sure! Here is the merged note:\n```\n...\n```": one frame after the other
+        before = text
+        text = _COURTESY.sub("", text, count=1).strip()
+        text = _HEADING.sub("", text, count=1).strip()
+        text = _INTRODUCTION.sub("", text, count=1).strip()
+        fenced = _FENCE.match(text)
+        if fenced:
+            text = fenced.group(1).strip()
+        if text.startswith("**") and text.endswith("**") and len(text) > 4 and "**" not in text[2:-2]:
+            text = text[2:-2].strip()  # bold around all of it
+        close = _QUOTES.get(text[:1])
+        # Only quotes around the whole: '"Lisbon" is where the user lives' keeps its own.
+        if close and len(text) > 1 and text.endswith(close) and close not in text[1:-1]:
+            text = text[1:-1].strip()
+        if text == before:
+            break
+    return text
+
+
 async def ask(llm: ChatClient, instruction: str, lines: Sequence[str], extra: str = "") -> str:
+    """The model's answer, cleaned (`clean_answer`); "" when nothing but framing was in it."""
     body = (extra + "\n\n" if extra else "") + "\n".join(f"- {line}" for line in lines)
     result = await llm.chat([{"role": "system", "content": instruction}, {"role": "user", "content": body}],
                             temperature=0)
-    return result.text.strip()
+    return clean_answer(result.text)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from agentscope_memory.errors import UnavailableError
-from agentscope_memory.llm import ChatClient, storable_text
+from agentscope_memory.llm import ChatClient, storable_text, strip_thinking
 from agentscope_memory.long_term.domains import (
     DOMAINS,
     GENERAL_CHAT,
@@ -204,8 +204,9 @@ class UnusableReplyError(ValueError):
 
 
 def parse_json_object(text: str) -> dict[str, Any]:
-    """The JSON object in a reply, also when wrapped in a code fence or prose."""
-    stripped = text.strip()
+    """The JSON object in a reply, also when wrapped in a code fence or prose, or after a
+    reasoning model's `<think>` block (whose braces would otherwise be taken for the object's)."""
+    stripped = strip_thinking(text)
     if stripped.startswith("```"):
         stripped = re.sub(r"^```[a-zA-Z]*\s*|\s*```$", "", stripped)
     try:

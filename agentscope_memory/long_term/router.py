@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from agentscope_memory.errors import UnavailableError
-from agentscope_memory.llm import ChatClient
+from agentscope_memory.llm import ChatClient, strip_thinking
 from agentscope_memory.long_term.domains import (
     DOMAINS,
     GENERAL_CHAT,
@@ -74,10 +74,11 @@ class LlmRouter:
             return GENERAL_CHAT
         messages = [{"role": "system", "content": _SYSTEM_PROMPT}, {"role": "user", "content": query}]
         result = await self._llm.chat(messages, temperature=0)
+        answer = strip_thinking(result.text)
         try:
             # A bare domain name is a usable answer too.
-            domain = parse_domain(result.text.strip().strip('"')) or parse_domain(
-                parse_json_object(result.text).get("domain")
+            domain = parse_domain(answer.strip('"')) or parse_domain(
+                parse_json_object(answer).get("domain")
             )
             if domain is None:
                 raise ValueError("domain is missing or not one of the known domains")

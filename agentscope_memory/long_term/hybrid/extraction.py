@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Sequence
 
-from agentscope_memory.llm import ChatClient, storable_text
+from agentscope_memory.llm import ChatClient, storable_text, strip_thinking
 from agentscope_memory.long_term.hybrid.records import MAX_TEXT_CHARS
 
 # As many existing memories as mem0 shows its extractor.
@@ -80,7 +80,8 @@ class Mem0Extractor:
 def parse_facts(reply: str, existing_ids: Sequence[str]) -> list[ExtractedFact] | None:
     """mem0's `{"memory": [{"text", "attributed_to", "linked_memory_ids"}...]}`, its linked ids
     (positions in what it was shown) mapped back to memory ids; None when unusable."""
-    text = re.sub(r"^\s*```(?:json)?\s*|\s*```\s*$", "", reply or "")
+    # A reasoning model's <think> block goes first: its braces are not the answer's.
+    text = re.sub(r"^\s*```(?:json)?\s*|\s*```\s*$", "", strip_thinking(reply or ""))
     try:
         value: Any = json.loads(text, strict=False)
     except (json.JSONDecodeError, RecursionError):  # nested past the decoder's depth: garbage too

@@ -25,9 +25,10 @@ import copy
 import math
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Protocol, Sequence
 
+from agentscope_memory.llm import strip_thinking
 from agentscope_memory.short_term.auto_context import prompts
 from agentscope_memory.short_term.auto_context.config import IMPROVED, AutoContextConfig
 from agentscope_memory.short_term.auto_context.tokens import char_count, estimate_tokens, utf16_len, utf16_slice
@@ -316,6 +317,14 @@ class Compressor:
         if summary is None or summary.text is None:
             # Java fails with a NullPointerException on an empty response (Q8).
             raise SummarizerError("the summariser returned no text")
+        if self.improved:
+            # Parity stores the answer as Java does, a reasoning model's <think> block and all
+            # (byte for byte). Improved takes the thought out: the agent reads the summary back as
+            # context, the very room compression was to save, and a thought is no summary.
+            text = strip_thinking(summary.text)
+            if not text:
+                raise SummarizerError("the summariser returned nothing but its thinking")
+            summary = replace(summary, text=text)
         return summary
 
     def _summary_msg(self, u: str, summary: Summary, separator: str, current_round: bool = False) -> Msg:

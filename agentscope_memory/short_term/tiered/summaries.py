@@ -8,7 +8,7 @@ import re
 import unicodedata
 from typing import Protocol
 
-from agentscope_memory.llm import ChatClient
+from agentscope_memory.llm import ChatClient, strip_thinking
 from agentscope_memory.short_term.auto_context.summarizers import render
 from agentscope_memory.short_term.tiered.items import TierItem
 
@@ -27,11 +27,6 @@ CUT_MARKER = " […]"
 # ends a sentence only before a space (not in 3.14 or 127.0.0.1).
 _SENTENCE_END = re.compile(r"[。！？；…\n]|[.!?;](?=\s)")
 _BACKTRACK = 0.5
-# Reasoning models put their reasoning inside the answer: <think>...</think> (some templates open
-# the tag in the prompt, so the answer holds only the closing one), or <thinking>.
-_THINK_BLOCK = re.compile(r"<(think|thinking)>.*?</\1>", re.IGNORECASE | re.DOTALL)
-_THINK_OPEN = re.compile(r"^\s*<(?:think|thinking)>", re.IGNORECASE)
-_THINK_CLOSE = re.compile(r"</(?:think|thinking)>", re.IGNORECASE)
 PROMPT = (
     "You compress an agent's working memory. Summarise the following items into a short, factual "
     "session summary that keeps every decision, fact, number, name and open task. Answer with the "
@@ -75,17 +70,6 @@ class ExtractiveTierSummarizer:
             line = f"{_who(item)}: {first}"
             lines.append(line if len(line) <= share else line[: share - 3] + "...")
         return "[offline summary] " + " | ".join(lines)
-
-
-def strip_thinking(text: str) -> str:
-    """`text` without a reasoning model's thinking: closed `<think>` blocks anywhere, a leading
-    one left open (all of it is thinking), and everything up to a closing tag whose opening tag
-    the prompt template held."""
-    text = _THINK_BLOCK.sub("", text)
-    if _THINK_OPEN.match(text):
-        return ""
-    closes = [m.end() for m in _THINK_CLOSE.finditer(text)]
-    return (text[closes[-1]:] if closes else text).strip()
 
 
 def _joins(before: str, after: str) -> bool:
