@@ -410,3 +410,62 @@ async def test_an_aborted_pass_records_the_long_term_memories_it_wrote(tmp_path:
             assert "summary 1" not in [s.text for s in tiers.l3]
             assert [i.text for i in await service.long_term.list(T, Scope(agent_name="中止"))].count("summary 1") == 1
             assert [e.kind for _, e in await service.tiered.events(T, "中止")][-1] == "vectorize_l3"
+
+
+async def test_a_small_add_is_not_queued_behind_another_memorys_large_batch(tmp_path: Path) -> None:
+    # Every call of a batch of 60 waited in the service's queue at once: another tenant's
+    # one-message add, arriving just after, waited for all 60 (about 15 LLM latencies).
+    import asyncio
+    import time
+
+    reply = ScriptedReply.json({"importance_score": 0.9, "extracted_fact": "", "domain": "general_chat"}).after(0.3)
+    with ScriptedLLM(default=reply) as llm:
+        settings = ServiceSettings(data_dir=tmp_path, long_term_enabled=False, llm_base_url=llm.base_url,
+                                   llm_max_retries=0)
+        async with build_service(settings) as service:
+            for tenant in ("租户甲", "租户乙"):
+                await service.memories.create_memory(tenant, "记忆", "TIERED",
+                                                     config(score_importance=True, llm_importance=True))
+            batch = [Msg.create(MsgRole.USER, f"第{i}条：部署窗口改到周{i % 7 + 1}上午。") for i in range(60)]
+            large = asyncio.create_task(service.tiered.add_items("租户甲", "记忆", batch))
+            while not llm.chat_requests:
+                await asyncio.sleep(0.01)
+            started = time.monotonic()
+            await service.tiered.add_items("租户乙", "记忆", [Msg.create(MsgRole.USER, "我对花生过敏。")])
+            waited = time.monotonic() - started
+            assert not large.done()
+            # Its own call, behind at most one round of the large batch's (0.3 s each, 4 at a time).
+            assert waited < 2.0, waited
+            _, tiers = await service.tiered.tiers("租户乙", "记忆")
+            assert [(i.importance, i.method) for i in tiers.l1] == [(0.9, "llm")]
+            await large
+            _, tiers = await service.tiered.tiers("租户甲", "记忆")
+            assert [(i.importance, i.method) for i in tiers.l1] == [(0.9, "llm")] * 60
+
+
+async def test_llm_importance_stops_at_its_time_budget_and_the_heuristic_scores_the_rest(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Four calls at a time, a batch of 1000 with a one-second LLM took 250 s: past every caller's
+    # deadline, so the add never landed. Here: 40 items, 0.3 s a call, a budget of 1 s.
+    import time
+
+    from agentscope_memory.short_term.tiered import service as tiered_service
+
+    monkeypatch.setattr(tiered_service, "LLM_SCORING_BUDGET_S", 1.0, raising=False)
+    reply = ScriptedReply.json({"importance_score": 0.9, "extracted_fact": "", "domain": "general_chat"}).after(0.3)
+    with ScriptedLLM(default=reply) as llm:
+        settings = ServiceSettings(data_dir=tmp_path, long_term_enabled=False, llm_base_url=llm.base_url,
+                                   llm_max_retries=0)
+        async with build_service(settings) as service:
+            await service.memories.create_memory(T, "慢", "TIERED", config(score_importance=True, llm_importance=True))
+            batch = [Msg.create(MsgRole.USER, f"记住第{i}件事：周{i % 7 + 1}开会。") for i in range(40)]
+            started = time.monotonic()
+            await service.tiered.add_items(T, "慢", batch)
+            assert time.monotonic() - started < 2.5
+            _, tiers = await service.tiered.tiers(T, "慢")
+            methods = [i.method for i in tiers.l1]
+            assert len(methods) == 40 and 4 <= methods.count("llm") < 40
+            assert set(methods) == {"llm", "heuristic"}
+            # What was scored by the LLM kept its score; no call was sent once the budget was spent.
+            assert all(i.importance == 0.9 for i in tiers.l1 if i.method == "llm")
+            assert len(llm.chat_requests) <= methods.count("llm") + 4

@@ -45,8 +45,10 @@ class TieredConfig:
     score_importance: bool = True
     default_importance: float = 0.5
     # Score with the server's LLM (the long-term engine's `LlmScorer`, one call per message, at
-    # most `service.LLM_SCORING_CONCURRENCY` in flight) instead of the offline heuristic, when the
-    # server has an LLM; a failed call (and the rest of its batch) falls back to the heuristic. Only `AddTieredItems` scores this way (a plain `AddMessages` uses the heuristic).
+    # most `service.LLM_SCORING_CONCURRENCY` in flight, each batch taking its turn) instead of the
+    # offline heuristic, when the server has an LLM; a failed call (and the rest of its batch), and
+    # what `service.LLM_SCORING_BUDGET_S` leaves unscored, fall back to the heuristic. Only
+    # `AddTieredItems` scores this way (a plain `AddMessages` uses the heuristic).
     llm_importance: bool = False
     # The long-term scope L4 writes to and searches; an empty scope means agent_name = memory id.
     agent_name: str = ""

@@ -56,6 +56,10 @@ log = logging.getLogger("agentscope_memory.tiered")
 # Importance calls to the LLM in flight at once, over all adds of this service: a batch of 500
 # items fired 500 requests at the LLM together (rate limits, timeouts, an overloaded server).
 LLM_SCORING_CONCURRENCY = 4
+# How long one add spends on LLM scoring at most (seconds); what is not scored by then, the
+# heuristic scores. At four calls at a time a batch of 1000 with a one-second LLM needed 250 s,
+# past every caller's deadline (the Python client's is 30 s): the add could never land.
+LLM_SCORING_BUDGET_S = 10.0
 DEFAULT_QUERY_LIMIT = 10
 MAX_QUERY_LIMIT = 1000
 MAX_QUERY_CHARS = 32 * 1024
@@ -234,26 +238,47 @@ class TieredService:
                                                 importances=given, importance_methods=methods)
 
     async def _llm_scores(self, scorer: ImportanceScorer, texts: list[str]) -> list[Assessment | None]:
-        """The LLM's assessment of each text, `LLM_SCORING_CONCURRENCY` calls at a time; None
-        where the heuristic scores it inside the add instead: a failed call, and every call of
-        this batch not yet sent after one failed (an LLM that is down is not waited for once
-        per item)."""
+        """The LLM's assessment of each text; None where the heuristic scores it inside the add
+        instead: a failed call, every call of this batch not yet sent after one failed (an LLM
+        that is down is not waited for once per item), and what `LLM_SCORING_BUDGET_S` leaves
+        unscored.
+
+        At most `LLM_SCORING_CONCURRENCY` calls of the whole service are in flight. Each batch
+        sends through that many workers of its own, so the service's queue holds a few calls of
+        each batch, not all of one: a batch of 500 queued 500 calls at once, and another
+        memory's one-message add waited behind all of them."""
+        results: list[Assessment | None] = [None] * len(texts)
+        stop_at = time.monotonic() + LLM_SCORING_BUDGET_S
+        # Shared by the workers: each index is taken by one of them.
+        pending = iter(range(len(texts)))
         failed = False
 
-        async def one(text: str) -> Assessment | None:
+        async def worker() -> None:
             nonlocal failed
-            async with self._scoring_slots:
-                if failed:
-                    return None
-                try:
-                    return await scorer.assess([text])
-                except Exception:
-                    failed = True
-                    log.warning("LLM importance failed; the heuristic scores this item and those of its batch "
-                                "not yet sent", exc_info=True)
-                    return None
+            for i in pending:
+                async with self._scoring_slots:
+                    left = stop_at - time.monotonic()
+                    if failed or left <= 0:
+                        return
+                    try:
+                        results[i] = await asyncio.wait_for(scorer.assess([texts[i]]), left)
+                    except TimeoutError:
+                        if time.monotonic() >= stop_at:
+                            return  # out of time: the rest of the batch is the heuristic's
+                        failed = True  # the LLM client's own timeout: a failed call
+                        log.warning("LLM importance timed out; the heuristic scores the rest of its batch", exc_info=True)
+                        return
+                    except Exception:
+                        failed = True
+                        log.warning("LLM importance failed; the heuristic scores this item and those of its batch "
+                                    "not yet sent", exc_info=True)
+                        return
 
-        return list(await asyncio.gather(*(one(t) for t in texts)))
+        await asyncio.gather(*(worker() for _ in range(min(LLM_SCORING_CONCURRENCY, len(texts)))))
+        if any(r is None for r in results) and not failed and time.monotonic() >= stop_at:
+            log.warning("LLM importance took longer than %ss; the heuristic scored the rest of the batch",
+                        LLM_SCORING_BUDGET_S)
+        return results
 
     async def _after_add(self, tenant: str, memory_id: str) -> None:
         """The pass after an add. The add is committed already, so a failing pass must not fail
