@@ -129,6 +129,16 @@ async def test_what_static_control_recalled_is_not_recorded_again(engine) -> Non
     assert sorted(i.text for i in await engine.list("t", scope)) == sorted(["我喜欢喝茶", "明天去杭州"])
 
 
+async def test_a_message_that_only_mentions_the_recall_tag_is_recorded(engine) -> None:
+    # Any text holding "<long_term_memory>" was skipped: a developer's question about the tag,
+    # or a note quoting it, was silently never remembered.
+    scope = Scope(user_id="u-mentions")
+    question = "为什么 AgentScope 的回复里会出现 <long_term_memory> 标签？我想关掉它。"
+    note = "I parse the <long_term_memory>...</long_term_memory> block out of the prompt before logging it."
+    items = await engine.record("t", scope, [user(question), user(note)])
+    assert [i.text for i in items] == [question, note]
+
+
 async def test_scores_carry_every_component_and_rankings_differ(engine) -> None:
     scope = Scope(user_id="u")
     await engine.record("t", scope, [user("My sister Anna lives in Berlin"), user("I play chess on Sundays"),

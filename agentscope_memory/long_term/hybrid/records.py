@@ -17,7 +17,10 @@ COMPRESSED_TAG = "<compressed_history>"
 # StaticLongTermMemoryHook, Python's ReActAgent): recorded again after the reply, as upstream
 # does, each recall would be stored anew, wrapped once more, and come back in the next recall
 # (a verbatim store has no extraction to collapse it). A deliberate difference from upstream.
+# Such a message ends with the closing tag (every wrapper: Java's short and long ones, Python's);
+# a user's own message that only mentions the tag (a developer asking about it) is recorded.
 RECALLED_TAG = "<long_term_memory>"
+RECALLED_END = "</long_term_memory>"
 MAX_TEXT_CHARS = 64 * 1024
 # AgentScope-Java's Mem0LongTermMemory sends USER and SYSTEM as "user", the rest as "assistant".
 ROLES = {MsgRole.USER: "user", MsgRole.SYSTEM: "user", MsgRole.ASSISTANT: "assistant", MsgRole.TOOL: "assistant"}
@@ -40,6 +43,11 @@ def content_hash(text: str) -> str:
     return hashlib.md5(text.encode("utf-8")).hexdigest()
 
 
+def _recalled(text: str) -> bool:
+    """Whether `text` is a message static control added with what long-term memory recalled."""
+    return RECALLED_TAG in text and text.rstrip().endswith(RECALLED_END)
+
+
 def recordable(msgs: Sequence[Msg | None]) -> list[Recorded]:
     """What AgentScope-Java records of `msgs`: messages with text, not compressed summaries, and
     not the messages that carry what long-term memory recalled (`RECALLED_TAG`).
@@ -51,7 +59,7 @@ def recordable(msgs: Sequence[Msg | None]) -> list[Recorded]:
         if msg is None:
             continue
         text = msg.text_content
-        if not text or not text.strip() or COMPRESSED_TAG in text or RECALLED_TAG in text:
+        if not text or not text.strip() or COMPRESSED_TAG in text or _recalled(text):
             continue
         if msg.role is None:
             raise InvalidArgumentError(f"messages[{i}].role", "is required to record a message")
