@@ -139,6 +139,20 @@ async def test_a_message_that_only_mentions_the_recall_tag_is_recorded(engine) -
     assert [i.text for i in items] == [question, note]
 
 
+async def test_a_conversation_joined_into_one_text_is_recorded_without_its_recall(engine) -> None:
+    # Python's Mem0LongTermMemory records the conversation as one text, the recall message
+    # included: that text was skipped whole (the user's new facts lost with it), or stored with
+    # the recall nested in it.
+    scope = Scope(user_id="u-joined")
+    recall = "<long_term_memory>The content below are retrieved from long-term memory, which maybe useful:\n我喜欢喝茶</long_term_memory>"
+    java = ("Below is content retrieved from the long-term memory associated with the current user, Please extract"
+            " useful information from it in the context of the current conversation.\n<long_term_memory>\n我喜欢喝茶"
+            "\n</long_term_memory>")
+    joined = f"我下周搬到成都\n{recall}\n好的，记住了：您下周搬到成都"
+    items = await engine.record("t", scope, [Msg.create(MsgRole.ASSISTANT, joined), user(f"{java}\n明天降温")])
+    assert [i.text for i in items] == ["我下周搬到成都\n好的，记住了：您下周搬到成都", "明天降温"]
+
+
 async def test_scores_carry_every_component_and_rankings_differ(engine) -> None:
     scope = Scope(user_id="u")
     await engine.record("t", scope, [user("My sister Anna lives in Berlin"), user("I play chess on Sundays"),

@@ -17,10 +17,14 @@ COMPRESSED_TAG = "<compressed_history>"
 # StaticLongTermMemoryHook, Python's ReActAgent): recorded again after the reply, as upstream
 # does, each recall would be stored anew, wrapped once more, and come back in the next recall
 # (a verbatim store has no extraction to collapse it). A deliberate difference from upstream.
-# Such a message ends with the closing tag (every wrapper: Java's short and long ones, Python's);
-# a user's own message that only mentions the tag (a developer asking about it) is recorded.
+# What is recorded is the text without such blocks: a block on lines of its own (Java's long
+# wrapper with its preamble line), so a message that is nothing else is skipped, a conversation
+# joined into one text (Python's Mem0LongTermMemory records so) keeps all the rest, and a user's
+# own text that only mentions the tag (a developer asking about it) is recorded whole.
 RECALLED_TAG = "<long_term_memory>"
-RECALLED_END = "</long_term_memory>"
+_RECALLED_BLOCK = re.compile(
+    r"^(?:Below is content retrieved from the long-term memory[^\n]*\n)?<long_term_memory>.*?</long_term_memory>[ \t]*(?:\n|\Z)",
+    re.DOTALL | re.MULTILINE)
 MAX_TEXT_CHARS = 64 * 1024
 # AgentScope-Java's Mem0LongTermMemory sends USER and SYSTEM as "user", the rest as "assistant".
 ROLES = {MsgRole.USER: "user", MsgRole.SYSTEM: "user", MsgRole.ASSISTANT: "assistant", MsgRole.TOOL: "assistant"}
@@ -43,14 +47,18 @@ def content_hash(text: str) -> str:
     return hashlib.md5(text.encode("utf-8")).hexdigest()
 
 
-def _recalled(text: str) -> bool:
-    """Whether `text` is a message static control added with what long-term memory recalled."""
-    return RECALLED_TAG in text and text.rstrip().endswith(RECALLED_END)
+def without_recalled(text: str) -> str:
+    """`text` without the blocks static control adds with what long-term memory recalled
+    (`RECALLED_TAG`), stripped when it had any; `text` itself when it has none."""
+    if RECALLED_TAG not in text:
+        return text
+    kept = _RECALLED_BLOCK.sub("", text)
+    return text if kept == text else kept.strip()
 
 
 def recordable(msgs: Sequence[Msg | None]) -> list[Recorded]:
     """What AgentScope-Java records of `msgs`: messages with text, not compressed summaries, and
-    not the messages that carry what long-term memory recalled (`RECALLED_TAG`).
+    not what long-term memory recalled (`without_recalled`).
     Text that is only whitespace counts as none: mem0 extracts nothing from it, and stored
     verbatim it would come back as a blank line of every `retrieve` (an update to such a text
     is refused for the same reason)."""
@@ -59,7 +67,10 @@ def recordable(msgs: Sequence[Msg | None]) -> list[Recorded]:
         if msg is None:
             continue
         text = msg.text_content
-        if not text or not text.strip() or COMPRESSED_TAG in text or _recalled(text):
+        if not text or COMPRESSED_TAG in text:
+            continue
+        text = without_recalled(text)
+        if not text.strip():
             continue
         if msg.role is None:
             raise InvalidArgumentError(f"messages[{i}].role", "is required to record a message")
