@@ -151,6 +151,11 @@ async def test_a_conversation_joined_into_one_text_is_recorded_without_its_recal
     joined = f"我下周搬到成都\n{recall}\n好的，记住了：您下周搬到成都"
     items = await engine.record("t", scope, [Msg.create(MsgRole.ASSISTANT, joined), user(f"{java}\n明天降温")])
     assert [i.text for i in items] == ["我下周搬到成都\n好的，记住了：您下周搬到成都", "明天降温"]
+    # A recall of what a store of an earlier release kept nested is removed whole.
+    nested = ("<long_term_memory>The content below are retrieved from long-term memory, which maybe useful:\n"
+              f"{recall}\n我住在杭州</long_term_memory>")
+    items = await engine.record("t", scope, [user(nested), user(f"上周的事\n{nested}\n我换了新工作")])
+    assert [i.text for i in items] == ["上周的事\n我换了新工作"]
 
 
 async def test_scores_carry_every_component_and_rankings_differ(engine) -> None:

@@ -22,9 +22,13 @@ COMPRESSED_TAG = "<compressed_history>"
 # joined into one text (Python's Mem0LongTermMemory records so) keeps all the rest, and a user's
 # own text that only mentions the tag (a developer asking about it) is recorded whole.
 RECALLED_TAG = "<long_term_memory>"
-_RECALLED_BLOCK = re.compile(
-    r"^(?:Below is content retrieved from the long-term memory[^\n]*\n)?<long_term_memory>.*?</long_term_memory>[ \t]*(?:\n|\Z)",
-    re.DOTALL | re.MULTILINE)
+# Where a block starts (Java's long wrapper: its preamble line first), and its tags: a recall
+# holds the recalls a store of an earlier release kept nested, so a block ends at its own
+# closing tag, not the first one.
+_RECALLED_START = re.compile(
+    r"^(?:Below is content retrieved from the long-term memory[^\n]*\n)?(?=<long_term_memory>)", re.MULTILINE)
+_RECALLED_TAGS = re.compile(r"</?long_term_memory>")
+_LINE_END = re.compile(r"[ \t]*(?:\n|\Z)")
 MAX_TEXT_CHARS = 64 * 1024
 # AgentScope-Java's Mem0LongTermMemory sends USER and SYSTEM as "user", the rest as "assistant".
 ROLES = {MsgRole.USER: "user", MsgRole.SYSTEM: "user", MsgRole.ASSISTANT: "assistant", MsgRole.TOOL: "assistant"}
@@ -52,8 +56,23 @@ def without_recalled(text: str) -> str:
     (`RECALLED_TAG`), stripped when it had any; `text` itself when it has none."""
     if RECALLED_TAG not in text:
         return text
-    kept = _RECALLED_BLOCK.sub("", text)
-    return text if kept == text else kept.strip()
+    kept: list[str] = []
+    pos = 0
+    while (start := _RECALLED_START.search(text, pos)) is not None:
+        depth, end = 0, -1
+        for tag in _RECALLED_TAGS.finditer(text, start.end()):
+            depth += 1 if tag.group() == RECALLED_TAG else -1
+            if depth == 0:
+                end = tag.end()
+                break
+        if end < 0:
+            break  # never closed: not a recall static control wrote
+        after = _LINE_END.match(text, end)
+        kept.append(text[pos:start.start()] if after is not None else text[pos:end])
+        pos = after.end() if after is not None else end
+    kept.append(text[pos:])
+    joined = "".join(kept)
+    return text if joined == text else joined.strip()
 
 
 def recordable(msgs: Sequence[Msg | None]) -> list[Recorded]:
