@@ -78,3 +78,23 @@ def test_a_cut_falls_at_a_sentence_end_a_space_or_a_whole_character() -> None:
                                        ("  <think>未完", ""), ("推理</think>答案", "答案"), ("没有思考", "没有思考")])
 def test_strip_thinking(raw: str, kept: str) -> None:
     assert strip_thinking(raw) == kept
+
+
+@pytest.mark.parametrize("raw, kept", [
+    ("<think>a</think>b<THINKING>c</thinking>d", "bd"), ("<think>a<think>b</think>c</think>d", "d"),
+    ("<think>a</thinking>b</think>c", "c"), ("前<thinking>a</think>b", "b"), ("<think></think>答", "答"),
+])
+def test_strip_thinking_pairs_each_opening_tag_with_the_next_closing_tag_of_its_name(raw: str, kept: str) -> None:
+    assert strip_thinking(raw) == kept
+
+
+def test_an_answer_stuck_repeating_an_opening_tag_is_stripped_at_once() -> None:
+    # A reasoning model caught in a loop answered "<think>" over and over: each unclosed tag was
+    # scanned to the end, 200 KB took about half a minute, and the pass ran in the event loop,
+    # holding every other call of the server meanwhile.
+    import time
+
+    stuck = "会话摘要：部署在周二。\n" + "<think>\n" * 25_000
+    started = time.monotonic()
+    assert strip_thinking(stuck) == stuck.strip()
+    assert time.monotonic() - started < 1.0
