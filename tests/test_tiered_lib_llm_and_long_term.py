@@ -469,3 +469,44 @@ async def test_llm_importance_stops_at_its_time_budget_and_the_heuristic_scores_
             # What was scored by the LLM kept its score; no call was sent once the budget was spent.
             assert all(i.importance == 0.9 for i in tiers.l1 if i.method == "llm")
             assert len(llm.chat_requests) <= methods.count("llm") + 4
+
+
+async def test_a_pass_cancelled_after_writing_long_term_memory_names_it_when_it_runs_again(tmp_path: Path) -> None:
+    # The pass runs in the add's call: a caller's deadline cancelled it between writing L3's
+    # oldest summary to long-term memory and committing. The next pass found the text held
+    # already and its vectorize_l3 event named no long-term id: the memory was named nowhere.
+    import asyncio
+
+    from agentscope_memory.long_term.engine import Scope
+
+    with ScriptedLLM() as llm:
+        llm.push(*(ScriptedReply.text(f"summary {n}") for n in (1, 2, 3, 4, 5)))
+        settings = ServiceSettings(data_dir=tmp_path, long_term_embedder="openai", long_term_embedder_base_url=llm.base_url,
+                                   long_term_embedder_dims=llm.dims, long_term_preload=False, llm_base_url=llm.base_url,
+                                   llm_max_retries=0)
+        async with build_service(settings) as service:
+            await service.memories.create_memory(T, "取消", "TIERED", config(l1_compact_trigger=0, l1_budget=ITEM_TOKENS,
+                                                                             l3_budget=20))
+            for i in range(3):
+                await service.tiered.add_items(T, "取消", [msg(i)])
+            store = service.tiered.store
+            run = store.run
+
+            async def cancelled_at_commit(tenant, work, *args, **kwargs):  # type: ignore[no-untyped-def]
+                if getattr(work, "__name__", "") == "commit":
+                    raise asyncio.CancelledError()
+                return await run(tenant, work, *args, **kwargs)
+
+            store.run = cancelled_at_commit  # type: ignore[method-assign]
+            with pytest.raises(asyncio.CancelledError):
+                await service.tiered.add_items(T, "取消", [msg(3)])  # sends summary 1 to L4
+            store.run = run  # type: ignore[method-assign]
+            [stored] = await service.long_term.list(T, Scope(agent_name="取消"))
+            assert stored.text == "summary 1"
+            assert "summary 1" in [s.text for s in (await service.tiered.tiers(T, "取消"))[1].l3]
+            await service.tiered.add_items(T, "取消", [msg(4)])
+            _, tiers = await service.tiered.tiers(T, "取消")
+            assert "summary 1" not in [s.text for s in tiers.l3]
+            moved = [e for _, e in await service.tiered.events(T, "取消") if e.kind == "vectorize_l3"]
+            assert [e.detail["long_term_ids"] for e in moved] == [[stored.id]]
+            assert [i.text for i in await service.long_term.list(T, Scope(agent_name="取消"))].count("summary 1") == 1

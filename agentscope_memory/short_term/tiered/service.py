@@ -351,9 +351,10 @@ class TieredService:
             return []
         moves = select_l3(tiers.l3 + [s for _, s in made], config, long_term)
         ltm_ids: list[str] = []
+        written: set[str] = set()
         if moves.vectorize:
             try:
-                ltm_ids = await self._vectorize(tenant, memory_id, config, moves.vectorize)
+                ltm_ids, written = await self._vectorize(tenant, memory_id, config, moves.vectorize)
             except Exception:  # long-term memory unavailable: the summaries wait in L3
                 log.warning("tier pass could not write long-term memory; L3 keeps its summaries",
                             extra={"fields": {"memory_id": memory_id}}, exc_info=True)
@@ -411,8 +412,9 @@ class TieredService:
         try:
             return await self.store.run(tenant, commit)
         except AbortedError:
-            if any(ltm_ids):
-                await self._record_aborted(tenant, memory_id, read_as, moves.vectorize, ltm_ids, now)
+            if written:
+                await self._record_aborted(tenant, memory_id, read_as, moves.vectorize,
+                                           [i if i in written else "" for i in ltm_ids], now)
             raise
 
     async def _record_aborted(self, tenant: str, memory_id: str, read_as: tuple[float, str], items: list[TierItem],
@@ -476,7 +478,10 @@ class TieredService:
             if item.seq in origins and not item.covered:
                 tx.tiered_set_body(memory_id, item.seq, replace(item, covered=True).body_json())
 
-    async def _vectorize(self, tenant: str, memory_id: str, config: TieredConfig, items: list[TierItem]) -> list[str]:
+    async def _vectorize(self, tenant: str, memory_id: str, config: TieredConfig,
+                         items: list[TierItem]) -> tuple[list[str], set[str]]:
+        """Writes `items` to long-term memory; returns the id holding each ("" when none does any
+        more) and the ids this call wrote."""
         from agentscope_memory.long_term.hybrid.records import content_hash, scope_key
         from agentscope_memory.store.base import LongTermRow
 
@@ -494,8 +499,16 @@ class TieredService:
         ) for i in items]
         inserted = {r.memory_id for r in await self._long_term.insert(tenant, scope, rows,
                                                                       history_detail={"tiered_memory_id": memory_id})}
-        # One per item, "" where long-term memory held its text already (stored once per scope).
-        return [r.memory_id if r.memory_id in inserted else "" for r in rows]
+        # One per item: a text long-term memory held already (stored once per scope) is named by
+        # the memory holding it. Often this memory's own earlier write: a pass cancelled (its
+        # caller's deadline) or killed between that write and its commit names it nowhere else.
+        held = [r.content_hash for r in rows if r.memory_id not in inserted]
+        holders: dict[str, str] = {}
+        if held:
+            key = rows[0].scope_key
+            holders = await self.store.run(tenant, lambda tx: tx.ltm_live_ids_by_hash(key, held), write=False,
+                                           small=True)
+        return [r.memory_id if r.memory_id in inserted else holders.get(r.content_hash, "") for r in rows], inserted
 
     # -- reading ----------------------------------------------------------------------------
 

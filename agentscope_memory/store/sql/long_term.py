@@ -272,6 +272,16 @@ class LongTermStatements(SqlTxBase):
         )
         return {r[0] for r in rows}
 
+    def ltm_live_ids_by_hash(self, scope_key: str, hashes: Sequence[str]) -> dict[str, str]:
+        if not hashes:
+            return {}
+        rows = self._all(
+            "SELECT content_hash, memory_id FROM {ltm} WHERE tenant = ? AND scope_key = ? AND deleted = 0"
+            f" AND content_hash IN ({placeholders(len(hashes))}) ORDER BY memory_id",
+            (self.tenant, scope_key, *hashes),
+        )
+        return {h: m for h, m in reversed(rows)}
+
     def _values(self, row: LongTermRow) -> tuple[Any, ...]:
         embedding: Any = row.embedding
         if self._pg and embedding is not None:
