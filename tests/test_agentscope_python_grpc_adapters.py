@@ -22,15 +22,20 @@ KEY = "agentscope-python-key-00001"
 pytestmark = pytest.mark.slow
 
 
-async def _run(version: str, script: str, rest_port: int, llm: ScriptedLLM) -> dict[str, Any]:
+async def _run_script(version: str, script: str, env: dict[str, str]) -> dict[str, Any]:
+    """Runs `script` in AgentScope `version`'s environment with `env` added to this process's,
+    and returns the JSON object it prints last."""
     python = await asyncio.to_thread(agentscope_python, version)
-    env = {**os.environ, "MEM0_REST_URL": f"http://127.0.0.1:{rest_port}", "LLM_URL": llm.base_url,
-           "MEM0_KEY": KEY, "MEM0_TELEMETRY": "False"}
-    proc = await asyncio.create_subprocess_exec(str(python), str(SCRIPTS / script), env=env,
+    proc = await asyncio.create_subprocess_exec(str(python), str(SCRIPTS / script), env={**os.environ, **env},
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(proc.communicate(), 600)
     assert proc.returncode == 0, err.decode()[-4000:]
     return dict(json.loads(out.decode().strip().splitlines()[-1]))
+
+
+async def _run(version: str, script: str, rest_port: int, llm: ScriptedLLM) -> dict[str, Any]:
+    return await _run_script(version, script, {"MEM0_REST_URL": f"http://127.0.0.1:{rest_port}",
+                                               "LLM_URL": llm.base_url, "MEM0_KEY": KEY, "MEM0_TELEMETRY": "False"})
 
 
 def _texts(request_body: dict[str, Any]) -> str:
@@ -133,13 +138,7 @@ async def test_agentscope1_remote_memory_answers_as_in_memory_memory(server_fact
     already has, more messages at once than one AddMessages call takes), and a JSONSession saved
 with InMemoryMemory loads into RemoteMemory."""
     server = await server_factory(api_keys={KEY: "python-tenant"})
-    python = await asyncio.to_thread(agentscope_python, AGENTSCOPE_1)
-    env = {**os.environ, "GRPC_TARGET": server.address, "MEM0_KEY": KEY}
-    proc = await asyncio.create_subprocess_exec(str(python), str(SCRIPTS / "agentscope1_memory_parity.py"), env=env,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(proc.communicate(), 600)
-    assert proc.returncode == 0, err.decode()[-4000:]
-    result = json.loads(out.decode().strip().splitlines()[-1])
+    result = await _run_script(AGENTSCOPE_1, "agentscope1_memory_parity.py", {"GRPC_TARGET": server.address, "MEM0_KEY": KEY})
     for local, remote in zip(result["local"], result["remote"], strict=True):
         assert remote == local
     assert result["local"][-2] == ["size after the bulk add", 1200]
@@ -160,13 +159,7 @@ async def test_agentscope1_remote_memory_add_reads_only_what_changed_since(serve
     too), and what they deleted or cleared may be added again, as with two callers of one
     InMemoryMemory."""
     server = await server_factory(api_keys={KEY: "python-tenant"})
-    python = await asyncio.to_thread(agentscope_python, AGENTSCOPE_1)
-    env = {**os.environ, "GRPC_TARGET": server.address, "MEM0_KEY": KEY}
-    proc = await asyncio.create_subprocess_exec(str(python), str(SCRIPTS / "agentscope1_memory_adds.py"), env=env,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(proc.communicate(), 600)
-    assert proc.returncode == 0, err.decode()[-4000:]
-    result = json.loads(out.decode().strip().splitlines()[-1])
+    result = await _run_script(AGENTSCOPE_1, "agentscope1_memory_adds.py", {"GRPC_TARGET": server.address, "MEM0_KEY": KEY})
     for local, remote in zip(result["local"], result["remote"], strict=True):
         assert remote == local
     assert result["remote"][12] == ["b adds 3 (a stored it)", ["第3条"]]
@@ -185,13 +178,7 @@ async def test_agentscope1_remote_memory_keeps_the_ids_of_messages_other_clients
     mark it by id, and an add of its id stored it twice. It keeps the stored id and time now,
     and a mark written from Python leaves the other client's blocks whole."""
     server = await server_factory(api_keys={KEY: "python-tenant"})
-    python = await asyncio.to_thread(agentscope_python, AGENTSCOPE_1)
-    env = {**os.environ, "GRPC_TARGET": server.address, "MEM0_KEY": KEY}
-    proc = await asyncio.create_subprocess_exec(str(python), str(SCRIPTS / "agentscope1_memory_foreign.py"), env=env,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(proc.communicate(), 600)
-    assert proc.returncode == 0, err.decode()[-4000:]
-    result = json.loads(out.decode().strip().splitlines()[-1])
+    result = await _run_script(AGENTSCOPE_1, "agentscope1_memory_foreign.py", {"GRPC_TARGET": server.address, "MEM0_KEY": KEY})
     assert result["same_at_every_read"] and result["times_kept"], result
     assert result["ids"][1] == "tool-call-1"
     assert result["after_add"] == ["明天上海天气如何？", "查一下", "谢谢"]
@@ -205,14 +192,9 @@ async def test_agentscope1_adapters_built_before_the_event_loop_serve_every_loop
     maybe several times: the adapters work in each loop (a gRPC channel and pooled HTTP
     connections belong to the loop they were opened in)."""
     server = await server_factory(mem0_rest_port=0, api_keys={KEY: "python-tenant"})
-    python = await asyncio.to_thread(agentscope_python, AGENTSCOPE_1)
-    env = {**os.environ, "GRPC_TARGET": server.address, "MEM0_REST_URL": f"http://127.0.0.1:{server.mem0_rest_port}",
-           "MEM0_KEY": KEY, "MEM0_TELEMETRY": "False"}
-    proc = await asyncio.create_subprocess_exec(str(python), str(SCRIPTS / "agentscope1_event_loops.py"), env=env,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(proc.communicate(), 600)
-    assert proc.returncode == 0, err.decode()[-4000:]
-    result = json.loads(out.decode().strip().splitlines()[-1])
+    result = await _run_script(AGENTSCOPE_1, "agentscope1_event_loops.py", {
+        "GRPC_TARGET": server.address, "MEM0_REST_URL": f"http://127.0.0.1:{server.mem0_rest_port}", "MEM0_KEY": KEY,
+        "MEM0_TELEMETRY": "False"})
     assert result["first"] == {"texts": ["第1轮"], "recalled": ["我喜欢第1种茶"]}
     assert result["second"] == {"texts": ["第1轮", "第2轮"], "recalled": ["我喜欢第1种茶", "我喜欢第2种茶"]}
 
@@ -222,13 +204,8 @@ async def test_agentscope1_long_term_tools_answer_an_unreachable_server_with_an_
     reads it; a direct caller gets a ToolResponse, not an exception)."""
     from conftest import free_port
 
-    python = await asyncio.to_thread(agentscope_python, AGENTSCOPE_1)
-    env = {**os.environ, "MEM0_REST_URL": f"http://127.0.0.1:{free_port()}"}
-    proc = await asyncio.create_subprocess_exec(str(python), str(SCRIPTS / "agentscope1_long_term_unreachable.py"),
-                                                env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(proc.communicate(), 600)
-    assert proc.returncode == 0, err.decode()[-4000:]
-    result = json.loads(out.decode().strip().splitlines()[-1])
+    result = await _run_script(AGENTSCOPE_1, "agentscope1_long_term_unreachable.py",
+                               {"MEM0_REST_URL": f"http://127.0.0.1:{free_port()}"})
     assert result["record"].startswith("Error recording memory: "), result
     assert result["retrieve"].startswith("Error retrieving memory: "), result
 
