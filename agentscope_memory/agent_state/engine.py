@@ -4,6 +4,9 @@ opaque JSON text, stored and returned byte for byte."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import math
 import time
 import unicodedata
 from collections.abc import Sequence
@@ -17,7 +20,7 @@ from agentscope_memory.errors import (
     ResourceExhaustedError,
 )
 from agentscope_memory.paging.tokens import INVALID_TOKEN, PageTokens
-from agentscope_memory.store import Store, Tx
+from agentscope_memory.store import NO_TENANT, Store, Tx
 from agentscope_memory.store.base import StateWrite
 from agentscope_memory.validation.json_text import MAX_STATE_DEPTH, parse_json
 
@@ -29,6 +32,21 @@ MiB = 1024 * KiB
 # PostgreSQL's text holds a little under 1 GiB, more than this. 1 GiB was allowed: such a
 # value passed every check and then failed in the store.
 MAX_STORABLE_VALUE_BYTES = 1_000_000_000 - 64 * KiB
+
+log = logging.getLogger("agentscope_memory.agent_state")
+
+# How long a deleted key's version is remembered (its tombstone) by default. Pruned, it still
+# never repeats (the tenant's version floor, store/sql/agent_state.py); kept, the key deleted
+# and saved again goes on from its own version, and the floor (where every key new to the
+# tenant starts) rises only with what was deleted that long ago.
+DEFAULT_TOMBSTONE_RETENTION_S = 7 * 86400.0
+# A replica looks for tombstones past their retention in the background at its first delete,
+# then at most this often (or once per retention, when that is shorter): the rows it leaves are
+# at most one pass late, and a service that deletes a lot pays one indexed pass an hour.
+TOMBSTONE_PRUNE_INTERVAL_S = 3600.0
+# Tombstones forgotten per transaction: each a short one, so SQLite's one writer is never held
+# long by housekeeping, however many tombstones a pass finds (a first pass after an upgrade).
+TOMBSTONE_PRUNE_ROWS = 5000
 
 # The key a 1.x `InMemoryMemory` (and our 1.x `RemoteMemory`) saves its messages under, which
 # AgentScope-Java 2.x's legacy loader reads when a slot has no `agent_state`.
@@ -172,10 +190,18 @@ class AgentStateEngine:
         limits: AgentStateLimits | None = None,
         legacy: LegacyMessages | None = None,
         tokens: PageTokens | None = None,
+        tombstone_retention_s: float = DEFAULT_TOMBSTONE_RETENTION_S,
     ) -> None:
+        if not (math.isfinite(tombstone_retention_s) and tombstone_retention_s >= 0):
+            raise ValueError(f"tombstone_retention_s must be 0 (never prune) or a number of seconds, not {tombstone_retention_s}")
         self.store = store
         self.limits = limits or AgentStateLimits()
         self.legacy = legacy
+        # 0: deleted keys' versions are remembered for ever (as before pruning existed).
+        self.tombstone_retention_s = tombstone_retention_s
+        self._prune_due = 0.0
+        # The background pass a delete started, while it runs (`pruning`).
+        self._pruning: asyncio.Task[int] | None = None
         # Page tokens are signed with the server's key and bound to the tenant, the slot and the
         # key, so a forged or moved token is `page_token: invalid or expired` before any value
         # of it reaches the store.
@@ -434,7 +460,9 @@ class AgentStateEngine:
                 tx.state_detach_legacy(slot.user_id, slot.session_id, LEGACY_MESSAGES_KEY, now)
             return deleted
 
-        return await self.store.run(tenant, delete)
+        deleted = await self.store.run(tenant, delete)
+        self._prune_if_due()
+        return deleted
 
     async def delete_key(self, tenant: str, slot: Slot, key: str, *, list_: bool = False) -> bool:
         """Deletes the key's single value (as AgentScope's stores do), or its list (and then the
@@ -451,7 +479,68 @@ class AgentStateEngine:
                 tx.state_detach_legacy(slot.user_id, slot.session_id, key, now)
             return deleted
 
-        return await self.store.run(tenant, delete) > 0 or detach
+        deleted = await self.store.run(tenant, delete) > 0
+        self._prune_if_due()
+        return deleted or detach
+
+    # -- tombstones -------------------------------------------------------------------------
+
+    async def prune_tombstones(self, before: float | None = None) -> int:
+        """Forgets the versions of keys deleted before `before` (unix seconds; default
+        `tombstone_retention_s` ago, nothing when that is 0), in every tenant, raising each
+        tenant's version floor in the same transactions; returns how many. A version handed
+        out before stays refused to a compare-and-set on the key saved again."""
+        if before is None:
+            if not self.tombstone_retention_s:
+                return 0
+            before = time.time() - self.tombstone_retention_s
+        cutoff = before
+
+        def prune(tx: Tx) -> int:
+            return tx.state_prune_tombstones(cutoff, TOMBSTONE_PRUNE_ROWS, time.time())
+
+        pruned = 0
+        while True:
+            batch = await self.store.run(NO_TENANT, prune)
+            pruned += batch
+            if batch < TOMBSTONE_PRUNE_ROWS:
+                return pruned
+
+    @property
+    def pruning(self) -> asyncio.Task[int] | None:
+        """The background pruning pass a delete started, while it runs."""
+        return self._pruning
+
+    def _prune_if_due(self) -> None:
+        # Tombstones come only from deletes, so a delete is what starts a pass: a service that
+        # never deletes has nothing to prune.
+        if not self.tombstone_retention_s or self._pruning is not None:
+            return
+        clock = time.monotonic()
+        if clock < self._prune_due:
+            return
+        self._prune_due = clock + min(TOMBSTONE_PRUNE_INTERVAL_S, self.tombstone_retention_s)
+        self._pruning = asyncio.get_running_loop().create_task(self._prune_in_background(),
+                                                               name="agent-state tombstones")
+
+    async def _prune_in_background(self) -> int:
+        try:
+            pruned = await self.prune_tombstones()
+            if pruned:
+                log.info("forgot deleted agent-state keys' versions", extra={"fields": {"tombstones": pruned}})
+            return pruned
+        except Exception as exc:  # noqa: BLE001 - housekeeping: the next pass tries again
+            log.warning("pruning agent-state tombstones failed: %s", exc)
+            return 0
+        finally:
+            self._pruning = None
+
+    async def close(self) -> None:
+        """Stops a pruning pass under way (what it committed stays; the rest waits for the next)."""
+        task = self._pruning
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
 
     async def keys(self, tenant: str, slot: Slot, page_size: int = 0, page_token: str = "") -> KeyPage:
         """What the slot holds, as (kind, key) with kind `value` or `list`, paged."""

@@ -111,6 +111,8 @@ class Service:
         if self.reflect_lifecycle is not None:
             await self.reflect_lifecycle.scheduler.stop()
         await self.jobs.stop(grace)
+        if self.agent_state is not None:
+            await self.agent_state.close()
         if self.long_term is not None:
             await self.long_term.close()
         await self.store.close()
@@ -212,7 +214,8 @@ def build_service(settings: ServiceSettings | None = None) -> Service:
         jobs=jobs,
         sessions=SessionExchange(memories, settings.sessions_root()),
         agent_state=AgentStateEngine(
-            store, settings.agent_state_limits(), MemoryBackedLegacyMessages(memories), tokens
+            store, settings.agent_state_limits(), MemoryBackedLegacyMessages(memories), tokens,
+            tombstone_retention_s=settings.agent_state_tombstone_retention_s,
         ),
     )
     if settings.long_term_enabled:

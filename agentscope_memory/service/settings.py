@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from agentscope_memory.agent_state import AgentStateLimits
-from agentscope_memory.agent_state.engine import MAX_STORABLE_VALUE_BYTES
+from agentscope_memory.agent_state.engine import DEFAULT_TOMBSTONE_RETENTION_S, MAX_STORABLE_VALUE_BYTES
 from agentscope_memory.long_term.mem0.backend import Mem0Config
 from agentscope_memory.long_term.memory_types import REFLECTION, MemoryType
 from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES
@@ -78,6 +78,11 @@ class ServiceSettings(BaseModel):
     max_state_streamed_value_bytes: int = Field(64 * MiB, gt=0, le=MAX_STORABLE_VALUE_BYTES)
     max_state_list_items: int = Field(100_000, gt=0)
     max_state_list_bytes: int = Field(256 * MiB, gt=0)
+    # A deleted value's or list's version is remembered this long (so the key saved again goes
+    # on from it), then folded into its tenant's version floor (so it still never repeats).
+    agent_state_tombstone_retention_s: float = Field(
+        DEFAULT_TOMBSTONE_RETENTION_S, ge=0, allow_inf_nan=False,
+        description="forget deleted agent-state keys' versions after (they still never repeat); 0 = never")
 
     # The OpenAI-compatible chat endpoint used for summaries and fact extraction; unset means
     # none (AutoContext then uses its extractive fallback, mem0 stores raw text).

@@ -392,7 +392,8 @@ class Tx(Protocol):
     # Tenant-scoped values and lists under (user_id, session_id, kind, key), kind `value` or
     # `list`. Writes take an `expected` version (None: unconditional, 0: create only) and lock
     # the head row, so the returned version is the write's own. A key's versions never repeat:
-    # deleted and created again, it goes on from the version it was deleted at (ABA).
+    # deleted and created again, it goes on from the version it was deleted at (ABA), or, once
+    # that was pruned, from above its tenant's version floor.
     def state_head(self, user_id: str, session_id: str, kind: str, key: str) -> StateHead | None: ...
     def state_value(self, user_id: str, session_id: str, key: str) -> tuple[str, int] | None: ...
     # (value, version, size), the value None when it is larger than `max_bytes` (not read).
@@ -427,6 +428,11 @@ class Tx(Protocol):
     def state_legacy_detached(self, user_id: str, session_id: str, key: str) -> bool: ...
     def state_delete_key(self, user_id: str, session_id: str, kind: str, key: str, now: float) -> int:
         """Deletes one value or list, remembering its version; returns how many (0 or 1)."""
+        ...
+    def state_prune_tombstones(self, before: float, limit: int, now: float) -> int:
+        """Cross-tenant: forgets at most `limit` deleted keys' versions remembered since before
+        `before`, raising their tenants' version floors (a key created afresh starts above its
+        tenant's floor, so no version repeats); returns how many."""
         ...
     def state_keys(
         self, user_id: str, session_id: str, after: tuple[str, str] | None = None, limit: int = 1000

@@ -11,6 +11,15 @@ again starts after it (the tombstone goes): a key's versions never repeat, so a 
 holding the deleted version cannot land on the new value (ABA). Tombstones are not state:
 nothing lists, counts or deletes them. A delete and a create of one key meet at the head row (the
 delete holds its lock until it commits, its tombstone written), so the create sees the tombstone.
+
+Tombstones older than a retention are pruned (`state_prune_tombstones`), or a service creating
+and deleting sessions all day would keep a row per deleted key for ever. The versions they held
+go into their tenant's version floor (one row per tenant, whatever it deleted), and a key created
+without a tombstone starts above the floor: whatever was pruned, a version handed out before it
+is never handed out again in the tenant. One floor per tenant, not per slot, because a slot's
+floor would itself be the row per deleted session this bounds. The prune deletes a tombstone and
+raises the floor in one transaction, and a create that finds the tombstone being pruned waits for
+that transaction on its row (PostgreSQL) and then reads the floor it committed.
 """
 
 from __future__ import annotations
@@ -28,8 +37,13 @@ LIST = "list"
 DETACHED = "detached"
 # The tombstone of a deleted value or list: its last version, so the key goes on from it.
 TOMBSTONE = {VALUE: "deleted value", LIST: "deleted list"}
-# Only these rows are state; DETACHED and TOMBSTONE rows are bookkeeping.
+# The tenant's version floor (`user_id`, `session_id` and `key` empty: no slot has an empty
+# session id): every version a pruned tombstone held is at most this.
+FLOOR = "version floor"
+# Only these rows are state; DETACHED, TOMBSTONE and FLOOR rows are bookkeeping.
 _LIVE = f"kind IN ('{VALUE}', '{LIST}')"
+# Written as the tombstone index's predicate (`schema.py`), so both databases use that index.
+_BURIED = f"kind IN ('{TOMBSTONE[VALUE]}', '{TOMBSTONE[LIST]}')"
 
 # Items read per statement while filling a page up to its byte budget.
 _READ_CHUNK = 32
@@ -96,13 +110,20 @@ class AgentStateStatements(SqlTxBase):
                     "DELETE FROM {agent_states} WHERE " + _PK + " RETURNING version",
                     (*pk[:3], TOMBSTONE[pk[3]], pk[4]),
                 )
-                return StateWrite(True, (int(tomb[0]) if tomb is not None else 0) + 1, 0), None
+                # Without one (never deleted, or its tombstone pruned) it starts above the
+                # tenant's floor.
+                start = int(tomb[0]) if tomb is not None else self._state_floor()
+                return StateWrite(True, start + 1, 0), None
             head = StateHead(int(row[0]), int(row[1]), int(row[2]), float(row[3]))
         if (expected is not None and expected != head.version) or (
             expected_length is not None and expected_length != head.length
         ):
             return StateWrite(False, head.version, head.length), head
         return StateWrite(True, head.version + 1, head.length), head
+
+    def _state_floor(self) -> int:
+        row = self._one("SELECT version FROM {agent_states} WHERE " + _PK, (self.tenant, "", "", FLOOR, ""))
+        return 0 if row is None else int(row[0])
 
     def state_put_value(
         self, user_id: str, session_id: str, key: str, json_text: str, size: int,
@@ -248,6 +269,34 @@ class AgentStateStatements(SqlTxBase):
             (self.tenant, user_id, session_id, kind, key),
         )
         return self._bury(user_id, session_id, deleted, now)
+
+    def state_prune_tombstones(self, before: float, limit: int, now: float) -> int:
+        """Cross-tenant housekeeping: deletes at most `limit` tombstones written before `before`,
+        raising each one's tenant floor to its version in the same transaction; returns how many.
+        On PostgreSQL it skips tombstones another transaction holds (a create taking one over,
+        another replica's prune) rather than waiting for them."""
+        rows = self._all(
+            f"DELETE FROM {{agent_states}} WHERE {_BURIED} AND update_time < ?"
+            " AND (tenant, user_id, session_id, kind, key) IN (SELECT tenant, user_id, session_id, kind, key"
+            f" FROM {{agent_states}} WHERE {_BURIED} AND update_time < ? LIMIT ?{{claim_lock}})"
+            " RETURNING tenant, version",
+            (before, before, limit),
+        )
+        floors: dict[str, int] = {}
+        for tenant, version in rows:
+            floors[tenant] = max(floors.get(tenant, 0), int(version))
+        if floors:
+            # Tenants in one order: two replicas pruning at once never wait on each other's
+            # floors crosswise (a deadlock). A floor never goes down.
+            self._many(
+                "INSERT INTO {agent_states} (tenant, user_id, session_id, kind, key, value, version,"
+                " length, size, update_time) VALUES (?, '', '', ?, '', NULL, ?, 0, 0, ?)"
+                " ON CONFLICT (tenant, user_id, session_id, kind, key) DO UPDATE SET"
+                " version = excluded.version, update_time = excluded.update_time"
+                " WHERE {agent_states}.version < excluded.version",
+                [(tenant, FLOOR, floors[tenant], now) for tenant in sorted(floors)],
+            )
+        return len(rows)
 
     def state_keys(
         self, user_id: str, session_id: str, after: tuple[str, str] | None = None, limit: int = 1000

@@ -64,6 +64,11 @@ CREATE TABLE IF NOT EXISTS {agent_states} (
     update_time DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (tenant, user_id, session_id, kind, key)
 );
+-- The tombstones of deleted keys, for pruning them (agent_state.py); keyed by `kind` alone,
+-- which no write changes, so PostgreSQL still updates a live row in place (HOT): an index on
+-- `update_time` would cost every state write an index entry.
+CREATE INDEX IF NOT EXISTS {agent_states}_tombstones ON {agent_states} (kind)
+    WHERE kind IN ('deleted value', 'deleted list');
 CREATE TABLE IF NOT EXISTS {agent_state_items} (
     tenant TEXT NOT NULL,
     user_id TEXT NOT NULL,
