@@ -155,41 +155,70 @@ class ChatClient:
 # the tag in the prompt, so the answer holds only the closing one), or <thinking>.
 _THINK_TAG = re.compile(r"<(/?)(think|thinking)>", re.IGNORECASE)
 _THINK_OPEN = re.compile(r"^\s*<(?:think|thinking)>", re.IGNORECASE)
-_THINK_CLOSE = re.compile(r"</(?:think|thinking)>", re.IGNORECASE)
+# Marks around a tag an answer writes about ("`</think>`", "“</think>”", "「</think>」", a code
+# sample's '</think>'): a model's own tag never stands between a matching pair of them.
+_QUOTES = {"`": "`", '"': '"', "'": "'", "\u201c": "\u201d", "\u2018": "\u2019", "\u300c": "\u300d",
+           "\u300e": "\u300f"}
 
 
-def _without_think_blocks(text: str) -> str:
-    """`text` without its closed think blocks: each opening tag (not inside a removed block) up
-    to the first closing tag of its name after it. In one pass over the tags: the regular
-    expression `<think>.*?</think>` scanned to the end from every opening tag left unclosed, so
-    an answer stuck repeating `<think>` (160 KB of it) held the event loop, and every other call
-    of the server, for 20 s, a megabyte of it for minutes."""
-    tags = [(m.start(), m.end(), bool(m.group(1)), m.group(2).lower()) for m in _THINK_TAG.finditer(text)]
-    closes: dict[str, list[tuple[int, int]]] = {"think": [], "thinking": []}
-    for start, end, closing, name in tags:
-        if closing:
-            closes[name].append((start, end))
-    close_starts = {name: [start for start, _ in found] for name, found in closes.items()}
-    kept: list[str] = []
-    pos = 0
-    for start, end, closing, name in tags:
-        if closing or start < pos:
-            continue
-        i = bisect.bisect_left(close_starts[name], end)
-        if i < len(close_starts[name]):
-            kept.append(text[pos:start])
-            pos = closes[name][i][1]
-    kept.append(text[pos:])
-    return "".join(kept)
+def _quoted(text: str, start: int, end: int) -> bool:
+    """Whether the tag at `text[start:end]` is written between a matching pair of quotes; a
+    backtick after it that opens a code fence (```json) is no quote: the answer starting there."""
+    if start == 0 or end == len(text) or _QUOTES.get(text[start - 1]) != text[end]:
+        return False
+    return not text.startswith("```", end)
 
 
 def strip_thinking(text: str) -> str:
-    """`text` without a reasoning model's thinking: closed `<think>` blocks anywhere, a leading
-    one left open (all of it is thinking), and everything up to a closing tag whose opening tag
-    the prompt template held. For every answer read as text or JSON, whose braces a thought
-    holding braces would otherwise confuse."""
-    text = _without_think_blocks(text)
-    if _THINK_OPEN.match(text):
-        return ""
-    closes = [m.end() for m in _THINK_CLOSE.finditer(text)]
-    return (text[closes[-1]:] if closes else text).strip()
+    """`text` without a reasoning model's thinking. For every answer read as text or JSON, whose
+    braces a thought holding braces would otherwise confuse.
+
+    The rule, over the tags not quoted (a quoted one is text the answer writes about):
+    - an opening tag, not inside a removed block, opens a block that ends at the next closing tag
+      of its name; the block goes;
+    - a closing tag left over ends thinking only where thinking can be: when it is the first
+      closing tag of the answer (the template opened the tag, so the thinking comes first and
+      everything before it goes), or when it closes a tag opened inside the block just removed
+      (`<think>a<think>b</think>c</think>`: the rest of that nested block goes too). Any other is
+      a mention (a summary of a talk about reasoning models, a code sample) and stays: cutting
+      up to the last one, as before, lost everything the answer wrote before it. An answer
+      without thinking whose first closing tag is a bare mention reads as thinking still:
+      nothing tells the two apart;
+    - an answer then starting with an opening tag is all thinking (cut off while thinking).
+
+    One pass over the tags: the regular expression `<think>.*?</think>` scanned to the end from
+    every opening tag left unclosed, so an answer stuck repeating `<think>` (160 KB of it) held
+    the event loop, and every other call of the server, for 20 s, a megabyte of it for minutes."""
+    tags = [(m.start(), m.end(), bool(m.group(1)), m.group(2).lower()) for m in _THINK_TAG.finditer(text)
+            if not _quoted(text, m.start(), m.end())]
+    # The closing tags of each name as (start, index in tags), and the opening tags before each tag.
+    closes: dict[str, list[tuple[int, int]]] = {"think": [], "thinking": []}
+    opens_before = [0]
+    for index, (start, _, closing, name) in enumerate(tags):
+        if closing:
+            closes[name].append((start, index))
+        opens_before.append(opens_before[-1] + (not closing))
+    close_starts = {name: [start for start, _ in found] for name, found in closes.items()}
+    first_close = next((index for index, tag in enumerate(tags) if tag[2]), -1)
+    kept: list[str] = []
+    pos = 0
+    owed = 0  # tags opened inside the block just removed and not closed there
+    for index, (start, end, closing, name) in enumerate(tags):
+        if start < pos:
+            continue
+        if closing:
+            if index == first_close or owed:
+                pos = end
+                owed = max(0, owed - 1)
+            continue
+        found = bisect.bisect_left(close_starts[name], end)
+        if found == len(close_starts[name]):
+            continue
+        close = closes[name][found][1]
+        kept.append(text[pos:start])
+        pos = tags[close][1]
+        inner_opens = opens_before[close] - opens_before[index + 1]
+        owed = max(0, inner_opens - (close - index - 1 - inner_opens))
+    kept.append(text[pos:])
+    text = "".join(kept)
+    return "" if _THINK_OPEN.match(text) else text.strip()

@@ -510,3 +510,28 @@ async def test_a_pass_cancelled_after_writing_long_term_memory_names_it_when_it_
             moved = [e for _, e in await service.tiered.events(T, "取消") if e.kind == "vectorize_l3"]
             assert [e.detail["long_term_ids"] for e in moved] == [[stored.id]]
             assert [i.text for i in await service.long_term.list(T, Scope(agent_name="取消"))].count("summary 1") == 1
+
+
+async def test_a_caller_with_less_time_than_the_margin_gets_heuristic_scores_without_asking_the_llm(
+        tmp_path: Path) -> None:
+    # Whatever the LLM answered would come after the caller stopped waiting: it is not asked.
+    from agentscope_memory.long_term.importance import HeuristicScorer
+    from agentscope_memory.short_term.tiered.service import DEADLINE_MARGIN_S
+
+    reply = ScriptedReply.json({"importance_score": 0.77, "extracted_fact": "", "domain": "general_chat"})
+    with ScriptedLLM(default=reply) as llm:
+        settings = ServiceSettings(data_dir=tmp_path, long_term_enabled=False, llm_base_url=llm.base_url,
+                                   llm_max_retries=0)
+        async with build_service(settings) as service:
+            await service.memories.create_memory(T, "急", "TIERED", config(score_importance=True, llm_importance=True))
+            texts = ["请记住：我对花生过敏。", "I moved to Shanghai last year."]
+            await service.tiered.add_items(T, "急", [Msg.create(MsgRole.USER, t) for t in texts],
+                                           time_left_s=DEADLINE_MARGIN_S / 2)
+            assert llm.chat_requests == []
+            _, tiers = await service.tiered.tiers(T, "急")
+            assert [(i.importance, i.method) for i in tiers.l1] == [
+                (HeuristicScorer().assess_now([t]).importance_score, "heuristic") for t in texts]
+            # With time enough, the LLM scores.
+            await service.tiered.add_items(T, "急", [Msg.create(MsgRole.USER, "下周二部署。")], time_left_s=5.0)
+            _, tiers = await service.tiered.tiers(T, "急")
+            assert (tiers.l1[-1].importance, tiers.l1[-1].method) == (0.77, "llm")

@@ -88,6 +88,33 @@ def test_strip_thinking_pairs_each_opening_tag_with_the_next_closing_tag_of_its_
     assert strip_thinking(raw) == kept
 
 
+@pytest.mark.parametrize("raw, kept", [
+    # After a removed block, a lone closing tag is the answer writing about it.
+    ("<think>用户在问标签。</think>摘要：R1 在推理结束时输出 </think>，然后给出答案。",
+     "摘要：R1 在推理结束时输出 </think>，然后给出答案。"),
+    ("<think>Summarise.</think>The user asked why DeepSeek-R1 replies end their reasoning with </think>.",
+     "The user asked why DeepSeek-R1 replies end their reasoning with </think>."),
+    # The template opened the tag: the first closing tag ends the thinking, a later one is text.
+    ("先想想。\n</think>\nSummary: R1 closes its reasoning with </think> before answering.",
+     "Summary: R1 closes its reasoning with </think> before answering."),
+    # Quoted, in prose or in a code sample, a tag is text: with no thinking at all, or after it.
+    ("用户问为什么回复里会出现“</think>”标签，以及「<think>」是否总在开头。",
+     "用户问为什么回复里会出现“</think>”标签，以及「<think>」是否总在开头。"),
+    ("用户的解析代码：\n```python\nanswer = reply.split('</think>')[-1]\n```",
+     "用户的解析代码：\n```python\nanswer = reply.split('</think>')[-1]\n```"),
+    ("<think>想一想 `</think>` 的含义。</think>R1 把推理写在 `<think>` 和 `</think>` 之间。",
+     "R1 把推理写在 `<think>` 和 `</think>` 之间。"),
+    # A backtick opening a code fence right after the tag is no quote: the answer starts there.
+    ('<think>字段是 `importance_score`</think>```json\n{"importance_score": 0.8}\n```',
+     '```json\n{"importance_score": 0.8}\n```'),
+], ids=["after-a-block-zh", "after-a-block-en", "template-opened", "quoted-in-prose", "code-sample",
+        "quoted-after-thinking", "a-fence-is-no-quote"])
+def test_strip_thinking_keeps_an_answer_that_mentions_the_tags(raw: str, kept: str) -> None:
+    # The old rule cut everything up to the last closing tag: "摘要：R1 在推理结束时输出 " and
+    # the rest of the answer before the mention were lost.
+    assert strip_thinking(raw) == kept
+
+
 def test_an_answer_stuck_repeating_an_opening_tag_is_stripped_at_once() -> None:
     # A reasoning model caught in a loop answered "<think>" over and over: each unclosed tag was
     # scanned to the end, 200 KB took about half a minute, and the pass ran in the event loop,

@@ -47,8 +47,9 @@ class TieredConfig:
     # Score with the server's LLM (the long-term engine's `LlmScorer`, one call per message, at
     # most `service.LLM_SCORING_CONCURRENCY` in flight, each batch taking its turn) instead of the
     # offline heuristic, when the server has an LLM; a failed call (and the rest of its batch), and
-    # what `service.LLM_SCORING_BUDGET_S` leaves unscored, fall back to the heuristic. Only
-    # `AddTieredItems` scores this way (a plain `AddMessages` uses the heuristic).
+    # what `service.LLM_SCORING_BUDGET_S` (or the caller's nearer deadline) leaves unscored, fall
+    # back to the heuristic. Only `AddTieredItems` scores this way (a plain `AddMessages` uses the
+    # heuristic).
     llm_importance: bool = False
     # The long-term scope L4 writes to and searches; an empty scope means agent_name = memory id.
     agent_name: str = ""

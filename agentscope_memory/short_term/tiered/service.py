@@ -60,6 +60,10 @@ LLM_SCORING_CONCURRENCY = 4
 # heuristic scores. At four calls at a time a batch of 1000 with a one-second LLM needed 250 s,
 # past every caller's deadline (the Python client's is 30 s): the add could never land.
 LLM_SCORING_BUDGET_S = 10.0
+# What a caller's deadline leaves after LLM scoring, for the rest of the add (heuristic scores,
+# the commit, the pass, the answer): scoring ends this long before the deadline, else a client
+# with a deadline under the budget (2 s) got DEADLINE_EXCEEDED while the server waited for the LLM.
+DEADLINE_MARGIN_S = 0.5
 DEFAULT_QUERY_LIMIT = 10
 MAX_QUERY_LIMIT = 1000
 MAX_QUERY_CHARS = 32 * 1024
@@ -223,32 +227,39 @@ class TieredService:
     # -- adding ---------------------------------------------------------------------------
 
     async def add_items(self, tenant: str, memory_id: str, msgs: Sequence[Msg],
-                        importances: Sequence[float | None] | None = None, request_id: str | None = None) -> AddResult:
-        """Add messages with their importance (None: scored, or the default), then run a pass."""
+                        importances: Sequence[float | None] | None = None, request_id: str | None = None,
+                        time_left_s: float | None = None) -> AddResult:
+        """Add messages with their importance (None: scored, or the default), then run a pass.
+        `time_left_s`: how long the caller still waits for the answer (None: no deadline); LLM
+        scoring ends `DEADLINE_MARGIN_S` before that when it comes before `LLM_SCORING_BUDGET_S`."""
+        answer_by = None if time_left_s is None else time.monotonic() + time_left_s
         config = await self._config(tenant, memory_id)
         given: list[float | None] = list(importances) if importances is not None else [None] * len(msgs)
         methods = [""] * len(given)
         if config.score_importance and config.llm_importance and self._scorer is not None and len(given) == len(msgs):
             wanted = [i for i, (m, v) in enumerate(zip(msgs, given, strict=True)) if v is None and m.text_content.strip()]
-            scored = await self._llm_scores(self._scorer, [msgs[i].text_content for i in wanted])
+            budget = LLM_SCORING_BUDGET_S
+            if answer_by is not None:
+                budget = min(budget, answer_by - DEADLINE_MARGIN_S - time.monotonic())
+            scored = await self._llm_scores(self._scorer, [msgs[i].text_content for i in wanted], budget)
             for i, outcome in zip(wanted, scored, strict=True):
                 if outcome is not None:
                     given[i], methods[i] = outcome.importance_score, outcome.method
         return await self._manager.add_messages(tenant, memory_id, msgs, request_id,
                                                 importances=given, importance_methods=methods)
 
-    async def _llm_scores(self, scorer: ImportanceScorer, texts: list[str]) -> list[Assessment | None]:
+    async def _llm_scores(self, scorer: ImportanceScorer, texts: list[str], budget_s: float) -> list[Assessment | None]:
         """The LLM's assessment of each text; None where the heuristic scores it inside the add
         instead: a failed call, every call of this batch not yet sent after one failed (an LLM
-        that is down is not waited for once per item), and what `LLM_SCORING_BUDGET_S` leaves
-        unscored.
+        that is down is not waited for once per item), and what `budget_s` seconds leave
+        unscored (waiting for a turn included).
 
         At most `LLM_SCORING_CONCURRENCY` calls of the whole service are in flight. Each batch
         sends through that many workers of its own, so the service's queue holds a few calls of
         each batch, not all of one: a batch of 500 queued 500 calls at once, and another
         memory's one-message add waited behind all of them."""
         results: list[Assessment | None] = [None] * len(texts)
-        stop_at = time.monotonic() + LLM_SCORING_BUDGET_S
+        stop_at = time.monotonic() + budget_s
         # Shared by the workers: each index is taken by one of them.
         pending = iter(range(len(texts)))
         failed = False
@@ -256,7 +267,13 @@ class TieredService:
         async def worker() -> None:
             nonlocal failed
             for i in pending:
-                async with self._scoring_slots:
+                # A turn is waited for within the budget too: other adds' calls hold the slots
+                # for up to their own budget (10 s), past a short deadline of this add's caller.
+                try:
+                    await asyncio.wait_for(self._scoring_slots.acquire(), max(stop_at - time.monotonic(), 0.0))
+                except TimeoutError:
+                    return
+                try:
                     left = stop_at - time.monotonic()
                     if failed or left <= 0:
                         return
@@ -273,11 +290,17 @@ class TieredService:
                         log.warning("LLM importance failed; the heuristic scores this item and those of its batch "
                                     "not yet sent", exc_info=True)
                         return
+                finally:
+                    self._scoring_slots.release()
 
+        if budget_s <= 0:
+            if texts:
+                log.warning("the caller's deadline leaves no time for LLM importance; the heuristic scores the batch")
+            return results
         await asyncio.gather(*(worker() for _ in range(min(LLM_SCORING_CONCURRENCY, len(texts)))))
         if any(r is None for r in results) and not failed and time.monotonic() >= stop_at:
-            log.warning("LLM importance took longer than %ss; the heuristic scored the rest of the batch",
-                        LLM_SCORING_BUDGET_S)
+            log.warning("LLM importance took longer than %.1fs (its budget, or the caller's deadline); the heuristic "
+                        "scored the rest of the batch", budget_s)
         return results
 
     async def _after_add(self, tenant: str, memory_id: str) -> None:
