@@ -19,6 +19,9 @@ busy timeout, so while another program (a local-mode client, a `sqlite3` shell) 
 fails at once with SQLITE_BUSY, before the transaction did anything, and runs again on a worker
 thread, which waits for the lock as long as any transaction does. Health checks and every other
 call go on meanwhile.
+
+Small writes from concurrent callers share transactions (`group_commit.py`): each runs in a
+savepoint of its own inside one BEGIN ... COMMIT, and none is acknowledged before that commit.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from typing import Any, Callable, Sequence, TypeVar
 
 from agentscope_memory.errors import FailedPreconditionError, ResourceExhaustedError, UnavailableError
 from agentscope_memory.store.base import Row, StoreOpenError
+from agentscope_memory.store.group_commit import GroupCommit, PendingWrite
 from agentscope_memory.store.sql import SHARED_SCHEMA, Dialect, SqlTx
 from agentscope_memory.store.sql.schema import check_schema_version
 from agentscope_memory.tracing import current_tracer, span
@@ -160,9 +164,10 @@ class SqliteStore:
 
     # A small write runs on the caller's event loop and does not suspend between its commit and
     # its return: the caller's next line runs right after the commit, whatever cancels it later
-    # (`WatchedStore` relies on that to announce the write without a task of its own). When
-    # another program holds the file's lock it runs on the writer thread instead, and then a
-    # cancellation reaches its caller only once the transaction is over.
+    # (`WatchedStore` relies on that to announce the write without a task of its own). When it
+    # is gathered with others (group commit), or another program holds the file's lock and it
+    # runs on the writer thread instead, a cancellation reaches its caller only once the
+    # transaction is over, or before it began (then nothing of it was written).
     inline_small_writes = True
 
     def __init__(self, path: Path, *, synchronous: str = "NORMAL", readers: int = 2) -> None:
@@ -183,6 +188,7 @@ class SqliteStore:
         self._since_checkpoint = 0
         self._checkpoint_queued = False
         self._write_lock: asyncio.Lock | None = None
+        self.group_commit = GroupCommit(self._commit_batch)
         self._writes = 0
         self._closed = False
         # Create the schema now so a bad path fails at start-up, not on the first request.
@@ -283,9 +289,7 @@ class SqliteStore:
             tx = SqlTx(conn, self._dialect, tenant, write)
             result = fn(tx)
             if write:
-                self._writes += 1
-                if self._writes % _PRUNE_EVERY == 0:
-                    tx.prune_requests()
+                self._count_writes(tx, 1)
             conn.execute("COMMIT")
         except BaseException as exc:
             # SQLite may have rolled back itself (a full disk does): a second ROLLBACK would
@@ -303,15 +307,91 @@ class SqliteStore:
             if not kept:
                 conn.close()
         if write:
-            self._since_checkpoint += 1
-            if (large or self._since_checkpoint >= _CHECKPOINT_EVERY) and not self._checkpoint_queued:
-                self._since_checkpoint = 0
-                self._checkpoint_queued = True
-                try:
-                    self._checkpointer.submit(self._checkpoint)
-                except RuntimeError:
-                    pass  # closing: the last connection to close checkpoints the WAL itself
+            self._committed(1, large)
         return result
+
+    def _count_writes(self, tx: SqlTx, count: int) -> None:
+        """Inside a write transaction about to commit `count` writes: the periodic housekeeping."""
+        before = self._writes
+        self._writes += count
+        if self._writes // _PRUNE_EVERY != before // _PRUNE_EVERY:
+            tx.prune_requests()
+
+    def _committed(self, count: int, large: bool = False) -> None:
+        self._since_checkpoint += count
+        if (large or self._since_checkpoint >= _CHECKPOINT_EVERY) and not self._checkpoint_queued:
+            self._since_checkpoint = 0
+            self._checkpoint_queued = True
+            try:
+                self._checkpointer.submit(self._checkpoint)
+            except RuntimeError:
+                pass  # closing: the last connection to close checkpoints the WAL itself
+
+    def _in_batch_transaction(self, batch: list[PendingWrite[Any]]) -> list[tuple[Any, BaseException | None]]:
+        """Every write of `batch` in one transaction on the event loop, each in a savepoint: a
+        write that raises is undone alone and gets its error; the others commit together. An
+        error of the transaction itself (its lock, its commit, a full disk) fails them all, with
+        nothing of any stored. Raises `_LockBusy` when another program holds the lock."""
+        conn, kept = self._connection(inline=True)
+        outcomes: list[tuple[Any, BaseException | None]] = []
+        try:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if _is_busy(exc):
+                    raise _LockBusy from exc
+                raise
+            for pending in batch:
+                conn.execute("SAVEPOINT one_write")
+                try:
+                    outcomes.append((pending.fn(SqlTx(conn, self._dialect, pending.tenant, True)), None))
+                except Exception as exc:
+                    if not conn.in_transaction:
+                        raise  # SQLite ended the whole transaction: nothing of the batch holds
+                    conn.execute("ROLLBACK TO one_write")
+                    outcomes.append((None, self._operators_problem(exc) or exc))
+                conn.execute("RELEASE one_write")
+            self._count_writes(SqlTx(conn, self._dialect, "", True), len(batch))
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if isinstance(exc, _LockBusy):
+                raise
+            reason = self._operators_problem(exc)
+            if reason is not None:
+                raise reason from exc
+            raise
+        finally:
+            if not kept:
+                conn.close()
+        self._committed(len(batch))
+        return outcomes
+
+    async def _commit_batch(self, batch: list[PendingWrite[Any]]) -> None:
+        if self._write_lock is None:
+            self._write_lock = asyncio.Lock()
+        loop = asyncio.get_running_loop()
+        async with self._write_lock:
+            try:
+                outcomes = self._in_batch_transaction(batch)
+            except _LockBusy:
+                # Another program holds the lock: each write waits for it on the writer thread,
+                # in a transaction of its own, as a write run alone would.
+                for pending in batch:
+                    try:
+                        result = await loop.run_in_executor(
+                            self._writer, self._in_transaction, pending.tenant, pending.fn, True)
+                    except Exception as exc:  # noqa: BLE001 - the write's own outcome, for its caller
+                        pending.future.set_exception(exc)
+                    else:
+                        pending.future.set_result(result)
+                return
+        for pending, (result, error) in zip(batch, outcomes, strict=True):
+            if error is not None:
+                pending.future.set_exception(error)
+            else:
+                pending.future.set_result(result)
 
     def _operators_problem(self, exc: BaseException) -> Exception | None:
         """What the caller is told when the file, not the call, is the problem (neither the
@@ -371,6 +451,8 @@ class SqliteStore:
                 except _LockBusy:
                     pass
             return await loop.run_in_executor(self._readers, self._in_transaction, tenant, fn, False)
+        if small and self.group_commit.wants():
+            return await self.group_commit.write(tenant, fn)
         if self._write_lock is None:
             self._write_lock = asyncio.Lock()
         async with self._write_lock:
@@ -402,6 +484,7 @@ class SqliteStore:
         if self._closed:
             return
         self._closed = True
+        await self.group_commit.wait_idle()
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, self._shutdown)
 
