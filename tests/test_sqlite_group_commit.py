@@ -160,3 +160,26 @@ async def test_concurrent_adds_over_grpc_each_land_once(server_factory) -> None:
     while not isinstance(store, SqliteStore):
         store = store.inner
     assert store.group_commit.stats.largest >= 2
+
+
+async def test_expired_request_records_are_pruned_by_lone_and_gathered_writes(store: SqliteStore, tmp_path: Path) -> None:
+    """Idempotency records past their day are deleted once every thousand writes, counted alike
+    whether writes ran alone or shared a commit."""
+    import time
+
+    from agentscope_memory.store.sql import REQUEST_TTL_S
+
+    def records() -> list[str]:
+        with sqlite3.connect(tmp_path / "s.sqlite3") as conn:
+            return sorted(r[0] for r in conn.execute("SELECT request_id FROM requests"))
+
+    with sqlite3.connect(tmp_path / "s.sqlite3") as conn:
+        for request_id, age in (("old", REQUEST_TTL_S + 60), ("recent", 60)):
+            conn.execute("INSERT INTO requests (tenant, memory_id, request_id, fingerprint, result_json, created)"
+                         " VALUES ('租户', '记忆', ?, 'f', '{}', ?)", (request_id, time.time() - age))
+    for i in range(500):
+        await store.run("租户", put(f"单{i}", "v"), small=True)
+    assert records() == ["old", "recent"]
+    while store.group_commit.stats.writes < 600:
+        await burst(store, [put(f"群{i}", "v") for i in range(50)])
+    assert records() == ["recent"]
