@@ -172,6 +172,29 @@ async def test_agentscope1_remote_memory_add_reads_only_what_changed_since(serve
     assert received == {size: {"after_their_adds": 2, "after_my_add": 0} for size in ("10", "100", "1000", "3000")}
 
 
+async def test_agentscope1_remote_memory_reads_nothing_after_its_own_deletes_marks_and_clears(server_factory) -> None:
+    """RemoteMemory's own delete, mark change, delete by mark and clear used to leave its copy of
+    the stored ids stale (their answers named no state), so its next add read the whole
+    conversation again: 2000 messages after every delete or mark of a long conversation. Their
+    answers carry the etag of the state they leave now, and the next add reads nothing; another
+    client's add in between comes as just that message, another's delete as the whole list (as
+    before: three pages), and the copy is the one a fresh read gives after every step."""
+    server = await server_factory(api_keys={KEY: "python-tenant"})
+    result = await _run_script(AGENTSCOPE_1, "agentscope1_memory_own_changes.py",
+                               {"GRPC_TARGET": server.address, "MEM0_KEY": KEY})
+    steps = {s.pop("step"): s for s in result["steps"]}
+    assert all(s.pop("copy_is_current") and s.pop("unique") for s in steps.values()), result
+    assert steps == {
+        "我删除一条": {"received": 0, "pages": 0, "size": 2001},
+        "我给两条加标记": {"received": 0, "pages": 0, "size": 2002},
+        "我按标记删除": {"received": 0, "pages": 0, "size": 2001},
+        "我删除后别人添加": {"received": 1, "pages": 0, "size": 2002},
+        "我标记后别人删除": {"received": 2001, "pages": 3, "size": 2002},
+        "我清空": {"received": 0, "pages": 0, "size": 1},
+    }
+    assert result["marked_left"] == 0
+
+
 async def test_agentscope1_remote_memory_keeps_the_ids_of_messages_other_clients_wrote(server_factory) -> None:
     """A message another client wrote (a Java agent's turn) has no AgentScope-Python JSON beside
     it: RemoteMemory rebuilt it with a new id at every read, so Python could neither delete nor

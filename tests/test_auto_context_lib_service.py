@@ -78,7 +78,7 @@ async def test_a_delete_during_compression_aborts_instead_of_losing_it(service) 
     await manager.add_messages("t", "m", msgs)
     task = asyncio.ensure_future(svc.compress_if_needed("t", "m"))
     await asyncio.sleep(0.1)
-    assert await manager.delete_message("t", "m", 0)
+    assert (await manager.delete_message("t", "m", 0)).deleted
     with pytest.raises(AbortedError, match="changed during compression"):
         await task
     # The delete stands and nothing of the aborted compression was written.

@@ -12,6 +12,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grp
 from agentscope_memory.client import AsyncMemoryClient, MemoryClient
 from agentscope_memory.message import Msg, MsgRole
 from agentscope_memory.service import ServiceSettings
+from agentscope_memory.session.state import MEMORY_MESSAGES, StateEntry, messages_to_items
 
 
 def user(text: str) -> Msg:
@@ -141,3 +142,74 @@ def test_the_blocking_clients_keep_a_copy_current_with_etags(threaded_server, tm
         assert client.get_messages("会话") == after_delete.messages
     if mode == "remote":
         other.close()
+
+
+def _texts_of(msgs: list[Msg]) -> list[str]:
+    return [m.text_content for m in msgs]
+
+
+@pytest.mark.parametrize("mode", ["remote", "local"])
+async def test_a_clients_own_delete_clear_and_load_keep_its_copy_without_a_read(server_factory, tmp_path, mode) -> None:
+    """`delete_message_with_etags`, `clear_with_etags` and `load_state_with_etags` answer the
+    etags just before and after the change (they answered nothing, so a caller that keeps a copy
+    read the whole list again after each): the copy with the change applied is the state the
+    etag after names, which a read right after confirms as not modified. After another client's
+    add in between, the etag before is not the copy's."""
+    if mode == "remote":
+        server = await server_factory()
+        client, other = AsyncMemoryClient(server.address), AsyncMemoryClient(server.address)
+    else:
+        client = other = AsyncMemoryClient.local(ServiceSettings(data_dir=tmp_path / "local"))
+    async with client:
+        await client.create_memory("对话")
+        await client.add_messages("对话", [user(f"第{i}句") for i in range(600)])
+        await client.add_messages("对话", [user(f"第{i}句") for i in range(600, 1200)])
+        whole = await client.read_messages("对话")
+        copy, etag = _texts_of(whole.messages), whole.etag
+
+        deleted = await client.delete_message_with_etags("对话", 5)
+        assert (deleted.deleted, deleted.message_count, deleted.previous_etag) == (True, 1199, etag)
+        copy, etag = copy[:5] + copy[6:], deleted.etag
+        assert (await client.read_messages("对话", if_none_match=etag, accept_delta=True)).not_modified
+        past = await client.delete_message_with_etags("对话", 5000)
+        assert (past.deleted, past.etag, past.previous_etag) == (False, etag, etag)
+
+        _, version = await client.save_state("对话")
+        kept = [user(t) for t in copy[:3]]
+        loaded = await client.load_state_with_etags("对话", [StateEntry(MEMORY_MESSAGES, items=messages_to_items(kept))],
+                                                    expected_version=version)
+        assert loaded.previous_etag == etag and loaded.version == version + 1
+        copy, etag = copy[:3], loaded.etag
+        same = await client.read_messages("对话", if_none_match=etag, accept_delta=True)
+        assert same.not_modified and _texts_of(await client.get_messages("对话")) == copy
+
+        # Another client's add in between: the delete's etag before is not the copy's.
+        await other.add_messages("对话", [user("别人插话")])
+        theirs = await client.delete_message_with_etags("对话", 0)
+        assert theirs.deleted and theirs.previous_etag != etag
+        read = await client.read_messages("对话", if_none_match=etag, accept_delta=True)
+        assert not read.delta and _texts_of(read.messages) == ["第1句", "第2句", "别人插话"] and read.etag == theirs.etag
+
+        cleared = await client.clear_with_etags("对话")
+        assert cleared.previous_etag == theirs.etag
+        empty = await client.read_messages("对话", if_none_match=cleared.etag, accept_delta=True)
+        assert empty.not_modified
+        assert await client.delete_message("对话", 0) is False
+    if mode == "remote":
+        await other.close()
+
+
+def test_the_blocking_client_answers_the_etags_of_its_deletes_clears_and_loads(threaded_server) -> None:
+    with MemoryClient(threaded_server.address) as client:
+        client.create_memory("对话")
+        client.add_messages("对话", [user("你好"), user("再见"), user("谢谢")])
+        whole = client.read_messages("对话")
+        deleted = client.delete_message_with_etags("对话", 1)
+        assert deleted.deleted and deleted.previous_etag == whole.etag
+        assert client.read_messages("对话", if_none_match=deleted.etag).not_modified
+        loaded = client.load_state_with_etags("对话", [StateEntry(MEMORY_MESSAGES, items=messages_to_items([user("载入")]))])
+        assert loaded.previous_etag == deleted.etag and loaded.version > 0
+        assert client.read_messages("对话", if_none_match=loaded.etag).not_modified
+        cleared = client.clear_with_etags("对话")
+        assert cleared.previous_etag == loaded.etag
+        assert client.read_messages("对话", if_none_match=cleared.etag).not_modified

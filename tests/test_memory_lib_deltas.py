@@ -14,10 +14,10 @@ import pytest
 from agentscope_memory.message import Msg
 from agentscope_memory.session.state import MEMORY_MESSAGES, StateEntry, messages_to_items
 from agentscope_memory.short_term.auto_context.engine import Identity, Summary
-from agentscope_memory.short_term.auto_context.kind import AutoContextKind
+from agentscope_memory.short_term.auto_context.kind import KEY_WORKING, AutoContextKind
 from agentscope_memory.short_term.auto_context.service import AutoContextService
 from agentscope_memory.short_term.in_memory import InMemoryKind
-from agentscope_memory.short_term.manager import Limits, MemoryManager, MessagePage
+from agentscope_memory.short_term.manager import Limits, MemoryManager, MessagePage, WriteResult
 from agentscope_memory.short_term.tiered.kind import TieredKind
 from agentscope_memory.store.in_process import InProcessStore
 from auto_context_helpers import A, TR, TU, U
@@ -94,7 +94,8 @@ async def test_a_change_without_new_messages_is_an_empty_delta(manager) -> None:
     await manager.add_messages(T, "m", [U("a"), U("b")])
     _, etag = await cached_read(manager, "m")
     # A delete of a position past the end changes nothing and keeps the etag.
-    assert (await manager.delete_message(T, "m", 7)) == (False, 2)
+    result = await manager.delete_message(T, "m", 7)
+    assert (result.deleted, result.message_count, result.etag) == (False, 2, etag)
     assert (await read_with(manager, "m", etag)).not_modified
     await manager.add_messages(T, "m", [U("c")])
     _, etag = await cached_read(manager, "m")
@@ -237,3 +238,54 @@ async def test_cache_plus_delta_always_equals_a_full_read(manager) -> None:
             caches[index] = (got, page.etag)
     # Both answers were exercised.
     assert deltas > 10 and wholes > 10
+
+
+@pytest.mark.parametrize("kind", ["IN_MEMORY", "AUTO_CONTEXT"])
+async def test_a_writer_keeps_its_copy_from_its_own_deletes_clears_and_loads(manager, kind) -> None:
+    """A delete, clear or state load answers the etags just before and after it (as an add
+    does), taken in its own transaction: a writer whose copy the previous etag names applies
+    its change to the copy without reading, and the etag after is the one a read gives. When
+    another writer changed the memory in between, the previous etag is not the copy's, so the
+    writer reads again. Randomised against a full read after every step."""
+    rng = random.Random(3607)
+    await manager.create_memory(T, "m", kind, "{}")
+    await manager.add_messages(T, "m", [U(f"旧消息 {i}") for i in range(6)])
+    copy, etag = await cached_read(manager, "m")
+    mine = [texts(copy), etag]
+    applied = fallbacks = 0
+    counter = itertools.count()
+    for _ in range(300):
+        if rng.random() < 0.25:  # another writer
+            await manager.add_messages(T, "m", [U(f"别人的 {next(counter)}")])
+        op = rng.random()
+        cached, cached_etag = mine
+        if op < 0.4:
+            added = [f"我的 {next(counter)}"]
+            result = await manager.add_messages(T, "m", [U(t) for t in added])
+            after = cached + added
+        elif op < 0.75:
+            index = rng.randrange(len(cached) + 2)
+            deleted = await manager.delete_message(T, "m", index)
+            result = deleted
+            after = cached[:index] + cached[index + 1:]
+            if result.previous_etag == cached_etag:
+                assert deleted.deleted == (index < len(cached)) and deleted.message_count == len(after)
+        elif op < 0.85:
+            result = await manager.clear_messages(T, "m")
+            after = []
+        else:
+            after = cached[: rng.randint(0, len(cached))] + [f"载入 {next(counter)}"]
+            key = MEMORY_MESSAGES if kind == "IN_MEMORY" else KEY_WORKING
+            result = await manager.load_state(T, "m", [StateEntry(key, items=messages_to_items([U(t) for t in after]))])
+        full, now = await cached_read(manager, "m")
+        # The etag after names the state a read right after gives; a clear or a load leaves what
+        # the writer wrote, whatever came before.
+        assert result.etag == now
+        if result.previous_etag == cached_etag or isinstance(result, WriteResult):
+            applied += 1
+            mine = [after, result.etag]
+        else:
+            fallbacks += 1
+            mine = [texts(full), now]
+        assert mine == [texts(full), now]
+    assert applied > 100 and fallbacks > 30

@@ -16,7 +16,8 @@ read again and the change made again), so a message another client added meanwhi
 and a failure leaves the conversation as it was. An add of more than one AddMessages call
 takes (a whole earlier conversation) is appended the same way, all or nothing. An add skips the
 ids already stored without reading the whole conversation: it keeps their set at an etag and
-reads only what changed since (see `_KnownIds`).
+reads only what changed since (see `_KnownIds`). Its own adds, deletes, mark changes and clears
+keep that set current from their answers' etags, so the next add reads nothing of them.
 
 The module's state is the memory id and the compressed summary; `JSONSession` saves and loads
 it, and a loaded module reads the same server-side conversation. A session saved with
@@ -96,8 +97,10 @@ def _known_id(stored: Msg) -> str | None:
 class _KnownIds:
     """The ids an add must skip (`_known_id` of each stored message) at the state `etag` names.
     Brought up to date by what was added since (a delta read, or this client's own add when
-    it was the only change); anything else is read whole again, so nobody's delete or clear
-    leaves an id here that the server no longer holds."""
+    it was the only change) and replaced after this client's own rewrite or clear (whose answer
+    names the state it left, which the client wrote); anything else (another client's delete or
+    clear) is read whole again, so nobody's delete or clear leaves an id here that the server
+    no longer holds."""
 
     etag: str
     ids: set[str]
@@ -216,12 +219,14 @@ class RemoteMemory(MemoryBase):
             self._ready = True
         content, self._loaded_content = self._loaded_content, None
         if content is not None:
-            items = messages_to_items([_stored(m, marks) for m, marks in content])
+            written = [_stored(m, marks) for m, marks in content]
+            items = messages_to_items(written)
             try:
-                await self._client.load_state(self.memory_id, [StateEntry(MEMORY_MESSAGES, items=items)])
+                loaded = await self._client.load_state_with_etags(self.memory_id, [StateEntry(MEMORY_MESSAGES, items=items)])
             except BaseException:
                 self._loaded_content = content  # still to be written
                 raise
+            self._remember(loaded.etag, written)
 
     async def _rewrite(self, change: Callable[[Entries], int], appended: Sequence[Msg] = ()) -> int:
         """Applies `change` (which edits the entries in place and returns the count to report) to
@@ -250,14 +255,19 @@ class RemoteMemory(MemoryBase):
             # a mark by one the message already has removes the old one and counts nothing.
             if not appended and len(kept) == len(stored) and all(k is o for k, o in zip(kept, stored, strict=True)):
                 return changed
-            items = messages_to_items([*kept, *appended])
+            written = [*kept, *appended]
+            items = messages_to_items(written)
             try:
-                await self._client.load_state(self.memory_id, [StateEntry(MEMORY_MESSAGES, items=items)],
-                                              expected_version=version)
-                return changed
+                loaded = await self._client.load_state_with_etags(
+                    self.memory_id, [StateEntry(MEMORY_MESSAGES, items=items)], expected_version=version)
             except AbortedError:
                 if attempt == REWRITE_ATTEMPTS:
                     raise
+                continue
+            # The conversation is now exactly what was written, named by the load's etag: the
+            # next add checks its ids against that, not against the whole conversation read again.
+            self._remember(loaded.etag, written)
+            return changed
         raise AssertionError("unreachable")
 
     async def add(self, memories: PyMsg | list[PyMsg] | None, marks: str | list[str] | None = None,
@@ -305,7 +315,10 @@ class RemoteMemory(MemoryBase):
 
     async def clear(self) -> None:
         await self._ensure()
-        await self._client.clear(self.memory_id)
+        cleared = await self._client.clear_with_etags(self.memory_id)
+        # No messages, named by the clear's etag (whatever happened before it): the next add
+        # need not read the conversation to know that none of its ids is stored.
+        self._remember(cleared.etag, ())
 
     async def get_memory(self, mark: str | None = None, exclude_mark: str | None = None,
                          prepend_summary: bool = True, **kwargs: Any) -> list[PyMsg]:

@@ -21,7 +21,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Self, Sequ
 from agentscope_memory.client._base import closed_error
 from agentscope_memory.client._common import LOCAL_TENANT
 from agentscope_memory.client._validate import check_request, refuse_unencodable_in
-from agentscope_memory.client.messages import MessagesAdded, MessagesRead, Page, read_consistently
+from agentscope_memory.client.messages import MessageDeleted, MessagesAdded, MessagesRead, MessagesReplaced, Page, read_consistently
 from agentscope_memory.client.long_term import Turn
 from agentscope_memory.convert.from_proto import search_options_from_proto
 from agentscope_memory.convert.to_proto import kind_to_proto
@@ -188,13 +188,21 @@ class AsyncLocalMemoryClient(_LocalClient):
         return added
 
     async def delete_message(self, memory_id: str, index: int, *, expected_id: str | None = None) -> bool:
+        return (await self.delete_message_with_etags(memory_id, index, expected_id=expected_id)).deleted
+
+    async def delete_message_with_etags(self, memory_id: str, index: int, *,
+                                        expected_id: str | None = None) -> MessageDeleted:
         if index < 0:
-            return False
-        deleted, _ = await (await self._handle.get()).memories.delete_message(self.tenant, memory_id, index, expected_id)
-        return deleted
+            return MessageDeleted(False, 0, "", "")
+        result = await (await self._handle.get()).memories.delete_message(self.tenant, memory_id, index, expected_id)
+        return MessageDeleted(result.deleted, result.message_count, result.etag, result.previous_etag)
 
     async def clear(self, memory_id: str) -> None:
-        await (await self._handle.get()).memories.clear_messages(self.tenant, memory_id)
+        await self.clear_with_etags(memory_id)
+
+    async def clear_with_etags(self, memory_id: str) -> MessagesReplaced:
+        result = await (await self._handle.get()).memories.clear_messages(self.tenant, memory_id)
+        return MessagesReplaced(result.etag, result.previous_etag)
 
     async def save_state(
         self, memory_id: str, *, progress: Callable[[int], None] | None = None
@@ -207,9 +215,16 @@ class AsyncLocalMemoryClient(_LocalClient):
         self, memory_id: str, entries: list[StateEntry], *, expected_version: int | None = None,
         progress: Callable[[int], None] | None = None,
     ) -> int:
-        version = await (await self._handle.get()).memories.load_state(self.tenant, memory_id, entries, expected_version)
+        return (await self.load_state_with_etags(memory_id, entries, expected_version=expected_version,
+                                                 progress=progress)).version
+
+    async def load_state_with_etags(
+        self, memory_id: str, entries: list[StateEntry], *, expected_version: int | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> MessagesReplaced:
+        result = await (await self._handle.get()).memories.load_state(self.tenant, memory_id, entries, expected_version)
         _report(memory_id, entries, progress)
-        return version
+        return MessagesReplaced(result.etag, result.previous_etag, result.version)
 
 
 def _report(memory_id: str, entries: list[StateEntry], progress: Callable[[int], None] | None) -> None:

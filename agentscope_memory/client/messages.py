@@ -1,7 +1,8 @@
 """What the short-term clients answer when a caller keeps its own copy of a conversation (or of
 something derived from it, such as the set of its message ids): each answer names the state it
 read or made with the server's etag, so the copy is brought up to date with only what changed
-(`GetMessages` `if_none_match` and `accept_delta`, `AddMessages` `etag` and `previous_etag`)."""
+(`GetMessages` `if_none_match` and `accept_delta`; `etag` and `previous_etag` of `AddMessages`,
+`DeleteMessage`, `ClearMessages` and `LoadState`)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,33 @@ class MessagesAdded:
     etag: str
     previous_etag: str
     replayed: bool = False
+
+
+@dataclass(frozen=True)
+class MessageDeleted:
+    """The answer of a delete by index: whether a message was removed, the count after it, and
+    the etags just before and after it. When `previous_etag` is the etag of a caller's copy, this
+    delete was the only change since, so the copy without the message at the index is the state
+    `etag` names. Both are empty when the server sent none (an older server, or a negative index
+    that was not sent): the caller then reads again."""
+
+    deleted: bool
+    message_count: int
+    etag: str
+    previous_etag: str
+
+
+@dataclass(frozen=True)
+class MessagesReplaced:
+    """The answer of a clear or a state load: the memory's messages are now none, or those loaded,
+    named by `etag` (whatever happened before), and `previous_etag` named them just before. A
+    caller that knows what it wrote keeps that as its copy named `etag`, without a read; an empty
+    `etag` (an older server) means it must read. `version`: the memory's version after a load
+    (0 for a clear, whose response does not carry it)."""
+
+    etag: str
+    previous_etag: str
+    version: int = 0
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2_grpc
 from agentscope_memory.client import _requests
 from agentscope_memory.client._base import BlockingGrpcClient
 from agentscope_memory.client._common import new_request_id
-from agentscope_memory.client.messages import MessagesAdded, MessagesRead, Page, read_consistently_blocking
+from agentscope_memory.client.messages import MessageDeleted, MessagesAdded, MessagesRead, MessagesReplaced, Page, read_consistently_blocking
 from agentscope_memory.convert.from_proto import memory_from_proto
 from agentscope_memory.message import Msg
 from agentscope_memory.short_term.pending_tools import interrupted_results
@@ -120,16 +120,28 @@ class MemoryClient(BlockingGrpcClient):
         return added
 
     def delete_message(self, memory_id: str, index: int, *, expected_id: str | None = None) -> bool:
+        return self.delete_message_with_etags(memory_id, index, expected_id=expected_id).deleted
+
+    def delete_message_with_etags(self, memory_id: str, index: int, *,
+                                  expected_id: str | None = None) -> MessageDeleted:
+        """`delete_message`, answering also the etags just before and after the delete, for a
+        caller that keeps a copy (see `read_messages`)."""
         if index < 0:
-            return False
+            return MessageDeleted(False, 0, "", "")
         response = self._call(
             self._stub.DeleteMessage, pb.DeleteMessageRequest(memory_id=memory_id, index=index, expected_message_id=expected_id),
             retry=False
         )
-        return response.deleted
+        return MessageDeleted(response.deleted, response.message_count, response.etag, response.previous_etag)
 
     def clear(self, memory_id: str) -> None:
-        self._call(self._stub.ClearMessages, pb.ClearMessagesRequest(memory_id=memory_id))
+        self.clear_with_etags(memory_id)
+
+    def clear_with_etags(self, memory_id: str) -> MessagesReplaced:
+        """`clear`, answering also the etag of the now empty messages (and the one before), so a
+        caller keeps an empty copy without a read."""
+        response = self._call(self._stub.ClearMessages, pb.ClearMessagesRequest(memory_id=memory_id))
+        return MessagesReplaced(response.etag, response.previous_etag)
 
     def save_state(
         self, memory_id: str, *, progress: Callable[[int], None] | None = None
@@ -148,9 +160,19 @@ class MemoryClient(BlockingGrpcClient):
         """Replace the memory's contents (AgentScope `loadFrom`); returns the new version.
         With `expected_version`, a memory changed since then raises `AbortedError`.
         `progress` is called with the size in bytes of each piece as it is sent."""
+        return self.load_state_with_etags(memory_id, entries, expected_version=expected_version,
+                                          progress=progress).version
+
+    def load_state_with_etags(
+        self, memory_id: str, entries: list[StateEntry], *, expected_version: int | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> MessagesReplaced:
+        """`load_state`, answering also the new version and the etags of the messages just
+        before and after the load, so a caller that knows what it loaded keeps it as its copy."""
         requests = _requests.load_stream(memory_id, entries, expected_version)
 
         def load(pieces: list[state_pb.StreamLoadStateRequest], **kwargs: Any) -> state_pb.StreamLoadStateResponse:
             return self._state.StreamLoadState(_requests.reported(pieces, progress), **kwargs)
 
-        return (self._call(load, requests, retry=expected_version is not None)).version
+        response = self._call(load, requests, retry=expected_version is not None)
+        return MessagesReplaced(response.etag, response.previous_etag, response.version)

@@ -90,8 +90,8 @@ async def import_from_session(
         raise NotFoundError(f"session {session_id!r} does not exist")
     handler = manager.handler(info.record.kind)
     entries = await asyncio.to_thread(read_entries, session, session_id, handler.state_keys)
-    version = await manager.load_state(tenant, memory_id, entries, expected_version)
-    return version, [e.key for e in entries]
+    loaded = await manager.load_state(tenant, memory_id, entries, expected_version)
+    return loaded.version, [e.key for e in entries]
 
 
 class SessionExchange:

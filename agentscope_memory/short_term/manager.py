@@ -111,6 +111,27 @@ class AddResult:
 
 
 @dataclass(frozen=True)
+class DeleteResult:
+    deleted: bool
+    message_count: int
+    # As `AddResult`'s: the messages' etags after and just before the call, taken in its
+    # transaction, so a client whose copy `previous_etag` names applies the delete without a read.
+    etag: str = ""
+    previous_etag: str = ""
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """A clear or a state load: the memory's version and the messages' etags after and just
+    before it (taken in its transaction). The caller knows what the messages are after it (none,
+    or what it loaded), so it may keep them as its copy named `etag` without reading them."""
+
+    version: int
+    etag: str
+    previous_etag: str
+
+
+@dataclass(frozen=True)
 class MessagePage:
     """A page of messages in their stored form (serialized `Msg` protos)."""
 
@@ -251,6 +272,13 @@ class MemoryManager:
 
     def _etag_now(self, tx: Tx, tenant: str, record: MemoryRecord, handler: MemoryKindHandler) -> str:
         return self.message_etag(tenant, record, handler.count(tx, record), handler.next_seq(tx, record))
+
+    def _etag_after(self, tx: Tx, tenant: str, record: MemoryRecord, handler: MemoryKindHandler,
+                    version: int) -> str:
+        """The etag after a change this transaction made (`record` was read before it, so it
+        has the old version): the one a read right after the commit would give."""
+        state = ListState.of(record, handler.count(tx, record), handler.next_seq(tx, record), version=version)
+        return self.tokens.etag(tenant, record.memory_id, state)
 
     async def list_memories(self, tenant: str, page_size: int = 0, page_token: str = "") -> MemoryPage:
         await self.tokens.ready()
@@ -515,23 +543,26 @@ class MemoryManager:
         return rows
 
     async def delete_message(self, tenant: str, memory_id: str, index: int,
-                             expected_id: str | None = None) -> tuple[bool, int]:
+                             expected_id: str | None = None) -> DeleteResult:
         """Delete the message at `index` (GetMessages order); past the end, nothing. With
         `expected_id`, only if the message there has that id, else ABORTED: the list changed
         since the caller read it (AgentScope's index names a message of the list it read)."""
         check_id(memory_id, "memory_id")
         if index < 0:
             raise InvalidArgumentError("index", f"is {index}; must not be negative")
+        await self.tokens.ready()
 
-        def delete(tx: Tx) -> tuple[bool, int]:
+        def delete(tx: Tx) -> DeleteResult:
             record = self._require(tx, memory_id)
             handler = self.handler(record.kind)
             if expected_id is not None:
                 self._check_message_at(tx, record, handler, index, expected_id)
+            previous_etag = self._etag_now(tx, tenant, record, handler)
             deleted = handler.delete_at(tx, record, index)
-            if deleted:
-                tx.touch_memory(memory_id)
-            return deleted, handler.count(tx, record)
+            if not deleted:
+                return DeleteResult(False, handler.count(tx, record), previous_etag, previous_etag)
+            etag = self._etag_after(tx, tenant, record, handler, tx.touch_memory(memory_id))
+            return DeleteResult(True, handler.count(tx, record), etag, previous_etag)
 
         return await self.store.run(tenant, delete, small=True)
 
@@ -549,15 +580,19 @@ class MemoryManager:
         raise AbortedError(f"memory {record.memory_id!r} changed since it was read: {found};"
                            " nothing was deleted; read the messages again")
 
-    async def clear_messages(self, tenant: str, memory_id: str) -> None:
+    async def clear_messages(self, tenant: str, memory_id: str) -> WriteResult:
         check_id(memory_id, "memory_id")
+        await self.tokens.ready()
 
-        def clear(tx: Tx) -> None:
+        def clear(tx: Tx) -> WriteResult:
             record = self._require(tx, memory_id)
-            self.handler(record.kind).clear(tx, record)
-            tx.touch_memory(memory_id)
+            handler = self.handler(record.kind)
+            previous_etag = self._etag_now(tx, tenant, record, handler)
+            handler.clear(tx, record)
+            version = tx.touch_memory(memory_id)
+            return WriteResult(version, self._etag_after(tx, tenant, record, handler, version), previous_etag)
 
-        await self.store.run(tenant, clear)
+        return await self.store.run(tenant, clear)
 
     # -- state ------------------------------------------------------------------------------
 
@@ -586,9 +621,10 @@ class MemoryManager:
         memory_id: str,
         entries: list[StateEntry],
         expected_version: int | None = None,
-    ) -> int:
+    ) -> WriteResult:
         """Replace the memory's contents with `entries` (AgentScope's `loadFrom`), atomically:
-        everything is validated first, and a failure changes nothing. Returns the new version."""
+        everything is validated first, and a failure changes nothing. Returns the new version and
+        the messages' etags around the load."""
         check_id(memory_id, "memory_id")
         seen: set[tuple[str, bool]] = set()
         for entry in entries:
@@ -601,7 +637,9 @@ class MemoryManager:
         handler = self.handler(kind)
         parsed = handler.parse_state(entries, self._encode_one)
 
-        def apply(tx: Tx) -> int:
+        await self.tokens.ready()
+
+        def apply(tx: Tx) -> WriteResult:
             record = self._require(tx, memory_id)
             if record.kind != kind:
                 raise AbortedError(f"memory {memory_id!r} was replaced while its state was loading")
@@ -610,7 +648,9 @@ class MemoryManager:
                     f"memory {memory_id!r} is at version {record.version}, not the expected "
                     f"{expected_version}; reload and retry"
                 )
+            previous_etag = self._etag_now(tx, tenant, record, handler)
             handler.apply_state(tx, record, parsed)
-            return tx.touch_memory(memory_id)
+            version = tx.touch_memory(memory_id)
+            return WriteResult(version, self._etag_after(tx, tenant, record, handler, version), previous_etag)
 
         return await self.store.run(tenant, apply)

@@ -135,16 +135,17 @@ class MemoryServicer(AutoContextRpcs, pb_grpc.MemoryServiceServicer):
 
     @grpc_errors
     async def DeleteMessage(self, request: pb.DeleteMessageRequest, context: grpc.aio.ServicerContext) -> pb.DeleteMessageResponse:
-        deleted, count = await self.manager.delete_message(
+        result = await self.manager.delete_message(
             tenant_of(context), request.memory_id, request.index,
             request.expected_message_id if request.HasField("expected_message_id") else None,
         )
-        return pb.DeleteMessageResponse(deleted=deleted, message_count=count)
+        return pb.DeleteMessageResponse(deleted=result.deleted, message_count=result.message_count,
+                                        etag=result.etag, previous_etag=result.previous_etag)
 
     @grpc_errors
     async def ClearMessages(self, request: pb.ClearMessagesRequest, context: grpc.aio.ServicerContext) -> pb.ClearMessagesResponse:
-        await self.manager.clear_messages(tenant_of(context), request.memory_id)
-        return pb.ClearMessagesResponse()
+        result = await self.manager.clear_messages(tenant_of(context), request.memory_id)
+        return pb.ClearMessagesResponse(etag=result.etag, previous_etag=result.previous_etag)
 
     @grpc_bidi_errors
     async def WatchMessages(self, requests: AsyncIterator[pb.WatchMessagesRequest],

@@ -61,8 +61,8 @@ class StateServicer(pb_grpc.StateServiceServicer):
             pieces.extend(request.entries)
         joined = join_pieces(pieces, self.manager.limits.max_state_bytes)
         entries = [entry_from_proto(e, i) for i, e in enumerate(joined)]
-        version = await self.manager.load_state(tenant_of(context), memory_id, entries, expected)
-        return pb.StreamLoadStateResponse(version=version)
+        result = await self.manager.load_state(tenant_of(context), memory_id, entries, expected)
+        return pb.StreamLoadStateResponse(version=result.version, etag=result.etag, previous_etag=result.previous_etag)
 
     @grpc_errors
     async def LoadState(self, request: pb.LoadStateRequest, context: grpc.aio.ServicerContext) -> pb.LoadStateResponse:
@@ -71,8 +71,8 @@ class StateServicer(pb_grpc.StateServiceServicer):
                 raise InvalidArgumentError(f"entries[{i}].partial", "is for StreamLoadState only")
         entries = [entry_from_proto(e, i) for i, e in enumerate(request.entries)]
         expected = request.expected_version if request.HasField("expected_version") else None
-        version = await self.manager.load_state(tenant_of(context), request.memory_id, entries, expected)
-        return pb.LoadStateResponse(version=version)
+        result = await self.manager.load_state(tenant_of(context), request.memory_id, entries, expected)
+        return pb.LoadStateResponse(version=result.version, etag=result.etag, previous_etag=result.previous_etag)
 
     @grpc_errors
     async def ExportSession(self, request: pb.ExportSessionRequest, context: grpc.aio.ServicerContext) -> pb.ExportSessionResponse:

@@ -15,8 +15,10 @@ import dev.agentscopememory.grpc.v1.AddMessagesRequest;
 import dev.agentscopememory.grpc.v1.AddMessagesResponse;
 import dev.agentscopememory.grpc.v1.AutoContextConfig;
 import dev.agentscopememory.grpc.v1.ClearMessagesRequest;
+import dev.agentscopememory.grpc.v1.ClearMessagesResponse;
 import dev.agentscopememory.grpc.v1.CreateMemoryRequest;
 import dev.agentscopememory.grpc.v1.DeleteMessageRequest;
+import dev.agentscopememory.grpc.v1.DeleteMessageResponse;
 import dev.agentscopememory.grpc.v1.GetMemoryRequest;
 import dev.agentscopememory.grpc.v1.GetMessagesRequest;
 import dev.agentscopememory.grpc.v1.GetMessagesResponse;
@@ -156,6 +158,22 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
                 copies.setPlain(i, handedOut.getPlain(i));
             }
             return new Snapshot(etag, all, copies);
+        }
+
+        /**
+         * This state without its message at {@code index}, named {@code etag}; the copies handed
+         * out so far stay with their messages.
+         */
+        Snapshot without(String etag, int index) {
+            List<Msg> rest = new ArrayList<>(messages.size() - 1);
+            AtomicReferenceArray<Msg> copies = new AtomicReferenceArray<>(messages.size() - 1);
+            for (int i = 0; i < messages.size(); i++) {
+                if (i != index) {
+                    copies.setPlain(rest.size(), handedOut.getPlain(i));
+                    rest.add(messages.get(i));
+                }
+            }
+            return new Snapshot(etag, List.copyOf(rest), copies);
         }
 
         /** A new list of the messages, followed by {@code ahead}'s, for a caller. */
@@ -983,10 +1001,11 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
                 request.setExpectedMessageId(expected);
             }
             DeleteMessageRequest built = request.build();
-            snapshot.set(null);
+            Snapshot before = snapshot.getAndSet(null);
+            DeleteMessageResponse response;
             try {
                 // Not retried: deleting "the message at i" twice would delete two messages.
-                connection.call("MemoryService/DeleteMessage", false,
+                response = connection.call("MemoryService/DeleteMessage", false,
                         () -> connection.memoryService().deleteMessage(built));
             } catch (RemoteMemoryException.Aborted e) {
                 if (attempt >= DELETE_ATTEMPTS) {
@@ -994,6 +1013,7 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
                 }
                 continue; // the list changed since it was read here: look again
             }
+            keepAfterDelete(before, response, at, expected);
             forgetAt(index);
             return;
         }
@@ -1013,6 +1033,27 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         return -1;
     }
 
+    /**
+     * The copy after this client's own delete, without reading the list again: when the delete's
+     * {@code previous_etag} names the copy's state, the delete was the only change since, and the
+     * copy without the message at {@code at} (the one the server checked had id {@code expected})
+     * is the state its {@code etag} names. Otherwise (another client changed the memory in
+     * between, or an older server sent no etags) the next read fetches the list as before. A copy
+     * another read put in place meanwhile is kept.
+     */
+    private void keepAfterDelete(Snapshot before, DeleteMessageResponse response, int at, String expected) {
+        if (before == null || response.getEtag().isEmpty() || !before.etag().equals(response.getPreviousEtag())) {
+            return;
+        }
+        if (!response.getDeleted()) {
+            snapshot.compareAndSet(null, before); // nothing changed: the same state, the same etag
+            return;
+        }
+        if (at < before.messages().size() && (expected == null || expected.equals(before.messages().get(at).getId()))) {
+            snapshot.compareAndSet(null, before.without(response.getEtag(), at));
+        }
+    }
+
     private void forgetAt(int index) {
         synchronized (lastReadLock) {
             if (lastRead != null && index < lastRead.ids().size()) {
@@ -1027,8 +1068,13 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
         ClearMessagesRequest request = ClearMessagesRequest.newBuilder().setMemoryId(memoryId).build();
         flush();
         snapshot.set(null);
-        connection.call("MemoryService/ClearMessages", true,
+        ClearMessagesResponse response = connection.call("MemoryService/ClearMessages", true,
                 () -> connection.memoryService().clearMessages(request));
+        if (!response.getEtag().isEmpty()) {
+            // No messages, named by the clear's etag whatever came before it: the next read is
+            // answered "not modified" (or with what others added since) instead of a whole read.
+            snapshot.compareAndSet(null, new Snapshot(response.getEtag(), List.of()));
+        }
         synchronized (lastReadLock) {
             if (lastRead != null) {
                 lastRead.ids().clear();

@@ -44,6 +44,8 @@ class MessageCacheTest {
     private final List<GetMessagesResponse> answers = new CopyOnWriteArrayList<>();
     /** Run once, when the first page of a longer history arrives (before the client sees it). */
     private final AtomicReference<Runnable> betweenPages = new AtomicReference<>();
+    /** Run once, when the next GetMessages answer arrives (before the client sees it). */
+    private final AtomicReference<Runnable> onNextAnswer = new AtomicReference<>();
     private Channel observed;
 
     @BeforeEach
@@ -52,6 +54,10 @@ class MessageCacheTest {
         observed = AnswerTaps.eachAnswer(channel, message -> {
             if (message instanceof GetMessagesResponse response) {
                 answers.add(response);
+                Runnable next = onNextAnswer.getAndSet(null);
+                if (next != null) {
+                    next.run();
+                }
                 Runnable change = response.getNextPageToken().isEmpty() ? null : betweenPages.getAndSet(null);
                 if (change != null) {
                     change.run();
@@ -221,6 +227,68 @@ class MessageCacheTest {
         someoneElse.addMessage(rewritten.get(rewritten.size() - 1));
         assertEquals(texts(rewritten), texts(memory.getMessages()));
         assertTrue(!lastAnswer().getDelta());
+    }
+
+    /**
+     * This client's own delete and clear keep its copy: their answers name the state before and
+     * after, so the next getMessages is answered "not modified" instead of sending the whole
+     * (here 1500-message, two-page) history again, as it did after every delete. Another
+     * client's add between the copy and the delete makes the next read fetch everything, as
+     * before; what the agent gets is always what a fresh client reads.
+     */
+    @Test
+    void ownDeletesAndClearsKeepTheCopyWithoutReadingTheHistoryAgain() throws Exception {
+        String id = "cache-自己删-" + UUID.randomUUID();
+        RemoteMemory memory = cached(id);
+        RemoteMemory someoneElse = other(id);
+        List<Msg> history = new ArrayList<>();
+        for (int i = 0; i < 1500; i++) {
+            history.add(text(i % 2 == 0 ? MsgRole.USER : MsgRole.ASSISTANT, "第" + i + "句"));
+        }
+        memory.addMessages(history.subList(0, 750));
+        memory.addMessages(history.subList(750, 1500));
+        assertEquals(1500, memory.getMessages().size());
+
+        memory.deleteMessage(3);
+        int before = answers.size();
+        List<Msg> got = memory.getMessages();
+        assertEquals(1, answers.size() - before);
+        assertTrue(lastAnswer().getNotModified(), "the copy without the deleted message is current");
+        assertEquals(json(someoneElse.getMessages()), json(got));
+        assertEquals("第4句", got.get(3).getTextContent());
+
+        memory.deleteMessage(5000); // past the end: nothing changes, the copy stays
+        memory.getMessages();
+        assertTrue(lastAnswer().getNotModified());
+
+        // Another client's add before the delete: the delete's own look at the list takes it
+        // in (a delta), so the delete is still the only change since the copy.
+        someoneElse.addMessage(text(MsgRole.USER, "别人插话"));
+        memory.deleteMessage(0);
+        got = memory.getMessages();
+        assertTrue(lastAnswer().getNotModified());
+        assertEquals(json(someoneElse.getMessages()), json(got));
+        assertEquals("别人插话", got.get(got.size() - 1).getTextContent());
+        assertEquals(1499, got.size());
+
+        // Another client's add between that look and the delete: the delete was not the only
+        // change since the copy, so the next read fetches everything, as before.
+        onNextAnswer.set(() -> someoneElse.addMessage(text(MsgRole.ASSISTANT, "别人又插话")));
+        memory.deleteMessage(0);
+        got = memory.getMessages();
+        assertTrue(!lastAnswer().getNotModified() && !lastAnswer().getDelta());
+        assertEquals(json(someoneElse.getMessages()), json(got));
+        assertEquals("别人又插话", got.get(got.size() - 1).getTextContent());
+        assertEquals(1499, got.size());
+
+        memory.clear();
+        before = answers.size();
+        assertEquals(List.of(), memory.getMessages());
+        assertEquals(1, answers.size() - before);
+        assertTrue(lastAnswer().getNotModified(), "the empty copy is current");
+        someoneElse.addMessage(text(MsgRole.ASSISTANT, "清空之后"));
+        assertEquals(List.of("清空之后"), texts(memory.getMessages()));
+        assertTrue(lastAnswer().getDelta());
     }
 
     @Test
