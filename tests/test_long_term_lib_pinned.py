@@ -151,6 +151,35 @@ async def test_pin_and_unpin_are_update_events_in_the_history(engine, clock) -> 
     assert (await engine.get("t", item.id)).pinned
 
 
+async def test_recording_a_held_text_pinned_pins_the_memory_holding_it(engine, clock) -> None:
+    # "Remember this for ever" about what the scope already knows: that memory is pinned (an
+    # UPDATE as an update's pin is) and reported with what the call adds; it is not stored twice.
+    passport = "请永远记住：我的护照号码是E12345678。"
+    [held] = await engine.record("t", USER, [Msg.create(MsgRole.USER, passport)])
+    assert not held.pinned
+    clock.now += 60
+    items = await engine.record("t", USER, [Msg.create(MsgRole.USER, passport),
+                                            Msg.create(MsgRole.USER, "我的血型是O型。")], pinned=True)
+    assert [(i.text, i.pinned) for i in items] == [(passport, True), ("我的血型是O型。", True)]
+    assert items[0].id == held.id
+    assert (await engine.get("t", held.id)).pinned
+    history = await engine.history("t", held.id)
+    assert [h.event for h in history] == ["ADD", "UPDATE"]
+    assert history[1].detail == {"pinned": {"old": False, "new": True}}
+    assert history[1].old_text == history[1].new_text == passport
+    assert len(await engine.list("t", USER, 10)) == 2
+    # Pinned already: nothing changes, nothing is reported, the history stays as it is; a Record
+    # that does not pin never unpins.
+    assert await engine.record("t", USER, [Msg.create(MsgRole.USER, passport)], pinned=True) == []
+    assert await engine.record("t", USER, [Msg.create(MsgRole.USER, passport)]) == []
+    assert (await engine.get("t", held.id)).pinned
+    assert len(await engine.history("t", held.id)) == 2
+    # Pinned, forgetting never removes it, however long it goes unrecalled.
+    clock.now += 400 * DAY
+    assert (await Forgetter(engine, clock=clock).forget("t", USER)).forgotten == []
+    assert {i.id for i in await engine.list("t", USER, 10)} >= {held.id}
+
+
 PEANUTS = ["用户对花生过敏。", "用户有花生过敏症。", "花生会让用户过敏。", "因为过敏，用户必须避免花生。"]
 
 
