@@ -87,6 +87,31 @@ async def test_the_wire_pin_is_optional_on_update(server) -> None:
         assert not got.memory.pinned
 
 
+async def test_record_pinned_pins_a_text_the_scope_holds_already(server) -> None:
+    # A user says "remember this for ever" about what the service already knows: Record pins
+    # that memory, answers with it among what it changed, and its history says so.
+    scope = Scope(agent_name="助手", user_id="用户-再钉")
+    allergy = "我对青霉素过敏，请永远记住。"
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        stub = pb_grpc.LongTermMemoryServiceStub(channel)
+        [held] = (await stub.Record(_requests.record(scope, [Msg.create(MsgRole.USER, allergy)], None))).memories
+        assert not held.pinned
+        again = await stub.Record(_requests.record(scope, [Msg.create(MsgRole.USER, allergy),
+                                                           Msg.create(MsgRole.USER, "我住在杭州。")], None, pinned=True))
+        assert [(m.id == held.id, m.memory, m.pinned) for m in again.memories] == [
+            (True, allergy, True), (False, "我住在杭州。", True)]
+        assert (await stub.GetLongTermMemory(pb.GetLongTermMemoryRequest(id=held.id))).memory.pinned
+        # A client that predates pinning records the text again: the pin stays.
+        assert not (await stub.Record(_requests.record(scope, [Msg.create(MsgRole.USER, allergy)], None))).memories
+    async with AsyncLongTermClient(server.address) as ltm:
+        assert (await ltm.get(held.id)).pinned
+        assert _pins(await ltm.history(held.id)) == [{"old": False, "new": True}]
+        # Pinned already: nothing to change, nothing reported.
+        assert await ltm.record(scope, [Msg.create(MsgRole.USER, allergy)], pinned=True) == []
+        assert _pins(await ltm.history(held.id)) == [{"old": False, "new": True}]
+        assert len(await ltm.list(scope)) == 2
+
+
 async def test_the_inspector_marks_a_pinned_memory(server_factory) -> None:
     key = "inspector-pin-key-0001"
     server = await server_factory(inspector_port=0, api_keys={key: "tenant-a"})

@@ -151,6 +151,35 @@ async def test_pin_and_unpin_are_update_events_in_the_history(engine, clock) -> 
     assert (await engine.get("t", item.id)).pinned
 
 
+async def test_recording_a_held_text_pinned_pins_the_memory_holding_it(engine, clock) -> None:
+    # "Remember this for ever" about what the scope already knows: that memory is pinned (an
+    # UPDATE as an update's pin is) and reported with what the call adds; it is not stored twice.
+    passport = "请永远记住：我的护照号码是E12345678。"
+    [held] = await engine.record("t", USER, [Msg.create(MsgRole.USER, passport)])
+    assert not held.pinned
+    clock.now += 60
+    items = await engine.record("t", USER, [Msg.create(MsgRole.USER, passport),
+                                            Msg.create(MsgRole.USER, "我的血型是O型。")], pinned=True)
+    assert [(i.text, i.pinned) for i in items] == [(passport, True), ("我的血型是O型。", True)]
+    assert items[0].id == held.id
+    assert (await engine.get("t", held.id)).pinned
+    history = await engine.history("t", held.id)
+    assert [h.event for h in history] == ["ADD", "UPDATE"]
+    assert history[1].detail == {"pinned": {"old": False, "new": True}}
+    assert history[1].old_text == history[1].new_text == passport
+    assert len(await engine.list("t", USER, 10)) == 2
+    # Pinned already: nothing changes, nothing is reported, the history stays as it is; a Record
+    # that does not pin never unpins.
+    assert await engine.record("t", USER, [Msg.create(MsgRole.USER, passport)], pinned=True) == []
+    assert await engine.record("t", USER, [Msg.create(MsgRole.USER, passport)]) == []
+    assert (await engine.get("t", held.id)).pinned
+    assert len(await engine.history("t", held.id)) == 2
+    # Pinned, forgetting never removes it, however long it goes unrecalled.
+    clock.now += 400 * DAY
+    assert (await Forgetter(engine, clock=clock).forget("t", USER)).forgotten == []
+    assert {i.id for i in await engine.list("t", USER, 10)} >= {held.id}
+
+
 PEANUTS = ["用户对花生过敏。", "用户有花生过敏症。", "花生会让用户过敏。", "因为过敏，用户必须避免花生。"]
 
 
@@ -173,6 +202,74 @@ async def test_consolidation_never_merges_a_pinned_fact_away(engine, clock) -> N
     assert trim.trimmed >= 1
     live = [i for i in await engine.list("t", scope, 100)]
     assert [i.id for i in live] == [pinned]
+
+
+async def test_a_scope_of_many_pinned_facts_starts_no_consolidation(engine, clock) -> None:
+    # 151 pinned facts are over the default threshold (150) but nothing consolidation may change;
+    # the scope's 4 unpinned paraphrases would merge but are not over it. Neither the request nor
+    # the scheduled trigger starts a run: no job queued, no run observed (metrics), nothing merged.
+    from agentscope_memory.jobs import Job, JobRunner
+    from agentscope_memory.lifecycle.consolidation import CONSOLIDATE_JOB
+    from agentscope_memory.lifecycle.reflect_service import CONSOLIDATE_TENANT_JOB, queue_consolidations
+
+    scope = Scope("助手", "钉满了")
+    assert ConsolidationSettings().threshold == 150
+    pinned = [fact(scope, f"请永远记住第{i}条家规：编号{i}的规矩不能改。", 0.9, at=clock.now, pinned=True)
+              for i in range(151)]
+    await engine.insert("t", scope, pinned + [fact(scope, t, 0.8, at=clock.now) for t in PEANUTS])
+    runner = JobRunner(engine._store, clock=clock)
+    consolidator = Consolidator(engine, clock=clock)
+    consolidator.attach(runner)
+    observed: list[tuple[str, int, float]] = []
+    consolidator.observers.append(lambda *run: observed.append(run))
+    report = await consolidator.consolidate_scope("t", scope)
+    assert not report.ran and report.merged == report.trimmed == 0
+    assert "4 unpinned facts" in report.reason and "151 pinned" in report.reason
+    assert (report.facts_before, report.facts_after) == (155, 155)
+    tenant_job = Job("j", "t", CONSOLIDATE_TENANT_JOB, {}, 1)
+    assert await queue_consolidations(engine, runner, consolidator, tenant_job) == 0
+    assert await engine._store.run("t", lambda tx: tx.job_list(None, CONSOLIDATE_JOB), write=False) == []
+    assert observed == []
+    assert await engine.count("t", scope) == 155
+    # Unpinned facts over the threshold: the scheduler queues the scope and a run starts.
+    await engine.insert("t", scope, [fact(scope, f"用户第{i}次提到的琐事：编号{i}。", 0.3, at=clock.now)
+                                     for i in range(147)])
+    assert await queue_consolidations(engine, runner, consolidator, tenant_job) == 1
+    dry = await consolidator.consolidate_scope("t", scope, dry_run=True)
+    assert dry.ran and dry.facts_before == 302
+
+
+async def test_consolidation_over_unpinned_facts_is_the_same_beside_pinned_ones(engine, clock) -> None:
+    # Enough unpinned facts: the merges are those of the same facts in a scope without pins, and
+    # a trim keeps `threshold` unpinned facts whatever the number of pinned ones beside them.
+    alone, beside = Scope("助手", "无钉"), Scope("助手", "有钉")
+    extra = ["The user goes hiking every weekend.", "The user swims twice a week.", "The user's cat is called Mochi."]
+    for scope in (alone, beside):
+        await engine.insert("t", scope, [fact(scope, t, 0.8 - i / 100, at=clock.now)
+                                         for i, t in enumerate(PEANUTS + extra)])
+    pins = await engine.insert("t", beside, [fact(beside, f"请永远记住第{i}条家规。", 0.9, at=clock.now, pinned=True)
+                                             for i in range(5)])
+
+    async def merges(scope: Scope) -> list[tuple[str, list[str]]]:
+        report = await Consolidator(engine, settings=ConsolidationSettings(threshold=3, similarity=0.6),
+                                    clock=clock).consolidate_scope("t", scope)
+        assert report.ran
+        return [(m.text, sorted(r.text for r in await engine.rows("t", m.original_ids))) for m in report.merges]
+
+    merged = await merges(alone)
+    assert merged and all(set(originals) <= set(PEANUTS) for _, originals in merged)
+    assert await merges(beside) == merged
+
+    async def unpinned_left(scope: Scope) -> list[str]:
+        report = await Consolidator(engine, settings=ConsolidationSettings(threshold=2, use_embeddings=False),
+                                    clock=clock).consolidate_scope("t", scope)
+        assert report.ran
+        return sorted(i.text for i in await engine.list("t", scope, 100) if not i.pinned)
+
+    kept = await unpinned_left(alone)
+    assert len(kept) == 2
+    assert await unpinned_left(beside) == kept
+    assert {i.id for i in await engine.list("t", beside, 100) if i.pinned} == {r.memory_id for r in pins}
 
 
 async def test_a_fact_pinned_after_the_job_read_it_is_not_retired(engine, clock) -> None:

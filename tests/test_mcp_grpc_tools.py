@@ -135,6 +135,12 @@ async def test_a_model_pins_and_unpins_memories(server_factory) -> None:
             unpinned = data(await s.call_tool("update_long_term_memory", {"memory_id": allergy["id"], "pinned": False}))
             assert unpinned["memory"]["pinned"] is False and unpinned["memory"]["text"] == "用户对青霉素过敏"
             assert (await grpc_client.get(allergy["id"])).pinned is False
+            # Added again pinned ("always remember my allergy"): the memory holding it is pinned.
+            again = data(await s.call_tool("add_long_term_memory", {
+                "texts": ["用户对青霉素过敏"], "user_id": "alice", "pinned": True}))
+            assert [(m["id"], m["pinned"]) for m in again["stored"]] == [(allergy["id"], True)]
+            assert (await grpc_client.get(allergy["id"])).pinned is True
+            assert len(data(await s.call_tool("list_long_term_memories", {"user_id": "alice"}))["memories"]) == 2
             # Updating the text leaves the pin as it is.
             data(await s.call_tool("update_long_term_memory", {"memory_id": plain["stored"][0]["id"], "pinned": True}))
             kept = data(await s.call_tool("update_long_term_memory", {

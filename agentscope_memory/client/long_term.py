@@ -60,7 +60,8 @@ class AsyncLongTermClient(AsyncGrpcClient):
 
     async def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any] | None = None, *,
                      pinned: bool = False) -> list[LongTermItem]:
-        """Store the messages; `pinned` pins what is stored (never forgotten, no time decay)."""
+        """Store the messages; returns what was stored or pinned. `pinned` pins what is stored and
+        a memory of the scope already holding one of the texts (never forgotten, no time decay)."""
         request = _requests.record(scope, msgs, metadata, pinned)
         return _items(await self._call(self._stub.Record, request, retry=False))
 
@@ -169,7 +170,8 @@ class LongTermClient(BlockingGrpcClient):
 
     def record(self, scope: Scope, msgs: Sequence[Msg], metadata: dict[str, Any] | None = None, *,
                pinned: bool = False) -> list[LongTermItem]:
-        """Store the messages; `pinned` pins what is stored (never forgotten, no time decay)."""
+        """Store the messages; returns what was stored or pinned. `pinned` pins what is stored and
+        a memory of the scope already holding one of the texts (never forgotten, no time decay)."""
         return _items(self._call(self._stub.Record, _requests.record(scope, msgs, metadata, pinned), retry=False))
 
     def retrieve(self, scope: Scope, msg: Msg, limit: int = 5) -> str:

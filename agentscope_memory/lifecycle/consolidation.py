@@ -1,6 +1,6 @@
 """Consolidation: merge clusters of near-duplicate facts, keeping a merge only if it is faithful.
 
-When an exact scope holds more than `threshold` live facts (default 150): facts are clustered by
+When an exact scope holds more than `threshold` live unpinned facts (default 150): they are clustered by
 cosine similarity (edges at `similarity` or more, default 0.75; clusters are the connected
 components, found by union-find), each cluster of at least `min_cluster_size` (3) is merged
 into one fact (LLM when configured, else a deterministic extractive merge), and the merge is
@@ -10,12 +10,13 @@ one transaction per cluster: a run killed at any point leaves a consistent scope
 merges what is left. Failing merges and small clusters leave the originals as they are.
 
 Without embeddings (rows not embedded, or `use_embeddings` off) there is no similarity to
-cluster by: the scope keeps its `threshold` most important facts and the rest are soft-deleted
-(history event `CONSOLIDATE_TRIM`).
+cluster by: the scope keeps its `threshold` most important unpinned facts and the rest of those are
+soft-deleted (history event `CONSOLIDATE_TRIM`).
 
 Pinned facts are never merged away nor trimmed: they stay out of the clusters (a merge that
-absorbed one would end its pin, or pin what others said) and are kept by a trim beyond the
-`threshold`; they still count toward the threshold that starts a run.
+absorbed one would end its pin, or pin what others said) and out of a trim. So they do not count
+toward the threshold either: a scope of many pinned facts would otherwise start a run, on every
+trigger, that has nothing it may change.
 """
 
 from __future__ import annotations
@@ -236,15 +237,21 @@ class Consolidator:
         key = scope_key(scope)
         report = ConsolidationReport(dry_run=dry_run)
         self.runs += 1
-        count = await engine._store.run(tenant, lambda tx: tx.ltm_typed_count(key, "fact"), write=False, small=True)
+        count, movable = await engine._store.run(
+            tenant, lambda tx: (tx.ltm_typed_count(key, "fact"), tx.ltm_typed_count(key, "fact", unpinned=True)),
+            write=False, small=True)
         report.facts_before = report.facts_after = count
-        if count <= settings.threshold:
-            report.reason = f"the scope holds {count} facts, not more than the threshold {settings.threshold}"
+        if movable <= settings.threshold:
+            # Without pins, the reason an earlier release gave (callers may match it).
+            held = f"{movable} unpinned facts ({count - movable} pinned are left alone)" if count > movable \
+                else f"{count} facts"
+            report.reason = f"the scope holds {held}, not more than the threshold {settings.threshold}"
             report.duration_s = time.perf_counter() - started
             return report
         report.ran = True
+        # Only unpinned facts: pinned ones are neither merged nor trimmed (nor re-embedded here).
         facts: list[LongTermRow] = await engine._store.run(
-            tenant, lambda tx: tx.ltm_typed_rows(key, "fact", count + 1000), write=False)
+            tenant, lambda tx: tx.ltm_typed_rows(key, "fact", movable + 1000, unpinned=True), write=False)
         detail = {"job": "consolidation", "job_id": job_id}
         if settings.use_embeddings:
             # Similarities and the fidelity check compare vectors of one model: facts embedded by
@@ -259,7 +266,7 @@ class Consolidator:
         if not settings.use_embeddings or any(f.embedding is None for f in facts):
             await self._trim(tenant, scope, facts, settings, report, detail)
         else:
-            await self._merge_clusters(tenant, scope, [f for f in facts if not f.pinned], settings, report, detail)
+            await self._merge_clusters(tenant, scope, facts, settings, report, detail)
         report.facts_after = report.facts_before if dry_run else await engine._store.run(
             tenant, lambda tx: tx.ltm_typed_count(key, "fact"), write=False, small=True)
         report.duration_s = time.perf_counter() - started
@@ -274,8 +281,8 @@ class Consolidator:
 
     async def _trim(self, tenant: str, scope: Scope, facts: list[LongTermRow], settings: ConsolidationSettings,
                     report: ConsolidationReport, detail: dict[str, Any]) -> None:
-        # Pinned facts are kept first; the rest fill what the threshold leaves.
-        ranked = sorted(facts, key=lambda f: (not f.pinned, -f.importance, -f.created, f.memory_id))
+        # `facts` are the unpinned ones (pinned facts are kept whatever their number).
+        ranked = sorted(facts, key=lambda f: (-f.importance, -f.created, f.memory_id))
         drop = [f.memory_id for f in ranked[settings.threshold:] if not f.pinned]
         report.trimmed = len(drop)
         if report.dry_run or not drop:

@@ -24,7 +24,8 @@ CONSOLIDATE_TENANT_JOB = "lifecycle.consolidate_tenant"
 
 async def queue_consolidations(engine: HybridEngine, jobs: Any, consolidator: Consolidator, job: Job) -> int:
     """A scheduled run over one tenant: queue a consolidation job (durable, retried on its own)
-    for every exact scope holding more facts than the threshold. Returns how many."""
+    for every exact scope holding more unpinned facts than the threshold (pinned ones are never
+    merged nor trimmed: a job for them would do nothing). Returns how many."""
     store = engine._store
     threshold = consolidator.settings.threshold
     queued, after = 0, ""
@@ -34,7 +35,7 @@ async def queue_consolidations(engine: HybridEngine, jobs: Any, consolidator: Co
             return queued
         for key, agent, user, run in scopes:
             def maybe(tx: Any, key: str = key, scope: tuple[str, str, str] = (agent, user, run)) -> bool:
-                if tx.ltm_typed_count(key, "fact") <= threshold:
+                if tx.ltm_typed_count(key, "fact", unpinned=True) <= threshold:
                     return False
                 jobs.enqueue_in(tx, CONSOLIDATE_JOB, {"scope": list(scope)})
                 return True

@@ -154,8 +154,9 @@ class LongTermEngine(Protocol):
         self, tenant: str, scope: Scope, msgs: Sequence[Msg | None], metadata: dict[str, Any] | None = None,
         *, pinned: bool = False,
     ) -> list[LongTermItem]:
-        """AgentScope `record(msgs)`: store what the messages say; returns what was stored
-        (pinned with `pinned`)."""
+        """AgentScope `record(msgs)`: store what the messages say; returns what was stored. With
+        `pinned`, what is stored and a memory already holding one of the texts are pinned, and
+        the latter is returned too when this pinned it."""
         ...
 
     async def search(self, tenant: str, scope: Scope, query: str, limit: int = DEFAULT_TOP_K, *,

@@ -68,7 +68,8 @@ _IMPORTANCE = {
 _PINNED_ADD = {
     "type": "boolean", "default": False,
     "description": "Optional: pin these facts so they are never forgotten, never lose relevance with age and are "
-                   "never merged away; for what the user asks you to always remember.",
+                   "never merged away; for what the user asks you to always remember. A fact already stored "
+                   "is pinned too.",
 }
 _PINNED_UPDATE = {
     "type": "boolean",

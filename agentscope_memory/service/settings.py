@@ -135,7 +135,7 @@ class ServiceSettings(BaseModel):
     lifecycle_reflection_importance_threshold: float = Field(4.0, ge=0, allow_inf_nan=False)
     lifecycle_reflection_min_facts: int = Field(2, ge=1, le=50)
     lifecycle_reflection_cooldown_s: float = Field(3600.0, ge=0, allow_inf_nan=False)
-    lifecycle_consolidation_threshold: int = Field(150, ge=0, description="consolidate a scope holding more facts")
+    lifecycle_consolidation_threshold: int = Field(150, ge=0, description="consolidate a scope holding more unpinned facts")
     lifecycle_consolidation_similarity: float = Field(0.75, ge=-1, le=1)
     lifecycle_consolidation_min_cluster_size: int = Field(3, ge=2, le=50)
     lifecycle_consolidation_fidelity_threshold: float = Field(0.5, ge=0, le=1)

@@ -264,8 +264,10 @@ class HybridEngine:
         visibility: str = "LOCAL", *, pinned: bool = False,
     ) -> list[LongTermItem]:
         """Store each new recordable message verbatim, once per exact scope (and visibility:
-        see `scopes/long_term.py`); `pinned` pins what is stored (a text already held keeps its
-        own pin)."""
+        see `scopes/long_term.py`); returns what was stored and, with `pinned`, the memories
+        already holding a text that this call pinned, in the messages' order. `pinned` pins
+        what is stored and what is held (a user's "remember this for ever" about what the scope
+        knows); without it a held memory keeps its own pin."""
         scope.validate()
         _check_metadata(metadata, "metadata_json")
         check_record(msgs, metadata)
@@ -290,31 +292,50 @@ class HybridEngine:
                 source={"role": r.role, **({"message_ids": [r.message_id]} if r.message_id else {})},
                 pinned=pinned,
             ))
-        return [item_of(row) for row in await self.insert(tenant, scope, rows, score_round=self.settings.scoring,
-                                                           key=key)]
+        stored, pinned_held = await self._insert(tenant, scope, rows, score_round=self.settings.scoring, key=key,
+                                                 pin_held=pinned)
+        by_hash = {r.content_hash: r for r in [*stored, *pinned_held]}
+        return [item_of(by_hash[r.content_hash]) for r in rows if r.content_hash in by_hash]
 
     async def insert(self, tenant: str, scope: Scope, rows: list[LongTermRow], *, score_round: bool = False,
                      history_detail: dict[str, Any] | None = None, key: str | None = None) -> list[LongTermRow]:
         """Insert `rows` of one exact scope that it does not hold yet (embedding them in one
         batch); returns those inserted. With `score_round`, queue the round's scoring job in the
         same transaction. `key` is the rows' scope key when not the scope's own (a visibility)."""
+        stored, _ = await self._insert(tenant, scope, rows, score_round=score_round, history_detail=history_detail,
+                                       key=key)
+        return stored
+
+    async def _insert(self, tenant: str, scope: Scope, rows: list[LongTermRow], *, score_round: bool = False,
+                      history_detail: dict[str, Any] | None = None, key: str | None = None,
+                      pin_held: bool = False) -> tuple[list[LongTermRow], list[LongTermRow]]:
+        """`insert`, returning (rows inserted, memories pinned). With `pin_held`, the live
+        memories of the scope already holding one of the texts are pinned in the same
+        transaction (under the scope's lock: a concurrent delete or unpin is seen), each an
+        UPDATE with `pinned` {old, new} as `update` writes; one pinned already is left as it is."""
         embedder = await self._ready()
         key = key or scope_key(scope)
         async with self._lock(tenant, key):
             hashes = [r.content_hash for r in rows]
             known = await self._store.run(tenant, lambda tx: tx.ltm_existing_hashes(key, hashes), write=False)
             fresh = [r for r in rows if r.content_hash not in known]
-            if not fresh:
-                return []
-            vectors = await asyncio.to_thread(embedder.embed, [r.text for r in fresh])
+            if not fresh and not (pin_held and known):
+                return [], []
+            vectors = (await asyncio.to_thread(embedder.embed, [r.text for r in fresh]) if fresh
+                       else np.zeros((0, 0), dtype=np.float32))
             for row, vector in zip(fresh, vectors, strict=True):
                 row.embedding = np.asarray(vector, dtype=np.float32).tobytes()
                 row.embedding_model = self.embedding_model
+            pinned: list[LongTermRow] = []
 
             def write(tx: Tx) -> list[str]:
                 tx.ltm_register_scope(key, scope.agent_name, scope.user_id, scope.run_name, self._clock())
-                inserted = tx.ltm_insert(fresh)
+                inserted = tx.ltm_insert(fresh) if fresh else []
                 stored_now = set(inserted)
+                pinned.clear()  # a retried transaction starts again
+                if pin_held:
+                    pinned.extend(self._pin_held(tx, key, [r.content_hash for r in rows
+                                                           if r.memory_id not in stored_now]))
                 tx.ltm_history_add_first([(r.memory_id, "ADD", None, r.text,
                                            {**(history_detail or {}), **({"pinned": True} if r.pinned else {})},
                                            r.created)
@@ -331,9 +352,29 @@ class HybridEngine:
             index = self._cache.get((tenant, key))
             if index is not None:
                 index.add(stored)
+                for row in pinned:
+                    index.set_metadata(row)
         if stored and (score_round or self.fact_jobs) and self._jobs is not None:
             self._jobs.wake()
-        return stored
+        return stored, pinned
+
+    def _pin_held(self, tx: Tx, key: str, hashes: Sequence[str]) -> builtins.list[LongTermRow]:
+        """Pin the live memories of scope `key` holding these texts, those not pinned yet."""
+        held = tx.ltm_live_ids_by_hash(key, list(dict.fromkeys(hashes)))
+        changed = []
+        now = self._clock()
+        for row in tx.ltm_get_many(list(held.values()), lock=True):
+            if row.deleted or row.pinned:
+                continue
+            row.pinned, row.updated, row.version = True, now, row.version + 1
+            tx.ltm_update(row)
+            # As an update's pin: a user's restating it is a use (forgetting measures from now
+            # should it be unpinned later).
+            tx.ltm_touch([row.memory_id], now)
+            row.last_accessed, row.access_count = now, row.access_count + 1
+            tx.ltm_history_add(row.memory_id, "UPDATE", row.text, row.text, {"pinned": {"old": False, "new": True}}, now)
+            changed.append(row)
+        return changed
 
     async def replace(self, tenant: str, scope: Scope, add: builtins.list[LongTermRow], retire: Sequence[str], *,
                       event: str, detail: dict[str, Any],

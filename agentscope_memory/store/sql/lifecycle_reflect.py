@@ -19,9 +19,11 @@ class LifecycleReflectStatements(LongTermStatements):
             (self.tenant, scope_key, memory_type, int(limit)),
         )
 
-    def ltm_typed_count(self, scope_key: str, memory_type: str) -> int:
+    def ltm_typed_count(self, scope_key: str, memory_type: str, unpinned: bool = False) -> int:
+        """How many `ltm_typed_rows` holds (with `unpinned`, of those not pinned)."""
         row = self._one(
-            "SELECT COUNT(*) FROM {ltm} WHERE tenant = ? AND scope_key = ? AND memory_type = ? AND deleted = 0",
+            "SELECT COUNT(*) FROM {ltm} WHERE tenant = ? AND scope_key = ? AND memory_type = ? AND deleted = 0"
+            + (" AND pinned = 0" if unpinned else ""),
             (self.tenant, scope_key, memory_type),
         )
         return int(row[0]) if row else 0

@@ -78,7 +78,7 @@ public final class RemoteLifecycle {
      * @param originalsRetired facts replaced by merges
      * @param failedFidelity merges refused by the fidelity check (originals kept)
      * @param dryRun whether nothing was written
-     * @param ran whether the scope held more facts than the threshold
+     * @param ran whether the scope held more unpinned facts than the threshold
      * @param reason why it did not run
      */
     public record Consolidation(int factsBefore, int factsAfter, int merged, int originalsRetired,
@@ -149,7 +149,7 @@ public final class RemoteLifecycle {
      *
      * @param scope the exact scope
      * @param dryRun report without writing
-     * @param threshold consolidate only above this many facts, or {@code null} for the server's (150)
+     * @param threshold consolidate only above this many unpinned facts, or {@code null} for the server's (150)
      * @return what the consolidation did
      */
     public Consolidation consolidate(Scope scope, boolean dryRun, Integer threshold) {
