@@ -120,8 +120,8 @@ def _details(clause: str) -> set[str]:
     their counters, "周6", "3点") and its keywords that are not Chinese segments (names and
     identifiers in Latin letters)."""
     found = {k for k in keywords(clause) if is_number(k) or not _CJK.search(k)}
-    # Every Latin word of a Chinese clause is a name or an identifier; "和Bob开会" has no word
-    # boundary before "Bob" for `keywords` to see it capitalised.
+    # Every Latin word of a Chinese clause is a name or an identifier, also one in lower case
+    # ("用python写"), which `keywords` takes for an English word.
     return found | {w.casefold() for w in _LATIN_WORD.findall(clause)}
 
 
