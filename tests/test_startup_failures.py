@@ -3,6 +3,7 @@ traceback, no hang, and nothing stored is touched."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import sqlite3
@@ -14,6 +15,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from agentscope_memory.store import open_store
 from conftest import REPO, ServerProcess, free_port, immutable
 
 DB_NAME = "agentscope-memory.sqlite3"
@@ -47,6 +49,30 @@ def test_a_corrupted_sqlite_file_is_named_and_left_alone(tmp_path: Path) -> None
     (data / DB_NAME).write_bytes(garbage)
     _one_line_reason(_serve(data), str(data / DB_NAME), "SQLite database")
     assert (data / DB_NAME).read_bytes() == garbage
+
+
+@pytest.mark.slow
+def test_a_database_locked_by_another_program_is_not_called_damaged(tmp_path: Path) -> None:
+    # Held past the busy timeout (10 s) while the server starts: the line said the file "cannot
+    # be opened as an SQLite database ... restore it from a backup", about a healthy database.
+    data = tmp_path / "data"
+    asyncio.run(open_store("sqlite", data).close())
+    with sqlite3.connect(data / DB_NAME) as conn:
+        conn.execute("CREATE TABLE 另一个程序 (note TEXT)")
+        conn.execute("INSERT INTO 另一个程序 VALUES ('数据完好')")
+    other = sqlite3.connect(data / DB_NAME, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        line = _one_line_reason(_serve(data), str(data / DB_NAME), "locked by another program",
+                                "nothing is wrong with the database", "stop the other program")
+        assert "backup" not in line.replace("backup tool", "") and "cannot be opened" not in line
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    with sqlite3.connect(data / DB_NAME) as conn:
+        assert conn.execute("SELECT note FROM 另一个程序").fetchall() == [("数据完好",)]
+    # Once the other program lets go, the same store opens.
+    asyncio.run(open_store("sqlite", data).close())
 
 
 def test_a_database_from_a_newer_version_is_refused_before_any_change(tmp_path: Path) -> None:

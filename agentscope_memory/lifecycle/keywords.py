@@ -2,7 +2,8 @@
 
 A keyword is what a reader would miss if a merge dropped it: capitalised words and phrases
 (names, places, products) without stop words, snake_case identifiers, dotted paths
-(`agentscope.memory.v1`, `config.yaml`), ALL_CAPS constants, Chinese segments (runs of CJK
+(`agentscope.memory.v1`, `config.yaml`), ALL_CAPS constants (all of these also where they are
+written onto Chinese: "和Bob开会" has "Bob"), Chinese segments (runs of CJK
 characters cut at common function characters; no external segmenter), and numbers written in
 digits (`7:15`, `2026-11-23`, `3.11`, `1,000`) or, with what they count, in Chinese numerals
 (`下午三点`, `五月三日`, `星期三`: "3点", "5月", "3日", "周3", as `3点` and `3月5日` are). Keywords are compared case-insensitively; a
@@ -33,6 +34,12 @@ _CAPITALISED = re.compile(r"\b[A-Z][A-Za-z0-9'’-]*(?:\s+[A-Z][A-Za-z0-9'’-]*
 # A number with its inner separators: a time, a date, a version, an amount, a code.
 NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+# Where Latin letters or digits meet Han, kana or Hangul with no space between ("和Bob开会",
+# "config.yaml文件"): both sides are word characters to `\b`, so the Latin patterns found no
+# boundary there and missed "Bob", or ran on into the Chinese. They look at the text with a
+# space put there.
+_SEAM_SCRIPTS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_SCRIPT_SEAM = re.compile(rf"(?<=[{_SEAM_SCRIPTS}])(?=[A-Za-z0-9_])|(?<=[A-Za-z0-9_])(?=[{_SEAM_SCRIPTS}])")
 # A number with what it counts, in Chinese: 下午三点, 3月5日, 星期三, 三个孩子, 一百五十元. It is
 # kept as one keyword with its counter, its numerals as digits ("3点", "5月", "周3"): "下午3点"
 # keeps "下午三点", and "周三" does not keep "三点". Chinese numerals count only with a counter
@@ -227,12 +234,13 @@ def number_kept(number: str, present: set[str]) -> bool:
 
 def keywords(text: str) -> set[str]:
     """The keywords of `text`, case-folded."""
-    found: list[str] = list(numbers(text))
-    found += _SNAKE.findall(text)
-    found += _DOTTED.findall(text)
-    found += [w for w in _ALL_CAPS.findall(text) if len(w) >= 2]
+    found: list[str] = list(numbers(text))  # on the text as written: "3点" is one number
+    latin = _SCRIPT_SEAM.sub(" ", text)
+    found += _SNAKE.findall(latin)
+    found += _DOTTED.findall(latin)
+    found += [w for w in _ALL_CAPS.findall(latin) if len(w) >= 2]
     # Identifiers and constants are keywords whole: their parts are not names of their own.
-    rest = _ALL_CAPS.sub(" | ", _DOTTED.sub(" | ", _SNAKE.sub(" | ", text)))
+    rest = _ALL_CAPS.sub(" | ", _DOTTED.sub(" | ", _SNAKE.sub(" | ", latin)))
     found += _capitalised(rest)
     found += _chinese_segments(text)
     return {k.casefold() for k in found if k.strip()}

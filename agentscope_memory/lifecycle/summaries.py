@@ -64,17 +64,50 @@ def _novel(sentence: str, seen: set[str], min_share: float) -> bool:
 
 
 def extractive_merge(texts: Sequence[str], max_chars: int = 4000, min_share: float = 0.25) -> str:
-    """The originals' sentences in order, each kept only if at least `min_share` of it is not
-    said yet or it holds a detail (number, keyword) not said yet: "at 7:15" and "at 8:45" differ
-    in two characters and are two facts. A Chinese sentence is weighed clause by clause
+    """The originals' sentences, each kept only if at least `min_share` of it is not said yet or
+    it holds a detail (number, keyword) not said yet: "at 7:15" and "at 8:45" differ in two
+    characters and are two facts. A Chinese sentence is weighed clause by clause
     (`_ChineseClauses`): near-duplicate Chinese facts word the same things differently, so
     nearly every sentence of theirs held a keyword (a segment) not said yet, and the merge kept
-    them all."""
+    them all.
+
+    The same originals merge into the same text whatever order they come in (of importance, of
+    age, of id: the consolidation's): what is kept of one depends on what was said before it,
+    and above all on which went first, whose wording the others are weighed against. So each
+    original in turn goes first, the others after it longest first (ties in code-point order),
+    and the shortest merge is the one (ties in code-point order): every one keeps every number
+    and name, the shortest repeats least. Merges cut at `max_chars` come after whole ones, the
+    longest of them first (it kept the most)."""
+    ordered = sorted(texts, key=lambda t: (-len(t), t))
+    best: tuple[bool, int, str] | None = None  # (cut, length or minus it when cut, text): least is best
+    for i, first in enumerate(ordered):
+        if first in ordered[:i]:
+            continue  # the same text first: the same merge
+        # A merge longer than a whole one already made cannot be the one: given up there.
+        limit = best[1] if best is not None and not best[0] else None
+        merged = _merge_in_order([first, *ordered[:i], *ordered[i + 1:]], max_chars, min_share, limit)
+        if merged is None:
+            continue
+        cut, text = merged
+        candidate = (cut, -len(text) if cut else len(text), text)
+        if best is None or candidate < best:
+            best = candidate
+    return best[2] if best is not None else ""
+
+
+# What closes a sentence with no space needed after it (`_join`).
+_CLOSERS = "。！？；）」』”"
+
+
+def _merge_in_order(texts: Sequence[str], max_chars: int, min_share: float,
+                    limit: int | None) -> tuple[bool, str] | None:
+    """The originals' sentences in this order (see `extractive_merge`), and whether they were cut
+    at `max_chars`; None once the merge is longer than `limit` characters."""
     seen: set[str] = set()
     said: set[str] = set()
     chinese = _ChineseClauses()
     kept: list[str] = []
-    size = 0
+    size = length = 0
     for text in texts:
         for sentence in _sentences(text):
             if _CJK.search(sentence):
@@ -92,10 +125,13 @@ def extractive_merge(texts: Sequence[str], max_chars: int = 4000, min_share: flo
                 if new_details:  # kept without asking `_novel`, which adds what it accepts to `seen`
                     seen |= _bigrams(sentence)
             if size + len(sentence) + 1 > max_chars:
-                return _join(kept)
+                return True, _join(kept)
+            length += len(sentence) + (1 if kept and kept[-1][-1] not in _CLOSERS else 0)
+            if limit is not None and length > limit:
+                return None
             kept.append(sentence)
             size += len(sentence) + 1
-    return _join(kept)
+    return False, _join(kept)
 
 
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -111,7 +147,7 @@ def _join(sentences: list[str]) -> str:
     """Sentences as one text: a space after a Latin sentence, none after a Chinese full stop."""
     out = ""
     for sentence in sentences:
-        out += sentence if not out or out[-1] in "。！？；）」』”" else " " + sentence
+        out += sentence if not out or out[-1] in _CLOSERS else " " + sentence
     return out
 
 
@@ -120,8 +156,8 @@ def _details(clause: str) -> set[str]:
     their counters, "周6", "3点") and its keywords that are not Chinese segments (names and
     identifiers in Latin letters)."""
     found = {k for k in keywords(clause) if is_number(k) or not _CJK.search(k)}
-    # Every Latin word of a Chinese clause is a name or an identifier; "和Bob开会" has no word
-    # boundary before "Bob" for `keywords` to see it capitalised.
+    # Every Latin word of a Chinese clause is a name or an identifier, also one in lower case
+    # ("用python写"), which `keywords` takes for an English word.
     return found | {w.casefold() for w in _LATIN_WORD.findall(clause)}
 
 

@@ -196,6 +196,14 @@ class SqliteStore:
             self._writer.submit(self._init_schema).result()
         except sqlite3.OperationalError as exc:
             self._shutdown()
+            if _is_busy(exc):
+                # Healthy, only held: "cannot be opened ... restore it from a backup" sent
+                # operators to replace a good database.
+                raise StoreOpenError(
+                    f"{self.path} is locked by another program, which held its write lock for more than"
+                    f" {_BUSY_TIMEOUT_MS // 1000} s while the server started ({exc}); nothing is wrong with the"
+                    " database: stop the other program (a local-mode client, a sqlite3 shell, a backup tool)"
+                    " or wait until it lets go, then start the server again") from None
             if not _is_read_only(exc) and exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_CANTOPEN:
                 raise StoreOpenError(f"{self.path} cannot be opened as an SQLite database ({exc}); restore it from a"
                                      " backup, or move it away to start with an empty store") from None
