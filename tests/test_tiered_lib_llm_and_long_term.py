@@ -535,3 +535,27 @@ async def test_a_caller_with_less_time_than_the_margin_gets_heuristic_scores_wit
             await service.tiered.add_items(T, "急", [Msg.create(MsgRole.USER, "下周二部署。")], time_left_s=5.0)
             _, tiers = await service.tiered.tiers(T, "急")
             assert (tiers.l1[-1].importance, tiers.l1[-1].method) == (0.77, "llm")
+
+
+async def test_a_caller_with_less_time_than_the_margin_gets_an_offline_summary_without_asking_the_llm(
+        tmp_path: Path) -> None:
+    # The pass's summary, like LLM importance, ends the margin before the caller's deadline:
+    # the LLM is not asked, the summary is the one an LLM failure leaves, marked as such.
+    from agentscope_memory.short_term.tiered.service import DEADLINE_MARGIN_S
+
+    with ScriptedLLM(default=ScriptedReply.text("LLM SUMMARY")) as llm:
+        settings = ServiceSettings(data_dir=tmp_path, long_term_enabled=False, llm_base_url=llm.base_url,
+                                   llm_max_retries=0)
+        async with build_service(settings) as service:
+            await service.memories.create_memory(T, "急", "TIERED", config(l1_compact_trigger=0, l1_budget=ITEM_TOKENS))
+            await service.tiered.add_items(T, "急", [msg(0)])
+            await service.tiered.add_items(T, "急", [msg(1)], time_left_s=DEADLINE_MARGIN_S / 2)  # evicts m0
+            assert llm.chat_requests == []
+            _, tiers = await service.tiered.tiers(T, "急")
+            assert [(s.text, s.method, s.origins) for s in tiers.l3] == [
+                ("[offline summary] user: " + text(0), "extractive-fallback", [1])]
+            # With time enough, the LLM summarises.
+            await service.tiered.add_items(T, "急", [msg(2)], time_left_s=5.0)
+            _, tiers = await service.tiered.tiers(T, "急")
+            assert [(s.text, s.method) for s in tiers.l3][1:] == [("LLM SUMMARY", "llm")]
+            assert len(llm.chat_requests) == 1

@@ -211,11 +211,12 @@ class ScopeEngine:
     # -- visibility of messages -------------------------------------------------------------
 
     async def add_messages(self, tenant: str, memory_id: str, msgs: Sequence[Msg], request_id: str | None = None,
-                           visibility: str = LOCAL, watch_id: str = "") -> AddResult:
+                           visibility: str = LOCAL, watch_id: str = "", time_left_s: float | None = None) -> AddResult:
         """`MemoryManager.add_messages`, with the messages marked `visibility`."""
         visibility = check_visibility(visibility)
         if visibility == LOCAL:
-            return await self._memories.add_messages(tenant, memory_id, msgs, request_id, watch_id=watch_id)
+            return await self._memories.add_messages(tenant, memory_id, msgs, request_id, watch_id=watch_id,
+                                                     time_left_s=time_left_s)
 
         def mark(tx: Tx, record: MemoryRecord, count: int) -> None:
             list_name = MARKED_LISTS.get(record.kind)
@@ -226,7 +227,8 @@ class ScopeEngine:
             tx.scope_mark_last(record.memory_id, list_name, count, visibility)
 
         return await self._memories.add_messages(tenant, memory_id, msgs, request_id, after_add=mark,
-                                                 fingerprint_extra=f"visibility={visibility}", watch_id=watch_id)
+                                                 fingerprint_extra=f"visibility={visibility}", watch_id=watch_id,
+                                                 time_left_s=time_left_s)
 
     async def list_inherited(self, tenant: str, memory_id: str, page_size: int = 0,
                              page_token: str = "") -> InheritedPage:

@@ -162,6 +162,10 @@ class MemoryPage:
     next_page_token: str
 
 
+# What runs after an add commits: (tenant, memory_id, answer_by), see `MemoryManager.on_added`.
+AfterAdd = Callable[[str, str, float | None], Awaitable[None]]
+
+
 class MemoryManager:
     def __init__(
         self,
@@ -176,12 +180,14 @@ class MemoryManager:
         self.tokens = tokens or PageTokens(store)
         self._handlers = {h.kind: h for h in handlers}
         # Per kind, what runs after an add commits (a TIERED memory's promotions and summaries).
-        self._after_add: dict[str, Callable[[str, str], Awaitable[None]]] = {}
+        self._after_add: dict[str, AfterAdd] = {}
         # What runs after a memory's deletion commits (per-memory gauges leave with it).
         self._after_delete: list[Callable[[str, str], None]] = []
 
-    def on_added(self, kind: str, callback: Callable[[str, str], Awaitable[None]]) -> None:
-        """Run `callback(tenant, memory_id)` after every committed add to a memory of `kind`."""
+    def on_added(self, kind: str, callback: AfterAdd) -> None:
+        """Run `callback(tenant, memory_id, answer_by)` after every committed add to a memory of
+        `kind`; `answer_by` is the `time.monotonic()` instant the add's caller stops waiting (None:
+        no deadline), which the callback must answer before."""
         self._after_add[kind] = callback
 
     def on_deleted(self, callback: Callable[[str, str], None]) -> None:
@@ -332,13 +338,16 @@ class MemoryManager:
         self, tenant: str, memory_id: str, msgs: Sequence[Msg], request_id: str | None = None,
         after_add: Callable[[Tx, MemoryRecord, int], None] | None = None, fingerprint_extra: str = "",
         importances: Sequence[float | None] | None = None, importance_methods: Sequence[str] | None = None,
-        watch_id: str = "",
+        watch_id: str = "", time_left_s: float | None = None,
     ) -> AddResult:
         """Append `msgs`. `after_add(tx, record, count)` runs in the same transaction after the
         messages are stored (not on a replay): parent/child scopes mark their visibility, which
         `fingerprint_extra` adds to what a retried `request_id` must repeat. `importances`, one
         per message (None: not given), are for kinds that weigh messages (TIERED). `watch_id`: the
-        writer's own watch (coherent caching), which learns of this add from the result."""
+        writer's own watch (coherent caching), which learns of this add from the result.
+        `time_left_s`: how long the caller still waits for the answer (None: no deadline); what
+        runs after the add (a TIERED pass) is bounded by it."""
+        answer_by = None if time_left_s is None else time.monotonic() + time_left_s
         check_id(memory_id, "memory_id")
         request_id = check_request_id(request_id or "")
         encoded = self._encode_batch(msgs)
@@ -399,7 +408,7 @@ class MemoryManager:
             result = await self.store.run(tenant, add, small=small)
         callback = self._after_add.get(kinds[-1]) if kinds else None
         if callback is not None and not result.replayed:
-            await callback(tenant, memory_id)
+            await callback(tenant, memory_id, answer_by)
         return result
 
     @staticmethod

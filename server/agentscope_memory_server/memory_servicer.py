@@ -101,19 +101,23 @@ class MemoryServicer(AutoContextRpcs, pb_grpc.MemoryServiceServicer):
 
     @grpc_errors
     async def AddMessages(self, request: pb.AddMessagesRequest, context: grpc.aio.ServicerContext) -> pb.AddMessagesResponse:
-        return await self._add_messages(tenant_of(context), request)
+        # The caller's deadline bounds what runs after the add (a TIERED pass's LLM summaries).
+        return await self._add_messages(tenant_of(context), request, context.time_remaining())
 
-    async def _add_messages(self, tenant: str, request: pb.AddMessagesRequest) -> pb.AddMessagesResponse:
-        """`AddMessages`, whether it came as its own call or as an `add` on a `WatchMessages` stream."""
+    async def _add_messages(self, tenant: str, request: pb.AddMessagesRequest,
+                            time_left_s: float | None = None) -> pb.AddMessagesResponse:
+        """`AddMessages`, whether it came as its own call or as an `add` on a `WatchMessages` stream
+        (whose adds have no deadline of their own: None)."""
         msgs = msgs_from_proto(request.messages)
         if request.visibility and self.scopes is not None:
             result = await self.scopes.add_messages(
                 tenant, request.memory_id, msgs, request.request_id or None,
-                visibility_from_proto(request.visibility), watch_id=request.watch_id,
+                visibility_from_proto(request.visibility), watch_id=request.watch_id, time_left_s=time_left_s,
             )
         else:
             result = await self.manager.add_messages(
-                tenant, request.memory_id, msgs, request.request_id or None, watch_id=request.watch_id
+                tenant, request.memory_id, msgs, request.request_id or None, watch_id=request.watch_id,
+                time_left_s=time_left_s,
             )
         return pb.AddMessagesResponse(
             message_count=result.message_count, replayed=result.replayed, version=result.version,

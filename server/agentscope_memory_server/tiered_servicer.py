@@ -116,7 +116,8 @@ class TieredServicer(pb_grpc.TieredMemoryServiceServicer):
         msgs = [msg_from_proto(item.message, f"items[{i}].message") for i, item in enumerate(request.items)]
         if not msgs:
             raise InvalidArgumentError("items", "must contain at least one item")
-        # The caller's deadline bounds LLM scoring: the add answers in time with heuristic scores.
+        # The caller's deadline bounds LLM scoring and the pass's LLM summaries: the add answers in
+        # time, with heuristic scores and offline summaries for what the LLM could not finish.
         result = await self.tiered.add_items(tenant, request.memory_id, msgs, importances_from_proto(request.items),
                                              request.request_id or None, time_left_s=context.time_remaining())
         return pb.AddTieredItemsResponse(message_count=result.message_count, version=result.version,

@@ -6,7 +6,7 @@ replaced, long-term vectors written); list `tier_events` (every move, as JSON).
 
 An add stores each message in L1 and, when its importance is above the promotion threshold,
 a copy in L2: a few rows, whatever the history's length. Moves that need a summary or
-long-term memory happen after the add commits (`service.TieredService.maintain`).
+long-term memory happen after the add commits (`service.TieredService.compact`, the pass).
 
 `GetMessages` on a TIERED memory returns L1: the compaction marker (a system message starting
 with "📦 History compacted") when compaction has run, then the recent messages in order.

@@ -43,7 +43,7 @@ from agentscope_memory.short_term.tiered.kind import (
     read_tier, to_row,
 )
 from agentscope_memory.short_term.tiered.projection import MAX_SHARED_MESSAGES, Projection, ProjectionRequest, project
-from agentscope_memory.short_term.tiered.summaries import ExtractiveTierSummarizer, TierSummarizer
+from agentscope_memory.short_term.tiered.summaries import EXTRACTIVE, ExtractiveTierSummarizer, TierSummarizer
 from agentscope_memory.store.base import MemoryRecord, Tx
 from agentscope_memory.validation.ids import check_id
 
@@ -60,9 +60,10 @@ LLM_SCORING_CONCURRENCY = 4
 # heuristic scores. At four calls at a time a batch of 1000 with a one-second LLM needed 250 s,
 # past every caller's deadline (the Python client's is 30 s): the add could never land.
 LLM_SCORING_BUDGET_S = 10.0
-# What a caller's deadline leaves after LLM scoring, for the rest of the add (heuristic scores,
-# the commit, the pass, the answer): scoring ends this long before the deadline, else a client
-# with a deadline under the budget (2 s) got DEADLINE_EXCEEDED while the server waited for the LLM.
+# What a caller's deadline leaves after the LLM's work inside an add, for the rest of it
+# (heuristic scores, the commit, the pass's commit, the answer): LLM scoring, and the pass's LLM
+# summaries, end this long before the deadline; else a client with a short deadline (2 s) got
+# DEADLINE_EXCEEDED while the server waited for the LLM, although its items were stored.
 DEADLINE_MARGIN_S = 0.5
 DEFAULT_QUERY_LIMIT = 10
 MAX_QUERY_LIMIT = 1000
@@ -174,6 +175,9 @@ class TieredService:
         self._scorer = scorer
         self._scoring_slots = asyncio.Semaphore(LLM_SCORING_CONCURRENCY)
         self._summarizer = summarizer or ExtractiveTierSummarizer()
+        # What a pass summarises with when its caller's deadline leaves the LLM no time: what an
+        # LLM failure falls back to (`LlmTierSummarizer`), marked `extractive-fallback` alike.
+        self._offline = ExtractiveTierSummarizer()
         self._long_term = long_term
         self._locks: dict[tuple[str, str], tuple[asyncio.Lock, list[int]]] = {}
         self._changed: dict[tuple[str, str], tuple[asyncio.Condition, list[int]]] = {}
@@ -231,7 +235,8 @@ class TieredService:
                         time_left_s: float | None = None) -> AddResult:
         """Add messages with their importance (None: scored, or the default), then run a pass.
         `time_left_s`: how long the caller still waits for the answer (None: no deadline); LLM
-        scoring ends `DEADLINE_MARGIN_S` before that when it comes before `LLM_SCORING_BUDGET_S`."""
+        scoring ends `DEADLINE_MARGIN_S` before that when it comes before `LLM_SCORING_BUDGET_S`,
+        and so do the pass's LLM summaries (see `compact`)."""
         answer_by = None if time_left_s is None else time.monotonic() + time_left_s
         config = await self._config(tenant, memory_id)
         given: list[float | None] = list(importances) if importances is not None else [None] * len(msgs)
@@ -245,8 +250,9 @@ class TieredService:
             for i, outcome in zip(wanted, scored, strict=True):
                 if outcome is not None:
                     given[i], methods[i] = outcome.importance_score, outcome.method
-        return await self._manager.add_messages(tenant, memory_id, msgs, request_id,
-                                                importances=given, importance_methods=methods)
+        return await self._manager.add_messages(
+            tenant, memory_id, msgs, request_id, importances=given, importance_methods=methods,
+            time_left_s=None if answer_by is None else answer_by - time.monotonic())
 
     async def _llm_scores(self, scorer: ImportanceScorer, texts: list[str], budget_s: float) -> list[Assessment | None]:
         """The LLM's assessment of each text; None where the heuristic scores it inside the add
@@ -303,12 +309,13 @@ class TieredService:
                         "scored the rest of the batch", budget_s)
         return results
 
-    async def _after_add(self, tenant: str, memory_id: str) -> None:
-        """The pass after an add. The add is committed already, so a failing pass must not fail
-        it (a retry would only replay it): the tiers stay as they are, over a threshold at
-        worst, and the next add or `CompactTiers` runs the pass again."""
+    async def _after_add(self, tenant: str, memory_id: str, answer_by: float | None = None) -> None:
+        """The pass after an add, within the add's deadline (`answer_by`, see `compact`). The add
+        is committed already, so a failing pass must not fail it (a retry would only replay it):
+        the tiers stay as they are, over a threshold at worst, and the next add or `CompactTiers`
+        runs the pass again."""
         try:
-            await self.compact(tenant, memory_id)
+            await self.compact(tenant, memory_id, answer_by)
         except (AbortedError, NotFoundError):
             # Another pass or a delete got there first.
             log.info("tier pass skipped", extra={"fields": {"memory_id": memory_id}}, exc_info=True)
@@ -323,12 +330,31 @@ class TieredService:
 
     # -- the pass ---------------------------------------------------------------------------
 
-    async def compact(self, tenant: str, memory_id: str) -> list[tuple[int, TierEvent]]:
-        """Run one pass: every move the thresholds call for. Returns the events it recorded."""
+    async def compact(self, tenant: str, memory_id: str, answer_by: float | None = None
+                      ) -> list[tuple[int, TierEvent]]:
+        """Run one pass: every move the thresholds call for. Returns the events it recorded.
+
+        `answer_by`: the `time.monotonic()` instant the caller stops waiting (None: no deadline).
+        The pass then ends its LLM summaries `DEADLINE_MARGIN_S` before it, each one the LLM has
+        not written by then made offline instead (`extractive-fallback`, as when the LLM fails),
+        and it waits for another pass over the memory (holding its lock, maybe waiting for the
+        LLM itself) only as long: past that it does nothing, and the next pass moves what is due."""
         check_id(memory_id, "memory_id")
+        stop_at = None if answer_by is None else answer_by - DEADLINE_MARGIN_S
         with self._use(self._locks, (tenant, memory_id), asyncio.Lock) as lock:
-            async with lock:
-                recorded = await self._pass(tenant, memory_id)
+            if stop_at is not None and lock.locked():
+                try:
+                    await asyncio.wait_for(lock.acquire(), max(stop_at - time.monotonic(), 0.0))
+                except TimeoutError:
+                    log.info("tier pass skipped: another pass over the memory outlasts the caller's deadline; the "
+                             "next add or CompactTiers runs it", extra={"fields": {"memory_id": memory_id}})
+                    return []
+            else:
+                await lock.acquire()
+            try:
+                recorded = await self._pass(tenant, memory_id, stop_at)
+            finally:
+                lock.release()
         if recorded:
             await self._notify(tenant, memory_id)
         return recorded
@@ -345,7 +371,21 @@ class TieredService:
     def _vectorizes(self, config: TieredConfig) -> bool:
         return self._long_term is not None and config.vectorize
 
-    async def _pass(self, tenant: str, memory_id: str) -> list[tuple[int, TierEvent]]:
+    async def _summary(self, items: list[TierItem], stop_at: float | None) -> tuple[str, str]:
+        """The summary of `items` and how it was made; what the summariser has not written by
+        `stop_at` (a `time.monotonic()` instant), the offline summariser writes instead."""
+        if stop_at is None or isinstance(self._summarizer, ExtractiveTierSummarizer):
+            return await self._summarizer.summarize(items)  # no deadline, or offline already
+        left = stop_at - time.monotonic()
+        if left > 0:
+            try:
+                return await asyncio.wait_for(self._summarizer.summarize(items), left)
+            except TimeoutError:
+                pass
+        log.warning("the caller's deadline leaves no more time for the tier summary; using the extractive summary")
+        return self._offline.summarize_now(items), EXTRACTIVE
+
+    async def _pass(self, tenant: str, memory_id: str, stop_at: float | None = None) -> list[tuple[int, TierEvent]]:
         def snapshot(tx: Tx) -> tuple[MemoryRecord, tuple[float, str], Tiers | None]:
             record = self._record(tx, memory_id)
             # Most adds reach no threshold: one aggregate over the (budget-bounded) tiers decides.
@@ -364,7 +404,7 @@ class TieredService:
         made: list[tuple[Selection, TierItem]] = []
         for sel in (first, second):
             if sel is not None and sel.summarise:
-                text, method = await self._summarizer.summarize(sel.summarise)
+                text, method = await self._summary(sel.summarise, stop_at)
                 summary = TierItem(0, L3, SUMMARY, max(i.importance for i in sel.summarise),
                                    self.kind.counters.text(config.token_counter, text), now, text=text,
                                    origins=sorted({o for i in sel.summarise for o in i.origins}), method=method)
