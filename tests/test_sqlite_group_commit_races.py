@@ -14,6 +14,7 @@ import grpc
 
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
+from agentscope_memory.client import AsyncMemoryClient
 from agentscope_memory.convert.to_proto import msg_to_proto
 from agentscope_memory.message import Msg, MsgRole
 from agentscope_memory.store.sqlite import SqliteStore
@@ -183,3 +184,76 @@ async def test_callers_whose_deadline_passes_mid_burst_leave_nothing_acknowledge
         assert sum(r.replayed for r in retried) == len(landed)
         texts, _ = await stored_texts(stub, "限时")
         assert sorted(texts) == sorted(f"限时·{i}" for i in range(120))
+
+
+async def test_two_tenants_writing_one_memory_id_in_shared_transactions_stay_apart(server_factory) -> None:
+    """Two tenants' adds and deletes of a memory both call "共享", gathered into the same
+    transactions: each tenant holds only its own messages, in the counts it was told."""
+    keys = {"key-for-tenant-jia-0001": "jia", "key-for-tenant-yi-00001": "yi"}
+    server = await server_factory(long_term_enabled=False, api_keys=keys)
+    store = sqlite_of(server)
+    clients = {tenant: AsyncMemoryClient(server.address, api_key=key, timeout=20) for key, tenant in keys.items()}
+    try:
+        for client in clients.values():
+            await client.create_memory("共享")
+        before = store.group_commit.stats.largest
+        for round_ in range(3):
+            calls = []
+            for i in range(20):
+                for tenant, client in clients.items():
+                    calls.append(client.add_messages("共享", [Msg.create(MsgRole.USER, f"{tenant}·{round_}·{i}")]))
+            for client in clients.values():
+                calls.append(client.delete_message("共享", 0))
+            outcomes = await asyncio.gather(*calls)
+            assert all(o is True for o in outcomes[-2:])
+        assert store.group_commit.stats.largest >= 2 and store.group_commit.stats.largest >= before
+        for tenant, client in clients.items():
+            texts = [m.text_content for m in await client.get_messages("共享")]
+            assert len(texts) == 3 * 20 - 3 and all(t.startswith(f"{tenant}·") for t in texts), (tenant, texts[:3])
+    finally:
+        for client in clients.values():
+            await client.close()
+
+
+async def test_a_copy_kept_from_etags_stays_current_while_another_client_writes_concurrently(server_factory) -> None:
+    """A client keeps a copy of a conversation from its own adds' etags and delta reads, while a
+    second client adds and deletes at the same moments (gathered with its adds): extended only
+    from answers whose previous etag is the copy's, and brought up to date by a conditional
+    read, the copy is after every round what a fresh read gives."""
+    server = await server_factory(long_term_enabled=False)
+    async with AsyncMemoryClient(server.address, timeout=20) as mine, \
+            AsyncMemoryClient(server.address, timeout=20) as theirs:
+        await mine.create_memory("副本")
+        read = await mine.read_messages("副本")
+        copy, etag = [m.text_content for m in read.messages], read.etag
+        deltas = full_reads = 0
+        for round_ in range(6):
+            sent = [f"我·{round_}·{i}" for i in range(8)]
+            calls: list[Any] = [mine.add_messages_with_etags("副本", [Msg.create(MsgRole.USER, t)]) for t in sent]
+            if round_ % 2:
+                calls += [theirs.delete_message("副本", 0)]
+            calls += [theirs.add_messages("副本", [Msg.create(MsgRole.ASSISTANT, f"他·{round_}·{i}")]) for i in range(3)]
+            outcomes = await asyncio.gather(*calls)
+            # Follow my own adds along the chain from the copy's state, as far as it goes.
+            mine_added = dict(zip(sent, outcomes[:len(sent)], strict=True))
+            moved = True
+            while moved:
+                moved = False
+                for text, added in list(mine_added.items()):
+                    if added.previous_etag == etag:
+                        copy.append(text)
+                        etag = added.etag
+                        del mine_added[text]
+                        moved = True
+            read = await mine.read_messages("副本", if_none_match=etag, accept_delta=True)
+            if read.delta:
+                deltas += 1
+                copy += [m.text_content for m in read.messages]
+            elif not read.not_modified:
+                full_reads += 1
+                copy = [m.text_content for m in read.messages]
+            etag = read.etag if not read.not_modified else etag
+            fresh = await theirs.read_messages("副本")
+            assert (copy, etag) == ([m.text_content for m in fresh.messages], fresh.etag), round_
+        # Rounds with their deletes need a whole read; those with only adds came as deltas.
+        assert full_reads <= 3 and deltas >= 1
