@@ -153,20 +153,45 @@ class ChatClient:
 
 # Reasoning models put their reasoning inside the answer: <think>...</think> (some templates open
 # the tag in the prompt, so the answer holds only the closing one), or <thinking>.
-_THINK_TAG = re.compile(r"<(/?)(think|thinking)>", re.IGNORECASE)
+_THINK_TAG = re.compile(r"</?(?:think|thinking)>", re.IGNORECASE)
 _THINK_OPEN = re.compile(r"^\s*<(?:think|thinking)>", re.IGNORECASE)
 # Marks around a tag an answer writes about ("`</think>`", "“</think>”", "「</think>」", a code
 # sample's '</think>'): a model's own tag never stands between a matching pair of them.
 _QUOTES = {"`": "`", '"': '"', "'": "'", "\u201c": "\u201d", "\u2018": "\u2019", "\u300c": "\u300d",
            "\u300e": "\u300f"}
+# The tags, with what tells whether a mark written the same both ways opens or closes a quote:
+# the line's earlier marks of its kind (an apostrophe inside a word, "model's", is none).
+_TAGS_AND_MARKS = re.compile(r"<(/?)(think|thinking)>|\n|[`\"]|(?<![A-Za-z0-9])'|'(?![A-Za-z0-9])",
+                             re.IGNORECASE)
 
 
-def _quoted(text: str, start: int, end: int) -> bool:
-    """Whether the tag at `text[start:end]` is written between a matching pair of quotes; a
-    backtick after it that opens a code fence (```json) is no quote: the answer starting there."""
-    if start == 0 or end == len(text) or _QUOTES.get(text[start - 1]) != text[end]:
-        return False
-    return not text.startswith("```", end)
+def _unquoted_tags(text: str) -> list[tuple[int, int, bool, str]]:
+    """The think tags of `text` not written between a matching pair of quotes, as (start, end,
+    closing, name). A mark written the same both ways quotes a tag only when it opens a quote:
+    thinking that ended on a quoted word right before an answer starting with one
+    (`"好"</think>"部署"`) has the same marks either side of its tag, and read as a quote the
+    block never closed and the whole answer went as thinking. A backtick after the tag that
+    opens a code fence (```json) is no quote: the answer starts there."""
+    tags: list[tuple[int, int, bool, str]] = []
+    if not _THINK_TAG.search(text):
+        return tags  # most answers: no need to follow their quotes
+    opened: set[str] = set()  # the symmetric marks that opened a quote on this line
+    for m in _TAGS_AND_MARKS.finditer(text):
+        name = m.group(2)
+        if name is None:
+            mark = m.group()
+            if mark == "\n":
+                opened.clear()
+            else:
+                opened ^= {mark}
+            continue
+        start, end = m.span()
+        before = text[start - 1] if start else ""
+        quoted = (end < len(text) and _QUOTES.get(before) == text[end] and not text.startswith("```", end)
+                  and (before != text[end] or before in opened))
+        if not quoted:
+            tags.append((start, end, bool(m.group(1)), name.lower()))
+    return tags
 
 
 def strip_thinking(text: str) -> str:
@@ -189,8 +214,7 @@ def strip_thinking(text: str) -> str:
     One pass over the tags: the regular expression `<think>.*?</think>` scanned to the end from
     every opening tag left unclosed, so an answer stuck repeating `<think>` (160 KB of it) held
     the event loop, and every other call of the server, for 20 s, a megabyte of it for minutes."""
-    tags = [(m.start(), m.end(), bool(m.group(1)), m.group(2).lower()) for m in _THINK_TAG.finditer(text)
-            if not _quoted(text, m.start(), m.end())]
+    tags = _unquoted_tags(text)
     # The closing tags of each name as (start, index in tags), and the opening tags before each tag.
     closes: dict[str, list[tuple[int, int]]] = {"think": [], "thinking": []}
     opens_before = [0]

@@ -115,6 +115,22 @@ def test_strip_thinking_keeps_an_answer_that_mentions_the_tags(raw: str, kept: s
     assert strip_thinking(raw) == kept
 
 
+@pytest.mark.parametrize("raw, kept", [
+    ('<think>用户说"好"</think>"部署"在周二。', '"部署"在周二。'),
+    ("<think>see `x`</think>`x` is a variable.", "`x` is a variable."),
+    ("<think>I'll name it 'x'</think>'x' is a variable.", "'x' is a variable."),
+    ('先想："好"</think>"部署"在周二。', '"部署"在周二。'),
+    # Still quoted: the mark before the tag opens a quote (an apostrophe inside a word is none).
+    ("The model's '</think>' tag ends its reasoning.", "The model's '</think>' tag ends its reasoning."),
+    ('<think>a</think>`<think>` 与 "</think>" 成对。', '`<think>` 与 "</think>" 成对。'),
+], ids=["double-zh", "backtick-en", "apostrophe-en", "template-opened", "apostrophe-in-a-word", "pairs-on-a-line"])
+def test_a_closing_tag_between_a_quote_closing_and_one_opening_still_ends_thinking(raw: str, kept: str) -> None:
+    # Thinking that ended with a quoted word, right before an answer starting with one: the
+    # marks either side of the tag looked like a quote around it, the block was never closed,
+    # and the whole answer was dropped as thinking ('').
+    assert strip_thinking(raw) == kept
+
+
 def test_an_answer_stuck_repeating_an_opening_tag_is_stripped_at_once() -> None:
     # A reasoning model caught in a loop answered "<think>" over and over: each unclosed tag was
     # scanned to the end, 200 KB took about half a minute, and the pass ran in the event loop,
