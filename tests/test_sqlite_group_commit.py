@@ -183,3 +183,19 @@ async def test_expired_request_records_are_pruned_by_lone_and_gathered_writes(st
     while store.group_commit.stats.writes < 600:
         await burst(store, [put(f"群{i}", "v") for i in range(50)])
     assert records() == ["recent"]
+
+
+async def test_a_batch_whose_gathering_is_cancelled_writes_nothing_and_the_next_write_goes_on(store: SqliteStore) -> None:
+    """Shutting the loop down cancels the task gathering a batch: its writers hear of it (nothing
+    of theirs written) instead of waiting for ever, and later writes are not stuck behind it."""
+    await gathering(store)
+    writes = [asyncio.ensure_future(store.run("租户", put(f"弃{i}", "v"), small=True)) for i in range(3)]
+    await asyncio.sleep(0)
+    assert store.group_commit.waiting == 3
+    gathering_tasks = [t for t in asyncio.all_tasks() if t.get_coro().__qualname__ == "GroupCommit._gather"]
+    assert len(gathering_tasks) == 1
+    gathering_tasks[0].cancel()
+    done = await asyncio.wait_for(asyncio.gather(*writes, return_exceptions=True), 5)
+    assert all(isinstance(d, asyncio.CancelledError) for d in done)
+    assert [await get(store, f"弃{i}") for i in range(3)] == [None] * 3
+    assert await asyncio.wait_for(store.run("租户", put("之后", "v"), small=True), 5) == "v"

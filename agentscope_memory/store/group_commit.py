@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from functools import partial
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Generic, TypeVar
 
@@ -91,9 +92,9 @@ class GroupCommit:
         pending: PendingWrite[T] = PendingWrite(tenant, fn, loop.create_future())
         if self._open is None:
             self._open = []
-            task = loop.create_task(self._gather())
+            task = loop.create_task(self._gather(self._open))
             self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            task.add_done_callback(partial(self._ended, self._open))
         self._open.append(pending)
         cancelled = False
         while not pending.future.done():
@@ -110,9 +111,7 @@ class GroupCommit:
             raise asyncio.CancelledError
         return pending.future.result()
 
-    async def _gather(self) -> None:
-        batch = self._open
-        assert batch is not None
+    async def _gather(self, batch: list[PendingWrite[Any]]) -> None:
         started, seen, quiet = time.monotonic(), 0, 0
         while quiet < _QUIET_TURNS and len(batch) < _MAX_BATCH and time.monotonic() - started < _MAX_WAIT_S:
             await asyncio.sleep(0)
@@ -130,12 +129,22 @@ class GroupCommit:
             return
         try:
             await self._commit(live)
-        except BaseException as exc:
+        except Exception as exc:  # noqa: BLE001 - the batch's failure is each write's answer
             for p in live:
                 if not p.future.done():
-                    p.future.set_exception(exc if isinstance(exc, Exception) else asyncio.CancelledError())
-            if not isinstance(exc, Exception):
-                raise
+                    p.future.set_exception(exc)
+
+    def _ended(self, batch: list[PendingWrite[Any]], task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        # Cancelled (the loop shutting down, maybe before it even started): its callers hear
+        # so rather than wait for ever, and the next write starts a batch of its own. Before its
+        # commit nothing of the batch was written; after it began, a write may have committed
+        # (as a write whose caller gave up on the lock may).
+        if self._open is batch:
+            self._open = None
+        for pending in batch:
+            if not pending.future.done():
+                pending.future.cancel()
 
     def _record(self, size: int) -> None:
         if size >= 2:
