@@ -131,6 +131,9 @@ def _memory_id_requests(memory_id: str) -> list[tuple[str, str, Any, str]]:
         (MEMORY, "GetMessages", pb.GetMessagesRequest(memory_id=memory_id), "memory_id"),
         (MEMORY, "DeleteMessage", pb.DeleteMessageRequest(memory_id=memory_id, index=0), "memory_id"),
         (MEMORY, "ClearMessages", pb.ClearMessagesRequest(memory_id=memory_id), "memory_id"),
+        (MEMORY, "DeleteMessages", pb.DeleteMessagesRequest(memory_id=memory_id, message_ids=["m"]), "memory_id"),
+        (MEMORY, "UpdateMessageMarks", pb.UpdateMessageMarksRequest(memory_id=memory_id, all_messages=True,
+                                                                    new_mark="重要"), "memory_id"),
         (MEMORY, "CompressIfNeeded", pb.CompressIfNeededRequest(memory_id=memory_id), "memory_id"),
         (MEMORY, "PrepareReasoningInput", pb.PrepareReasoningInputRequest(memory_id=memory_id), "memory_id"),
         (MEMORY, "GetOriginalMessages", pb.GetOriginalMessagesRequest(memory_id=memory_id), "memory_id"),
@@ -382,6 +385,40 @@ def _other_cases() -> list[Case]:
             base64=mpb.Base64Source(data="aGk="))))])]), INVALID, "messages[0].content[0].image.source.base64.media_type")
     add("delete-index-negative", MEMORY, "DeleteMessage", pb.DeleteMessageRequest(memory_id=IN_MEMORY_ID, index=-1),
         INVALID, "index")
+    # Deletes and mark changes by id (AgentScope-Python's delete, delete_by_mark, update_messages_mark).
+    deletes, marks = pb.DeleteMessagesRequest, pb.UpdateMessageMarksRequest
+    add("delete-ids-empty", MEMORY, "DeleteMessages", deletes(memory_id=IN_MEMORY_ID), INVALID, "message_ids")
+    add("delete-ids-and-marks", MEMORY, "DeleteMessages", deletes(memory_id=IN_MEMORY_ID, message_ids=["甲"], marks=["乙"]),
+        INVALID, "marks")
+    add("delete-ids-too-many", MEMORY, "DeleteMessages", deletes(memory_id=IN_MEMORY_ID, message_ids=["甲"] * 1001),
+        EXHAUSTED, "message_ids")
+    add("delete-id-empty", MEMORY, "DeleteMessages", deletes(memory_id=IN_MEMORY_ID, message_ids=["甲", ""]),
+        INVALID, "message_ids[1]")
+    add("delete-id-unknown", MEMORY, "DeleteMessages", deletes(memory_id=IN_MEMORY_ID, message_ids=["没有这条"]),
+        grpc.StatusCode.NOT_FOUND, "message_ids[0]")
+    add("delete-mark-huge", MEMORY, "DeleteMessages", deletes(memory_id=IN_MEMORY_ID, marks=["标" * 400]),
+        EXHAUSTED, "marks[0]")
+    add("delete-marks-too-many", MEMORY, "DeleteMessages", deletes(memory_id=IN_MEMORY_ID, marks=["标"] * 1001),
+        EXHAUSTED, "marks")
+    add("delete-not-in-memory", MEMORY, "DeleteMessages", deletes(memory_id=AUTO_CONTEXT_ID, marks=["标"]),
+        grpc.StatusCode.FAILED_PRECONDITION, "IN_MEMORY")
+    add("marks-no-selection", MEMORY, "UpdateMessageMarks", marks(memory_id=IN_MEMORY_ID, new_mark="标"),
+        INVALID, "message_ids")
+    add("marks-ids-and-all", MEMORY, "UpdateMessageMarks", marks(
+        memory_id=IN_MEMORY_ID, message_ids=["甲"], all_messages=True, new_mark="标"), INVALID, "message_ids")
+    add("marks-neither-mark", MEMORY, "UpdateMessageMarks", marks(memory_id=IN_MEMORY_ID, all_messages=True),
+        INVALID, "new_mark")
+    add("marks-new-huge", MEMORY, "UpdateMessageMarks", marks(memory_id=IN_MEMORY_ID, all_messages=True,
+                                                              new_mark="标" * 400), EXHAUSTED, "new_mark")
+    add("marks-old-huge", MEMORY, "UpdateMessageMarks", marks(memory_id=IN_MEMORY_ID, all_messages=True,
+                                                              old_mark="x" * 1025), EXHAUSTED, "old_mark")
+    add("marks-ids-too-many", MEMORY, "UpdateMessageMarks", marks(memory_id=IN_MEMORY_ID, message_ids=["甲"] * 1001,
+                                                                  new_mark="标"), EXHAUSTED, "message_ids")
+    add("marks-id-unknown", MEMORY, "UpdateMessageMarks", marks(memory_id=IN_MEMORY_ID, message_ids=["没有这条"],
+                                                                new_mark="标"), grpc.StatusCode.NOT_FOUND, "message_ids[0]")
+    add("marks-not-in-memory", MEMORY, "UpdateMessageMarks", marks(memory_id=AUTO_CONTEXT_ID, all_messages=True,
+                                                                   new_mark="标"), grpc.StatusCode.FAILED_PRECONDITION,
+        "IN_MEMORY")
     for method, request in [
         ("ListMemories", pb.ListMemoriesRequest(page_size=-1)),
         ("GetMessages", pb.GetMessagesRequest(memory_id=IN_MEMORY_ID, page_size=-1)),

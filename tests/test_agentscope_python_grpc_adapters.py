@@ -195,6 +195,30 @@ async def test_agentscope1_remote_memory_reads_nothing_after_its_own_deletes_mar
     assert result["marked_left"] == 0
 
 
+async def test_agentscope1_remote_memory_deletes_and_marks_with_only_the_change_on_the_wire(server_factory) -> None:
+    """RemoteMemory's delete, delete_by_mark and update_messages_mark read the whole
+    conversation (StreamSaveState) and wrote it all back (StreamLoadState): about 1 MB each way
+    for a one-message change of a 2000-message conversation, since marks live inside each
+    stored message. Each is now one DeleteMessages or UpdateMessageMarks call of a few hundred
+    bytes, and answers and leaves exactly what AgentScope's own InMemoryMemory does."""
+    server = await server_factory(api_keys={KEY: "python-tenant"})
+    result = await _run_script(AGENTSCOPE_1, "agentscope1_memory_wire.py", {"GRPC_TARGET": server.address, "MEM0_KEY": KEY})
+    assert result["stored_bytes"] > 400_000  # the conversation the old calls sent twice over
+    for local, remote in zip(result["local"], result["remote"], strict=True):
+        wire = {k: remote.pop(k) for k in ("calls", "sent", "received")}
+        assert remote == local
+        if remote["step"] == "删除空列表":
+            assert wire == {"calls": {}, "sent": 0, "received": 0}
+            continue
+        one = "UpdateMessageMarks" if "标记" not in remote["step"] and "删除" not in remote["step"] else "DeleteMessages"
+        assert wire["calls"] == {one: 1}, (remote["step"], wire)
+        assert wire["sent"] < 400 and wire["received"] < 400, (remote["step"], wire)
+    answers = [s["answer"] for s in result["local"]]
+    assert answers == [2, 3, 1, 2, 10, 1, 1, 0]
+    assert result["remote_holds"] == result["local_holds"] and result["local_holds"]["size"] == 1987
+    assert len(result["local_holds"]["旧"]) == 187 and len(result["local_holds"]["新"]) == 2
+
+
 async def test_agentscope1_remote_memory_keeps_the_ids_of_messages_other_clients_wrote(server_factory) -> None:
     """A message another client wrote (a Java agent's turn) has no AgentScope-Python JSON beside
     it: RemoteMemory rebuilt it with a new id at every read, so Python could neither delete nor

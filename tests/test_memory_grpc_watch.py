@@ -55,11 +55,16 @@ async def test_a_watch_starts_at_the_current_etag_and_sees_another_clients_appen
 async def test_every_kind_of_change_is_announced(channel) -> None:
     stub = pb_grpc.MemoryServiceStub(channel)
     await stub.CreateMemory(pb.CreateMemoryRequest(memory_id="m", kind=pb.MEMORY_KIND_IN_MEMORY), metadata=ALICE)
-    await stub.AddMessages(add("m", "a", "b"), metadata=ALICE)
+    await stub.AddMessages(add("m", "a", "b", "c"), metadata=ALICE)
     call, started = await watch(stub, "m")
     previous = started.etag
+    last_id = (await stub.GetMessages(pb.GetMessagesRequest(memory_id="m"), metadata=ALICE)).messages[-1].id
     # One at a time: a grpc.aio call starts when it is made.
     changes = [lambda: stub.DeleteMessage(pb.DeleteMessageRequest(memory_id="m", index=0), metadata=ALICE),
+               # A mark changes a stored message in place: announced as a change, never as an append.
+               lambda: stub.UpdateMessageMarks(pb.UpdateMessageMarksRequest(memory_id="m", message_ids=[last_id],
+                                                                            new_mark="已读"), metadata=ALICE),
+               lambda: stub.DeleteMessages(pb.DeleteMessagesRequest(memory_id="m", marks=["已读"]), metadata=ALICE),
                lambda: stub.ClearMessages(pb.ClearMessagesRequest(memory_id="m"), metadata=ALICE),
                lambda: stub.DeleteMemory(pb.DeleteMemoryRequest(memory_id="m"), metadata=ALICE)]
     for change in changes:

@@ -10,10 +10,15 @@ process and other clients can read them. Each stored message carries its text as
 (readable by the Java clients and long-term recording) and AgentScope-Python's own message
 JSON (`Msg.to_dict()`) with its marks in its metadata, so it comes back exactly as it was
 added: Python's message JSON differs from Java's (content may be a plain string, roles are
-lower case). Changing marks (or deleting) rewrites the conversation in one step: the whole
-list is replaced atomically, and only if nobody changed it since it was read (otherwise it is
-read again and the change made again), so a message another client added meanwhile is kept
-and a failure leaves the conversation as it was. An add of more than one AddMessages call
+lower case). A delete, a delete by mark and a mark change are one server-side call each
+(`DeleteMessages`, `UpdateMessageMarks`) that sends only the ids or marks and answers only
+counts and the deleted ids, however long the conversation; the server edits the marks where
+this adapter has always stored them, in one transaction. Only what the server refuses to take
+in one call (more than 1000 ids or marks, a mark over 1 KiB) or a server without those calls
+falls back to rewriting the conversation in one step: the whole list is replaced atomically,
+and only if nobody changed it since it was read (otherwise it is read again and the change
+made again), so a message another client added meanwhile is kept and a failure leaves the
+conversation as it was. An add of more than one AddMessages call
 takes (a whole earlier conversation) is appended the same way, all or nothing. An add skips the
 ids already stored without reading the whole conversation: it keeps their set at an etag and
 reads only what changed since (see `_KnownIds`). Its own adds, deletes, mark changes and clears
@@ -37,13 +42,17 @@ from agentscope.message import Msg as PyMsg
 
 from agentscope_memory.agentscope_adapters.per_loop import PerLoop
 from agentscope_memory.client import AsyncMemoryClient
-from agentscope_memory.errors import AbortedError, FailedPreconditionError
+from agentscope_memory.client.messages import MarksUpdated, MessagesDeleted
+from agentscope_memory.errors import AbortedError, FailedPreconditionError, UnimplementedError
 from agentscope_memory.message import Msg, MsgRole, TextBlock
 from agentscope_memory.convert.to_proto import msg_to_proto
 from agentscope_memory.session.state import MEMORY_MESSAGES, StateEntry, messages_from_items, messages_to_items
+from agentscope_memory.short_term.marks import MARKS_METADATA_KEY, MAX_MARK_BYTES, MAX_SELECTED, marks_of
+from agentscope_memory.validation.text import MAX_NAME_BYTES
 
-# Where a stored message keeps AgentScope-Python's own JSON and marks.
-METADATA_KEY = "agentscope_python"
+# Where a stored message keeps AgentScope-Python's own JSON and marks (the server edits the
+# marks there: `agentscope_memory.short_term.marks`).
+METADATA_KEY = MARKS_METADATA_KEY
 _ROLES = {"user": MsgRole.USER, "assistant": MsgRole.ASSISTANT, "system": MsgRole.SYSTEM}
 # How often a rewrite is tried again when another client changed the conversation meanwhile.
 REWRITE_ATTEMPTS = 8
@@ -65,23 +74,24 @@ def _stored(msg: PyMsg, marks: list[str]) -> Msg:
 
 def _remarked(stored: Msg, msg: PyMsg, marks: list[str]) -> Msg:
     own = stored.metadata.get(METADATA_KEY)
-    kept = own["msg"] if isinstance(own, dict) else msg.to_dict()
+    kept = own["msg"] if isinstance(own, dict) and isinstance(own.get("msg"), dict) else msg.to_dict()
     return dataclasses.replace(stored, metadata={**stored.metadata, METADATA_KEY: {"msg": kept, "marks": list(marks)}})
 
 
 def _loaded(stored: Msg) -> tuple[PyMsg, list[str]]:
     own = stored.metadata.get(METADATA_KEY)
-    if isinstance(own, dict):
+    if isinstance(own, dict) and isinstance(own.get("msg"), dict):
         return PyMsg.from_dict(own["msg"]), list(own.get("marks") or [])
     # Written by another client (e.g. Java): rebuilt from role and text, with the stored id and
     # time, so it is the same message at every read: deletable and markable by id, and skipped
-    # by an add of that id (a new id at each read made it neither).
+    # by an add of that id (a new id at each read made it neither). The server marks such a
+    # message without writing its AgentScope JSON (only the marks).
     role = (stored.role or MsgRole.USER).value.lower()
     role = role if role in _ROLES else "assistant"
     msg = PyMsg(stored.name or role, stored.text_content, role, timestamp=stored.timestamp or None)
     if stored.id:
         msg.id = stored.id
-    return msg, []
+    return msg, marks_of(stored)
 
 
 def _known_id(stored: Msg) -> str | None:
@@ -117,6 +127,14 @@ def _from_state_item(item: Any) -> tuple[PyMsg, list[str]]:
     if isinstance(item, dict):  # AgentScope's older layout: the message alone
         return PyMsg.from_dict(item), []
     raise ValueError("Invalid item format in state_dict for InMemoryMemory.")
+
+
+def _server_takes(values: Sequence[str], *, marks: bool) -> bool:
+    """Whether one DeleteMessages / UpdateMessageMarks call takes these ids or marks (else the
+    change is made by a rewrite: InMemoryMemory takes any number, and marks of any length)."""
+    limit = MAX_MARK_BYTES if marks else MAX_NAME_BYTES
+    return len(values) <= MAX_SELECTED and all(0 < len(v.encode("utf-8", "surrogatepass")) <= limit or (marks and not v)
+                                               for v in values)
 
 
 def _fits_one_add(msgs: Sequence[Msg]) -> bool:
@@ -291,24 +309,65 @@ class RemoteMemory(MemoryBase):
             await self._rewrite(lambda entries: 0, appended=stored)
 
     async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:
-        ids = set(msg_ids)
+        # InMemoryMemory keeps the messages whose id is not `in msg_ids`: only strings match.
+        ids = list(dict.fromkeys(i for i in msg_ids if isinstance(i, str)))
+        if not ids:
+            return 0
+        if _server_takes(ids, marks=False):
+            await self._ensure()
+            try:
+                deleted = await self._client.delete_messages(self.memory_id, ids, allow_missing=True)
+            except UnimplementedError:
+                pass  # a server from before DeleteMessages
+            else:
+                self._after_delete(deleted)
+                return deleted.deleted_count
+        wanted = set(ids)
 
         def drop(entries: Entries) -> int:
             before = len(entries)
-            entries[:] = [(m, marks) for m, marks in entries if m.id not in ids]
+            entries[:] = [(m, marks) for m, marks in entries if m.id not in wanted]
             return before - len(entries)
 
         return await self._rewrite(drop)
 
     async def delete_by_mark(self, mark: str | list[str], *args: Any, **kwargs: Any) -> int:
-        wanted = set(_marks(mark, "a string or a list of strings"))
+        wanted = list(dict.fromkeys(_marks(mark, "a string or a list of strings")))
+        if not wanted:
+            return 0
+        if _server_takes(wanted, marks=True):
+            await self._ensure()
+            try:
+                deleted = await self._client.delete_messages(self.memory_id, marks=wanted)
+            except UnimplementedError:
+                pass
+            else:
+                self._after_delete(deleted)
+                return deleted.deleted_count
+        marked = set(wanted)
 
         def drop(entries: Entries) -> int:
             before = len(entries)
-            entries[:] = [(m, marks) for m, marks in entries if not wanted & set(marks)]
+            entries[:] = [(m, marks) for m, marks in entries if not marked & set(marks)]
             return before - len(entries)
 
         return await self._rewrite(drop)
+
+    def _after_delete(self, deleted: MessagesDeleted) -> None:
+        """The copy of the stored ids without the deleted ones, named by the delete's etag, when
+        the delete was the only change since the copy's state (else the next add reads)."""
+        known = self._known
+        if known is None or not deleted.etag or deleted.etag == deleted.previous_etag:
+            return
+        if known.etag == deleted.previous_etag and deleted.deleted_ids is not None:
+            known.ids.difference_update(deleted.deleted_ids)
+            known.etag = deleted.etag
+
+    def _after_marks(self, updated: MarksUpdated) -> None:
+        """A mark change keeps every id: the copy is current at its etag if it was just before."""
+        known = self._known
+        if known is not None and updated.etag and known.etag == updated.previous_etag:
+            known.etag = updated.etag
 
     async def size(self) -> int:
         return len(await self._entries())
@@ -333,6 +392,22 @@ class RemoteMemory(MemoryBase):
 
     async def update_messages_mark(self, new_mark: str | None, old_mark: str | None = None,
                                    msg_ids: list[str] | None = None) -> int:
+        ids = None if msg_ids is None else list(dict.fromkeys(i for i in msg_ids if isinstance(i, str)))
+        if (new_mark is None and old_mark is None) or ids == []:
+            return 0  # InMemoryMemory changes nothing then
+        given = [m for m in (new_mark, old_mark) if m is not None]
+        if all(isinstance(m, str) for m in given) and _server_takes(given, marks=True) and (
+                ids is None or _server_takes(ids, marks=False)):
+            await self._ensure()
+            try:
+                updated = await self._client.update_message_marks(
+                    self.memory_id, new_mark, old_mark=old_mark, message_ids=ids, allow_missing=True)
+            except UnimplementedError:
+                pass
+            else:
+                self._after_marks(updated)
+                return updated.updated_count
+
         def remark(entries: Entries) -> int:
             changed = 0
             for msg, marks in entries:

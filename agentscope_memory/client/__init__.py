@@ -6,7 +6,14 @@ over an in-process service, without a server or gRPC.
 
 from agentscope_memory.client.agent_state import AgentStateClient, AsyncAgentStateClient
 from agentscope_memory.client.aio import AsyncMemoryClient
-from agentscope_memory.client.messages import MessageDeleted, MessagesAdded, MessagesRead, MessagesReplaced
+from agentscope_memory.client.messages import (
+    MarksUpdated,
+    MessageDeleted,
+    MessagesAdded,
+    MessagesDeleted,
+    MessagesRead,
+    MessagesReplaced,
+)
 from agentscope_memory.client.long_term import AsyncLongTermClient, LongTermClient, Turn
 from agentscope_memory.client.pool import AsyncPoolClient, PoolClient
 from agentscope_memory.client.sync import MemoryClient
@@ -14,5 +21,5 @@ from agentscope_memory.client.tiered import AsyncTieredClient, TieredClient
 from agentscope_memory.short_term.description import MemoryDescription
 
 __all__ = ["AgentStateClient", "AsyncAgentStateClient", "AsyncLongTermClient", "AsyncMemoryClient", "AsyncPoolClient",
-           "AsyncTieredClient", "LongTermClient", "MemoryClient", "MemoryDescription", "MessageDeleted",
+           "AsyncTieredClient", "LongTermClient", "MemoryClient", "MarksUpdated", "MemoryDescription", "MessageDeleted", "MessagesDeleted",
            "MessagesAdded", "MessagesRead", "MessagesReplaced", "PoolClient", "TieredClient", "Turn"]

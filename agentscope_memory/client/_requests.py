@@ -17,6 +17,7 @@ from agentscope_memory.convert.to_proto import (
     ranking_to_proto,
     scope_to_proto,
 )
+from agentscope_memory.client.messages import MarksUpdated, MessagesDeleted
 from agentscope_memory.client._validate import msg_on_wire, msgs_on_wire
 from agentscope_memory.convert.state_chunks import join_pieces, split_entries
 from agentscope_memory.long_term.engine import Scope
@@ -29,6 +30,30 @@ from agentscope_memory.short_term.auto_context.config import AutoContextConfig
 from agentscope_memory.short_term.tiered.config import TieredConfig
 
 # -- short-term memories ----------------------------------------------------------------------
+
+
+def delete_messages(memory_id: str, message_ids: Sequence[str], marks: Sequence[str],
+                    allow_missing: bool) -> pb.DeleteMessagesRequest:
+    return pb.DeleteMessagesRequest(memory_id=memory_id, message_ids=list(message_ids), marks=list(marks),
+                                    allow_missing=allow_missing)
+
+
+def messages_deleted(response: pb.DeleteMessagesResponse) -> MessagesDeleted:
+    ids = None if response.deleted_message_ids_omitted else list(response.deleted_message_ids)
+    return MessagesDeleted(response.deleted_count, ids, response.message_count, response.etag, response.previous_etag)
+
+
+def update_marks(memory_id: str, message_ids: Sequence[str] | None, new_mark: str | None, old_mark: str | None,
+                 allow_missing: bool) -> pb.UpdateMessageMarksRequest:
+    return pb.UpdateMessageMarksRequest(
+        memory_id=memory_id, message_ids=list(message_ids or ()), all_messages=message_ids is None,
+        new_mark=new_mark, old_mark=old_mark, allow_missing=allow_missing)
+
+
+def marks_updated(response: pb.UpdateMessageMarksResponse) -> MarksUpdated:
+    return MarksUpdated(response.updated_count, response.changed_count, response.message_count, response.etag,
+                        response.previous_etag)
+
 
 
 def create(

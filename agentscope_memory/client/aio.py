@@ -14,7 +14,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import state_service_pb2_grpc
 from agentscope_memory.client import _requests
 from agentscope_memory.client._base import AsyncGrpcClient
 from agentscope_memory.client._common import new_request_id
-from agentscope_memory.client.messages import MessageDeleted, MessagesAdded, MessagesRead, MessagesReplaced, Page, read_consistently
+from agentscope_memory.client.messages import MarksUpdated, MessageDeleted, MessagesDeleted, MessagesAdded, MessagesRead, MessagesReplaced, Page, read_consistently
 from agentscope_memory.convert.from_proto import memory_from_proto
 from agentscope_memory.message import Msg
 from agentscope_memory.short_term.pending_tools import interrupted_results
@@ -155,6 +155,27 @@ class AsyncMemoryClient(AsyncGrpcClient):
             retry=False
         )
         return MessageDeleted(response.deleted, response.message_count, response.etag, response.previous_etag)
+
+    async def delete_messages(self, memory_id: str, message_ids: Sequence[str] = (), *, marks: Sequence[str] = (),
+                        allow_missing: bool = False) -> MessagesDeleted:
+        """Delete every message whose id is in `message_ids`, or (instead) every message carrying
+        one of `marks` (AgentScope-Python `delete` / `delete_by_mark`), in one call that sends only
+        the ids or marks. An id naming no message is `NotFoundError` (nothing deleted) unless
+        `allow_missing`. Answers the deleted ids and the etags around the delete."""
+        response = await self._call(self._stub.DeleteMessages,
+                                   _requests.delete_messages(memory_id, message_ids, marks, allow_missing), retry=False)
+        return _requests.messages_deleted(response)
+
+    async def update_message_marks(self, memory_id: str, new_mark: str | None, *, old_mark: str | None = None,
+                             message_ids: Sequence[str] | None = None, allow_missing: bool = False) -> MarksUpdated:
+        """AgentScope-Python `update_messages_mark(new_mark, old_mark, msg_ids)` on the server:
+        `message_ids` None considers every message. Only the change travels; the marks are those
+        at `metadata.agentscope_python.marks`. An id naming no message is `NotFoundError`
+        (nothing changed) unless `allow_missing`."""
+        response = await self._call(self._stub.UpdateMessageMarks,
+                                   _requests.update_marks(memory_id, message_ids, new_mark, old_mark, allow_missing),
+                                   retry=False)
+        return _requests.marks_updated(response)
 
     async def clear(self, memory_id: str) -> None:
         await self.clear_with_etags(memory_id)

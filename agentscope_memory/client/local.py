@@ -21,7 +21,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Self, Sequ
 from agentscope_memory.client._base import closed_error
 from agentscope_memory.client._common import LOCAL_TENANT
 from agentscope_memory.client._validate import check_request, refuse_unencodable_in
-from agentscope_memory.client.messages import MessageDeleted, MessagesAdded, MessagesRead, MessagesReplaced, Page, read_consistently
+from agentscope_memory.client.messages import MarksUpdated, MessageDeleted, MessagesDeleted, MessagesAdded, MessagesRead, MessagesReplaced, Page, read_consistently
 from agentscope_memory.client.long_term import Turn
 from agentscope_memory.convert.from_proto import search_options_from_proto
 from agentscope_memory.convert.to_proto import kind_to_proto
@@ -196,6 +196,20 @@ class AsyncLocalMemoryClient(_LocalClient):
             return MessageDeleted(False, 0, "", "")
         result = await (await self._handle.get()).memories.delete_message(self.tenant, memory_id, index, expected_id)
         return MessageDeleted(result.deleted, result.message_count, result.etag, result.previous_etag)
+
+    async def delete_messages(self, memory_id: str, message_ids: Sequence[str] = (), *, marks: Sequence[str] = (),
+                              allow_missing: bool = False) -> MessagesDeleted:
+        result = await (await self._handle.get()).memories.delete_messages(
+            self.tenant, memory_id, list(message_ids), list(marks), allow_missing)
+        return MessagesDeleted(len(result.deleted_ids), result.deleted_ids, result.message_count, result.etag,
+                               result.previous_etag)
+
+    async def update_message_marks(self, memory_id: str, new_mark: str | None, *, old_mark: str | None = None,
+                                   message_ids: Sequence[str] | None = None, allow_missing: bool = False) -> MarksUpdated:
+        result = await (await self._handle.get()).memories.update_message_marks(
+            self.tenant, memory_id, None if message_ids is None else list(message_ids), new_mark, old_mark, allow_missing)
+        return MarksUpdated(result.updated_count, result.changed_count, result.message_count, result.etag,
+                            result.previous_etag)
 
     async def clear(self, memory_id: str) -> None:
         await self.clear_with_etags(memory_id)

@@ -2,7 +2,7 @@
 something derived from it, such as the set of its message ids): each answer names the state it
 read or made with the server's etag, so the copy is brought up to date with only what changed
 (`GetMessages` `if_none_match` and `accept_delta`; `etag` and `previous_etag` of `AddMessages`,
-`DeleteMessage`, `ClearMessages` and `LoadState`)."""
+`DeleteMessage`, `DeleteMessages`, `UpdateMessageMarks`, `ClearMessages` and `LoadState`)."""
 
 from __future__ import annotations
 
@@ -54,6 +54,34 @@ class MessageDeleted:
     that was not sent): the caller then reads again."""
 
     deleted: bool
+    message_count: int
+    etag: str
+    previous_etag: str
+
+
+@dataclass(frozen=True)
+class MessagesDeleted:
+    """The answer of a delete by ids or marks: the ids of the deleted messages (one per message,
+    in their former order; None when the server left them out, too many to send), the count
+    after it, and the etags just before and after it. When `previous_etag` is the etag of a
+    caller's copy, this delete was the only change since: the copy without `deleted_ids` is
+    the state `etag` names."""
+
+    deleted_count: int
+    deleted_ids: list[str] | None
+    message_count: int
+    etag: str
+    previous_etag: str
+
+
+@dataclass(frozen=True)
+class MarksUpdated:
+    """The answer of a mark change: AgentScope's count (`updated_count`), the messages that
+    changed, the message count, and the etags just before and after it (equal when nothing
+    changed). The messages' ids are unchanged."""
+
+    updated_count: int
+    changed_count: int
     message_count: int
     etag: str
     previous_etag: str

@@ -29,6 +29,8 @@ class InMemoryKind:
     kind = "IN_MEMORY"
     # (key, is_list) of the session entries this kind reads and writes.
     state_keys = [(MEMORY_MESSAGES, True)]
+    # Messages are deleted and marked by id in this list (DeleteMessages, UpdateMessageMarks).
+    editable_list: str | None = MESSAGES
 
     def validate_config(self, config_json: str) -> str:
         if config_json.strip() not in ("", "{}"):

@@ -16,6 +16,7 @@ from typing import Any, Awaitable, Callable, Protocol, Sequence
 from agentscope_memory.errors import (
     AbortedError,
     AlreadyExistsError,
+    FailedPreconditionError,
     InvalidArgumentError,
     NotFoundError,
     ResourceExhaustedError,
@@ -28,6 +29,7 @@ from agentscope_memory.paging import ListState, PageTokens, Snapshot, cut_to_bud
 from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES
 from agentscope_memory.store.codec import decode_msg, encode_msg, stored_bytes
 from agentscope_memory.session.state import StateEntry
+from agentscope_memory.short_term.marks import check_mark, check_message_id, check_selection, marks_of, remark, with_marks
 from agentscope_memory.short_term.coherence import WatchState, Written, writes_of
 from agentscope_memory.store.base import MemoryRecord, RequestRecord, Row, Store, Tx
 
@@ -42,6 +44,9 @@ __all__ = [
 ]
 
 DEFAULT_TENANT = "default"
+# The memory's version at its last in-place change of stored messages (a mark edit): a client's
+# copy from before it is not a prefix of the list any more, so no delta is sent against it.
+EDITED_VERSION_KEY = "messages.edited_version"
 # Transactions below this many bytes run without a thread hop (see Store.run).
 SMALL_TRANSACTION_BYTES = 256 * 1024
 SMALL_PAGE = 1000
@@ -77,6 +82,9 @@ class MemoryKindHandler(Protocol):
         ...
     def delete_at(self, tx: Tx, record: MemoryRecord, index: int) -> bool: ...
     def clear(self, tx: Tx, record: MemoryRecord) -> None: ...
+    # The list whose items are the memory's messages and nothing else, so that messages may be
+    # deleted or changed by id (DeleteMessages, UpdateMessageMarks); None: not for this kind.
+    editable_list: str | None
     # State in AgentScope session terms (StateService, JsonSession).
     def export_state(self, tx: Tx, record: MemoryRecord) -> list[StateEntry]: ...
     def parse_state(self, entries: list[StateEntry], encode: Callable[[Msg, str], NewMessage]) -> Any: ...
@@ -118,6 +126,27 @@ class DeleteResult:
     # transaction, so a client whose copy `previous_etag` names applies the delete without a read.
     etag: str = ""
     previous_etag: str = ""
+
+
+@dataclass(frozen=True)
+class DeleteManyResult:
+    """DeleteMessages: what was deleted, and the etags as `DeleteResult`'s."""
+
+    deleted_ids: list[str]
+    message_count: int
+    etag: str
+    previous_etag: str
+
+
+@dataclass(frozen=True)
+class MarksResult:
+    """UpdateMessageMarks: AgentScope's count, the messages changed, and the etags."""
+
+    updated_count: int
+    changed_count: int
+    message_count: int
+    etag: str
+    previous_etag: str
 
 
 @dataclass(frozen=True)
@@ -484,7 +513,7 @@ class MemoryManager:
             etag = self._etag_now(tx, tenant, record, handler)
             if if_none_match and if_none_match == etag:
                 return MessagePage([], "", total, etag, not_modified=True), [], record, total, etag
-            if cached is not None:
+            if cached is not None and cached.version >= self._edited_version(tx, memory_id):
                 added = self._delta(cached, record, total, handler.next_seq(tx, record),
                                     lambda start: fetch(tx, handler, record, start), size)
                 if added is not None:
@@ -519,7 +548,7 @@ class MemoryManager:
             total, next_seq = handler.count(tx, record), handler.next_seq(tx, record)
             state = ListState.of(record, total, next_seq)
             etag = self.tokens.etag(tenant, memory_id, state)
-            if since is not None and max_messages > 0:
+            if since is not None and max_messages > 0 and since.version >= self._edited_version(tx, memory_id):
                 added = self._delta(since, record, total, next_seq,
                                     lambda start: handler.read(tx, record, start, max_messages + 1), max_messages)
                 if added is not None:
@@ -602,6 +631,107 @@ class MemoryManager:
             return WriteResult(version, self._etag_after(tx, tenant, record, handler, version), previous_etag)
 
         return await self.store.run(tenant, clear)
+
+    @staticmethod
+    def _edited_version(tx: Tx, memory_id: str) -> int:
+        return int(tx.kv_get(memory_id, EDITED_VERSION_KEY) or 0)
+
+    def _editable(self, tx: Tx, memory_id: str) -> tuple[MemoryRecord, MemoryKindHandler, str]:
+        record = self._require(tx, memory_id)
+        handler = self.handler(record.kind)
+        if handler.editable_list is None:
+            raise FailedPreconditionError(
+                f"memory {memory_id!r} is a {record.kind} memory; messages are deleted and marked by id"
+                " in IN_MEMORY memories only")
+        return record, handler, handler.editable_list
+
+    @staticmethod
+    def _missing(rows: list[Row], wanted: list[str], field: str) -> None:
+        """NOT_FOUND naming the first of `wanted` (ids) that no row's message has."""
+        present = {decode_msg(r.data).id for r in rows}
+        for i, message_id in enumerate(wanted):
+            if message_id not in present:
+                raise NotFoundError(f"{field}[{i}]: no message has id {message_id!r}; nothing was changed"
+                                    " (set allow_missing to skip unknown ids)")
+
+    async def delete_messages(self, tenant: str, memory_id: str, message_ids: Sequence[str] = (),
+                              marks: Sequence[str] = (), allow_missing: bool = False) -> DeleteManyResult:
+        """Delete every message whose id is in `message_ids`, or (exclusively) that carries one of
+        `marks` (AgentScope-Python `delete` / `delete_by_mark`), in one transaction. Unknown ids
+        fail NOT_FOUND, deleting nothing, unless `allow_missing`."""
+        check_id(memory_id, "memory_id")
+        ids, wanted_marks = list(message_ids), list(marks)
+        if ids and wanted_marks:
+            raise InvalidArgumentError("marks", "must be empty when message_ids is given (one selection per call)")
+        if wanted_marks:
+            check_selection(wanted_marks, "marks", check_mark)
+        else:
+            check_selection(ids, "message_ids", check_message_id)
+        await self.tokens.ready()
+        id_set, mark_set = set(ids), set(wanted_marks)
+
+        def delete(tx: Tx) -> DeleteManyResult:
+            record, handler, list_name = self._editable(tx, memory_id)
+            previous_etag = self._etag_now(tx, tenant, record, handler)
+            rows = tx.read(memory_id, list_name)
+            if ids and not allow_missing:
+                self._missing(rows, ids, "message_ids")
+            doomed: list[tuple[int, str]] = []
+            for row in rows:
+                msg = decode_msg(row.data)
+                if (msg.id in id_set) if ids else bool(mark_set.intersection(marks_of(msg))):
+                    doomed.append((row.seq, msg.id or ""))
+            if not doomed:
+                return DeleteManyResult([], handler.count(tx, record), previous_etag, previous_etag)
+            tx.delete_seqs(memory_id, list_name, [seq for seq, _ in doomed])
+            etag = self._etag_after(tx, tenant, record, handler, tx.touch_memory(memory_id))
+            return DeleteManyResult([i for _, i in doomed], handler.count(tx, record), etag, previous_etag)
+
+        return await self.store.run(tenant, delete)
+
+    async def update_message_marks(self, tenant: str, memory_id: str, message_ids: Sequence[str] | None,
+                                   new_mark: str | None, old_mark: str | None = None,
+                                   allow_missing: bool = False) -> MarksResult:
+        """AgentScope-Python `update_messages_mark(new_mark, old_mark, msg_ids)` on the stored
+        messages (`message_ids` None: every message), in one transaction; only the changed
+        messages are rewritten, in place. Unknown ids fail NOT_FOUND unless `allow_missing`."""
+        check_id(memory_id, "memory_id")
+        ids = None if message_ids is None else check_selection(list(message_ids), "message_ids", check_message_id)
+        if new_mark is None and old_mark is None:
+            raise InvalidArgumentError("new_mark", "or old_mark is required (nothing to add or remove)")
+        if new_mark is not None:
+            check_mark(new_mark, "new_mark")
+        if old_mark is not None:
+            check_mark(old_mark, "old_mark")
+        await self.tokens.ready()
+        id_set = None if ids is None else set(ids)
+
+        def update(tx: Tx) -> MarksResult:
+            record, handler, list_name = self._editable(tx, memory_id)
+            previous_etag = self._etag_now(tx, tenant, record, handler)
+            rows = tx.read(memory_id, list_name)
+            if ids is not None and not allow_missing:
+                self._missing(rows, ids, "message_ids")
+            counted, changed = 0, []
+            for row in rows:
+                msg = decode_msg(row.data)
+                if id_set is not None and msg.id not in id_set:
+                    continue
+                before = marks_of(msg)
+                after, count = remark(before, new_mark, old_mark)
+                counted += count
+                if after != before:
+                    item = self._encode_one(with_marks(msg, after), f"new_mark (on message {msg.id!r})")
+                    changed.append((row.seq, item.data))
+            if not changed:
+                return MarksResult(counted, 0, handler.count(tx, record), previous_etag, previous_etag)
+            tx.update_items(memory_id, list_name, changed)
+            version = tx.touch_memory(memory_id)
+            tx.kv_put(memory_id, EDITED_VERSION_KEY, str(version))
+            etag = self._etag_after(tx, tenant, record, handler, version)
+            return MarksResult(counted, len(changed), handler.count(tx, record), etag, previous_etag)
+
+        return await self.store.run(tenant, update)
 
     # -- state ------------------------------------------------------------------------------
 

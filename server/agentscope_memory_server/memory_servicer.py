@@ -13,6 +13,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as 
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
 from agentscope_memory.convert.encoded import Encoded, with_stored_messages
 from agentscope_memory.convert.from_proto import auto_context_config_from_proto, kind_from_proto, msgs_from_proto
+from agentscope_memory.convert.marks import delete_messages_to_proto, marks_to_proto
 from agentscope_memory.convert.to_proto import memory_to_proto
 from agentscope_memory.convert.scopes import visibility_from_proto
 from agentscope_memory.convert.tiered import tiered_config_from_proto
@@ -145,6 +146,23 @@ class MemoryServicer(AutoContextRpcs, pb_grpc.MemoryServiceServicer):
         )
         return pb.DeleteMessageResponse(deleted=result.deleted, message_count=result.message_count,
                                         etag=result.etag, previous_etag=result.previous_etag)
+
+    @grpc_errors
+    async def DeleteMessages(self, request: pb.DeleteMessagesRequest, context: grpc.aio.ServicerContext) -> pb.DeleteMessagesResponse:
+        result = await self.manager.delete_messages(tenant_of(context), request.memory_id, list(request.message_ids),
+                                                    list(request.marks), request.allow_missing)
+        return delete_messages_to_proto(result)
+
+    @grpc_errors
+    async def UpdateMessageMarks(self, request: pb.UpdateMessageMarksRequest,
+                                 context: grpc.aio.ServicerContext) -> pb.UpdateMessageMarksResponse:
+        if request.all_messages and request.message_ids:
+            raise InvalidArgumentError("message_ids", "must be empty when all_messages is set")
+        result = await self.manager.update_message_marks(
+            tenant_of(context), request.memory_id, None if request.all_messages else list(request.message_ids),
+            request.new_mark if request.HasField("new_mark") else None,
+            request.old_mark if request.HasField("old_mark") else None, request.allow_missing)
+        return marks_to_proto(result)
 
     @grpc_errors
     async def ClearMessages(self, request: pb.ClearMessagesRequest, context: grpc.aio.ServicerContext) -> pb.ClearMessagesResponse:

@@ -58,7 +58,10 @@ async def main() -> None:
 
     for name in ("get_messages", "save_state"):
         setattr(racing._client, name, raced_after(getattr(racing._client, name)))
-    race_marked = await racing.update_messages_mark("seen", msg_ids=[first_id])
+    # More ids than one UpdateMessageMarks call takes: the change is a rewrite (read, then replace
+    # at the version read), which another client's add between the two must not lose.
+    race_ids = [first_id, *(f"没有的{i}" for i in range(1000))]
+    race_marked = await racing.update_messages_mark("seen", msg_ids=race_ids)
     race_stored = await writer.get_messages("py-chat-race")
     race = {"marked": race_marked, "raced": len(raced), "texts": [m.text_content for m in race_stored],
             "tool_use": [b.input for m in race_stored for b in m.content if isinstance(b, ToolUseBlock)],

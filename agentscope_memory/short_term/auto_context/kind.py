@@ -98,6 +98,8 @@ class AutoContextKind:
 
     kind = KIND
     state_keys = [(KEY_WORKING, True), (KEY_ORIGINAL, True), (KEY_OFFLOAD, False), (KEY_EVENTS, True)]
+    # Its lists are not a plain message list: no delete or mark by id.
+    editable_list: str | None = None
 
     def __init__(self) -> None:
         self._cl100k: Cl100kCounter | None = None

@@ -128,6 +128,8 @@ class TieredKind:
 
     kind = KIND
     state_keys = [(KEY_L1, True), (KEY_L2, True), (KEY_L3, True), (KEY_EVENTS, True), (KEY_STATS, False)]
+    # Its lists are not a plain message list: no delete or mark by id.
+    editable_list: str | None = None
 
     def __init__(self, counters: Counters | None = None) -> None:
         self.counters = counters or Counters()

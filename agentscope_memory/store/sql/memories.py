@@ -172,6 +172,34 @@ class MemoryStatements(SqlTxBase):
         self._set_head(memory_id, list_name, next_seq, length - 1)
         return True
 
+    def delete_seqs(self, memory_id: str, list_name: str, seqs: Sequence[int]) -> int:
+        if not seqs:
+            return 0
+        deleted = 0
+        for seq in seqs:
+            row = self._one(
+                "DELETE FROM {items} WHERE tenant = ? AND memory_id = ? AND list_name = ? AND seq = ? RETURNING seq",
+                (self.tenant, memory_id, list_name, seq),
+            )
+            deleted += row is not None
+        if deleted:
+            next_seq, length = self._head(memory_id, list_name)
+            self._set_head(memory_id, list_name, next_seq, length - deleted)
+        return deleted
+
+    def update_items(self, memory_id: str, list_name: str, items: Sequence[tuple[int, str | bytes]]) -> None:
+        columns = ", ".join(f"{c} = ?" for c in self._dialect.item_columns)
+        params = []
+        for seq, item in items:
+            # The dialect's insert parameters: (tenant, memory, list, seq, *columns).
+            row = self._dialect.item_params(self.tenant, memory_id, list_name, seq, [item])[0]
+            params.append((*row[4:], self.tenant, memory_id, list_name, seq))
+        if params:
+            self._many(
+                f"UPDATE {{items}} SET {columns} WHERE tenant = ? AND memory_id = ? AND list_name = ? AND seq = ?",
+                params,
+            )
+
     def clear(self, memory_id: str, list_name: str) -> None:
         self._execute(
             "DELETE FROM {items} WHERE tenant = ? AND memory_id = ? AND list_name = ?",
