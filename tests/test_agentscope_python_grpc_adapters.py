@@ -195,6 +195,35 @@ async def test_agentscope1_remote_memory_reads_nothing_after_its_own_deletes_mar
     assert result["marked_left"] == 0
 
 
+async def test_agentscope1_remote_memory_reads_receive_only_what_changed(server_factory) -> None:
+    """ReActAgent calls get_memory (and size) at every reasoning step: RemoteMemory read the whole
+    conversation each time, about 2000 messages per call for a 2000-message conversation. It
+    answers from its copy of the conversation now, which each read checks with the copy's etag:
+    nothing comes back when nothing changed, only another client's added messages, the whole
+    list after another client's delete or mark change, nothing after its own changes; and every
+    answer equals a fresh read's and InMemoryMemory's, a caller changing the messages it got
+    and reads racing writes included."""
+    server = await server_factory(api_keys={KEY: "python-tenant"})
+    result = await _run_script(AGENTSCOPE_1, "agentscope1_memory_reads.py", {"GRPC_TARGET": server.address, "MEM0_KEY": KEY})
+    steps = {s.pop("step"): s for s in result["steps"]}
+    assert all(s.pop("as_fresh_read") and s.pop("as_in_memory_memory") for s in steps.values()), result
+    first = steps.pop("第一次读")
+    assert first["received"] == first["size"] == 2001 and first["pages"] >= 1
+    # Each view is five reads (four get_memory and a size): one small round trip each.
+    unchanged = steps.pop("没有变化")
+    assert (unchanged["calls"], unchanged["received"], unchanged["pages"]) == (15, 0, 0)
+    assert unchanged["bytes"] < 15 * 200, unchanged
+    expected = {"别人添加一条": 1, "别人添加两条带标记": 2, "Java添加一条": 1, "我添加": 0, "我一次添加600条": 0, "我删除": 0,
+                "我给Java的消息加标记": 0, "我替换标记": 0, "我按标记删除": 0, "我改拿到的消息": 0, "我清空": 0}
+    for name, received in expected.items():
+        assert (steps[name]["received"], steps[name]["pages"], steps[name]["calls"]) == (received, 0, 5), (name, steps[name])
+    assert steps["我清空"]["size"] == 0
+    # Another client's delete or mark change: the whole conversation, once.
+    for name in ("别人删除一条", "别人改标记"):
+        assert steps[name]["received"] == steps[name]["size"] > 2000 and steps[name]["pages"] >= 1, (name, steps[name])
+    assert steps["别人清空后添加"]["received"] == steps["别人清空后添加"]["size"] == 1
+
+
 async def test_agentscope1_remote_memory_deletes_and_marks_with_only_the_change_on_the_wire(server_factory) -> None:
     """RemoteMemory's delete, delete_by_mark and update_messages_mark read the whole
     conversation (StreamSaveState) and wrote it all back (StreamLoadState): about 1 MB each way

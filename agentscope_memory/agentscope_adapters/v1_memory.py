@@ -19,10 +19,16 @@ falls back to rewriting the conversation in one step: the whole list is replaced
 and only if nobody changed it since it was read (otherwise it is read again and the change
 made again), so a message another client added meanwhile is kept and a failure leaves the
 conversation as it was. An add of more than one AddMessages call
-takes (a whole earlier conversation) is appended the same way, all or nothing. An add skips the
-ids already stored without reading the whole conversation: it keeps their set at an etag and
-reads only what changed since (see `_KnownIds`). Its own adds, deletes, mark changes and clears
-keep that set current from their answers' etags, so the next add reads nothing of them.
+takes (a whole earlier conversation) is appended the same way, all or nothing.
+
+ReActAgent reads the whole conversation (`get_memory`) at every reasoning step, and an add must
+skip the ids already stored: both answer from one copy of the stored messages kept at an etag
+(`_Copy`). Each read sends the copy's etag and receives nothing when nothing changed, only the
+added messages when messages were only added, and the whole conversation after anything else
+(another client's delete, mark change, clear or load), so another client's change is seen at
+the next read and a read costs one small round trip however long the conversation. Its own
+adds, deletes, mark changes, clears and loads bring the copy to the state their answers' etags
+name, by making the same change to it, so the next read receives nothing of them.
 
 The module's state is the memory id and the compressed summary; `JSONSession` saves and loads
 it, and a loaded module reads the same server-side conversation. A session saved with
@@ -34,6 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from copy import deepcopy
 
 from typing import Any, Callable, Sequence
 
@@ -45,9 +52,10 @@ from agentscope_memory.client import AsyncMemoryClient
 from agentscope_memory.client.messages import MarksUpdated, MessagesDeleted
 from agentscope_memory.errors import AbortedError, FailedPreconditionError, UnimplementedError
 from agentscope_memory.message import Msg, MsgRole, TextBlock
-from agentscope_memory.convert.to_proto import msg_to_proto
+from agentscope_memory.convert.from_proto import entry_from_proto, msg_from_proto
+from agentscope_memory.convert.to_proto import entry_to_proto, msg_to_proto
 from agentscope_memory.session.state import MEMORY_MESSAGES, StateEntry, messages_from_items, messages_to_items
-from agentscope_memory.short_term.marks import MARKS_METADATA_KEY, MAX_MARK_BYTES, MAX_SELECTED, marks_of
+from agentscope_memory.short_term.marks import MARKS_METADATA_KEY, MAX_MARK_BYTES, MAX_SELECTED, marks_of, remark, with_marks
 from agentscope_memory.validation.text import MAX_NAME_BYTES
 
 # Where a stored message keeps AgentScope-Python's own JSON and marks (the server edits the
@@ -78,10 +86,29 @@ def _remarked(stored: Msg, msg: PyMsg, marks: list[str]) -> Msg:
     return dataclasses.replace(stored, metadata={**stored.metadata, METADATA_KEY: {"msg": kept, "marks": list(marks)}})
 
 
-def _loaded(stored: Msg) -> tuple[PyMsg, list[str]]:
+def _fresh(value: Any) -> Any:
+    """A copy of a JSON value sharing nothing with it: a message handed to the caller is its own
+    (InMemoryMemory's caller may change what it got; here that must not change the kept copy of
+    what the server holds)."""
+    return deepcopy(value)
+
+
+def _own(stored: Msg) -> dict[str, Any] | None:
+    """AgentScope-Python's own JSON of a stored message (None: another client wrote it)."""
     own = stored.metadata.get(METADATA_KEY)
-    if isinstance(own, dict) and isinstance(own.get("msg"), dict):
-        return PyMsg.from_dict(own["msg"]), list(own.get("marks") or [])
+    return own if isinstance(own, dict) and isinstance(own.get("msg"), dict) else None
+
+
+def _marks_of(stored: Msg) -> list[str]:
+    """The marks `_loaded` gives a stored message, without building the message."""
+    own = _own(stored)
+    return list(own.get("marks") or []) if own is not None else marks_of(stored)
+
+
+def _loaded(stored: Msg) -> tuple[PyMsg, list[str]]:
+    own = _own(stored)
+    if own is not None:
+        return PyMsg.from_dict(_fresh(own["msg"])), _marks_of(stored)
     # Written by another client (e.g. Java): rebuilt from role and text, with the stored id and
     # time, so it is the same message at every read: deletable and markable by id, and skipped
     # by an add of that id (a new id at each read made it neither). The server marks such a
@@ -96,27 +123,53 @@ def _loaded(stored: Msg) -> tuple[PyMsg, list[str]]:
 
 def _known_id(stored: Msg) -> str | None:
     """The id `_loaded` gives a stored message (the one an add of the same id is skipped for)."""
-    own = stored.metadata.get(METADATA_KEY)
-    if isinstance(own, dict) and isinstance(own.get("msg"), dict):
+    own = _own(stored)
+    if own is not None:
         known = own["msg"].get("id")
         return known if isinstance(known, str) else None
     return stored.id or None
 
 
+def _as_added(msgs: Sequence[Msg]) -> list[Msg]:
+    """Messages this client added, as a read returns them: what went over the wire and back
+    (JSON metadata, proto fields), so the copy equals what a read would have given."""
+    return [msg_from_proto(msg_to_proto(m), newer_kinds=True) for m in msgs]
+
+
+def _as_loaded(items: list[Any]) -> list[Msg]:
+    """Messages this client loaded (LoadState items), as a read returns them: the server reads
+    the items as it reads any state (`messages_from_items`) and stores those messages."""
+    sent = entry_from_proto(entry_to_proto(StateEntry(MEMORY_MESSAGES, items=items)), 0)
+    return _as_added(messages_from_items(sent))
+
+
 @dataclasses.dataclass
-class _KnownIds:
-    """The ids an add must skip (`_known_id` of each stored message) at the state `etag` names.
-    Brought up to date by what was added since (a delta read, or this client's own add when
-    it was the only change) and replaced after this client's own rewrite or clear (whose answer
-    names the state it left, which the client wrote); anything else (another client's delete or
-    clear) is read whole again, so nobody's delete or clear leaves an id here that the server
-    no longer holds."""
+class _Copy:
+    """The stored messages at the state `etag` names, as a read returns them, and the ids an add
+    skips (`_known_id` of each). Brought up to date by what was added since (a delta read, or
+    this client's own add when it was the only change), by the same change this client's own
+    delete or mark change made when it was the only change (the server answers the state before
+    and after), and replaced after this client's own rewrite, clear or load (whose answer names
+    the state it left, which the client wrote); anything else (another client's delete, mark
+    change or clear) is read whole again, so nobody's change leaves here a message the server no
+    longer holds, or holds otherwise."""
 
     etag: str
+    stored: list[Msg]
     ids: set[str]
 
+    @classmethod
+    def of(cls, etag: str, stored: Sequence[Msg]) -> _Copy:
+        return cls(etag, list(stored), {i for i in map(_known_id, stored) if i is not None})
+
     def extend(self, etag: str, added: Sequence[Msg]) -> None:
+        self.stored.extend(added)
         self.ids.update(i for i in map(_known_id, added) if i is not None)
+        self.etag = etag
+
+    def replace(self, etag: str, stored: list[Msg]) -> None:
+        self.stored = stored
+        self.ids = {i for i in map(_known_id, stored) if i is not None}
         self.etag = etag
 
 
@@ -166,9 +219,10 @@ class RemoteMemory(MemoryBase):
         # InMemoryMemory's content loaded from a session, written to the server before the
         # memory is next used (loading is synchronous in AgentScope; a gRPC call is not).
         self._loaded_content: Entries | None = None
-        # The stored ids at a known state, so an add reads only what changed since, not the
-        # whole conversation (which grows with every turn).
-        self._known: _KnownIds | None = None
+        # The stored messages at a known state, so a read (get_memory, size, an add's check of
+        # the ids) receives only what changed since, not the whole conversation (which grows
+        # with every turn). It holds what get_memory hands the agent anyway.
+        self._copy: _Copy | None = None
         self.register_state("memory_id")
 
     def load_state_dict(self, state_dict: dict, strict: bool = True) -> None:
@@ -182,7 +236,7 @@ class RemoteMemory(MemoryBase):
         super().load_state_dict(state_dict, strict)
         self._loaded_content = None
         self._ready = False
-        self._known = None  # perhaps another memory id now
+        self._copy = None  # perhaps another memory id now
 
     def state_dict(self) -> dict:
         if self._loaded_content is not None:
@@ -199,37 +253,32 @@ class RemoteMemory(MemoryBase):
         run several loops one after another; InMemoryMemory works in each."""
         return self._clients.get()
 
-    async def _entries(self) -> list[tuple[PyMsg, list[str]]]:
+    async def _current(self) -> _Copy:
+        """The stored messages now, receiving only what changed since the state this memory last
+        saw: nothing when nothing changed, the added messages when messages were only added, and
+        the whole conversation after anything else (another client's delete, mark change,
+        clear or load). The answer is used at once (before the next await): a later change of
+        this memory moves the copy."""
         await self._ensure()
-        read = await self._client.read_messages(self.memory_id)
-        self._remember(read.etag, read.messages)  # read whole anyway: the next add need not
-        return [_loaded(m) for m in read.messages]
-
-    async def _stored_ids(self) -> set[str]:
-        """The ids of the stored messages (those an add skips), reading only what changed since
-        the state this memory last saw: nothing when nothing changed, the added messages when
-        messages were only added, and the whole conversation only after anything else (a
-        delete, a clear, a rewrite, by this client or another)."""
-        await self._ensure()
-        known = self._known
-        sent = known.etag if known is not None else ""
+        copy = self._copy
+        sent = copy.etag if copy is not None else ""
         read = await self._client.read_messages(self.memory_id, if_none_match=sent, accept_delta=bool(sent))
-        if known is not None and (read.not_modified or read.delta):
-            if self._known is known and known.etag == sent:
+        if copy is not None and (read.not_modified or read.delta):
+            if self._copy is copy and copy.etag == sent:
                 if read.delta:
-                    known.extend(read.etag, read.messages)
-                return known.ids
-            # Another add or read of this memory moved the copy while this one waited: the
-            # answer extends a state the copy no longer holds, so the conversation is read whole.
+                    copy.extend(read.etag, read.messages)
+                return copy
+            # Another call of this memory moved the copy while this one waited: the answer
+            # extends a state the copy no longer holds, so the conversation is read whole.
             read = await self._client.read_messages(self.memory_id)
-        return self._remember(read.etag, read.messages).ids
+        return self._remember(read.etag, read.messages)
 
-    def _remember(self, etag: str, stored: Sequence[Msg]) -> _KnownIds:
-        """The ids of a whole conversation read at `etag`, kept for the next add (not when the
-        server gave no etag: there is nothing to check them against)."""
-        known = _KnownIds(etag, {i for i in map(_known_id, stored) if i is not None})
-        self._known = known if etag else None
-        return known
+    def _remember(self, etag: str, stored: Sequence[Msg]) -> _Copy:
+        """A whole conversation read (or written) at `etag`, kept for the next read (not when the
+        server gave no etag: there is nothing to check it against)."""
+        copy = _Copy.of(etag, stored)
+        self._copy = copy if etag else None
+        return copy
 
     async def _ensure(self) -> None:
         if not self._ready:
@@ -244,7 +293,7 @@ class RemoteMemory(MemoryBase):
             except BaseException:
                 self._loaded_content = content  # still to be written
                 raise
-            self._remember(loaded.etag, written)
+            self._remember(loaded.etag, _as_loaded(items))
 
     async def _rewrite(self, change: Callable[[Entries], int], appended: Sequence[Msg] = ()) -> int:
         """Applies `change` (which edits the entries in place and returns the count to report) to
@@ -283,8 +332,8 @@ class RemoteMemory(MemoryBase):
                     raise
                 continue
             # The conversation is now exactly what was written, named by the load's etag: the
-            # next add checks its ids against that, not against the whole conversation read again.
-            self._remember(loaded.etag, written)
+            # next read receives nothing of it.
+            self._remember(loaded.etag, _as_loaded(items))
             return changed
         raise AssertionError("unreachable")
 
@@ -295,16 +344,16 @@ class RemoteMemory(MemoryBase):
         msgs = [memories] if isinstance(memories, PyMsg) else list(memories)
         mark_list = _marks(marks, "a string, a list of strings, or None", none_is_empty=True)
         if not allow_duplicates:
-            known = await self._stored_ids()
+            known = (await self._current()).ids
             msgs = [m for m in msgs if m.id not in known]
         stored = [_stored(m, mark_list) for m in msgs]
         if stored and _fits_one_add(stored):
             await self._ensure()
-            before = self._known
+            before = self._copy
             added = await self._client.add_messages_with_etags(self.memory_id, stored)
-            if before is not None and before is self._known and added.etag and before.etag == added.previous_etag:
+            if before is not None and before is self._copy and added.etag and before.etag == added.previous_etag:
                 # Nothing else changed the memory since the copy's state: it now holds these too.
-                before.extend(added.etag, stored)
+                before.extend(added.etag, _as_added(stored))
         elif stored:
             await self._rewrite(lambda entries: 0, appended=stored)
 
@@ -320,7 +369,8 @@ class RemoteMemory(MemoryBase):
             except UnimplementedError:
                 pass  # a server from before DeleteMessages
             else:
-                self._after_delete(deleted)
+                chosen = set(ids)
+                self._after_delete(deleted, lambda m: m.id in chosen)
                 return deleted.deleted_count
         wanted = set(ids)
 
@@ -342,7 +392,8 @@ class RemoteMemory(MemoryBase):
             except UnimplementedError:
                 pass
             else:
-                self._after_delete(deleted)
+                marked = set(wanted)
+                self._after_delete(deleted, lambda m: bool(marked.intersection(marks_of(m))))
                 return deleted.deleted_count
         marked = set(wanted)
 
@@ -353,30 +404,49 @@ class RemoteMemory(MemoryBase):
 
         return await self._rewrite(drop)
 
-    def _after_delete(self, deleted: MessagesDeleted) -> None:
-        """The copy of the stored ids without the deleted ones, named by the delete's etag, when
-        the delete was the only change since the copy's state (else the next add reads)."""
-        known = self._known
-        if known is None or not deleted.etag or deleted.etag == deleted.previous_etag:
+    def _after_delete(self, deleted: MessagesDeleted, doomed: Callable[[Msg], bool]) -> None:
+        """The copy without the messages `doomed` chooses (as the server chose them), named by the
+        delete's etag, when the delete was the only change since the copy's state (else the next
+        read receives what is stored). Only if it removes exactly the messages the server says
+        it deleted: otherwise the copy keeps its etag, which the next read finds stale."""
+        copy = self._copy
+        if copy is None or not deleted.etag or deleted.etag == deleted.previous_etag or copy.etag != deleted.previous_etag:
             return
-        if known.etag == deleted.previous_etag and deleted.deleted_ids is not None:
-            known.ids.difference_update(deleted.deleted_ids)
-            known.etag = deleted.etag
+        kept = [m for m in copy.stored if not doomed(m)]
+        gone = [m.id or "" for m in copy.stored if doomed(m)]
+        if len(gone) == deleted.deleted_count and (deleted.deleted_ids is None or deleted.deleted_ids == gone):
+            copy.replace(deleted.etag, kept)
 
-    def _after_marks(self, updated: MarksUpdated) -> None:
-        """A mark change keeps every id: the copy is current at its etag if it was just before."""
-        known = self._known
-        if known is not None and updated.etag and known.etag == updated.previous_etag:
-            known.etag = updated.etag
+    def _after_marks(self, updated: MarksUpdated, new_mark: str | None, old_mark: str | None,
+                     ids: list[str] | None) -> None:
+        """The copy with the marks changed as the server changed them (`short_term.marks`), named
+        by the change's etag, when it was the only change since the copy's state; only if it
+        counts and changes the messages the server says it did (else the next read reads)."""
+        copy = self._copy
+        if copy is None or not updated.etag or copy.etag != updated.previous_etag:
+            return
+        chosen = None if ids is None else set(ids)
+        counted, changed, stored = 0, 0, []
+        for m in copy.stored:
+            if chosen is None or m.id in chosen:
+                before = marks_of(m)
+                after, count = remark(before, new_mark, old_mark)
+                counted += count
+                if after != before:
+                    m = with_marks(m, after)
+                    changed += 1
+            stored.append(m)
+        if (counted, changed) == (updated.updated_count, updated.changed_count):
+            copy.replace(updated.etag, stored)
 
     async def size(self) -> int:
-        return len(await self._entries())
+        return len((await self._current()).stored)
 
     async def clear(self) -> None:
         await self._ensure()
         cleared = await self._client.clear_with_etags(self.memory_id)
-        # No messages, named by the clear's etag (whatever happened before it): the next add
-        # need not read the conversation to know that none of its ids is stored.
+        # No messages, named by the clear's etag (whatever happened before it): the next read
+        # receives nothing.
         self._remember(cleared.etag, ())
 
     async def get_memory(self, mark: str | None = None, exclude_mark: str | None = None,
@@ -384,8 +454,13 @@ class RemoteMemory(MemoryBase):
         for name, value in (("mark", mark), ("exclude_mark", exclude_mark)):
             if value is not None and not isinstance(value, str):
                 raise TypeError(f"{name} must be a str or None, not {type(value).__name__}")
-        msgs = [m for m, marks in await self._entries()
-                if (mark is None or mark in marks) and (exclude_mark is None or exclude_mark not in marks)]
+        chosen = []
+        for stored in (await self._current()).stored:
+            marks = _marks_of(stored)
+            if (mark is None or mark in marks) and (exclude_mark is None or exclude_mark not in marks):
+                chosen.append(stored)
+        # Each read hands out new messages: what the caller does with them leaves the copy as is.
+        msgs = [_loaded(m)[0] for m in chosen]
         if prepend_summary and self._compressed_summary:
             return [PyMsg("user", self._compressed_summary, "user"), *msgs]
         return msgs
@@ -405,10 +480,10 @@ class RemoteMemory(MemoryBase):
             except UnimplementedError:
                 pass
             else:
-                self._after_marks(updated)
+                self._after_marks(updated, new_mark, old_mark, ids)
                 return updated.updated_count
 
-        def remark(entries: Entries) -> int:
+        def remark_entries(entries: Entries) -> int:
             changed = 0
             for msg, marks in entries:
                 if msg_ids is not None and msg.id not in msg_ids:
@@ -427,7 +502,7 @@ class RemoteMemory(MemoryBase):
                     changed += 1
             return changed
 
-        return await self._rewrite(remark)
+        return await self._rewrite(remark_entries)
 
     async def close(self) -> None:
         client = self._clients.take()

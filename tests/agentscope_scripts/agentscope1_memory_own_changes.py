@@ -3,7 +3,7 @@ delete by mark or clear, its next add reads nothing of a long conversation (thos
 the state they leave with an etag); after another client's change in between it reads what
 changed and stays correct. Prints one JSON line: per step, the messages GetMessages sent this
 client and how many of its answers were pages of the whole list, and whether its copy of the
-stored ids is the one a fresh read gives."""
+stored messages (and their ids) is the one a fresh read gives."""
 
 import asyncio
 import json
@@ -58,8 +58,9 @@ async def main() -> None:
 
     async def copy_is_current() -> bool:
         read = await fresh.read_messages(MEMORY_ID)
-        known = mine._known
-        return known is not None and known.etag == read.etag and known.ids == {_known_id(m) for m in read.messages}
+        copy = mine._copy
+        return (copy is not None and copy.etag == read.etag and copy.stored == read.messages
+                and copy.ids == {_known_id(m) for m in read.messages})
 
     steps: list[dict[str, Any]] = []
 
