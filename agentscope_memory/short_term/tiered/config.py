@@ -37,7 +37,8 @@ class TieredConfig:
     # 0 switches compaction off (L1 then only evicts FIFO beyond its budget, summarising too).
     l1_compact_trigger: int = 4_000
     l1_compact_keep: float = 0.5
-    # `estimate` (by script: 4 ASCII characters a token, 1.25 tokens a CJK character; `tokens.py`)
+    # `estimate` (by script: 4 ASCII characters a token, 1.25 tokens a CJK character, a token a
+    # UTF-8 byte for characters tokenizers have no pieces for; `tokens.py`)
     # or `cl100k` (tiktoken's cl100k_base).
     token_counter: str = ESTIMATE
     # Score an item the caller gives no importance with the long-term engine's offline scorer;

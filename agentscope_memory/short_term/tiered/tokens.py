@@ -1,6 +1,6 @@
 """Token counts of tier items: cl100k (AutoContext's `Cl100kCounter`) or an estimate by script:
-Loom's four characters per token for ASCII, about one token per CJK character (see
-`text_tokens`)."""
+Loom's four characters per token for ASCII, about one token per CJK character, a token a
+UTF-8 byte for characters tokenizers have no pieces for (see `text_tokens`)."""
 
 from __future__ import annotations
 
@@ -43,19 +43,33 @@ def _unrendered(block: ContentBlock) -> Iterable[str]:
 # conversation overran every budget about fourfold. Where a class errs, it errs high: a
 # budget overrun is the failure that matters, a few tokens of slack is not.
 _WEIGHTS: list[tuple[re.Pattern[str], float]] = [
-    # Han (with its extensions and compatibility forms), kana, hangul, bopomofo, yi.
-    (re.compile("[\u2e80-\u2fdf\u3040-\u31ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\uac00-\ud7ff"
-                "\uf900-\ufaff\U00020000-\U0003ffff]+"), 1.25),
+    # Common Han, kana, hangul (rare Han, radicals, bopomofo and yi are in _BYTE_FALLBACK).
+    (re.compile("[\u3040-\u30ff\u3130-\u319f\u31f0-\u31ff\u4e00-\u9fff\uac00-\ud7ff]+"), 1.25),
     # CJK punctuation and fullwidth forms: mostly a token each (，。「」（）).
     (re.compile("[\u3000-\u303f\uff00-\uffef]+"), 1.0),
     # Accented Latin (Latin-1 to Extended-B): words break at them. Vietnamese letters (U+1E00 on)
-    # and combining marks are about a token each, as other scripts.
+    # are about a token each, as other scripts.
     (re.compile("[\u0080-\u024f]+"), 0.75),
     # Cyrillic: cl100k holds many Russian pieces.
     (re.compile("[\u0400-\u052f]+"), 0.4),
-    # Emoji and other symbols beyond the BMP: two to three tokens each.
-    (re.compile("[\U00010000-\U0001ffff\U00040000-\U0010ffff]+"), 2.5),
+    # Emoji and the other symbols of plane 1 (mathematical letters, music): two to three tokens.
+    (re.compile("[\U0001d000-\U0001ffff\U00040000-\U000dffff]+"), 2.5),
 ]
+# Blocks a byte-level BPE tokenizer has next to no tokens for, so it spells each character in
+# its UTF-8 bytes, up to a token a byte: cl100k spends 0.95-1 token a byte on a sample of each
+# block (Qwen's larger vocabulary 0.5-1). Rare Han (CJK extension A, B and on, compatibility
+# ideographs, radicals, description characters), bopomofo, CJK strokes, enclosed and compatibility
+# CJK (㈱ ㎡), hexagrams, yi; Braille; combining marks (a Zalgo text, a Vietnamese or Korean one
+# decomposed: every mark or jamo its own code point); IPA, Armenian, Ethiopic, Cherokee, Canadian
+# syllabics, Ogham, runes, Mongolian, polytonic Greek; private use; plane 1's scripts (Linear B,
+# hieroglyphs, cuneiform) and the planes beyond it but for emoji. Counted at a token a character
+# or so, a budget of these held two to four times its tokens; a token a byte is what such text
+# costs, never less.
+_BYTE_FALLBACK = re.compile(
+    "[\u0250-\u02af\u0300-\u036f\u0530-\u058f\u1100-\u11ff\u1200-\u139f\u13a0-\u13ff\u1400-\u169f"
+    "\u16a0-\u16ff\u1800-\u18ff\u1ab0-\u1aff\u1dc0-\u1dff\u1f00-\u1fff\u20d0-\u20ff\u2800-\u28ff"
+    "\u2e80-\u2fff\u3100-\u312f\u31a0-\u31ef\u3200-\u33ff\u3400-\u4dff\ua000-\ua4cf\ue000-\uf8ff"
+    "\uf900-\ufaff\ufe20-\ufe2f\U00010000-\U0001cfff\U00020000-\U0003ffff\U000e0000-\U0010ffff]+")
 # Every other non-ASCII character (Greek, Hebrew, Arabic, Indic, Thai, symbols, ...).
 _OTHER = 1.0
 _ASCII = 0.25
@@ -64,7 +78,8 @@ _ASCII_RUNS = re.compile("[\x00-\x7f]+")
 
 def text_tokens(text: str) -> float:
     """The estimated tokens of `text`, unrounded (a message adds up its parts, then rounds up).
-    ASCII is Loom's four characters a token; other scripts weigh what cl100k gives them."""
+    ASCII is Loom's four characters a token; other scripts weigh what cl100k gives them, and
+    characters tokenizers have no pieces for their UTF-8 bytes. Never more than those bytes."""
     if text.isascii():
         return len(text) * _ASCII
     ascii_chars = sum(map(len, _ASCII_RUNS.findall(text)))
@@ -74,6 +89,9 @@ def text_tokens(text: str) -> float:
         n = sum(map(len, pattern.findall(text)))
         total += n * weight
         rest -= n
+    for run in _BYTE_FALLBACK.findall(text):
+        total += len(run.encode("utf-8"))
+        rest -= len(run)
     return total + rest * _OTHER
 
 
