@@ -8,6 +8,7 @@ import dev.agentscopememory.client.ConnectionOptions;
 import dev.agentscopememory.client.RemoteConnection;
 import dev.agentscopememory.client.PagedRead;
 import dev.agentscopememory.client.RemoteMemoryException;
+import dev.agentscopememory.client.RemoteState;
 import dev.agentscopememory.client.Visibility;
 import dev.agentscopememory.client.internal.Utf16;
 import dev.agentscopememory.client.internal.WireEnums;
@@ -28,6 +29,7 @@ import dev.agentscopememory.grpc.v1.ListInheritedMessagesResponse;
 import dev.agentscopememory.grpc.v1.MessagesAdded;
 import dev.agentscopememory.grpc.v1.MessagesChanged;
 import dev.agentscopememory.grpc.v1.SetParentRequest;
+import dev.agentscopememory.grpc.v1.StateEntry;
 import io.agentscope.core.memory.Memory;
 import io.agentscope.core.message.Msg;
 import io.agentscope.core.message.MsgRole;
@@ -1080,6 +1082,41 @@ public abstract class AbstractRemoteMemory implements Memory, AutoCloseable {
                 lastRead.ids().clear();
             }
         }
+    }
+
+    /**
+     * Replaces the memory's state with {@code entries} (AgentScope's {@code loadFrom}: streamed in
+     * pieces, applied atomically) and keeps {@code messages} as the copy, named by the load's
+     * etag: the load makes them the memory's messages whatever it held before, so the next read
+     * is answered "not modified" (or with what others added since) instead of reading the whole
+     * history back. A failed load changed nothing: the copy stays as it was (its etag still names
+     * its state, so a load whose answer alone was lost is caught by the next read).
+     *
+     * @param entries the state entries
+     * @param messages the messages {@link #getMessages()} returns right after the load (its own),
+     *     in order; null when the kind's messages are not the loaded list as it is (the server
+     *     derives them): the next read fetches them
+     * @throws RemoteMemoryException.Unimplemented from a server without {@code StreamLoadState}
+     */
+    final void loadState(List<StateEntry> entries, List<Msg> messages) {
+        ensureMemory();
+        flush();
+        Snapshot before = snapshot.getAndSet(null);
+        RemoteState.Loaded loaded;
+        try {
+            loaded = RemoteState.loadWithEtags(connection, memoryId, entries, null);
+        } catch (RuntimeException e) {
+            snapshot.compareAndSet(null, before);
+            throw e;
+        }
+        if (messages == null || loaded.etag().isEmpty()) {
+            return; // a server older than etags on loads: the next read fetches the list
+        }
+        // As a read would return them (and as an add of them leaves the copy), and none of the
+        // caller's objects, which it may change after the load. A copy another read put in
+        // place meanwhile is kept.
+        List<Msg> stored = List.copyOf(MsgConverter.fromProto(MsgConverter.toProto(messages)));
+        snapshot.compareAndSet(null, new Snapshot(loaded.etag(), stored));
     }
 
     /**

@@ -401,21 +401,22 @@ public class RemoteAutoContextMemory extends AbstractRemoteMemory {
     /**
      * Replaces the memory's state with the {@code autoContextMemory_*} keys of the session, as
      * {@code AutoContextMemory.loadFrom} does (absent lists load as empty; an absent offload map
-     * keeps the current one). The server applies it atomically.
+     * keeps the current one). The server applies it atomically. The loaded working messages
+     * become this client's copy, named by the load's etag, so the next {@link #getMessages()}
+     * does not read them back.
      */
     @Override
     public void loadFrom(Session session, SessionKey sessionKey) {
-        ensureMemory();
         List<StateEntry> entries = new ArrayList<>();
-        entries.add(listEntry(WORKING_KEY, session.getList(sessionKey, WORKING_KEY, Msg.class)));
+        List<Msg> working = session.getList(sessionKey, WORKING_KEY, Msg.class);
+        entries.add(listEntry(WORKING_KEY, working));
         entries.add(listEntry(ORIGINAL_KEY, session.getList(sessionKey, ORIGINAL_KEY, Msg.class)));
         entries.add(listEntry(EVENTS_KEY, session.getList(sessionKey, EVENTS_KEY, CompressionEvent.class)));
         Optional<OffloadContextState> offload = session.get(sessionKey, OFFLOAD_KEY, OffloadContextState.class);
         offload.ifPresent(o -> entries.add(StateEntry.newBuilder().setKey(OFFLOAD_KEY)
                 .setJson(MsgConverter.stateJson(o, OFFLOAD_KEY)).build()));
         // Streamed in pieces, so a state of any size passes a 4 MiB channel.
-        flush();
-        RemoteState.load(connection, memoryId, entries, null);
+        loadState(entries, working.stream().filter(Objects::nonNull).toList());
     }
 
     private static StateEntry listEntry(String key, List<? extends State> items) {

@@ -4,13 +4,13 @@ import dev.agentscopememory.agentscope1.internal.MsgConverter;
 import dev.agentscopememory.client.MemoryKind;
 import dev.agentscopememory.client.RemoteConnection;
 import dev.agentscopememory.client.RemoteMemoryException;
-import dev.agentscopememory.client.RemoteState;
 import dev.agentscopememory.grpc.v1.JsonList;
 import dev.agentscopememory.grpc.v1.StateEntry;
 import io.agentscope.core.memory.Memory;
 import io.agentscope.core.message.Msg;
 import io.agentscope.core.session.Session;
 import io.agentscope.core.state.SessionKey;
+import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -90,26 +90,28 @@ public class RemoteMemory extends AbstractRemoteMemory {
      * Replaces the messages with those saved under {@code memory_messages}; a session without them
      * empties the memory, as with {@code InMemoryMemory}. A message holding half a surrogate pair
      * (an escape like {@code "\ud800"} in the file) cannot be stored: the load is refused with an
-     * {@link IllegalArgumentException} naming it, and the memory keeps what it held.
+     * {@link IllegalArgumentException} naming it, and the memory keeps what it held. The loaded
+     * messages become this client's copy, named by the load's etag, so the next {@link
+     * #getMessages()} does not read them back.
      */
     @Override
     public void loadFrom(Session session, SessionKey sessionKey) {
         forgetLastRead();
         List<Msg> loaded = session.getList(sessionKey, MESSAGES_KEY, Msg.class);
         JsonList.Builder items = JsonList.newBuilder();
+        List<Msg> messages = new ArrayList<>(loaded.size());
         for (int i = 0; i < loaded.size(); i++) {
             if (loaded.get(i) != null) {
                 items.addItems(MsgConverter.stateJson(loaded.get(i), MESSAGES_KEY + "[" + i + "]"));
+                messages.add(loaded.get(i)); // the server drops null items too
             }
         }
         if (!loadStateUnimplemented) {
             // One streamed load that replaces everything atomically, whatever its size, so a
-            // failure leaves the old contents intact.
-            ensureMemory();
+            // failure leaves the old contents intact; the loaded messages become the copy.
             List<StateEntry> entries = List.of(StateEntry.newBuilder().setKey(MESSAGES_KEY).setList(items).build());
             try {
-                flush();
-                RemoteState.load(connection, memoryId, entries, null);
+                loadState(entries, messages);
                 return;
             } catch (RemoteMemoryException.Unimplemented e) {
                 loadStateUnimplemented = true; // an older server: fall back to clear + add

@@ -170,10 +170,12 @@ public class RemoteTieredMemory extends AbstractRemoteMemory {
         }
     }
 
-    /** Replaces every tier with the session's {@code tieredMemory_*} entries, atomically. */
+    /**
+     * Replaces every tier with the session's {@code tieredMemory_*} entries, atomically. The next
+     * {@link #getMessages()} reads L1 back: the server derives its messages from the items.
+     */
     @Override
     public void loadFrom(Session session, SessionKey sessionKey) {
-        ensureMemory();
         List<StateEntry> entries = new ArrayList<>();
         for (String key : LIST_KEYS) {
             JsonList.Builder list = JsonList.newBuilder();
@@ -188,8 +190,7 @@ public class RemoteTieredMemory extends AbstractRemoteMemory {
         Optional<TierStateItem> stats = session.get(sessionKey, STATS_KEY, TierStateItem.class);
         stats.ifPresent(s -> entries.add(StateEntry.newBuilder().setKey(STATS_KEY)
                 .setJson(MsgConverter.stateJson(s, STATS_KEY)).build()));
-        flush();
-        RemoteState.load(connection, memoryId, entries, null);
+        loadState(entries, null);
     }
 
     // ---------------------------------------------------------------- values

@@ -13,6 +13,9 @@ import dev.agentscopememory.grpc.v1.DeleteMemoryRequest;
 import dev.agentscopememory.grpc.v1.WatchMessagesResponse;
 import io.agentscope.core.message.Msg;
 import io.agentscope.core.message.MsgRole;
+import io.agentscope.core.session.InMemorySession;
+import io.agentscope.core.state.SessionKey;
+import io.agentscope.core.state.SimpleSessionKey;
 import io.agentscope.core.util.JsonUtils;
 import io.grpc.CallOptions;
 import io.grpc.Channel;
@@ -188,6 +191,42 @@ class CoherentCacheTest {
             assertEquals(before + 1, reads.get());
             someoneElse.clear();
             assertEquals(List.of(), memory.getMessages());
+        }
+    }
+
+    /**
+     * This client's own loadFrom is announced to its watch before it is answered, and the
+     * loaded messages become its copy: the reads after it need no call at all (they read the
+     * whole history back before), and another client's change after it is still seen.
+     */
+    @Test
+    void readsAfterAnOwnLoadFromNeedNoCall() throws Exception {
+        String id = "coherent-载入-" + UUID.randomUUID();
+        try (RemoteMemory memory = watching(id)) {
+            RemoteMemory someoneElse = plain(id);
+            memory.addMessage(text(MsgRole.USER, "载入之前"));
+            memory.getMessages();
+            until(memory::servesFromCache);
+            List<Msg> saved = new ArrayList<>();
+            for (int i = 0; i < 1500; i++) {
+                saved.add(text(i % 2 == 0 ? MsgRole.USER : MsgRole.ASSISTANT, "第" + i + "句"));
+            }
+            InMemorySession session = new InMemorySession();
+            SessionKey key = SimpleSessionKey.of("会话-" + UUID.randomUUID());
+            session.save(key, RemoteMemory.MESSAGES_KEY, saved);
+
+            memory.loadFrom(session, key);
+            int before = reads.get();
+            List<Msg> got = memory.getMessages();
+            assertEquals(before, reads.get(), "served from the loaded copy");
+            assertEquals(json(someoneElse.getMessages()), json(got));
+
+            someoneElse.addMessage(text(MsgRole.ASSISTANT, "别人插话"));
+            assertEquals(json(someoneElse.getMessages()), json(memory.getMessages()));
+            assertEquals(before, reads.get(), "the announcement carried the message");
+            someoneElse.deleteMessage(0);
+            assertEquals(json(someoneElse.getMessages()), json(memory.getMessages()));
+            assertEquals(before + 2, reads.get(), "the whole history, in two pages");
         }
     }
 

@@ -4,17 +4,22 @@ import static dev.agentscopememory.agentscope1.SampleMessages.texts;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.agentscopememory.agentscope1.internal.MsgConverter;
+import dev.agentscopememory.client.RemoteMemoryException;
 import dev.agentscopememory.client.TestServer;
 import dev.agentscopememory.grpc.v1.DeleteMemoryRequest;
 import dev.agentscopememory.grpc.v1.GetMessagesResponse;
 import dev.agentscopememory.grpc.v1.MemoryServiceGrpc;
 import io.agentscope.core.message.Msg;
 import io.agentscope.core.message.MsgRole;
+import io.agentscope.core.session.InMemorySession;
+import io.agentscope.core.state.SessionKey;
+import io.agentscope.core.state.SimpleSessionKey;
 import io.agentscope.core.util.JsonUtils;
 import io.grpc.Channel;
 import io.grpc.Grpc;
@@ -289,6 +294,106 @@ class MessageCacheTest {
         someoneElse.addMessage(text(MsgRole.ASSISTANT, "清空之后"));
         assertEquals(List.of("清空之后"), texts(memory.getMessages()));
         assertTrue(lastAnswer().getDelta());
+    }
+
+    /**
+     * A saved conversation of 1500 messages (two pages): every block type and every null
+     * AgentScope-Java writes, then Chinese and English text.
+     */
+    private static List<Msg> savedConversation() {
+        List<Msg> saved = new ArrayList<>(SampleMessages.all().values());
+        while (saved.size() < 1500) {
+            int i = saved.size();
+            saved.add(text(i % 2 == 0 ? MsgRole.USER : MsgRole.ASSISTANT, "第" + i + "句 sentence " + i));
+        }
+        return saved;
+    }
+
+    /**
+     * This client's own loadFrom keeps its copy: the loaded messages are the memory's messages,
+     * named by the load's etag, so the next getMessages is answered "not modified" instead of
+     * sending the whole (here 1500-message, two-page) history back, as it did after every load.
+     * Another client's change after the load is still read (just its message for an add,
+     * everything for a delete), and a refused load leaves the copy as it was; what the agent
+     * gets is always what a fresh client reads.
+     */
+    @Test
+    void ownLoadFromKeepsTheLoadedCopyWithoutReadingTheHistoryAgain() throws Exception {
+        String id = "cache-自己载入-" + UUID.randomUUID();
+        RemoteMemory memory = cached(id);
+        RemoteMemory someoneElse = other(id);
+        memory.addMessage(text(MsgRole.USER, "载入之前"));
+        assertEquals(List.of("载入之前"), texts(memory.getMessages()));
+        InMemorySession session = new InMemorySession();
+        SessionKey key = SimpleSessionKey.of("会话-" + UUID.randomUUID());
+        session.save(key, RemoteMemory.MESSAGES_KEY, savedConversation());
+
+        memory.loadFrom(session, key);
+        int before = answers.size();
+        List<Msg> got = memory.getMessages();
+        assertEquals(1, answers.size() - before, "one call, not the two pages of the history");
+        assertTrue(lastAnswer().getNotModified(), "the loaded copy is current");
+        assertEquals(json(someoneElse.getMessages()), json(got));
+        assertEquals(1500, got.size());
+        assertEquals("第1499句 sentence 1499", got.get(1499).getTextContent());
+
+        // Another client's add after the load: only its message comes.
+        someoneElse.addMessage(text(MsgRole.ASSISTANT, "别人插话"));
+        got = memory.getMessages();
+        assertTrue(lastAnswer().getDelta());
+        assertEquals(1, lastAnswer().getMessagesCount());
+        assertEquals(json(someoneElse.getMessages()), json(got));
+
+        // Another client's delete after the next load: everything comes again.
+        memory.loadFrom(session, key);
+        someoneElse.deleteMessage(0);
+        before = answers.size();
+        got = memory.getMessages();
+        assertEquals(2, answers.size() - before, "the whole history, in two pages");
+        assertTrue(!lastAnswer().getNotModified() && !lastAnswer().getDelta());
+        assertEquals(json(someoneElse.getMessages()), json(got));
+        assertEquals(1499, got.size());
+
+        // A load the server refuses (a message over its limit) changes nothing: the copy stays.
+        SessionKey tooBig = SimpleSessionKey.of("太大-" + UUID.randomUUID());
+        session.save(tooBig, RemoteMemory.MESSAGES_KEY, List.of(text(MsgRole.USER, "太大 " + "x".repeat(5 << 20))));
+        RemoteMemoryException refused = assertThrows(RemoteMemoryException.class, () -> memory.loadFrom(session, tooBig));
+        assertEquals(io.grpc.Status.Code.RESOURCE_EXHAUSTED, refused.getCode());
+        before = answers.size();
+        assertEquals(json(got), json(memory.getMessages()));
+        assertEquals(1, answers.size() - before);
+        assertTrue(lastAnswer().getNotModified(), "the copy from before the refused load is current");
+    }
+
+    /** The same for an auto-context memory: its working messages, as loaded, are the copy. */
+    @Test
+    void ownAutoContextLoadFromKeepsTheLoadedWorkingMessages() throws Exception {
+        String id = "cache-自动载入-" + UUID.randomUUID();
+        RemoteAutoContextMemory memory = RemoteAutoContextMemory.builder().channel(observed).memoryId(id)
+                .coherentCache(false).build();
+        RemoteAutoContextMemory someoneElse = RemoteAutoContextMemory.builder().channel(channel).memoryId(id)
+                .coherentCache(false).build();
+        memory.addMessage(text(MsgRole.USER, "载入之前"));
+        memory.getMessages();
+        List<Msg> working = savedConversation();
+        InMemorySession session = new InMemorySession();
+        SessionKey key = SimpleSessionKey.of("会话-" + UUID.randomUUID());
+        session.save(key, RemoteAutoContextMemory.WORKING_KEY, working);
+        session.save(key, RemoteAutoContextMemory.ORIGINAL_KEY, working.subList(0, 10));
+
+        memory.loadFrom(session, key);
+        int before = answers.size();
+        List<Msg> got = memory.getMessages();
+        assertEquals(1, answers.size() - before);
+        assertTrue(lastAnswer().getNotModified(), "the loaded working messages are current");
+        assertEquals(json(someoneElse.getMessages()), json(got));
+        assertEquals(1500, got.size());
+        assertEquals(10, memory.getOriginalMemoryMsgs().size());
+
+        someoneElse.addMessage(text(MsgRole.ASSISTANT, "别人插话"));
+        got = memory.getMessages();
+        assertTrue(lastAnswer().getDelta());
+        assertEquals(json(someoneElse.getMessages()), json(got));
     }
 
     @Test

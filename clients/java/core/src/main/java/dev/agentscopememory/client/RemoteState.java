@@ -43,6 +43,18 @@ public final class RemoteState {
     public record Saved(List<StateEntry> entries, long version) {}
 
     /**
+     * What a load answered: the memory's version after it, and the etags of its messages (as
+     * {@code MemoryService.GetMessages} names them) just after and just before it. A caller that
+     * knows the messages it loaded may keep them as its copy, named by {@code etag}, instead of
+     * reading them back.
+     *
+     * @param version the memory's version after the load
+     * @param etag the etag of the messages the load left; empty from a server older than etags on loads
+     * @param previousEtag the etag of the messages the load replaced; empty from such a server
+     */
+    public record Loaded(long version, String etag, String previousEtag) {}
+
+    /**
      * Reads the memory's state in one snapshot, streamed in pieces and joined here.
      *
      * @param connection the server
@@ -74,6 +86,21 @@ public final class RemoteState {
      * @return the memory's version after the load
      */
     public static long load(RemoteConnection connection, String memoryId, List<StateEntry> entries, Long expectedVersion) {
+        return loadWithEtags(connection, memoryId, entries, expectedVersion).version();
+    }
+
+    /**
+     * {@link #load}, answering also the etags of the memory's messages just before and after the
+     * load, so a caller that knows what it loaded keeps it as its copy without reading it back.
+     *
+     * @param connection the server
+     * @param memoryId the memory
+     * @param entries the state entries
+     * @param expectedVersion when not null, the load fails ({@code Aborted}) unless the memory is at this version
+     * @return the memory's version and the messages' etags after (and before) the load
+     */
+    public static Loaded loadWithEtags(RemoteConnection connection, String memoryId, List<StateEntry> entries,
+            Long expectedVersion) {
         for (StateEntry entry : entries) {
             checkUnicode(entry);
         }
@@ -113,7 +140,7 @@ public final class RemoteState {
                 if (response == null) {
                     throw Status.INTERNAL.withDescription("the server sent no response").asRuntimeException();
                 }
-                return response.getVersion();
+                return new Loaded(response.getVersion(), response.getEtag(), response.getPreviousEtag());
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw Status.CANCELLED.withDescription("interrupted").withCause(e).asRuntimeException();

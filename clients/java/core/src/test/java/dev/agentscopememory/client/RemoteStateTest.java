@@ -1,13 +1,19 @@
 package dev.agentscopememory.client;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.agentscopememory.client.internal.WireEnums;
+import dev.agentscopememory.grpc.v1.CreateMemoryRequest;
+import dev.agentscopememory.grpc.v1.GetMessagesRequest;
+import dev.agentscopememory.grpc.v1.GetMessagesResponse;
 import dev.agentscopememory.grpc.v1.JsonList;
 import dev.agentscopememory.grpc.v1.StateEntry;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.UUID;
 import org.junit.jupiter.api.Test;
 
 /** State entries cut into pieces under a byte budget (as StreamLoadState sends them) and joined back. */
@@ -55,6 +61,38 @@ class RemoteStateTest {
             e = assertThrows(IllegalArgumentException.class, () -> RemoteState.load(nowhere, "m", single, null));
             assertTrue(e.getMessage().startsWith("k: contains a lone surrogate at character 1 "), e.getMessage());
         }
+    }
+
+    /**
+     * A load answers the etags of the memory's messages just before and after it, as GetMessages
+     * names them, so a caller keeps what it loaded as its copy: a read naming the load's etag is
+     * answered "not modified".
+     */
+    @Test
+    void aLoadAnswersTheEtagsOfTheMessagesBeforeAndAfterIt() throws Exception {
+        String memoryId = "状态-" + UUID.randomUUID();
+        try (RemoteConnection connection = RemoteConnection.builder().target(TestServer.shared().target()).build()) {
+            CreateMemoryRequest create = CreateMemoryRequest.newBuilder()
+                    .setMemoryId(memoryId).setKind(WireEnums.toProto(MemoryKind.IN_MEMORY)).build();
+            connection.call("MemoryService/CreateMemory", false, () -> connection.memoryService().createMemory(create));
+            String empty = read(connection, memoryId, "").getEtag();
+            List<StateEntry> entries = List.of(StateEntry.newBuilder().setKey("memory_messages").setList(JsonList.newBuilder()
+                    .addItems("{\"id\":\"m-1\",\"role\":\"USER\",\"content\":[{\"type\":\"text\",\"text\":\"你好\"}]}"))
+                    .build());
+
+            RemoteState.Loaded loaded = RemoteState.loadWithEtags(connection, memoryId, entries, null);
+            assertEquals(empty, loaded.previousEtag());
+            assertNotEquals(empty, loaded.etag());
+            GetMessagesResponse after = read(connection, memoryId, loaded.etag());
+            assertTrue(after.getNotModified(), "the load's etag names the messages it left");
+            // Its version is the memory's: a load expecting it goes through.
+            assertTrue(RemoteState.load(connection, memoryId, entries, loaded.version()) > loaded.version());
+        }
+    }
+
+    private static GetMessagesResponse read(RemoteConnection connection, String memoryId, String ifNoneMatch) {
+        GetMessagesRequest request = GetMessagesRequest.newBuilder().setMemoryId(memoryId).setIfNoneMatch(ifNoneMatch).build();
+        return connection.call("MemoryService/GetMessages", true, () -> connection.memoryService().getMessages(request));
     }
 
     @Test
