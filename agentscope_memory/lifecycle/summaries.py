@@ -11,7 +11,7 @@ import re
 from typing import Sequence
 
 from agentscope_memory.errors import DeadlineExceededError, UnavailableError
-from agentscope_memory.lifecycle.keywords import CHINESE_STOPS, is_number, keywords, without_numbers
+from agentscope_memory.lifecycle.keywords import function_characters, is_number, keywords, without_numbers
 from agentscope_memory.llm import ChatClient, strip_thinking
 
 log = logging.getLogger("agentscope_memory.lifecycle")
@@ -180,8 +180,9 @@ class _ChineseClauses:
     def _content(clause: str) -> str:
         """The clause's Chinese characters, function characters and numbers left out (numbers
         are weighed whole, by `_details`); "|" where a number stood, which no pair spans."""
-        return "".join(ch if _CJK.match(ch) else "|" for ch in without_numbers(clause, "|")
-                       if ch == "|" or (_CJK.match(ch) and ch not in CHINESE_STOPS))
+        text = without_numbers(clause, "|")
+        functions = function_characters(text)
+        return "".join(ch for i, ch in enumerate(text) if ch == "|" or (_CJK.match(ch) and i not in functions))
 
     @staticmethod
     def _pairs(content: str) -> list[str]:
