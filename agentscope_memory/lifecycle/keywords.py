@@ -14,6 +14,7 @@ or counter where it has one (`number_kept`: "3 pm" is not kept by "March 3").
 
 from __future__ import annotations
 
+import functools
 import re
 
 # English words that start sentences or are capitalised without naming anything.
@@ -116,6 +117,49 @@ _NUMBER_KEYWORD = re.compile(r"(?P<pre>第|周)?(?P<value>\d+(?:[.,:/-]\d+)*)(?P
                              + ")?")
 
 
+# A discourse marker: a clause in which the writer only points back at what was said ("As I
+# mentioned before:", "(I said this earlier)", "just to repeat", "again", "我之前说过：", "（再说一遍）",
+# "重复一下"). It states no fact, so it keeps no sentence whose rest is said, and a sentence kept is
+# kept without it. Recognised by what its words are, not by a list of phrases: a word of saying or
+# repeating, and besides it only words that point at the speaker, the listener or the time before
+# (I, you, as, like, before, already; 我, 你, 之前, 一遍...). A name, a number, a negation or any
+# other word makes it a clause of the fact: "Bob said so", "the user said no", "I didn't say that",
+# "the alarm repeats" stay. Only a whole clause (set apart by punctuation) is one.
+_SAYING_EN = frozenset("""say says said saying tell told mention mentions mentioned mentioning state stated
+    repeat repeats repeated repeating reiterate reiterated reiterating again""".split())
+_POINTING_EN = frozenset("""as like i we you me us my our it this that so just to before earlier previously already
+    above once more one time last ve d have had and but well ok okay myself""".split())
+_SAYING_ZH = frozenset("说 讲 提 提到 提醒 重复 重申 强调 告诉 所说 所述 所讲 再次".split())
+_POINTING_ZH = frozenset("""我 我们 你 你们 之前 以前 前面 先前 上面 刚才 上次 早就 已经 再 又 还 也 就 过 了 的 一遍 一下 一次
+    如 正如 就像 像 如前 如上 重新""".split())
+_ZH_MARKER_PIECES = sorted(_SAYING_ZH | _POINTING_ZH, key=len, reverse=True)
+_LATIN_CLAUSE_TEXT = re.compile(r"[A-Za-z'’ -]+")
+
+
+@functools.lru_cache(maxsize=4096)  # asked again for each original the merge tries first
+def is_discourse_marker(clause: str) -> bool:
+    """Whether `clause` (one clause, its punctuation aside) only points back at what was said."""
+    clause = clause.strip()
+    if _LATIN_CLAUSE_TEXT.fullmatch(clause):
+        words = re.findall(r"[a-z]+", clause.casefold())
+        return 0 < len(words) <= 8 and any(w in _SAYING_EN for w in words) \
+            and all(w in _SAYING_EN or w in _POINTING_EN for w in words)
+    if not 0 < len(clause) <= 16 or not _CJK_RUN.fullmatch(clause):
+        return False
+    # Whether clause[i:] is made of the pieces, and with a word of saying where `said` is not yet.
+    ends: dict[tuple[int, bool], bool] = {}
+
+    def made_of(i: int, said: bool) -> bool:
+        if i == len(clause):
+            return said
+        if (i, said) not in ends:
+            ends[(i, said)] = any(clause.startswith(piece, i) and made_of(i + len(piece), said or piece in _SAYING_ZH)
+                                  for piece in _ZH_MARKER_PIECES)
+        return ends[(i, said)]
+
+    return made_of(0, False)
+
+
 def _chinese_value(run: str) -> int:
     """二〇二六 -> 2026 (digit by digit), 十二 -> 12, 一百五十 -> 150, 三万五千 -> 35000."""
     if not any(ch in _ZH_SCALE or ch in _ZH_GROUP for ch in run):
@@ -189,7 +233,9 @@ def function_characters(text: str) -> set[int]:
 
 
 def _chinese_segments(text: str) -> list[str]:
-    return [piece for run in _CJK_RUN.findall(text) for piece in _segment_run(run)[0] if len(piece) >= 2]
+    # A discourse marker ("我之前说过", "再说一遍") is nothing a merge must keep.
+    return [piece for run in _CJK_RUN.findall(text) if not is_discourse_marker(run)
+            for piece in _segment_run(run)[0] if len(piece) >= 2]
 
 
 def _capitalised(text: str) -> list[str]:
