@@ -4,7 +4,8 @@ A keyword is what a reader would miss if a merge dropped it: capitalised words a
 (names, places, products) without stop words, snake_case identifiers, dotted paths
 (`agentscope.memory.v1`, `config.yaml`), ALL_CAPS constants (all of these also where they are
 written onto Chinese: "和Bob开会" has "Bob"), Chinese segments (runs of CJK
-characters cut at common function characters; no external segmenter), and numbers written in
+characters cut where a function character stands on its own, `function_characters`; no external
+segmenter), and numbers written in
 digits (`7:15`, `2026-11-23`, `3.11`, `1,000`) or, with what they count, in Chinese numerals
 (`下午三点`, `五月三日`, `星期三`: "3点", "5月", "3日", "周3", as `3点` and `3月5日` are). Keywords are compared case-insensitively; a
 number is kept only where it stands whole (`3` is not kept by `2023` or `3.5`), and with its unit
@@ -13,6 +14,7 @@ or counter where it has one (`number_kept`: "3 pm" is not kept by "March 3").
 
 from __future__ import annotations
 
+import functools
 import re
 
 # English words that start sentences or are capitalised without naming anything.
@@ -22,10 +24,28 @@ STOP_WORDS = frozenset(
     whom when where why how not no yes do does did has have had will would can could should may might must
     also just very all any each every some many much more most other such only own same than too again
     about after before over under into out up down off once during while until because between both
-    user assistant today tomorrow yesterday please thanks thank hello hi ok okay""".split()
+    user assistant today tomorrow yesterday please thanks thank hello hi ok okay
+    like use uses used using say says said tell told mention mentioned noted repeat reiterate""".split()
 )
-# Chinese function characters: a segment ends where one of them stands.
-CHINESE_STOPS = frozenset("的了是在和与及或也就都而把被很吗呢吧啊呀这那有要会对从给让向我你他她它们个着过又还再并但却于以为之其就才将")
+# Chinese function characters: a segment ends where one of them stands on its own (`function_characters`).
+# With them the coverbs and structural particles a fact is written with: 用 ("用户用Python写" is
+# about 用户, not 用户用), 跟, 比, 得, 地.
+CHINESE_STOPS = frozenset("的了是在和与及或也就都而把被很吗呢吧啊呀这那有要会对从给让向我你他她它们个着过又还再并但却于以为之其才将"
+                          "用跟比得地")
+# Common words a function character is part of: there it is no function character, and the word
+# is not cut ("会议" is not 会 + 议, "过敏" not 过 + 敏, "用户" not 用 + 户). Words that are function
+# words themselves (但是, 因为, 可以, 我们) are not here: cut, they leave nothing of two characters.
+CHINESE_BOUND_WORDS = frozenset("""
+    目的 了解 存在 在线 所在 在场 潜在 和平 温和 总和 和谐 暖和 参与 及格 成就 就业 就医 就诊 首都 成都 都市 把握
+    被子 酒吧 网吧 有效 有限 拥有 有趣 具有 有名 有关 有用 有益 有机 共有 重要 需要 要求 摘要 要点 必要 纪要 要素
+    会议 机会 开会 社会 会员 学会 聚会 约会 宴会 会计 晚会 协会 大会 例会 会所 体会 误会 会谈 会面 年会 舞会 会见
+    对象 对话 面对 对方 反对 对手 派对 针对 对比 对面 核对 对接 应对 比对 从事 服从 供给 给予 转让 方向 向导 倾向
+    导向 外向 内向 自我 他人 个性 个别 个体 着急 着陆 执着 着手 过敏 经过 超过 过去 通过 难过 过期 过年 过节 过度
+    错过 路过 过程 过滤 还款 归还 偿还 还钱 再见 合并 冷却 位于 属于 行为 成为 人才 才能 天才 将来 将军 用户 使用
+    费用 作用 应用 用品 常用 利用 采用 信用 用途 适用 用法 用餐 专用 实用 用具 家用 通用 备用 日用 跟踪 脚跟 比赛
+    比例 比分 记得 获得 得到 值得 取得 懂得 得分 心得 地址 地铁 地点 地方 本地 当地 土地 地区 地图 场地 基地 各地
+    外地 地下 地球 地震 地产
+""".split())
 
 _SNAKE = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b")
 _DOTTED = re.compile(r"\b[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)+\b")
@@ -97,6 +117,49 @@ _NUMBER_KEYWORD = re.compile(r"(?P<pre>第|周)?(?P<value>\d+(?:[.,:/-]\d+)*)(?P
                              + ")?")
 
 
+# A discourse marker: a clause in which the writer only points back at what was said ("As I
+# mentioned before:", "(I said this earlier)", "just to repeat", "again", "我之前说过：", "（再说一遍）",
+# "重复一下"). It states no fact, so it keeps no sentence whose rest is said, and a sentence kept is
+# kept without it. Recognised by what its words are, not by a list of phrases: a word of saying or
+# repeating, and besides it only words that point at the speaker, the listener or the time before
+# (I, you, as, like, before, already; 我, 你, 之前, 一遍...). A name, a number, a negation or any
+# other word makes it a clause of the fact: "Bob said so", "the user said no", "I didn't say that",
+# "the alarm repeats" stay. Only a whole clause (set apart by punctuation) is one.
+_SAYING_EN = frozenset("""say says said saying tell told mention mentions mentioned mentioning state stated
+    repeat repeats repeated repeating reiterate reiterated reiterating again""".split())
+_POINTING_EN = frozenset("""as like i we you me us my our it this that so just to before earlier previously already
+    above once more one time last ve d have had and but well ok okay myself""".split())
+_SAYING_ZH = frozenset("说 讲 提 提到 提醒 重复 重申 强调 告诉 所说 所述 所讲 再次".split())
+_POINTING_ZH = frozenset("""我 我们 你 你们 之前 以前 前面 先前 上面 刚才 上次 早就 已经 再 又 还 也 就 过 了 的 一遍 一下 一次
+    如 正如 就像 像 如前 如上 重新""".split())
+_ZH_MARKER_PIECES = sorted(_SAYING_ZH | _POINTING_ZH, key=len, reverse=True)
+_LATIN_CLAUSE_TEXT = re.compile(r"[A-Za-z'’ -]+")
+
+
+@functools.lru_cache(maxsize=4096)  # asked again for each original the merge tries first
+def is_discourse_marker(clause: str) -> bool:
+    """Whether `clause` (one clause, its punctuation aside) only points back at what was said."""
+    clause = clause.strip()
+    if _LATIN_CLAUSE_TEXT.fullmatch(clause):
+        words = re.findall(r"[a-z]+", clause.casefold())
+        return 0 < len(words) <= 8 and any(w in _SAYING_EN for w in words) \
+            and all(w in _SAYING_EN or w in _POINTING_EN for w in words)
+    if not 0 < len(clause) <= 16 or not _CJK_RUN.fullmatch(clause):
+        return False
+    # Whether clause[i:] is made of the pieces, and with a word of saying where `said` is not yet.
+    ends: dict[tuple[int, bool], bool] = {}
+
+    def made_of(i: int, said: bool) -> bool:
+        if i == len(clause):
+            return said
+        if (i, said) not in ends:
+            ends[(i, said)] = any(clause.startswith(piece, i) and made_of(i + len(piece), said or piece in _SAYING_ZH)
+                                  for piece in _ZH_MARKER_PIECES)
+        return ends[(i, said)]
+
+    return made_of(0, False)
+
+
 def _chinese_value(run: str) -> int:
     """二〇二六 -> 2026 (digit by digit), 十二 -> 12, 一百五十 -> 150, 三万五千 -> 35000."""
     if not any(ch in _ZH_SCALE or ch in _ZH_GROUP for ch in run):
@@ -114,20 +177,65 @@ def _chinese_value(run: str) -> int:
     return total + section + digit
 
 
-def _chinese_segments(text: str) -> list[str]:
-    out: list[str] = []
-    for run in _CJK_RUN.findall(text):
-        segment = ""
-        for ch in run:
-            if ch in CHINESE_STOPS:
-                if len(segment) >= 2:
-                    out.append(segment)
-                segment = ""
-            else:
-                segment += ch
-        if len(segment) >= 2:
-            out.append(segment)
+def _bound(text: str, i: int) -> tuple[bool, bool]:
+    """Whether text[i] makes a word of `CHINESE_BOUND_WORDS` with the character (before, after) it."""
+    return i > 0 and text[i - 1:i + 1] in CHINESE_BOUND_WORDS, text[i:i + 2] in CHINESE_BOUND_WORDS
+
+
+def _segment_run(run: str) -> tuple[list[str], set[int]]:
+    """A run of CJK characters cut at its function characters: (its pieces, where the function
+    characters stand). A function character's word is a piece of its own, as the character alone
+    would have been a cut: "花生过敏" is 花生 and 过敏, "重要会议" 重要 and 会议 (a segment is kept
+    whole or lost whole by a merge, so the shorter the better, and these edges are the ones known
+    without a segmenter)."""
+    pieces: list[str] = []
+    functions: set[int] = set()
+    segment = ""
+    # Whether the character before is a cut, the end of a word or none: it makes no word with this one.
+    taken = True
+    i = 0
+    while i < len(run):
+        ch = run[i]
+        before, after = _bound(run, i) if ch in CHINESE_STOPS else (False, False)
+        before = before and not taken and segment != ""
+        # Before a word of its own a function character is one: "有用户" is 有 | 用户, not 有用 | 户.
+        after = after and run[i + 1:i + 3] not in CHINESE_BOUND_WORDS
+        taken = False
+        if ch not in CHINESE_STOPS or (before and after):  # inside two words ("开会议"): no edge known
+            segment += ch
+        elif after:  # starts a word: 花生 | 过敏
+            pieces += [segment, run[i:i + 2]]
+            segment = ""
+            taken = True
+            i += 1
+        elif before:  # ends one: 张经理 | 开会
+            pieces += [segment[:-1], segment[-1] + ch]
+            segment = ""
+            taken = True
+        else:  # a function character: a cut
+            pieces.append(segment)
+            functions.add(i)
+            segment = ""
+            taken = True
+        i += 1
+    pieces.append(segment)
+    return pieces, functions
+
+
+def function_characters(text: str) -> set[int]:
+    """Where in `text` a function character stands: one of `CHINESE_STOPS` that makes no word
+    (`CHINESE_BOUND_WORDS`) with the character before or after it. "用户用Python" has one, the
+    second 用; "过敏" and "会议" have none."""
+    out: set[int] = set()
+    for run in _CJK_RUN.finditer(text):
+        out.update(run.start() + i for i in _segment_run(run.group())[1])
     return out
+
+
+def _chinese_segments(text: str) -> list[str]:
+    # A discourse marker ("我之前说过", "再说一遍") is nothing a merge must keep.
+    return [piece for run in _CJK_RUN.findall(text) if not is_discourse_marker(run)
+            for piece in _segment_run(run)[0] if len(piece) >= 2]
 
 
 def _capitalised(text: str) -> list[str]:

@@ -6,12 +6,14 @@ deterministic extractive method; the caller marks which in the memory's metadata
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 from typing import Sequence
 
 from agentscope_memory.errors import DeadlineExceededError, UnavailableError
-from agentscope_memory.lifecycle.keywords import CHINESE_STOPS, is_number, keywords, without_numbers
+from agentscope_memory.lifecycle.keywords import (function_characters, is_discourse_marker, is_number, keywords,
+                                                  without_numbers)
 from agentscope_memory.llm import ChatClient, strip_thinking
 
 log = logging.getLogger("agentscope_memory.lifecycle")
@@ -116,6 +118,11 @@ def _merge_in_order(texts: Sequence[str], max_chars: int, min_share: float,
                     continue
                 seen |= _bigrams(sentence)
             else:
+                # Weighed and kept without what only points back at what was said ("As I
+                # mentioned before:"), which would have made a repeated fact look new.
+                sentence = without_discourse_markers(sentence)
+                if not sentence:
+                    continue
                 # What a merge must not drop however little of the sentence is new: its keywords
                 # (numbers, names, identifiers, Chinese segments).
                 new_details = keywords(sentence) - said
@@ -138,9 +145,52 @@ _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # Where a Chinese sentence's clauses meet: commas, colons, brackets and quotes; a Latin comma or
 # colon only where no digit follows ("7:15" and "1,000" are one number).
 _CLAUSE = re.compile(r"(?:[，、：；（）()“”\"「」『』]|[,:;](?!\d))+")
+_CLAUSE_SPLIT = re.compile(f"({_CLAUSE.pattern})")  # the same, keeping what stood between
+_PLAIN_SEPARATORS = "，、：；,:;"
 _NEGATIONS = frozenset("不没无非未别勿莫否")
 _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.@-]*")
 _SENTENCE_END_MARK = re.compile(r"[。！？；.!?;]+$")
+
+# Discourse markers (`keywords.is_discourse_marker`) are left out of an English sentence where
+# they are clauses of it. Where a Latin sentence's clauses meet, kept in the split: a comma, colon or semicolon (not inside
+# a number: "7:15", "1,000"), a bracket, a dash.
+_LATIN_CLAUSE = re.compile(r"(\s*(?:[,;:](?!\d)|[()\[\]（）—–]|\s-\s)\s*)")
+_PAIRED = {(",", ","), ("(", ")"), ("[", "]"), ("（", "）"), ("—", "—"), ("–", "–"), ("-", "-")}
+
+
+def without_discourse_markers(sentence: str) -> str:
+    """A Latin sentence without its discourse-marker clauses and the punctuation that set them
+    apart ("As I mentioned before: the deploy is on Tuesday." -> "The deploy is on Tuesday."); ""
+    when it is nothing else. The sentence as it is when it has none."""
+    end = _SENTENCE_END_MARK.search(sentence)
+    body, tail = (sentence[:end.start()], end.group()) if end else (sentence, "")
+    parts = _LATIN_CLAUSE.split(body)  # clause, separator, clause, ..., clause
+    if not any(is_discourse_marker(parts[j]) for j in range(0, len(parts), 2)):
+        return sentence
+    j = 0
+    while j < len(parts):
+        if not is_discourse_marker(parts[j]):
+            j += 2
+            continue
+        if len(parts) == 1:
+            return ""
+        if j == 0:  # first: with the separator after it
+            del parts[0:2]
+        elif j == len(parts) - 1:  # last: with the separator before it
+            del parts[j - 1:j + 1]
+        else:  # between two: set apart by a pair ("X, as I said, Y", "X (again) Y") or after the other
+            left, right = parts[j - 1], parts[j + 1]
+            parts[j - 1:j + 2] = [" " if (left.strip(), right.strip()) in _PAIRED else left]
+        j = max(0, j - 2)
+    text = "".join(parts).strip()
+    text = re.sub(r"\s+", " ", re.sub(r"\s+([,;:.!?)\]）])", r"\1", re.sub(r"([(\[（])\s+", r"\1", text)))
+    # A separator left at either end; a hyphen only with a space beside it ("-5 degrees" is a number).
+    text = re.sub(r"^(?:[,;:—–]|-(?=\s))\s*|\s*(?:[,;:—–]|(?<=\s)-)$", "", text)
+    if not re.search(r"\w", text):
+        return ""
+    if sentence[:1].isupper() and text[:1].islower():  # it began the sentence: "As I said, the..." -> "The..."
+        text = text[0].upper() + text[1:]
+    return text + tail
 
 
 def _join(sentences: list[str]) -> str:
@@ -180,14 +230,17 @@ class _ChineseClauses:
     def _content(clause: str) -> str:
         """The clause's Chinese characters, function characters and numbers left out (numbers
         are weighed whole, by `_details`); "|" where a number stood, which no pair spans."""
-        return "".join(ch if _CJK.match(ch) else "|" for ch in without_numbers(clause, "|")
-                       if ch == "|" or (_CJK.match(ch) and ch not in CHINESE_STOPS))
+        text = without_numbers(clause, "|")
+        functions = function_characters(text)
+        return "".join(ch for i, ch in enumerate(text) if ch == "|" or (_CJK.match(ch) and i not in functions))
 
     @staticmethod
     def _pairs(content: str) -> list[str]:
         return [p for p in (content[i:i + 2] for i in range(len(content) - 1)) if "|" not in p]
 
     def _adds_nothing(self, clause: str, said: set[str]) -> bool:
+        if is_discourse_marker(clause):  # "我之前说过", "再说一遍": no fact of its own
+            return True
         if _details(clause) - said:
             return False
         content = self._content(clause)
@@ -211,9 +264,10 @@ class _ChineseClauses:
         and what it says from now on said."""
         end = _SENTENCE_END_MARK.search(sentence)
         body = sentence[:end.start()] if end else sentence
-        clauses = [c.strip() for c in _CLAUSE.split(body) if c.strip()]
-        kept = [c for c in clauses if not self._adds_nothing(c, said)]
-        for clause in kept:
+        parts = _CLAUSE_SPLIT.split(body)  # clause, separator, clause, ..., clause
+        clauses = [(i, c.strip()) for i, c in enumerate(parts[0::2]) if c.strip()]
+        kept = [(i, c) for i, c in clauses if not self._adds_nothing(c, said)]
+        for _, clause in kept:
             said |= _details(clause)
             content = self._content(clause)
             self.chars |= set(content) - {"|"}
@@ -222,7 +276,14 @@ class _ChineseClauses:
             return ""
         if len(kept) == len(clauses):
             return sentence  # whole, as it was written
-        return "，".join(kept) + (end.group() if end and _CJK.search(end.group()) is None else "。")
+        # Two clauses kept side by side keep what stood between them ("新习惯：我..." after a
+        # "我之前说过：" left out), unless it opens or closes a bracket or quote; else a comma.
+        out = kept[0][1]
+        for (before, _), (at, clause) in itertools.pairwise(kept):
+            between = parts[2 * at - 1].strip()
+            out += (between if at == before + 1 and between and all(ch in _PLAIN_SEPARATORS for ch in between)
+                    else "，") + clause
+        return out + (end.group() if end and _CJK.search(end.group()) is None else "。")
 
 
 def extractive_summary(texts: Sequence[str], max_chars: int) -> str:
