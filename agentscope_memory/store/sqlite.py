@@ -113,6 +113,13 @@ _READ_ONLY_HELP = ("the store file, its -wal and -shm files and the data dir hol
                    " by the server (not read-only, not immutable, not on a read-only mount)")
 
 
+def _roll_back(conn: sqlite3.Connection) -> None:
+    # SQLite may have rolled back itself (a full disk does): a second ROLLBACK would raise "no
+    # transaction is active" in place of the reason.
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
+
+
 class _LockBusy(Exception):
     """An inline transaction found the file locked by another program; nothing of it ran."""
 
@@ -300,16 +307,11 @@ class SqliteStore:
                 self._count_writes(tx, 1)
             conn.execute("COMMIT")
         except BaseException as exc:
-            # SQLite may have rolled back itself (a full disk does): a second ROLLBACK would
-            # raise "no transaction is active" in place of the reason.
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
+            _roll_back(conn)
             # A read takes its lock at its first statement, which is all it may have done.
             if inline and not write and _is_busy(exc):
                 raise _LockBusy from exc
-            reason = self._operators_problem(exc)
-            if reason is not None:
-                raise reason from exc
+            self._raise_operators_problem(exc)
             raise
         finally:
             if not kept:
@@ -362,13 +364,8 @@ class SqliteStore:
             self._count_writes(SqlTx(conn, self._dialect, "", True), len(batch))
             conn.execute("COMMIT")
         except BaseException as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            if isinstance(exc, _LockBusy):
-                raise
-            reason = self._operators_problem(exc)
-            if reason is not None:
-                raise reason from exc
+            _roll_back(conn)
+            self._raise_operators_problem(exc)
             raise
         finally:
             if not kept:
@@ -400,6 +397,11 @@ class SqliteStore:
                 pending.future.set_exception(error)
             else:
                 pending.future.set_result(result)
+
+    def _raise_operators_problem(self, exc: BaseException) -> None:
+        reason = self._operators_problem(exc)
+        if reason is not None:
+            raise reason from exc
 
     def _operators_problem(self, exc: BaseException) -> Exception | None:
         """What the caller is told when the file, not the call, is the problem (neither the
