@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from functools import partial
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Awaitable, Callable, Generic, TypeVar
 
 T = TypeVar("T")
