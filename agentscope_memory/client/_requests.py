@@ -38,6 +38,14 @@ def delete_messages(memory_id: str, message_ids: Sequence[str], marks: Sequence[
                                     allow_missing=allow_missing)
 
 
+def deletes_repeatable(message_ids: Sequence[str], allow_missing: bool) -> bool:
+    """Whether a DeleteMessages may be sent again after UNAVAILABLE: a delete by marks, or by
+    ids with `allow_missing`, leaves the same messages whether it ran once or twice (a repeat
+    only answers a smaller count); by ids without it, a repeat of a delete that did land would
+    fail NOT_FOUND on the ids it removed."""
+    return not message_ids or allow_missing
+
+
 def messages_deleted(response: pb.DeleteMessagesResponse) -> MessagesDeleted:
     ids = None if response.deleted_message_ids_omitted else list(response.deleted_message_ids)
     return MessagesDeleted(response.deleted_count, ids, response.message_count, response.etag, response.previous_etag)

@@ -139,9 +139,11 @@ class MemoryClient(BlockingGrpcClient):
         """Delete every message whose id is in `message_ids`, or (instead) every message carrying
         one of `marks` (AgentScope-Python `delete` / `delete_by_mark`), in one call that sends only
         the ids or marks. An id naming no message is `NotFoundError` (nothing deleted) unless
-        `allow_missing`. Answers the deleted ids and the etags around the delete."""
+        `allow_missing`. Answers the deleted ids and the etags around the delete. Retried on
+        UNAVAILABLE like the reads when repeating it is safe: by marks, or with `allow_missing`."""
         response = self._call(self._stub.DeleteMessages,
-                                   _requests.delete_messages(memory_id, message_ids, marks, allow_missing), retry=False)
+                                   _requests.delete_messages(memory_id, message_ids, marks, allow_missing),
+                                   retry=_requests.deletes_repeatable(message_ids, allow_missing))
         return _requests.messages_deleted(response)
 
     def update_message_marks(self, memory_id: str, new_mark: str | None, *, old_mark: str | None = None,
@@ -149,10 +151,10 @@ class MemoryClient(BlockingGrpcClient):
         """AgentScope-Python `update_messages_mark(new_mark, old_mark, msg_ids)` on the server:
         `message_ids` None considers every message. Only the change travels; the marks are those
         at `metadata.agentscope_python.marks`. An id naming no message is `NotFoundError`
-        (nothing changed) unless `allow_missing`."""
+        (nothing changed) unless `allow_missing`. Retried on UNAVAILABLE like the reads: setting or
+        removing marks again leaves them as once does (a repeat only answers smaller counts)."""
         response = self._call(self._stub.UpdateMessageMarks,
-                                   _requests.update_marks(memory_id, message_ids, new_mark, old_mark, allow_missing),
-                                   retry=False)
+                                   _requests.update_marks(memory_id, message_ids, new_mark, old_mark, allow_missing))
         return _requests.marks_updated(response)
 
     def clear(self, memory_id: str) -> None:
