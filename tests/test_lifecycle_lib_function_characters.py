@@ -43,3 +43,22 @@ def test_a_chinese_merge_keeps_a_word_made_with_a_function_character() -> None:
     # 开会 weighed as 开 alone: "用户明天开会" said nothing "用户明天开车" had not, and went.
     merged = extractive_merge(["用户明天开会。", "用户明天开车。"])
     assert "开会" in merged and "开车" in merged, merged
+
+
+@pytest.mark.parametrize(("text", "found"), [
+    # 比, 得 and 地 are function characters after what they belong to, not where a word begins.
+    ("用户持有比特币。", {"用户", "比特币"}),
+    ("用户跟地勤比较熟。", {"用户", "地勤", "比较"}),
+    ("用户比较喜欢喝茶。", {"用户", "比较", "喜欢喝茶"}),
+    ("他很得意。", {"得意"}),
+    ("慢慢地走到地铁站。", {"慢慢", "走到", "地铁"}),
+    ("用户比张三高。", {"用户", "张三高"}),
+])
+def test_a_word_beginning_with_a_trailing_function_character_is_kept(text: str, found: set[str]) -> None:
+    assert keywords(text) == found
+
+
+def test_a_chinese_merge_keeps_two_coins_apart() -> None:
+    # 比特币 weighed as 特币, which 莱特币 already said: the bitcoin fact went.
+    merged = extractive_merge(["用户持有莱特币。", "用户持有比特币。"])
+    assert "莱特币" in merged and "比特币" in merged, merged

@@ -32,6 +32,11 @@ STOP_WORDS = frozenset(
 # about 用户, not 用户用), 跟, 比, 得, 地.
 CHINESE_STOPS = frozenset("的了是在和与及或也就都而把被很吗呢吧啊呀这那有要会对从给让向我你他她它们个着过又还再并但却于以为之其才将"
                           "用跟比得地")
+# Function characters only after what they belong to: the comparative 比 after what is compared
+# ("用户比Bob高"), the particles 得 and 地 after their verb or adverb ("跑得快", "慢慢地走"). Right
+# after a cut (or where a run begins) they begin a word instead: "买了比特币" is 比特币, not 特币,
+# "跟地勤" keeps 地勤, "很得意" keeps 得意.
+CHINESE_TRAILING_STOPS = frozenset("比得地")
 # Common words a function character is part of: there it is no function character, and the word
 # is not cut ("会议" is not 会 + 议, "过敏" not 过 + 敏, "用户" not 用 + 户). Words that are function
 # words themselves (但是, 因为, 可以, 我们) are not here: cut, they leave nothing of two characters.
@@ -43,7 +48,7 @@ CHINESE_BOUND_WORDS = frozenset("""
     导向 外向 内向 自我 他人 个性 个别 个体 着急 着陆 执着 着手 过敏 经过 超过 过去 通过 难过 过期 过年 过节 过度
     错过 路过 过程 过滤 还款 归还 偿还 还钱 再见 合并 冷却 位于 属于 行为 成为 人才 才能 天才 将来 将军 用户 使用
     费用 作用 应用 用品 常用 利用 采用 信用 用途 适用 用法 用餐 专用 实用 用具 家用 通用 备用 日用 跟踪 脚跟 比赛
-    比例 比分 记得 获得 得到 值得 取得 懂得 得分 心得 地址 地铁 地点 地方 本地 当地 土地 地区 地图 场地 基地 各地
+    比例 比分 比较 记得 获得 得到 值得 取得 懂得 得分 心得 地址 地铁 地点 地方 本地 当地 土地 地区 地图 场地 基地 各地
     外地 地下 地球 地震 地产
 """.split())
 
@@ -201,7 +206,8 @@ def _segment_run(run: str) -> tuple[list[str], set[int]]:
         # Before a word of its own a function character is one: "有用户" is 有 | 用户, not 有用 | 户.
         after = after and run[i + 1:i + 3] not in CHINESE_BOUND_WORDS
         taken = False
-        if ch not in CHINESE_STOPS or (before and after):  # inside two words ("开会议"): no edge known
+        leads = ch in CHINESE_TRAILING_STOPS and (i == 0 or i - 1 in functions) and not after
+        if ch not in CHINESE_STOPS or (before and after) or leads:  # inside two words ("开会议"): no edge known
             segment += ch
         elif after:  # starts a word: 花生 | 过敏
             pieces += [segment, run[i:i + 2]]
