@@ -94,3 +94,25 @@ async def test_the_consolidation_of_repeated_facts_offline_passes_its_fidelity_c
     assert merge.text == fact and merge.fidelity.lost_keywords == [], merge
     assert numbers(merge.text) == set().union(*(numbers(t) for t in texts))
     assert (await engine.rows("t", [merge.memory_id]))[0].text == fact
+
+
+@pytest.mark.parametrize("fact", [
+    # Facts that merely hold words of saying or repeating: a fact each, kept whole.
+    "Bob said the deploy is Tuesday.", "I said I'm allergic to peanuts.", "The user said again that the deploy is Tuesday.",
+    "Alice repeated: the code is 4711.", "The user mentioned before that they moved to Berlin.",
+    "He said, she said: the contract ends in May.", "Said differently, the deploy is Tuesday.",
+    "用户说明天开会。", "用户说过他对花生过敏。", "用户再说一遍密码是4711。", "说明书在抽屉里。", "我之前说过的话不算数。",
+    "前面说过的方案作废了。", "说好了，周五见。", "老板再三强调，周五前交。",
+])
+def test_a_fact_that_only_holds_words_of_saying_is_kept_whole(fact: str) -> None:
+    assert without_discourse_markers(fact) == fact
+    assert extractive_merge([fact]) == fact
+
+
+@pytest.mark.parametrize(("texts", "merged"), [
+    (["As I said, Bob said the deploy is Tuesday.", "Bob said the deploy is Tuesday."], "Bob said the deploy is Tuesday."),
+    (["The user said the deploy is Tuesday.", "The deploy is Tuesday."], "The user said the deploy is Tuesday."),
+    (["张三说明天开会。", "明天开会。"], "张三说明天开会。"),
+])
+def test_a_speaker_of_the_fact_is_kept_in_a_merge(texts: list[str], merged: str) -> None:
+    assert {extractive_merge(list(order)) for order in itertools.permutations(texts)} == {merged}
