@@ -83,6 +83,18 @@ def test_emoji_and_other_scripts_are_not_counted_as_quarter_tokens(cl100k) -> No
         assert 0.7 * real <= text_tokens(text) <= 1.4 * real, (text, text_tokens(text), real)
 
 
+@pytest.mark.parametrize("text", [
+    "①②③④⑤⑥⑦⑧⑨⑩⑪⑫⑬⑭⑮⑯⑰⑱⑲⑳",  # numbering a Chinese list
+    "注意事项：⑴不要迟到⑵带上身份证⑶提前打印门票。",
+    "ｶﾀｶﾅﾃﾞｶｲﾃｱﾘﾏｽ。ﾃﾞﾝﾜﾊﾞﾝｺﾞｳﾊ0120ﾃﾞｽ",  # halfwidth katakana, as legacy Japanese systems write
+    "ⓐⓑⓒⓓⓔⓕⓖ Ⓐ Ⓑ Ⓒ",
+])
+def test_circled_numbers_and_halfwidth_katakana_are_not_counted_at_half_their_tokens(text: str, cl100k) -> None:  # type: ignore[no-untyped-def]
+    # At a token a character (the symbols' and fullwidth forms' rate) these were 0.33-0.5 of cl100k.
+    real = len(cl100k.encode_ordinary(text))
+    assert 0.8 * real <= text_tokens(text) <= 1.4 * real, (text_tokens(text), real)
+
+
 @pytest.mark.parametrize("name", RARE)
 def test_rare_characters_count_near_their_utf8_bytes_and_never_far_below_cl100k(name: str, cl100k) -> None:  # type: ignore[no-untyped-def]
     # A byte-level BPE tokenizer spells a character it has no piece for in its UTF-8 bytes (3 for

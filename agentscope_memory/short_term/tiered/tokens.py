@@ -45,8 +45,9 @@ def _unrendered(block: ContentBlock) -> Iterable[str]:
 _WEIGHTS: list[tuple[re.Pattern[str], float]] = [
     # Common Han, kana, hangul (rare Han, radicals, bopomofo and yi are in _BYTE_FALLBACK).
     (re.compile("[\u3040-\u30ff\u3130-\u319f\u31f0-\u31ff\u4e00-\u9fff\uac00-\ud7ff]+"), 1.25),
-    # CJK punctuation and fullwidth forms: mostly a token each (，。「」（）).
-    (re.compile("[\u3000-\u303f\uff00-\uffef]+"), 1.0),
+    # CJK punctuation and fullwidth forms: mostly a token each (，。「」（）). Not the halfwidth
+    # katakana and hangul between them (ｶﾀｶﾅ), two tokens each and more.
+    (re.compile("[\u3000-\u303f\uff00-\uff60\uffdd-\uffef]+"), 1.0),
     # Accented Latin (Latin-1 to Extended-B): words break at them. Vietnamese letters (U+1E00 on)
     # are about a token each, as other scripts.
     (re.compile("[\u0080-\u024f]+"), 0.75),
@@ -54,20 +55,25 @@ _WEIGHTS: list[tuple[re.Pattern[str], float]] = [
     (re.compile("[\u0400-\u052f]+"), 0.4),
     # Emoji and the other symbols of plane 1 (mathematical letters, music): two to three tokens.
     (re.compile("[\U0001d000-\U0001ffff\U00040000-\U000dffff]+"), 2.5),
+    # Circled and parenthesised numbers (①②③ numbering a Chinese list, ⑴, ⒈), halfwidth
+    # katakana and hangul: two tokens each; at a token each (as the symbols and the fullwidth
+    # forms around them) a budget of them held twice their tokens. Circled letters (ⓐ Ⓐ) are
+    # spelled byte by byte (_BYTE_FALLBACK).
+    (re.compile("[\u2460-\u24b5\u24ea-\u24ff\uff61-\uffdc]+"), 2.0),
 ]
 # Blocks a byte-level BPE tokenizer has next to no tokens for, so it spells each character in
 # its UTF-8 bytes, up to a token a byte: cl100k spends 0.95-1 token a byte on a sample of each
 # block (Qwen's larger vocabulary 0.5-1). Rare Han (CJK extension A, B and on, compatibility
 # ideographs, radicals, description characters), bopomofo, CJK strokes, enclosed and compatibility
-# CJK (㈱ ㎡), hexagrams, yi; Braille; combining marks (a Zalgo text, a Vietnamese or Korean one
-# decomposed: every mark or jamo its own code point); IPA, Armenian, Ethiopic, Cherokee, Canadian
+# CJK (㈱ ㎡), circled Latin letters (ⓐ), hexagrams, yi; Braille; combining marks (a Zalgo text,
+# a Vietnamese or Korean one decomposed: every mark or jamo its own code point); IPA, Armenian, Ethiopic, Cherokee, Canadian
 # syllabics, Ogham, runes, Mongolian, polytonic Greek; private use; plane 1's scripts (Linear B,
 # hieroglyphs, cuneiform) and the planes beyond it but for emoji. Counted at a token a character
 # or so, a budget of these held two to four times its tokens; a token a byte is what such text
 # costs, never less.
 _BYTE_FALLBACK = re.compile(
     "[\u0250-\u02af\u0300-\u036f\u0530-\u058f\u1100-\u11ff\u1200-\u139f\u13a0-\u13ff\u1400-\u169f"
-    "\u16a0-\u16ff\u1800-\u18ff\u1ab0-\u1aff\u1dc0-\u1dff\u1f00-\u1fff\u20d0-\u20ff\u2800-\u28ff"
+    "\u16a0-\u16ff\u1800-\u18ff\u1ab0-\u1aff\u1dc0-\u1dff\u1f00-\u1fff\u20d0-\u20ff\u24b6-\u24e9\u2800-\u28ff"
     "\u2e80-\u2fff\u3100-\u312f\u31a0-\u31ef\u3200-\u33ff\u3400-\u4dff\ua000-\ua4cf\ue000-\uf8ff"
     "\uf900-\ufaff\ufe20-\ufe2f\U00010000-\U0001cfff\U00020000-\U0003ffff\U000e0000-\U0010ffff]+")
 # Every other non-ASCII character (Greek, Hebrew, Arabic, Indic, Thai, symbols, ...).
