@@ -98,3 +98,33 @@ async def test_deletes_and_mark_changes_racing_another_clients_adds_keep_what_th
         assert sorted(gone) == sorted(f"删-{i}" for i in range(rounds))
         assert await _marks(writer, "竞争") == {f"留-{i}": ["保留"] for i in range(rounds)}
         assert [m.id for m in await writer.get_messages("竞争")] == [f"留-{i}" for i in range(rounds)]
+
+
+async def test_ids_of_another_memory_are_unknown_here(server) -> None:
+    async with AsyncMemoryClient(server.address) as client:
+        await client.create_memory("甲记忆")
+        await client.create_memory("乙记忆")
+        await client.add_messages("甲记忆", [_marked("甲-1", [])])
+        await client.add_messages("乙记忆", [_marked("乙-1", ["临时"])])
+        with pytest.raises(NotFoundError, match="乙-1"):
+            await client.delete_messages("甲记忆", ["甲-1", "乙-1"])
+        with pytest.raises(NotFoundError, match="乙-1"):
+            await client.update_message_marks("甲记忆", "坏", message_ids=["乙-1"])
+        assert (await client.delete_messages("甲记忆", ["乙-1"], allow_missing=True)).deleted_count == 0
+        assert await _marks(client, "甲记忆") == {"甲-1": []}
+        assert await _marks(client, "乙记忆") == {"乙-1": ["临时"]}
+
+
+async def test_a_delete_of_more_ids_than_an_answer_holds_answers_within_grpcs_limit(server) -> None:
+    # 1500 messages with ids of 999 bytes: their ids alone are over a MiB.
+    long_id = "长" * 330
+    async with AsyncMemoryClient(server.address) as client:
+        await client.create_memory("长编号")
+        for start in (0, 750):
+            await client.add_messages("长编号", [_marked(f"{long_id}{i:04d}", ["临时"]) for i in range(start, start + 750)])
+        await client.add_messages("长编号", [_marked("留下", [])])
+        deleted = await client.delete_messages("长编号", marks=["临时"])
+        assert (deleted.deleted_count, deleted.deleted_ids, deleted.message_count) == (1500, None, 1)
+        updated = await client.update_message_marks("长编号", "看过")
+        assert (updated.updated_count, updated.changed_count) == (1, 1)
+        assert await _marks(client, "长编号") == {"留下": ["看过"]}
