@@ -226,7 +226,7 @@ async def test_agentscope1_remote_memory_reads_receive_only_what_changed(server_
 
 async def test_agentscope1_two_remote_memories_of_one_conversation_answer_as_one_in_memory_memory(server_factory) -> None:
     """Two RemoteMemory instances of one conversation take turns at 120 random adds, deletes by
-    ids and marks, mark changes and clears (marks with NUL, escapes, emoji, ""), each reading only
+    ids and marks, mark changes, clears and session loads (marks with NUL, escapes, emoji, ""), each reading only
     now and then so the other's changes pile up behind its copy: every answer is InMemoryMemory's
     for the same calls, and every read a fresh RemoteMemory's; so are both after rounds of them
     writing at once. A copy brought up to date by a change's etags when another client had
@@ -235,6 +235,7 @@ async def test_agentscope1_two_remote_memories_of_one_conversation_answer_as_one
     result = await _run_script(AGENTSCOPE_1, "agentscope1_memory_two_writers.py",
                                {"GRPC_TARGET": server.address, "MEM0_KEY": KEY})
     assert result["steps"] == 120 and result["final_size"] > 0, result
+    assert set(result["kinds"]) == {"add", "delete", "delete_by_mark", "mark", "unmark", "remark", "clear", "load"}
     assert result["mismatches"] == [] and result["racing"] == [], result
 
 

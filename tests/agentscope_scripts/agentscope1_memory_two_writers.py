@@ -1,11 +1,12 @@
 """Runs inside the AgentScope 1.0.21 virtualenv: two RemoteMemory instances of one conversation
-(two agents' processes) take turns at random adds, deletes by ids and by marks, mark changes and
-clears, with marks of odd text (NUL, escapes, emoji, ""); each call's answer and, after every
+(two agents' processes) take turns at random adds, deletes by ids and by marks, mark changes,
+clears and loads of a saved InMemoryMemory session, with marks of odd text (NUL, escapes, emoji, ""); each call's answer and, after every
 call, what both read are compared with one InMemoryMemory given the same calls and with a fresh
 RemoteMemory's read. Then both write at once for some rounds and must read what a fresh one
 does. Prints one JSON line."""
 
 import asyncio
+import copy
 import json
 import os
 import random
@@ -45,8 +46,8 @@ async def main() -> None:
         return rng.sample(MARKS, rng.randint(1, 2))
 
     def op() -> tuple[str, Any]:
-        kind = rng.choices(["add", "delete", "delete_by_mark", "mark", "unmark", "remark", "clear"],
-                           [6, 2, 2, 2, 1, 2, 0.3])[0]
+        kind = rng.choices(["add", "delete", "delete_by_mark", "mark", "unmark", "remark", "clear", "load"],
+                           [6, 2, 2, 2, 1, 2, 0.3, 0.6])[0]
         if kind == "add":
             msgs = [Msg("用户", f"第{next(turns)}句", rng.choice(["user", "assistant"])) for _ in range(rng.randint(1, 3))]
             return kind, (lambda m: m.add(msgs, marks=marks() if rng.random() < 0.7 else None))
@@ -65,13 +66,26 @@ async def main() -> None:
         if kind == "remark":
             new, old = rng.sample(MARKS, 2)
             return kind, (lambda m: m.update_messages_mark(new, old_mark=old))
+        if kind == "load":
+            # A session saved from InMemoryMemory, every other message of it, loaded (the
+            # adapter sends it at its next use: here its size).
+            state = copy.deepcopy(local.state_dict())
+            state["content"] = state["content"][::2]
+
+            async def load(m: MemoryBase) -> int:
+                m.load_state_dict(copy.deepcopy(state))
+                return await m.size()
+
+            return kind, load
         return kind, (lambda m: m.clear())
 
     mismatches: list[Any] = []
+    kinds: dict[str, int] = {}
     steps = 0
     for step in range(120):
         # The add's lambda draws its marks when called: draw once, for both memories alike.
         kind, call = op()
+        kinds[kind] = kinds.get(kind, 0) + 1
         who = writers[rng.randrange(2)]
         state = rng.getstate()
         answer = await call(who)
@@ -98,7 +112,7 @@ async def main() -> None:
     final = await view(writers[0])
     for w in writers:
         await w.close()
-    print(json.dumps({"steps": steps, "mismatches": mismatches, "racing": racing, "final_size": final["size"]},
+    print(json.dumps({"kinds": kinds, "steps": steps, "mismatches": mismatches, "racing": racing, "final_size": final["size"]},
                      ensure_ascii=False, default=str))
 
 
