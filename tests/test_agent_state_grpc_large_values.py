@@ -275,3 +275,21 @@ def test_local_mode_stores_large_values_too(tmp_path) -> None:
         assert client.get_value(slot, "agent_state").json == state
         with pytest.raises(ResourceExhaustedError):
             client.put_value(slot, "agent_state", state, streamed=False)
+
+
+@pytest.mark.slow
+async def test_a_value_over_the_streamed_limit_is_refused_as_such_every_time(server_factory) -> None:
+    """The server refuses an oversized value at its first piece while the client still streams
+    the rest. grpc.aio clients then reported INTERNAL "Internal error from Core" in place of the
+    refusal about one time in a hundred (grpc/grpc#36066); the server now reads the stream to its
+    end before answering, so the caller always hears RESOURCE_EXHAUSTED and why."""
+    server = await server_factory(max_state_streamed_value_bytes=6 * MiB, max_state_value_bytes=1000)
+    async with grpc.aio.insecure_channel(server.address) as channel:
+        client = AsyncAgentStateClient(channel=channel, timeout=60)
+        slot = Slot("", "太大")
+        value = big_state(7 * MiB)
+        for _ in range(300):
+            with pytest.raises(ResourceExhaustedError) as error:
+                await client.put_value(slot, "agent_state", value)
+            assert error.value.field == "total_bytes"
+        assert await client.put_value(slot, "agent_state", big_state(1 * MiB)) == 1

@@ -59,8 +59,35 @@ async def _abort_for(exc: Exception, context: grpc.aio.ServicerContext, method: 
     await context.abort(*status_of(exc, method))
 
 
+# A client stream refused before its end is read to its end, up to this much, before the answer.
+_DRAIN_BYTES = 64 * 1024 * 1024
+_DRAIN_S = 5.0
+
+
+async def _drain(requests: AsyncIterator[Any]) -> None:
+    """Read what a client still streams, up to `_DRAIN_BYTES` and `_DRAIN_S`, discarding it.
+    A grpc.aio client whose write fails because the server already answered reports INTERNAL
+    "Internal error from Core" in place of that answer when its event loop sees the failed write
+    after the status (grpc/grpc#36066): a caller streaming a value too large would hear of an
+    internal error about one time in forty. Once the client has sent everything, its writes
+    cannot fail, so it hears the real reason. A client streaming more than the budget is cut
+    off as before."""
+    loop = asyncio.get_running_loop()
+    until, left = loop.time() + _DRAIN_S, _DRAIN_BYTES
+
+    async def read() -> None:
+        nonlocal left
+        async for item in requests:
+            left -= item.ByteSize()
+            if left < 0:
+                return
+
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(read(), max(until - loop.time(), 0))
+
+
 def grpc_errors(method: F) -> F:
-    """Map library errors of a unary RPC handler to status codes."""
+    """Map library errors of a unary or client-streaming RPC handler to status codes."""
 
     @functools.wraps(method)
     async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
@@ -69,6 +96,8 @@ def grpc_errors(method: F) -> F:
         except grpc.aio.AbortError:
             raise
         except Exception as exc:  # noqa: BLE001 - mapped or reported as INTERNAL
+            if hasattr(request, "__aiter__") and status_for(exc) is not None:
+                await _drain(request)
             await _abort_for(exc, context, method.__qualname__)
 
     return wrapper  # type: ignore[return-value]
