@@ -55,7 +55,7 @@ from agentscope_memory.message import Msg, MsgRole, TextBlock
 from agentscope_memory.convert.from_proto import entry_from_proto, msg_from_proto
 from agentscope_memory.convert.to_proto import entry_to_proto, msg_to_proto
 from agentscope_memory.session.state import MEMORY_MESSAGES, StateEntry, messages_from_items, messages_to_items
-from agentscope_memory.short_term.marks import MARKS_METADATA_KEY, MAX_MARK_BYTES, MAX_SELECTED, marks_of, remark, with_marks
+from agentscope_memory.short_term.marks import MARKS_METADATA_KEY, MAX_MARK_BYTES, MAX_SELECTED, marks_of, remark_message
 from agentscope_memory.validation.text import MAX_NAME_BYTES
 
 # Where a stored message keeps AgentScope-Python's own JSON and marks (the server edits the
@@ -428,14 +428,10 @@ class RemoteMemory(MemoryBase):
         chosen = None if ids is None else set(ids)
         counted, changed, stored = 0, 0, []
         for m in copy.stored:
-            if chosen is None or m.id in chosen:
-                before = marks_of(m)
-                after, count = remark(before, new_mark, old_mark)
-                counted += count
-                if after != before:
-                    m = with_marks(m, after)
-                    changed += 1
-            stored.append(m)
+            remarked, count = remark_message(m, chosen, new_mark, old_mark)
+            counted += count
+            changed += remarked is not None
+            stored.append(m if remarked is None else remarked)
         if (counted, changed) == (updated.updated_count, updated.changed_count):
             copy.replace(updated.etag, stored)
 

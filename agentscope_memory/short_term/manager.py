@@ -29,7 +29,7 @@ from agentscope_memory.paging import ListState, PageTokens, Snapshot, cut_to_bud
 from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES
 from agentscope_memory.store.codec import decode_msg, encode_msg, stored_bytes
 from agentscope_memory.session.state import StateEntry
-from agentscope_memory.short_term.marks import check_mark, check_message_id, check_selection, marks_of, remark, with_marks
+from agentscope_memory.short_term.marks import check_mark, check_message_id, check_selection, marks_of, remark_message
 from agentscope_memory.short_term.coherence import WatchState, Written, writes_of
 from agentscope_memory.store.base import MemoryRecord, RequestRecord, Row, Store, Tx
 
@@ -715,13 +715,10 @@ class MemoryManager:
             counted, changed = 0, []
             for row in rows:
                 msg = decode_msg(row.data)
-                if id_set is not None and msg.id not in id_set:
-                    continue
-                before = marks_of(msg)
-                after, count = remark(before, new_mark, old_mark)
+                remarked, count = remark_message(msg, id_set, new_mark, old_mark)
                 counted += count
-                if after != before:
-                    item = self._encode_one(with_marks(msg, after), f"new_mark (on message {msg.id!r})")
+                if remarked is not None:
+                    item = self._encode_one(remarked, f"new_mark (on message {msg.id!r})")
                     changed.append((row.seq, item.data))
             if not changed:
                 return MarksResult(counted, 0, handler.count(tx, record), previous_etag, previous_etag)

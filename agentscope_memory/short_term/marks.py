@@ -59,6 +59,18 @@ def remark(marks: list[str], new_mark: str | None, old_mark: str | None) -> tupl
     return out, False
 
 
+def remark_message(msg: Msg, chosen: set[str] | None, new_mark: str | None,
+                   old_mark: str | None) -> tuple[Msg | None, bool]:
+    """`update_messages_mark` on one stored message, as the server makes it and a client copying
+    the server's change makes it again: the message with its new marks (None when the id filter
+    `chosen` skips it or its marks stay as they were), and whether it counts as updated."""
+    if chosen is not None and msg.id not in chosen:
+        return None, False
+    before = marks_of(msg)
+    after, counted = remark(before, new_mark, old_mark)
+    return (with_marks(msg, after) if after != before else None), counted
+
+
 def check_mark(value: str, field: str) -> str:
     """A mark: any text ("" too, as AgentScope allows), at most `MAX_MARK_BYTES` bytes."""
     if not isinstance(value, str):
