@@ -16,6 +16,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as 
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grpc as pb_grpc
 from agentscope_memory.convert.to_proto import msg_to_proto
 from agentscope_memory.message import Msg, MsgRole
+from agentscope_memory.store.base import MemoryRecord
 from agentscope_memory.store.sqlite import SqliteStore
 
 
@@ -199,3 +200,134 @@ async def test_a_batch_whose_gathering_is_cancelled_writes_nothing_and_the_next_
     assert all(isinstance(d, asyncio.CancelledError) for d in done)
     assert [await get(store, f"弃{i}") for i in range(3)] == [None] * 3
     assert await asyncio.wait_for(store.run("租户", put("之后", "v"), small=True), 5) == "v"
+
+
+# -- what the writes of one batch share: memory rows and list heads, written back once ----------
+
+def append_one(memory_id: str, text: str) -> Callable[[Any], tuple[int, int, int]]:
+    """An add as the memory manager makes it: read the memory, append, bump its version."""
+    def fn(tx: Any) -> tuple[int, int, int]:
+        record = tx.get_memory(memory_id)
+        assert record is not None
+        tx.append(memory_id, "messages", [text.encode()])
+        return tx.touch_memory(memory_id), tx.length(memory_id, "messages"), tx.next_seq(memory_id, "messages")
+    return fn
+
+
+def stored(store: SqliteStore, memory_id: str, tenant: str = "租户") -> tuple[int, int, int, list[bytes]]:
+    """What another connection reads from the file: the version, head and items of a memory."""
+    conn = sqlite3.connect(store.path)
+    try:
+        version = conn.execute("SELECT version FROM memories WHERE tenant = ? AND memory_id = ?",
+                               (tenant, memory_id)).fetchone()
+        head = conn.execute("SELECT next_seq, length FROM list_heads WHERE tenant = ? AND memory_id = ?"
+                            " AND list_name = 'messages'", (tenant, memory_id)).fetchone()
+        items = conn.execute("SELECT data FROM items WHERE tenant = ? AND memory_id = ? ORDER BY seq",
+                             (tenant, memory_id)).fetchall()
+        return (version[0] if version else -1, *(head or (0, 0)), [bytes(r[0]) for r in items])
+    finally:
+        conn.close()
+
+
+async def create(store: SqliteStore, memory_id: str, tenant: str = "租户") -> None:
+    await store.run(tenant, lambda tx: tx.insert_memory(MemoryRecord(memory_id, "IN_MEMORY", version=1)))
+
+
+async def test_adds_to_one_memory_in_one_batch_each_see_the_one_before(store: SqliteStore) -> None:
+    await create(store, "会话")
+    await gathering(store)
+    before = store.group_commit.stats.batches
+    results = await burst(store, [append_one("会话", f"消息{i}") for i in range(20)])
+    assert store.group_commit.stats.batches - before <= 2
+    # Versions, counts and next seqs step by one, in the order the writes ran.
+    assert results == [(2 + i, 1 + i, 2 + i) for i in range(20)]
+    assert stored(store, "会话") == (21, 21, 20, [f"消息{i}".encode() for i in range(20)])
+    # The next batch starts from what the last one wrote back.
+    assert await burst(store, [append_one("会话", "再一条")]) == [(22, 21, 22)]
+    assert stored(store, "会话")[:3] == (22, 22, 21)
+
+
+async def test_a_write_undone_in_a_batch_takes_back_its_version_and_head(store: SqliteStore) -> None:
+    await create(store, "会话")
+    await gathering(store)
+
+    def append_then_fail(tx: Any) -> None:
+        append_one("会话", "不该留下")(tx)
+        raise ValueError("失败")
+
+    results = await burst(store, [append_one("会话", "一"), append_then_fail, append_one("会话", "二")])
+    assert isinstance(results[1], ValueError)
+    # The write after the undone one got the version and seq the undone one had taken.
+    assert results[0] == (2, 1, 2) and results[2] == (3, 2, 3)
+    assert stored(store, "会话") == (3, 3, 2, ["一".encode(), "二".encode()])
+
+
+async def test_a_memory_deleted_in_a_batch_is_not_written_back(store: SqliteStore) -> None:
+    await create(store, "会话")
+    await create(store, "留下")
+    await gathering(store)
+
+    def delete(tx: Any) -> None:
+        tx.delete_memory("会话")
+
+    def recreate(tx: Any) -> tuple[int, int, int]:
+        tx.insert_memory(MemoryRecord("会话", "IN_MEMORY", version=1))
+        return append_one("会话", "新的")(tx)
+
+    results = await burst(store, [append_one("会话", "旧的"), append_one("留下", "甲"), delete,
+                                  append_one("留下", "乙")])
+    assert results[0] == (2, 1, 2) and results[1] == (2, 1, 2) and results[3] == (3, 2, 3)
+    # Nothing of the deleted memory comes back: no row, no head, no items.
+    assert stored(store, "会话") == (-1, 0, 0, [])
+    assert stored(store, "留下") == (3, 3, 2, ["甲".encode(), "乙".encode()])
+    # Created again in a later batch, it starts over.
+    assert await burst(store, [recreate, append_one("会话", "又一条")]) == [(2, 1, 2), (3, 2, 3)]
+    assert stored(store, "会话") == (3, 3, 2, ["新的".encode(), "又一条".encode()])
+
+
+async def test_listing_memories_inside_a_batch_sees_the_versions_its_writes_made(store: SqliteStore) -> None:
+    await create(store, "会话")
+    await gathering(store)
+
+    def listed(tx: Any) -> list[tuple[str, int]]:
+        return [(r.memory_id, r.version) for r in tx.list_memories("", 10)]
+
+    results = await burst(store, [append_one("会话", "一"), append_one("会话", "二"), listed])
+    assert results[2] == [("会话", 3)]
+
+
+async def test_two_tenants_one_memory_id_in_one_batch_share_nothing(store: SqliteStore) -> None:
+    await create(store, "同名", tenant="甲")
+    await create(store, "同名", tenant="乙")
+    await gathering(store)
+    results = await asyncio.gather(*(store.run(t, append_one("同名", f"{t}{i}"), small=True)
+                                     for i in range(5) for t in ("甲", "乙")))
+    assert [r[1] for r in results[0::2]] == [1, 2, 3, 4, 5] == [r[1] for r in results[1::2]]
+    assert stored(store, "同名", "甲") == (6, 6, 5, [f"甲{i}".encode() for i in range(5)])
+    assert stored(store, "同名", "乙") == (6, 6, 5, [f"乙{i}".encode() for i in range(5)])
+
+
+async def test_a_caller_cancelled_once_its_write_was_taken_hears_so_after_the_commit(store: SqliteStore, tmp_path: Path) -> None:
+    """The write runs all the same (it may already have), so the cancellation is only reported
+    once the commit is over: the caller's next line never runs before its write is settled."""
+    await gathering(store)
+    other = sqlite3.connect(tmp_path / "s.sqlite3", isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        writes = [asyncio.ensure_future(store.run("租户", put(f"取{i}", "v"), small=True)) for i in range(3)]
+        # The batch is taken, then waits for the lock the other program holds.
+        await asyncio.sleep(0)
+        assert store.group_commit.waiting == 3
+        while store.group_commit.waiting:
+            await asyncio.sleep(0)
+        await asyncio.sleep(0.1)
+        writes[1].cancel()
+        await asyncio.sleep(0.3)
+        assert not writes[1].done()
+        other.execute("COMMIT")
+        done = await asyncio.wait_for(asyncio.gather(*writes, return_exceptions=True), 15)
+    finally:
+        other.close()
+    assert isinstance(done[1], asyncio.CancelledError)
+    assert done[0] == done[2] == "v"
+    assert [await get(store, f"取{i}") for i in range(3)] == ["v"] * 3

@@ -71,6 +71,10 @@ class ListState:
         return ListState(snapshot.created_us, snapshot.version if version is None else version, count, next_seq or 0)
 
 
+# Memories whose last etag is kept (all are forgotten at once past this: a memo, not a record).
+_ETAGS_KEPT = 4096
+
+
 def _frame(parts: Binding) -> bytes:
     # Length-prefixed, so no choice of ids can make two bindings collide.
     out = bytearray()
@@ -88,6 +92,9 @@ class PageTokens:
         # The server's key, as an HMAC keyed once (None until `ready`): each tag copies it, since
         # keying costs as much as the rest of a tag.
         self._keyed: hmac.HMAC | None = None
+        # The last etag named per memory: an add names the state before it (the last add's
+        # after) and the state after it, so a run of adds signs each state once, not twice.
+        self._last_etags: dict[tuple[str, str], tuple[ListState, str, hmac.HMAC]] = {}
         if secret is not None:
             self._set_key(hashlib.sha256(secret.encode()).digest())
         self._lock = asyncio.Lock()
@@ -111,6 +118,7 @@ class PageTokens:
 
     def _set_key(self, key: bytes) -> None:
         self._keyed = hmac.new(key, digestmod=hashlib.sha256)
+        self._last_etags.clear()
 
     def derived_key(self, purpose: str) -> bytes:
         """A key of its own for `purpose` (e.g. signing inspector sessions), derived from the
@@ -172,7 +180,26 @@ class PageTokens:
     def etag(self, tenant: str, memory_id: str, state: ListState) -> str:
         """Names one state of a memory's messages; opaque and signed, so equal etags mean the
         same state of the same memory of the same tenant."""
-        return self.issue("etag", [tenant, memory_id], [state.created_us, state.version, state.count, state.next_seq])
+        key = (tenant, memory_id)
+        last = self._last_etags.get(key)
+        if last is not None:
+            if last[0] == state:
+                return last[1]
+            bound = last[2]
+        else:
+            if self._keyed is None:
+                raise RuntimeError("PageTokens.ready() was not awaited")
+            # The key fed with this memory's binding: each of its etags copies it (`_tag`).
+            bound = self._keyed.copy()
+            bound.update(_frame(["etag", tenant, memory_id]) + b"|")
+        payload = f"{state.created_us}.{state.version}.{state.count}.{state.next_seq}:".encode("ascii")
+        mac = bound.copy()
+        mac.update(payload)
+        tag = base64.urlsafe_b64encode(payload + mac.digest()[:TAG_BYTES]).decode("ascii").rstrip("=")
+        if len(self._last_etags) >= _ETAGS_KEPT:
+            self._last_etags.clear()
+        self._last_etags[key] = (state, tag, bound)
+        return tag
 
     def read_etag(self, tenant: str, memory_id: str, etag: str) -> ListState | None:
         """The state an etag of ours names, or None for anything else (forged, another memory's

@@ -6,7 +6,9 @@ themselves. Under concurrent callers most of that is repeated for the same pages
 row, the same index pages), so writes that arrive within a few turns of the event loop are
 gathered and committed together, each in a savepoint of its own: one write's error undoes only
 that write, and every write is acknowledged only once the shared commit is done, so an
-acknowledged write is as durable as one committed alone.
+acknowledged write is as durable as one committed alone. The writes of a batch also share what
+they read and change of memory rows and list heads (`store.sql.memories.BatchShare`): adds to
+one memory arriving together read its row once and write its version and list head once.
 
 Waiting for company costs a lone caller latency, and a lone caller (one agent, a sequential
 client) never has any. So writes run alone, as before, until gathering pays: every
@@ -49,6 +51,14 @@ class PendingWrite(Generic[T]):
     taken: bool = False
 
 
+@dataclass(eq=False)
+class _Batch:
+    """The writes gathered for one commit, and when that commit is over (whatever its outcome)."""
+
+    over: asyncio.Future[None]
+    writes: list[PendingWrite[Any]] = field(default_factory=list)
+
+
 @dataclass
 class GroupCommitStats:
     """What gathering did: commits of gathered batches, and the writes they held."""
@@ -65,7 +75,7 @@ class GroupCommit:
 
     def __init__(self, commit: Callable[[list[PendingWrite[Any]]], Awaitable[None]]) -> None:
         self._commit = commit
-        self._open: list[PendingWrite[Any]] | None = None
+        self._open: _Batch | None = None
         self._gathering = False
         self._lone_writes = 0
         self._alone_streak = 0
@@ -75,7 +85,7 @@ class GroupCommit:
     @property
     def waiting(self) -> int:
         """Writes in the batch being gathered."""
-        return len(self._open) if self._open is not None else 0
+        return len(self._open.writes) if self._open is not None else 0
 
     def wants(self) -> bool:
         """Whether the next small write should be gathered rather than run alone now."""
@@ -90,52 +100,77 @@ class GroupCommit:
         commit is over, so its caller's next line still follows the commit (as for a write run
         alone, which cannot be cancelled half-way)."""
         loop = asyncio.get_running_loop()
-        pending: PendingWrite[T] = PendingWrite(tenant, fn, loop.create_future())
         if self._open is None:
-            self._open = []
+            self._open = _Batch(loop.create_future())
             task = loop.create_task(self._gather(self._open))
             self._tasks.add(task)
             task.add_done_callback(partial(self._ended, self._open))
-        self._open.append(pending)
-        cancelled = False
-        while not pending.future.done():
-            try:
-                await asyncio.wait([pending.future])
-            except asyncio.CancelledError:
-                if not pending.taken:
-                    pending.future.cancel()
-                    raise
-                cancelled = True
-        if cancelled:
-            if not pending.future.cancelled():
-                pending.future.exception()  # seen: the caller hears of its cancellation instead
-            raise asyncio.CancelledError
-        return pending.future.result()
+        batch = self._open
+        pending: PendingWrite[T] = PendingWrite(tenant, fn, loop.create_future())
+        batch.writes.append(pending)
+        try:
+            # Awaited directly (no `asyncio.wait`, which costs a waiter and two callbacks per
+            # write): a cancelled caller cancels this future, which a commit not yet begun skips
+            # and one under way leaves unsettled.
+            return await pending.future
+        except asyncio.CancelledError:
+            if pending.taken:
+                await self._until_over(batch)
+                if pending.future.done() and not pending.future.cancelled():
+                    pending.future.exception()  # seen: the caller hears of its cancellation instead
+            raise
 
-    async def _gather(self, batch: list[PendingWrite[Any]]) -> None:
-        started, seen, quiet = time.monotonic(), 0, 0
-        while quiet < _QUIET_TURNS and len(batch) < _MAX_BATCH and time.monotonic() - started < _MAX_WAIT_S:
-            await asyncio.sleep(0)
-            if len(batch) == seen:
-                quiet += 1
-            else:
-                seen, quiet = len(batch), 0
-        # Writes arriving from here on start the next batch.
-        self._open = None
-        live = [p for p in batch if not p.future.cancelled()]
+    @staticmethod
+    async def _until_over(batch: _Batch) -> None:
+        """Wait for `batch`'s commit to end, whatever cancellations arrive meanwhile."""
+        while not batch.over.done():
+            try:
+                await asyncio.wait([batch.over])
+            except asyncio.CancelledError:
+                pass
+
+    async def _gather(self, batch: _Batch) -> None:
+        loop = asyncio.get_running_loop()
+        closed: asyncio.Future[None] = loop.create_future()
+        # The turns are counted by a callback scheduled again each turn: a task step per turn
+        # (`sleep(0)`) costs several times as much, and a batch waits dozens of turns.
+        self._turn(batch, closed, time.monotonic(), 0, 0)
+        try:
+            await closed
+        finally:
+            if not closed.done():
+                closed.cancel()
+            # Writes arriving from here on start the next batch.
+            if self._open is batch:
+                self._open = None
+        live = [p for p in batch.writes if not p.future.done()]
         for p in live:
             p.taken = True
         self._record(len(live))
-        if not live:
-            return
         try:
-            await self._commit(live)
+            if live:
+                await self._commit(live)
         except Exception as exc:  # noqa: BLE001 - the batch's failure is each write's answer
             for p in live:
                 if not p.future.done():
                     p.future.set_exception(exc)
+        finally:
+            batch.over.set_result(None)
 
-    def _ended(self, batch: list[PendingWrite[Any]], task: asyncio.Task[None]) -> None:
+    def _turn(self, batch: _Batch, closed: asyncio.Future[None], started: float, seen: int, quiet: int) -> None:
+        if closed.done():
+            return  # the gathering task was cancelled
+        size = len(batch.writes)
+        if size == seen:
+            quiet += 1
+        else:
+            seen, quiet = size, 0
+        if quiet >= _QUIET_TURNS or size >= _MAX_BATCH or time.monotonic() - started >= _MAX_WAIT_S:
+            closed.set_result(None)
+        else:
+            asyncio.get_running_loop().call_soon(self._turn, batch, closed, started, seen, quiet)
+
+    def _ended(self, batch: _Batch, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
         # Cancelled (the loop shutting down, maybe before it even started): its callers hear
         # so rather than wait for ever, and the next write starts a batch of its own. Before its
@@ -143,9 +178,11 @@ class GroupCommit:
         # (as a write whose caller gave up on the lock may).
         if self._open is batch:
             self._open = None
-        for pending in batch:
+        for pending in batch.writes:
             if not pending.future.done():
                 pending.future.cancel()
+        if not batch.over.done():
+            batch.over.set_result(None)
 
     def _record(self, size: int) -> None:
         if size >= 2:

@@ -40,6 +40,7 @@ from agentscope_memory.errors import FailedPreconditionError, ResourceExhaustedE
 from agentscope_memory.store.base import Row, StoreOpenError
 from agentscope_memory.store.group_commit import GroupCommit, PendingWrite
 from agentscope_memory.store.sql import SHARED_SCHEMA, Dialect, SqlTx
+from agentscope_memory.store.sql.memories import BatchShare
 from agentscope_memory.store.sql.schema import check_schema_version
 from agentscope_memory.tracing import current_tracer, span
 
@@ -118,6 +119,17 @@ def _roll_back(conn: sqlite3.Connection) -> None:
     # transaction is active" in place of the reason.
     if conn.in_transaction:
         conn.execute("ROLLBACK")
+
+
+def _settle(pending: PendingWrite[Any], result: Any, error: BaseException | None) -> None:
+    # A caller cancelled once its write was taken has cancelled its future: the write ran, and
+    # its caller hears of its cancellation instead.
+    if pending.future.done():
+        return
+    if error is not None:
+        pending.future.set_exception(error)
+    else:
+        pending.future.set_result(result)
 
 
 class _LockBusy(Exception):
@@ -351,17 +363,22 @@ class SqliteStore:
                 if _is_busy(exc):
                     raise _LockBusy from exc
                 raise
+            share = BatchShare()
             for pending in batch:
                 conn.execute("SAVEPOINT one_write")
+                mark = share.mark()
                 try:
-                    outcomes.append((pending.fn(SqlTx(conn, self._dialect, pending.tenant, True)), None))
+                    outcomes.append((pending.fn(SqlTx(conn, self._dialect, pending.tenant, True, share)), None))
                 except Exception as exc:
                     if not conn.in_transaction:
                         raise  # SQLite ended the whole transaction: nothing of the batch holds
                     conn.execute("ROLLBACK TO one_write")
+                    share.rollback_to(mark)
                     outcomes.append((None, self._operators_problem(exc) or exc))
                 conn.execute("RELEASE one_write")
-            self._count_writes(SqlTx(conn, self._dialect, "", True), len(batch))
+            housekeeping = SqlTx(conn, self._dialect, "", True, share)
+            housekeeping.write_back()
+            self._count_writes(housekeeping, len(batch))
             conn.execute("COMMIT")
         except BaseException as exc:
             _roll_back(conn)
@@ -388,15 +405,12 @@ class SqliteStore:
                         result = await loop.run_in_executor(
                             self._writer, self._in_transaction, pending.tenant, pending.fn, True)
                     except Exception as exc:  # noqa: BLE001 - the write's own outcome, for its caller
-                        pending.future.set_exception(exc)
+                        _settle(pending, None, exc)
                     else:
-                        pending.future.set_result(result)
+                        _settle(pending, result, None)
                 return
         for pending, (result, error) in zip(batch, outcomes, strict=True):
-            if error is not None:
-                pending.future.set_exception(error)
-            else:
-                pending.future.set_result(result)
+            _settle(pending, result, error)
 
     def _raise_operators_problem(self, exc: BaseException) -> None:
         reason = self._operators_problem(exc)

@@ -29,8 +29,62 @@ _GET_MEMORY_LOCKED = _GET_MEMORY + "{row_lock}"
 _MEMORY_TABLES = ("memories", "list_heads", "items", "kv", "requests", "tiered_items")
 
 
+_MISSING = object()
+
+MemoryKey = tuple[str, str]
+HeadKey = tuple[str, str, str]
+
+
+class BatchShare:
+    """What the writes of one gathered batch (`store.group_commit`) share: the memory rows and
+    list heads they read, and the version bumps and head moves they made, written once when the
+    batch is about to commit rather than once per write. Adds to one memory arriving together
+    then read its row and head once and write each once, not once per add.
+
+    Only the embedded store's batches use it: they hold its one write lock from their first
+    statement to their commit, so nothing else can change these rows meanwhile. Every change is
+    journaled, so a write undone by its savepoint (`rollback_to`) is undone here too."""
+
+    def __init__(self) -> None:
+        self.records: dict[MemoryKey, MemoryRecord] = {}
+        self.heads: dict[HeadKey, tuple[int, int]] = {}
+        # Rows changed here and not yet written; the values are unused (dicts, to journal alike).
+        self.dirty_memories: dict[MemoryKey, bool] = {}
+        self.dirty_heads: dict[HeadKey, bool] = {}
+        self._journal: list[tuple[dict[Any, Any], Any, Any]] = []
+
+    def put(self, table: dict[Any, Any], key: Any, value: Any) -> None:
+        self._journal.append((table, key, table.get(key, _MISSING)))
+        table[key] = value
+
+    def drop(self, table: dict[Any, Any], key: Any) -> None:
+        if key in table:
+            self._journal.append((table, key, table.pop(key)))
+
+    def mark(self) -> int:
+        """A point to roll back to: taken before each write of the batch."""
+        return len(self._journal)
+
+    def rollback_to(self, mark: int) -> None:
+        while len(self._journal) > mark:
+            table, key, old = self._journal.pop()
+            if old is _MISSING:
+                table.pop(key, None)
+            else:
+                table[key] = old
+
+    def forget(self, tenant: str, memory_id: str) -> None:
+        """A memory deleted: nothing of it may be written back."""
+        self.drop(self.records, (tenant, memory_id))
+        self.drop(self.dirty_memories, (tenant, memory_id))
+        for key in [k for k in self.heads if k[0] == tenant and k[1] == memory_id]:
+            self.drop(self.heads, key)
+            self.drop(self.dirty_heads, key)
+
+
 class MemoryStatements(SqlTxBase):
-    def __init__(self, conn: Connection, dialect: Dialect, tenant: str, write: bool) -> None:
+    def __init__(self, conn: Connection, dialect: Dialect, tenant: str, write: bool,
+                 share: BatchShare | None = None) -> None:
         super().__init__(conn, dialect, tenant, write)
         # Whether reading a memory locks its row (writes, where the database needs row locks).
         self._lock_reads = write and bool(dialect.row_lock)
@@ -40,17 +94,26 @@ class MemoryStatements(SqlTxBase):
         self._heads: dict[tuple[str, str], tuple[int, int]] = {}
         # Memories this transaction created, changed (a version bump) or deleted.
         self._changed: set[str] = set()
+        self._share = share
 
     # -- memories ---------------------------------------------------------------------------
 
     def get_memory(self, memory_id: str) -> MemoryRecord | None:
+        share = self._share
+        if share is not None:
+            known = share.records.get((self.tenant, memory_id))
+            if known is not None:
+                return known
         lock = self._lock_reads and memory_id not in self._locked
         row = self._one(_GET_MEMORY_LOCKED if lock else _GET_MEMORY, (self.tenant, memory_id))
         if row is None:
             return None
         if lock:
             self._locked.add(memory_id)
-        return _memory_record(row)
+        record = _memory_record(row)
+        if share is not None:
+            share.put(share.records, (self.tenant, memory_id), record)
+        return record
 
     def insert_memory(self, record: MemoryRecord) -> None:
         # A savepoint keeps the transaction usable after a duplicate (PostgreSQL would abort it).
@@ -74,6 +137,18 @@ class MemoryStatements(SqlTxBase):
         self._changed.add(record.memory_id)
 
     def touch_memory(self, memory_id: str) -> int:
+        share = self._share
+        if share is not None:
+            key = (self.tenant, memory_id)
+            known = share.records.get(key)
+            if known is not None:
+                version = known.version + 1
+                share.put(share.records, key, MemoryRecord(
+                    known.memory_id, known.kind, known.config_json, known.labels, known.create_time,
+                    time.time(), version))
+                share.put(share.dirty_memories, key, True)
+                self._changed.add(memory_id)
+                return version
         row = self._one(
             "UPDATE {memories} SET version = version + 1, update_time = ?"
             " WHERE tenant = ? AND memory_id = ? RETURNING version",
@@ -85,6 +160,8 @@ class MemoryStatements(SqlTxBase):
         return int(row[0])
 
     def delete_memory(self, memory_id: str) -> None:
+        if self._share is not None:
+            self._share.forget(self.tenant, memory_id)
         for table in _MEMORY_TABLES:
             self._execute(
                 f"DELETE FROM {{{table}}} WHERE tenant = ? AND memory_id = ?", (self.tenant, memory_id)
@@ -96,6 +173,8 @@ class MemoryStatements(SqlTxBase):
         return set(self._changed)
 
     def list_memories(self, after_id: str, limit: int) -> list[MemoryRecord]:
+        if self._share is not None:
+            self.write_back()
         rows = self._all(
             f"SELECT {_MEMORY_COLUMNS} FROM {{memories}} WHERE tenant = ? AND memory_id{{bytewise}} > ?"
             " ORDER BY memory_id{bytewise} LIMIT ?",
@@ -109,12 +188,20 @@ class MemoryStatements(SqlTxBase):
         cached = self._heads.get((memory_id, list_name))
         if cached is not None:
             return cached
+        share = self._share
+        if share is not None:
+            shared = share.heads.get((self.tenant, memory_id, list_name))
+            if shared is not None:
+                self._heads[(memory_id, list_name)] = shared
+                return shared
         row = self._one(
             "SELECT next_seq, length FROM {list_heads}"
             " WHERE tenant = ? AND memory_id = ? AND list_name = ?",
             (self.tenant, memory_id, list_name),
         )
         head = (int(row[0]), int(row[1])) if row else (1, 0)
+        if share is not None:
+            share.put(share.heads, (self.tenant, memory_id, list_name), head)
         # Kept when no other transaction can change it before this one ends: a snapshot, SQLite's
         # one writer, or a locked memory row (every change here goes through `_set_head`).
         if not self._lock_reads or memory_id in self._locked:
@@ -122,6 +209,13 @@ class MemoryStatements(SqlTxBase):
         return head
 
     def _set_head(self, memory_id: str, list_name: str, next_seq: int, length: int) -> None:
+        share = self._share
+        if share is not None:
+            key = (self.tenant, memory_id, list_name)
+            share.put(share.heads, key, (next_seq, length))
+            share.put(share.dirty_heads, key, True)
+            self._heads[(memory_id, list_name)] = (next_seq, length)
+            return
         self._execute(
             "INSERT INTO {list_heads} (tenant, memory_id, list_name, next_seq, length)"
             " VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant, memory_id, list_name)"
@@ -134,11 +228,13 @@ class MemoryStatements(SqlTxBase):
         if not items:
             return
         next_seq, length = self._head(memory_id, list_name)
-        self._many(
-            "INSERT INTO {items} (tenant, memory_id, list_name, seq, {item_columns})"
-            " VALUES (?, ?, ?, ?, {item_values})",
-            self._dialect.item_params(self.tenant, memory_id, list_name, next_seq, items),
-        )
+        rows = self._dialect.item_params(self.tenant, memory_id, list_name, next_seq, items)
+        sql = "INSERT INTO {items} (tenant, memory_id, list_name, seq, {item_columns}) VALUES (?, ?, ?, ?, {item_values})"
+        # One item (an agent's add) needs no cursor of its own.
+        if len(rows) == 1:
+            self._execute(sql, rows[0])
+        else:
+            self._many(sql, rows)
         self._set_head(memory_id, list_name, next_seq + len(items), length + len(items))
 
     def read(
@@ -211,6 +307,32 @@ class MemoryStatements(SqlTxBase):
     def replace(self, memory_id: str, list_name: str, items: Sequence[str | bytes]) -> None:
         self.clear(memory_id, list_name)
         self.append(memory_id, list_name, items)
+
+    def write_back(self) -> None:
+        """Write what the batch's writes changed and kept (`BatchShare`): every tenant's, since
+        one batch holds writes of many. Runs before the batch commits, and before any statement
+        that reads those rows past the share."""
+        share = self._share
+        if share is None:
+            return
+        if share.dirty_memories:
+            self._many(
+                "UPDATE {memories} SET version = ?, update_time = ? WHERE tenant = ? AND memory_id = ?",
+                [(r.version, r.update_time, key[0], key[1])
+                 for key in share.dirty_memories for r in (share.records[key],)],
+            )
+            # Journaled, as everything here: a write undone after this statement undoes it too.
+            for memory_key in list(share.dirty_memories):
+                share.drop(share.dirty_memories, memory_key)
+        if share.dirty_heads:
+            self._many(
+                "INSERT INTO {list_heads} (tenant, memory_id, list_name, next_seq, length)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant, memory_id, list_name)"
+                " DO UPDATE SET next_seq = excluded.next_seq, length = excluded.length",
+                [(*head_key, *share.heads[head_key]) for head_key in share.dirty_heads],
+            )
+            for head_key in list(share.dirty_heads):
+                share.drop(share.dirty_heads, head_key)
 
     # -- key/value --------------------------------------------------------------------------
 
