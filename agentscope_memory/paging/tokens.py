@@ -129,19 +129,30 @@ class PageTokens:
         mac.update(b"derived key|" + purpose.encode("utf-8"))
         return mac.digest()
 
-    def _tag(self, listing: str, binding: Binding, payload: bytes) -> bytes:
+    def _bound(self, listing: str, binding: Binding) -> hmac.HMAC:
+        """The key fed with what a token is bound to; a tag copies it and adds the payload."""
         if self._keyed is None:
             raise RuntimeError("PageTokens.ready() was not awaited")
         mac = self._keyed.copy()
-        mac.update(_frame([listing, *binding]) + b"|" + payload)
+        mac.update(_frame([listing, *binding]) + b"|")
+        return mac
+
+    def _tag(self, listing: str, binding: Binding, payload: bytes) -> bytes:
+        mac = self._bound(listing, binding)
+        mac.update(payload)
         return mac.digest()[:TAG_BYTES]
+
+    @staticmethod
+    def _sealed(bound: hmac.HMAC, values: Sequence[int], text: str = "") -> str:
+        payload = ".".join(str(int(v)) for v in values).encode("ascii") + b":" + text.encode("utf-8", "surrogatepass")
+        mac = bound.copy()
+        mac.update(payload)
+        return base64.urlsafe_b64encode(payload + mac.digest()[:TAG_BYTES]).decode("ascii").rstrip("=")
 
     def issue(self, listing: str, binding: Binding, values: Sequence[int], text: str = "") -> str:
         """A token for `listing` bound to `binding`, carrying `values` (non-negative ints) and
         optionally one `text` (e.g. the last id listed)."""
-        payload = ".".join(str(int(v)) for v in values).encode("ascii") + b":" + text.encode("utf-8", "surrogatepass")
-        raw = payload + self._tag(listing, binding, payload)
-        return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+        return self._sealed(self._bound(listing, binding), values, text)
 
     def read(self, token: str, listing: str, binding: Binding, count: int, field: str = "page_token") -> list[int]:
         """The `count` values of a token issued by `issue` with the same listing and binding;
@@ -182,20 +193,10 @@ class PageTokens:
         same state of the same memory of the same tenant."""
         key = (tenant, memory_id)
         last = self._last_etags.get(key)
-        if last is not None:
-            if last[0] == state:
-                return last[1]
-            bound = last[2]
-        else:
-            if self._keyed is None:
-                raise RuntimeError("PageTokens.ready() was not awaited")
-            # The key fed with this memory's binding: each of its etags copies it (`_tag`).
-            bound = self._keyed.copy()
-            bound.update(_frame(["etag", tenant, memory_id]) + b"|")
-        payload = f"{state.created_us}.{state.version}.{state.count}.{state.next_seq}:".encode("ascii")
-        mac = bound.copy()
-        mac.update(payload)
-        tag = base64.urlsafe_b64encode(payload + mac.digest()[:TAG_BYTES]).decode("ascii").rstrip("=")
+        if last is not None and last[0] == state:
+            return last[1]
+        bound = last[2] if last is not None else self._bound("etag", [tenant, memory_id])
+        tag = self._sealed(bound, [state.created_us, state.version, state.count, state.next_seq])
         if len(self._last_etags) >= _ETAGS_KEPT:
             self._last_etags.clear()
         self._last_etags[key] = (state, tag, bound)
