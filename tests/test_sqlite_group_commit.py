@@ -17,6 +17,7 @@ from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2_grp
 from agentscope_memory.convert.to_proto import msg_to_proto
 from agentscope_memory.message import Msg, MsgRole
 from agentscope_memory.store.base import MemoryRecord
+from agentscope_memory.store.group_commit import _MAX_BATCH
 from agentscope_memory.store.sqlite import SqliteStore
 
 
@@ -331,3 +332,18 @@ async def test_a_caller_cancelled_once_its_write_was_taken_hears_so_after_the_co
     assert isinstance(done[1], asyncio.CancelledError)
     assert done[0] == done[2] == "v"
     assert [await get(store, f"取{i}") for i in range(3)] == ["v"] * 3
+
+
+async def test_a_burst_larger_than_a_batch_commits_in_batches_of_at_most_the_limit_in_order(store: SqliteStore) -> None:
+    """Writes arriving together past `_MAX_BATCH` start the next batch: one transaction never
+    holds more, so the event loop is never held for more than one batch's writes."""
+    await create(store, "会话")
+    await gathering(store)
+    before = store.group_commit.stats.batches
+    results = await burst(store, [append_one("会话", f"消息{i}") for i in range(3 * _MAX_BATCH + 5)])
+    stats = store.group_commit.stats
+    assert stats.largest <= _MAX_BATCH
+    assert stats.batches - before >= 4
+    # The batches commit in the order their writes arrived.
+    assert results == [(2 + i, 1 + i, 2 + i) for i in range(3 * _MAX_BATCH + 5)]
+    assert stored(store, "会话")[3] == [f"消息{i}".encode() for i in range(3 * _MAX_BATCH + 5)]

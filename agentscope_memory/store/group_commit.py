@@ -100,7 +100,9 @@ class GroupCommit:
         commit is over, so its caller's next line still follows the commit (as for a write run
         alone, which cannot be cancelled half-way)."""
         loop = asyncio.get_running_loop()
-        if self._open is None:
+        # A full batch is left to commit and this write starts the next: writes arriving in one
+        # turn (a burst of callers) would otherwise all join it before its gathering looks.
+        if self._open is None or len(self._open.writes) >= _MAX_BATCH:
             self._open = _Batch(loop.create_future())
             task = loop.create_task(self._gather(self._open))
             self._tasks.add(task)
