@@ -10,40 +10,19 @@ import json
 import os
 from typing import Any
 
-import grpc
 from agentscope.message import Msg
 
-from agentscope_memory.agentscope_adapters.per_loop import PerLoop
 from agentscope_memory.agentscope_adapters.v1_memory import RemoteMemory, _known_id
 from agentscope_memory.client import AsyncMemoryClient
+from counted_channel import counted_memory
 
 TARGET, KEY = os.environ["GRPC_TARGET"], os.environ.get("MEM0_KEY")
 MEMORY_ID = "长对话-自己的改动"
 SIZE = 2000
 
 
-class GetMessagesCounter(grpc.aio.UnaryUnaryClientInterceptor):
-    """The messages GetMessages answers carry on one client's channel, and how many answers
-    were pages of the whole list (neither `not_modified` nor a delta)."""
-
-    def __init__(self) -> None:
-        self.received = 0
-        self.pages = 0
-
-    async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
-        response = await (await continuation(details, request))
-        method = details.method.decode() if isinstance(details.method, bytes) else details.method
-        if method.endswith("/GetMessages"):
-            self.received += len(response.messages)
-            self.pages += not (response.not_modified or response.delta)
-        return response
-
-
 async def main() -> None:
-    counter = GetMessagesCounter()
-    channel = grpc.aio.insecure_channel(TARGET, interceptors=[counter])
-    mine = RemoteMemory(TARGET, MEMORY_ID, api_key=KEY)
-    mine._clients = PerLoop(lambda: AsyncMemoryClient(channel=channel, api_key=KEY))
+    mine, counter, channel = counted_memory(TARGET, MEMORY_ID, KEY)
     other = RemoteMemory(TARGET, MEMORY_ID, api_key=KEY)
     fresh = AsyncMemoryClient(TARGET, api_key=KEY)
     turns = iter(range(10_000))
@@ -66,10 +45,10 @@ async def main() -> None:
 
     async def step(name: str, change: Any, *then_add: Msg) -> None:
         await change()
-        received, pages = counter.received, counter.pages
+        received, pages = counter.counts["received"], counter.counts["pages"]
         await mine.add(list(then_add) or said(f"{name}之后我说"))
         texts = [m.get_text_content() for m in await other.get_memory(prepend_summary=False)]
-        steps.append({"step": name, "received": counter.received - received, "pages": counter.pages - pages,
+        steps.append({"step": name, "received": counter.counts["received"] - received, "pages": counter.counts["pages"] - pages,
                       "copy_is_current": await copy_is_current(), "size": len(texts),
                       "unique": len(texts) == len(set(texts))})
 

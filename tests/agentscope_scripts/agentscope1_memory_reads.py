@@ -10,13 +10,12 @@ import json
 import os
 from typing import Any, Awaitable, Callable
 
-import grpc
 from agentscope.memory import InMemoryMemory, MemoryBase
 from agentscope.message import Msg, TextBlock
 
-from agentscope_memory.agentscope_adapters.per_loop import PerLoop
 from agentscope_memory.agentscope_adapters.v1_memory import RemoteMemory
 from agentscope_memory.client import AsyncMemoryClient
+from counted_channel import counted_memory
 from agentscope_memory.message import Msg as StoredMsg
 from agentscope_memory.message import MsgRole
 from agentscope_memory.message import TextBlock as StoredText
@@ -24,24 +23,6 @@ from agentscope_memory.message import TextBlock as StoredText
 TARGET, KEY = os.environ["GRPC_TARGET"], os.environ.get("MEM0_KEY")
 MEMORY_ID = "长对话-读取"
 SIZE = 2000
-
-
-class GetMessagesCounter(grpc.aio.UnaryUnaryClientInterceptor):
-    """What GetMessages answers carry on one client's channel: calls, messages, bytes, and how
-    many answers were pages of the whole list (neither `not_modified` nor a delta)."""
-
-    def __init__(self) -> None:
-        self.counts = {"calls": 0, "received": 0, "bytes": 0, "pages": 0}
-
-    async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
-        response = await (await continuation(details, request))
-        method = details.method.decode() if isinstance(details.method, bytes) else details.method
-        if method.endswith("/GetMessages"):
-            self.counts["calls"] += 1
-            self.counts["received"] += len(response.messages)
-            self.counts["bytes"] += response.ByteSize()
-            self.counts["pages"] += not (response.not_modified or response.delta)
-        return response
 
 
 async def view(memory: MemoryBase) -> dict[str, Any]:
@@ -57,10 +38,7 @@ async def view(memory: MemoryBase) -> dict[str, Any]:
 
 
 async def main() -> None:
-    counter = GetMessagesCounter()
-    channel = grpc.aio.insecure_channel(TARGET, interceptors=[counter])
-    mine = RemoteMemory(TARGET, MEMORY_ID, api_key=KEY)
-    mine._clients = PerLoop(lambda: AsyncMemoryClient(channel=channel, api_key=KEY))
+    mine, counter, channel = counted_memory(TARGET, MEMORY_ID, KEY)
     other = RemoteMemory(TARGET, MEMORY_ID, api_key=KEY)
     java = AsyncMemoryClient(TARGET, api_key=KEY)  # another client that writes no AgentScope JSON
     local = InMemoryMemory()  # the same calls on AgentScope's own memory
