@@ -83,6 +83,16 @@ def _validation_detail(exc: RequestValidationError) -> str:
     return "; ".join(problems) or "invalid request"
 
 
+def _unparsable_body(cause: BaseException) -> str:
+    """Why FastAPI could not read a body it calls only "There was an error parsing the body":
+    what its JSON decoding raised other than a syntax error (those come as `json_invalid`)."""
+    if isinstance(cause, UnicodeDecodeError):
+        return f"the request body is not UTF-8 (byte 0x{cause.object[cause.start]:02x} at offset {cause.start}: {cause.reason})"
+    if isinstance(cause, RecursionError):
+        return "the request body is not valid JSON this server can read (nested too deeply)"
+    return f"the request body is not valid JSON this server can read ({cause})"
+
+
 def create_app(engine: LongTermEngine | None, keys: ApiKeys, max_page_bytes: int = DEFAULT_PAGE_BYTES,
                scopes: ScopeEngine | None = None) -> FastAPI:
     """The facade as an ASGI app; `engine` None means long-term memory is off (501).
@@ -112,6 +122,8 @@ def create_app(engine: LongTermEngine | None, keys: ApiKeys, max_page_bytes: int
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400 and exc.__cause__ is not None:
+            return _error(400, _unparsable_body(exc.__cause__))
         return _error(exc.status_code, str(exc.detail))
 
     @app.exception_handler(Exception)
