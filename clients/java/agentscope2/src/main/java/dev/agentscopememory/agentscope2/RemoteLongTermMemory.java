@@ -23,7 +23,8 @@ import reactor.core.publisher.Mono;
  * AgentScope's {@code recordToMemory}/{@code retrieveFromMemory} tools call {@link #record} and
  * {@link #retrieve}. Its scope is fixed, so one instance serves one user. {@code STATIC_CONTROL}
  * works with the default session only: AgentScope 2.0.0's static hook records the default
- * session's conversation whatever the call's {@code RuntimeContext} says. Calls run on Reactor's
+ * session's conversation whatever the call's {@code RuntimeContext} says; for per-call users and
+ * sessions use {@link RemoteLongTermMemoryMiddleware} instead. Calls run on Reactor's
  * bounded-elastic scheduler; failures are signalled as {@link RemoteMemoryException}s.
  */
 public final class RemoteLongTermMemory implements LongTermMemory, AutoCloseable {

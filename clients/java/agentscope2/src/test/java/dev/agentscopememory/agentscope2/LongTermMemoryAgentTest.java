@@ -10,8 +10,10 @@ import dev.agentscopememory.client.RemoteMemoryException;
 import dev.agentscopememory.client.TestServer;
 import dev.agentscopememory.grpc.v1.ListLongTermMemoriesRequest;
 import dev.agentscopememory.grpc.v1.LongTermMemoryItem;
+import dev.agentscopememory.grpc.v1.RecordRequest;
 import dev.agentscopememory.grpc.v1.Scope;
 import io.agentscope.core.ReActAgent;
+import io.agentscope.core.agent.RuntimeContext;
 import io.agentscope.core.memory.LongTermMemoryMode;
 import io.agentscope.core.message.ContentBlock;
 import io.agentscope.core.message.Msg;
@@ -21,10 +23,19 @@ import io.agentscope.core.message.ToolResultBlock;
 import io.agentscope.core.message.ToolUseBlock;
 import io.agentscope.core.state.InMemoryAgentStateStore;
 import io.agentscope.core.tool.Toolkit;
+import io.grpc.CallOptions;
+import io.grpc.Channel;
+import io.grpc.ClientCall;
+import io.grpc.ClientInterceptor;
+import io.grpc.ClientInterceptors;
+import io.grpc.ForwardingClientCall;
+import io.grpc.ManagedChannel;
+import io.grpc.MethodDescriptor;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -32,7 +43,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Long-term memory for a real AgentScope-Java 2.0.0 ReActAgent with a scripted model, on the real
- * server: {@link RemoteLongTermMemory} through the (deprecated, still working) builder modes.
+ * server: {@link RemoteLongTermMemory} through the (deprecated, still working) builder modes, and
+ * {@link RemoteLongTermMemoryMiddleware} for per-call users and sessions.
  */
 @SuppressWarnings("deprecation")
 class LongTermMemoryAgentTest {
@@ -88,6 +100,14 @@ class LongTermMemoryAgentTest {
     static String toolResultText(Msg toolMsg) {
         ToolResultBlock r = (ToolResultBlock) toolMsg.getContent().get(0);
         return ((TextBlock) r.getOutput().get(0)).getText();
+    }
+
+    static Msg call(ReActAgent agent, RuntimeContext ctx, String text) {
+        return agent.call(List.of(Scripts.user(text)), ctx).block(WAIT);
+    }
+
+    static RuntimeContext ctx(String userId, String sessionId) {
+        return RuntimeContext.builder().userId(userId).sessionId(sessionId).build();
     }
 
     // ------------------------------------------------------------ RemoteLongTermMemory on 2.x
@@ -164,6 +184,180 @@ class LongTermMemoryAgentTest {
             unreachable.record(List.of(Msg.builder().role(MsgRole.ASSISTANT).content(List.of()).build())).block();
             assertThrows(RemoteMemoryException.Unavailable.class,
                     () -> unreachable.retrieve(Scripts.user("什么")).block());
+        }
+    }
+
+    // ------------------------------------------------------------ the middleware, per call
+
+    @Test
+    void upstreamStaticHookRecordsTheDefaultSessionNotTheCalls() {
+        // Why the middleware exists: with a RuntimeContext naming a user and session, AgentScope
+        // 2.0.0's StaticLongTermMemoryHook records agent.getAgentState(), the default session's
+        // context (empty here), so what the user said in that call is never recorded.
+        String userId = "alice-" + UUID.randomUUID();
+        try (RemoteLongTermMemory ltm = ltm(userId)) {
+            ScriptedModel model = new ScriptedModel(List.of(List.of(text("好的，你住在杭州。"))));
+            ReActAgent agent = agent(model).longTermMemory(ltm).longTermMemoryMode(LongTermMemoryMode.STATIC_CONTROL)
+                    .build();
+            call(agent, ctx(userId, "s-1"), "我住在杭州。");
+            assertEquals(List.of(), memories("Assistant", userId));
+        }
+    }
+
+    @Test
+    void middlewareKeepsEachCallsUserInItsOwnScope() {
+        // AgentScope's own StaticLongTermMemoryHook fails this: it has one fixed scope for both
+        // users, and records the default session's context, not the calls' (the test above).
+        String alice = "alice-" + UUID.randomUUID();
+        String zhang = "张三-" + UUID.randomUUID();
+        // What the middleware sends, seen on the wire (the server would also drop an injected
+        // memory block from what it records, so the stored memories alone cannot show it).
+        List<RecordRequest> records = new CopyOnWriteArrayList<>();
+        ManagedChannel channel = server.channel();
+        try (RemoteLongTermMemoryMiddleware ltm = RemoteLongTermMemoryMiddleware.builder()
+                .channel(ClientInterceptors.intercept(channel, recording(records))).build()) {
+            ScriptedModel model = new ScriptedModel(List.of(
+                    List.of(text("Noted, you live in Lisbon.")),
+                    // 张三's first call takes a step: its text is recorded from the call's slot.
+                    List.of(text("我查一下北京的天气。"), new ToolUseBlock("c1", "get_weather", Map.of("city", "北京"),
+                            "{\"city\":\"北京\"}", Map.of())),
+                    List.of(text("记住了，你住在成都。")),
+                    List.of(text("You live in Lisbon.")),
+                    List.of(text("你住在成都。"))));
+            ReActAgent agent = agent(model).middleware(ltm).build();
+            call(agent, ctx(alice, "alice-s1"), "I live in Lisbon.");
+            call(agent, ctx(zhang, "张三-会话1"), "我住在成都，北京天气如何？");
+            call(agent, ctx(alice, "alice-s2"), "Where do I live?");
+            call(agent, ctx(zhang, "张三-会话2"), "我住在哪里？");
+
+            // Each user's facts in that user's scope only, the injected memories never recorded.
+            List<String> aliceFacts = memories("Assistant", alice);
+            List<String> zhangFacts = memories("Assistant", zhang);
+            assertTrue(aliceFacts.containsAll(List.of("I live in Lisbon.", "Noted, you live in Lisbon.",
+                    "Where do I live?", "You live in Lisbon.")), aliceFacts.toString());
+            // All the text the call added to its slot (the tool call and result hold none), which
+            // AgentScope 2.0.0's static hook misses: it records the default session's context.
+            assertTrue(zhangFacts.containsAll(List.of("我住在成都，北京天气如何？", "我查一下北京的天气。", "记住了，你住在成都。",
+                    "我住在哪里？", "你住在成都。")), zhangFacts.toString());
+            assertEquals(4, aliceFacts.size(), aliceFacts.toString());
+            assertEquals(5, zhangFacts.size(), zhangFacts.toString());
+
+            // The first calls found nothing to inject; the second call of each user got that
+            // user's own earlier facts, never the other's, after its own message.
+            assertFalse(model.calls().get(0).stream().anyMatch(LongTermMemoryAgentTest::isInjection));
+            assertFalse(model.calls().get(1).stream().anyMatch(LongTermMemoryAgentTest::isInjection));
+            assertFalse(model.calls().get(2).stream().anyMatch(LongTermMemoryAgentTest::isInjection));
+            List<Msg> aliceSecond = model.calls().get(3);
+            Msg aliceMemory = aliceSecond.get(aliceSecond.size() - 1);
+            assertTrue(isInjection(aliceMemory) && aliceMemory.getTextContent().contains("Lisbon"), aliceSecond.toString());
+            assertFalse(aliceMemory.getTextContent().contains("成都"), aliceMemory.getTextContent());
+            assertEquals("Where do I live?", aliceSecond.get(aliceSecond.size() - 2).getTextContent());
+            List<Msg> zhangSecond = model.calls().get(4);
+            Msg zhangMemory = zhangSecond.get(zhangSecond.size() - 1);
+            assertTrue(isInjection(zhangMemory) && zhangMemory.getTextContent().contains("成都"), zhangSecond.toString());
+            assertFalse(zhangMemory.getTextContent().contains("Lisbon"), zhangMemory.getTextContent());
+            // Sessions hold their own conversation (2.x state), the memory spans them.
+            assertEquals(3, agent.getAgentState(zhang, "张三-会话2").getContext().size());
+
+            // One Record per call, holding the text messages that call added, the injected one
+            // never: alice's 2nd call sends its question and answer only.
+            assertEquals(4, records.size());
+            assertEquals(List.of("Where do I live?", "You live in Lisbon."), texts(records.get(2)));
+            assertEquals(List.of("我住在成都，北京天气如何？", "我查一下北京的天气。", "记住了，你住在成都。"), texts(records.get(1)));
+            assertTrue(records.stream().flatMap(r -> r.getMessagesList().stream())
+                    .noneMatch(m -> m.getName().equals("long_term_memory")), records.toString());
+            assertEquals(alice, records.get(2).getScope().getUserId());
+            assertEquals("Assistant", records.get(2).getScope().getAgentName());
+            assertEquals("", records.get(2).getScope().getRunName());
+        } finally {
+            channel.shutdownNow();
+        }
+    }
+
+    static List<String> texts(RecordRequest request) {
+        return request.getMessagesList().stream()
+                .map(m -> m.getContentList().stream().map(b -> b.getText().getText()).collect(Collectors.joining()))
+                .toList();
+    }
+
+    /** Keeps every RecordRequest sent through the channel. */
+    static ClientInterceptor recording(List<RecordRequest> into) {
+        return new ClientInterceptor() {
+            @Override
+            public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
+                return new ForwardingClientCall.SimpleForwardingClientCall<>(next.newCall(method, options)) {
+                    @Override
+                    public void sendMessage(Q message) {
+                        if (message instanceof RecordRequest r) {
+                            into.add(r);
+                        }
+                        super.sendMessage(message);
+                    }
+                };
+            }
+        };
+    }
+
+    @Test
+    void middlewareWithTheSessionAsRunNameAndAFixedAgentName() {
+        String user = "张三-" + UUID.randomUUID();
+        try (RemoteLongTermMemoryMiddleware ltm = RemoteLongTermMemoryMiddleware.builder().connection(connection)
+                .agentName("助手").sessionAsRunName(true).build()) {
+            ScriptedModel model = new ScriptedModel(List.of(List.of(text("好。")), List.of(text("不知道。"))));
+            ReActAgent agent = agent(model).middleware(ltm).build();
+            call(agent, ctx(user, "会话-1"), "我的猫叫咪咪。");
+            call(agent, ctx(user, "会话-2"), "我的猫叫什么？");
+            Scope first = Scope.newBuilder().setAgentName("助手").setUserId(user).setRunName("会话-1").build();
+            List<String> stored = connection.longTermMemoryService()
+                    .listLongTermMemories(ListLongTermMemoriesRequest.newBuilder().setScope(first).build())
+                    .getMemoriesList().stream().map(LongTermMemoryItem::getMemory).toList();
+            assertEquals(java.util.Set.of("我的猫叫咪咪。", "好。"), java.util.Set.copyOf(stored));
+            assertEquals(2, stored.size());
+            // Another session is another run: nothing of the first injected.
+            assertFalse(model.calls().get(1).stream().anyMatch(LongTermMemoryAgentTest::isInjection));
+        }
+    }
+
+    @Test
+    void aServerThatIsDownDoesNotFailTheCallUnlessAsked() {
+        try (RemoteLongTermMemoryMiddleware down = RemoteLongTermMemoryMiddleware.builder().target("127.0.0.1:1")
+                .maxAttempts(1).deadline(Duration.ofSeconds(5)).build()) {
+            ScriptedModel model = new ScriptedModel(List.of(List.of(text("你好，爱丽丝。"))));
+            ReActAgent agent = agent(model).middleware(down).build();
+            Msg reply = call(agent, ctx("alice", "s-1"), "你好");
+            assertEquals("你好，爱丽丝。", reply.getTextContent());
+            assertFalse(model.calls().get(0).stream().anyMatch(LongTermMemoryAgentTest::isInjection));
+        }
+        try (RemoteLongTermMemoryMiddleware strict = RemoteLongTermMemoryMiddleware.builder().target("127.0.0.1:1")
+                .maxAttempts(1).deadline(Duration.ofSeconds(5)).failOnError(true).build()) {
+            ScriptedModel model = new ScriptedModel(List.of(List.of(text("你好。"))));
+            ReActAgent agent = agent(model).middleware(strict).build();
+            assertThrows(RemoteMemoryException.Unavailable.class, () -> call(agent, ctx("alice", "s-1"), "你好"));
+            assertEquals(0, model.used());
+            // A user id the server would refuse is the call's error too, named as the server names it.
+            IllegalArgumentException blank = assertThrows(IllegalArgumentException.class,
+                    () -> call(agent, ctx("   ", "s-1"), "你好"));
+            assertEquals("scope.user_id: must not be blank", blank.getMessage());
+        }
+    }
+
+    @Test
+    void middlewareWithoutAContextUsesTheDefaultSessionAndTheAgentsScope() {
+        String agentName = "助手-" + UUID.randomUUID();
+        try (RemoteLongTermMemoryMiddleware ltm = RemoteLongTermMemoryMiddleware.builder().connection(connection)
+                .agentName(agentName).build()) {
+            ScriptedModel model = new ScriptedModel(List.of(List.of(text("好，你喜欢龙井。")), List.of(text("龙井。"))));
+            ReActAgent agent = agent(model).middleware(ltm).build();
+            agent.call(List.of(Scripts.user("我喜欢龙井茶。"))).block(WAIT);
+            agent.call(List.of(Scripts.user("我喜欢什么茶？"))).block(WAIT);
+            List<Msg> second = model.calls().get(1);
+            assertTrue(isInjection(second.get(second.size() - 1))
+                    && second.get(second.size() - 1).getTextContent().contains("我喜欢龙井茶。"), second.toString());
+            Scope agentOnly = Scope.newBuilder().setAgentName(agentName).build();
+            List<String> stored = connection.longTermMemoryService()
+                    .listLongTermMemories(ListLongTermMemoriesRequest.newBuilder().setScope(agentOnly).build())
+                    .getMemoriesList().stream().map(LongTermMemoryItem::getMemory).toList();
+            assertEquals(java.util.Set.of("我喜欢龙井茶。", "好，你喜欢龙井。", "我喜欢什么茶？", "龙井。"), java.util.Set.copyOf(stored));
         }
     }
 }
