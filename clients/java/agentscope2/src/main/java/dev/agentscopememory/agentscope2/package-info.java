@@ -7,6 +7,10 @@
  * 2.x adapters live in this module of their own; the 1.x ones are in {@code
  * dev.agentscopememory.agentscope1}. {@link dev.agentscopememory.agentscope2.RemoteAgentStateStore}
  * is the remote {@code AgentStateStore} for {@code ReActAgent.builder().stateStore(...)}, with
- * compare-and-set versions kept on the server.
+ * compare-and-set versions kept on the server. {@link
+ * dev.agentscopememory.agentscope2.RemoteLongTermMemory} is the 2.x build of the 1.x long-term
+ * memory (the calls are core's, shared with it), and {@link
+ * dev.agentscopememory.agentscope2.RemoteLongTermMemoryMiddleware} does AgentScope's static
+ * long-term control per call, in the call's own user and session.
  */
 package dev.agentscopememory.agentscope2;

@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.agentscopememory.client.internal.Utf16;
+import dev.agentscopememory.client.internal.WireEnums;
 import dev.agentscopememory.grpc.v1.AudioBlock;
 import dev.agentscopememory.grpc.v1.Base64Source;
 import dev.agentscopememory.grpc.v1.ContentBlock;
@@ -106,7 +107,7 @@ public final class MsgConverter {
         if (name != null) {
             out.setName(name);
         }
-        out.setRole(roleToProto(text(json, "role")));
+        out.setRole(WireEnums.roleToProto(text(json, "role")));
         JsonNode content = json.get("content");
         if (content != null && content.isArray()) {
             int i = 0;
@@ -250,19 +251,6 @@ public final class MsgConverter {
                     .build();
         }
         throw new IllegalArgumentException(where + ".type: unknown source type '" + type + "'");
-    }
-
-    private static Role roleToProto(String role) {
-        if (role == null) {
-            return Role.ROLE_UNSPECIFIED;
-        }
-        return switch (role) {
-            case "USER" -> Role.ROLE_USER;
-            case "ASSISTANT" -> Role.ROLE_ASSISTANT;
-            case "SYSTEM" -> Role.ROLE_SYSTEM;
-            case "TOOL" -> Role.ROLE_TOOL;
-            default -> throw new IllegalArgumentException("role: unknown role '" + role + "'");
-        };
     }
 
     // ---------------------------------------------------------------- proto -> Java

@@ -37,4 +37,23 @@ public final class WireEnums {
             case CL100K -> dev.agentscopememory.grpc.v1.TokenCounter.TOKEN_COUNTER_CL100K;
         };
     }
+
+    /**
+     * An AgentScope role, by its name ({@code USER}, {@code ASSISTANT}, {@code SYSTEM}, {@code
+     * TOOL}; the same in 1.x and 2.x), as the wire role; null is {@code ROLE_UNSPECIFIED}.
+     *
+     * @throws IllegalArgumentException for any other name
+     */
+    public static dev.agentscopememory.grpc.v1.Role roleToProto(String role) {
+        if (role == null) {
+            return dev.agentscopememory.grpc.v1.Role.ROLE_UNSPECIFIED;
+        }
+        return switch (role) {
+            case "USER" -> dev.agentscopememory.grpc.v1.Role.ROLE_USER;
+            case "ASSISTANT" -> dev.agentscopememory.grpc.v1.Role.ROLE_ASSISTANT;
+            case "SYSTEM" -> dev.agentscopememory.grpc.v1.Role.ROLE_SYSTEM;
+            case "TOOL" -> dev.agentscopememory.grpc.v1.Role.ROLE_TOOL;
+            default -> throw new IllegalArgumentException("role: unknown role '" + role + "'");
+        };
+    }
 }

@@ -1,0 +1,232 @@
+package dev.agentscopememory.agentscope2;
+
+import dev.agentscopememory.client.Ids;
+import dev.agentscopememory.client.LongTermOptions;
+import dev.agentscopememory.client.RemoteMemoryException;
+import dev.agentscopememory.client.internal.LongTermCalls;
+import dev.agentscopememory.grpc.v1.Scope;
+import io.agentscope.core.agent.Agent;
+import io.agentscope.core.agent.RuntimeContext;
+import io.agentscope.core.event.AgentEvent;
+import io.agentscope.core.event.AgentResultEvent;
+import io.agentscope.core.memory.LongTermMemoryTools;
+import io.agentscope.core.message.Msg;
+import io.agentscope.core.message.MsgRole;
+import io.agentscope.core.message.TextBlock;
+import io.agentscope.core.middleware.AgentInput;
+import io.agentscope.core.middleware.MiddlewareBase;
+import io.agentscope.core.state.AgentState;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Function;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * Long-term memory in "static control" for an AgentScope-Java 2.x agent, per call: the 2.x
+ * replacement for {@code longTermMemoryMode(STATIC_CONTROL)}, whose hook in 2.0.0 records the
+ * default session's conversation (it reads {@code agent.getAgentState()}) whatever user and session
+ * the call's {@link RuntimeContext} names, and has one scope for every user.
+ *
+ * <p>Around each agent call ({@link #onAgent}) it
+ * <ol>
+ *   <li>builds the call's scope: the user id of the call's {@code RuntimeContext}, the agent name
+ *       given to the builder or else the agent's own, and, when the builder says {@link
+ *       Builder#sessionAsRunName}, the context's session id as run name;</li>
+ *   <li>retrieves the memories relevant to the last user message of the call's input and, when
+ *       any are found, appends them to the input as AgentScope's static hook does: one {@code
+ *       USER} message named {@value #MEMORY_MSG_NAME} holding {@code
+ *       LongTermMemoryTools.wrap(memories)};</li>
+ *   <li>after the call, records what the call added to the context of its own slot (its input,
+ *       the agent's steps and reply, as text) and never the injected memory message.</li>
+ * </ol>
+ *
+ * <p>As AgentScope's hook does, a failing server is logged (at WARN) and the call goes on without
+ * memories (or without recording); {@link Builder#failOnError} makes the failure the call's
+ * instead.
+ *
+ * <pre>{@code
+ * RemoteLongTermMemoryMiddleware ltm = RemoteLongTermMemoryMiddleware.builder()
+ *         .target("127.0.0.1:50051").build();
+ * ReActAgent agent = ReActAgent.builder().name("Assistant").model(model).stateStore(store)
+ *         .middleware(ltm).build();
+ * agent.call(List.of(msg), RuntimeContext.builder().userId("张三").sessionId("s1").build()).block();
+ * }</pre>
+ */
+public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, AutoCloseable {
+
+    /** The name of the injected memory message, as AgentScope's {@code StaticLongTermMemoryHook} names it. */
+    public static final String MEMORY_MSG_NAME = "long_term_memory";
+
+    private static final Logger log = LoggerFactory.getLogger(RemoteLongTermMemoryMiddleware.class);
+
+    private final LongTermCalls calls;
+    private final String agentName;
+    private final boolean sessionAsRunName;
+    private final boolean failOnError;
+
+    private RemoteLongTermMemoryMiddleware(Builder b) {
+        if (b.agentName != null) {
+            Ids.checkId(b.agentName, "scope.agent_name");
+        }
+        agentName = b.agentName;
+        sessionAsRunName = b.sessionAsRunName;
+        failOnError = b.failOnError;
+        calls = new LongTermCalls(b, RemoteLongTermMemory.metadataJson(b), b.limitValue());
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Retrieves and injects before the call, records what the call added after it. */
+    @Override
+    public Flux<AgentEvent> onAgent(Agent agent, RuntimeContext ctx, AgentInput input,
+            Function<AgentInput, Flux<AgentEvent>> next) {
+        return Flux.defer(() -> {
+            List<Msg> msgs = input.msgs() == null ? List.of() : input.msgs();
+            Scope scope;
+            try {
+                scope = scopeOf(agent, ctx);
+            } catch (IllegalArgumentException e) {
+                // A user id the server would refuse: no memory for this call.
+                return failOnError ? Flux.error(e) : logged("use long-term memory", e, next.apply(input));
+            }
+            return retrieve(scope, msgs).flatMapMany(memory -> {
+                List<Msg> given = new ArrayList<>(msgs);
+                memory.ifPresent(given::add);
+                AtomicReference<Msg> reply = new AtomicReference<>();
+                return next.apply(new AgentInput(given))
+                        .doOnNext(e -> {
+                            if (e instanceof AgentResultEvent r) {
+                                reply.set(r.getResult());
+                            }
+                        })
+                        .concatWith(Mono.defer(() -> record(scope, added(agent, ctx, msgs, memory, reply.get())))
+                                .then(Mono.empty()));
+            });
+        });
+    }
+
+    /** The scope of this call; the agent name alone when the context names no user. */
+    private Scope scopeOf(Agent agent, RuntimeContext ctx) {
+        String user = ctx == null ? null : ctx.getUserId();
+        String run = sessionAsRunName && ctx != null ? ctx.getSessionId() : null;
+        return LongTermCalls.scope(agentName != null ? agentName : agent.getName(), user, run);
+    }
+
+    @SuppressWarnings("deprecation")
+    private Mono<Optional<Msg>> retrieve(Scope scope, List<Msg> msgs) {
+        Msg query = null;
+        for (int i = msgs.size() - 1; i >= 0 && query == null; i--) {
+            if (msgs.get(i) != null && msgs.get(i).getRole() == MsgRole.USER) {
+                query = msgs.get(i);
+            }
+        }
+        if (query == null || query.getTextContent() == null || query.getTextContent().isEmpty()) {
+            return Mono.just(Optional.empty());
+        }
+        Msg q = query;
+        return calls.retrieve(scope, () -> RemoteLongTermMemory.text(q))
+                .filter(text -> !text.isEmpty())
+                .map(text -> Optional.of(Msg.builder().role(MsgRole.USER).name(MEMORY_MSG_NAME)
+                        .content(TextBlock.builder().text(LongTermMemoryTools.wrap(text)).build()).build()))
+                .defaultIfEmpty(Optional.empty())
+                .onErrorResume(e -> failOnError ? Mono.error(e)
+                        : logged("retrieve from long-term memory", e, Mono.just(Optional.<Msg>empty())));
+    }
+
+    /**
+     * What this call added to the context of its slot, without the injected memory message: from
+     * the call's first input message on. When the context no longer holds it (compacted during the
+     * call, or an empty input), the input and the reply.
+     */
+    private static List<Msg> added(Agent agent, RuntimeContext ctx, List<Msg> input, Optional<Msg> memory, Msg reply) {
+        String memoryId = memory.map(Msg::getId).orElse(null);
+        AgentState state = RuntimeContext.resolveAgentState(ctx, agent);
+        List<Msg> context = state == null ? List.of() : state.getContext();
+        int start = -1;
+        String firstId = input.isEmpty() || input.get(0) == null ? null : input.get(0).getId();
+        for (int i = context.size() - 1; i >= 0 && firstId != null; i--) {
+            if (firstId.equals(context.get(i).getId())) {
+                start = i;
+                break;
+            }
+        }
+        List<Msg> out = new ArrayList<>();
+        List<Msg> source = start >= 0 ? context.subList(start, context.size()) : input;
+        for (Msg m : source) {
+            if (m != null && (memoryId == null || !memoryId.equals(m.getId()))) {
+                out.add(m);
+            }
+        }
+        if (start < 0 && reply != null) {
+            out.add(reply);
+        }
+        return out;
+    }
+
+    private Mono<Void> record(Scope scope, List<Msg> msgs) {
+        return calls.record(scope, msgs, RemoteLongTermMemory::text)
+                .onErrorResume(e -> failOnError ? Mono.error(e)
+                        : logged("record to long-term memory", e, Mono.<Void>empty()));
+    }
+
+    private static <T> T logged(String what, Throwable e, T instead) {
+        log.warn("Failed to {}: {}", what, e.getMessage());
+        return instead;
+    }
+
+    /** Closes the connection if this middleware created it. */
+    @Override
+    public void close() {
+        calls.close();
+    }
+
+    /**
+     * Builder of {@link RemoteLongTermMemoryMiddleware}: the connection options, and {@code
+     * metadata} (stored with every recorded memory) and {@code limit} (memories retrieved per call,
+     * 0 for the server's 5) as for {@link RemoteLongTermMemory}.
+     */
+    public static final class Builder extends LongTermOptions<Builder> {
+        private String agentName;
+        private boolean sessionAsRunName;
+        private boolean failOnError;
+
+        private Builder() {}
+
+        /** The agent name of every scope (mem0 {@code agent_id}); default: the agent's own name. */
+        public Builder agentName(String agentName) {
+            this.agentName = agentName;
+            return this;
+        }
+
+        /**
+         * Whether the call's session id is the scope's run name (mem0 {@code run_id}), so each
+         * session of a user has its own memories; default false: a user's memories span sessions.
+         */
+        public Builder sessionAsRunName(boolean sessionAsRunName) {
+            this.sessionAsRunName = sessionAsRunName;
+            return this;
+        }
+
+        /**
+         * Whether a failure (server down, a user id the server refuses) fails the agent call with
+         * a {@link RemoteMemoryException} (or {@code IllegalArgumentException}); default false:
+         * it is logged at WARN and the call goes on, as AgentScope's static hook does.
+         */
+        public Builder failOnError(boolean failOnError) {
+            this.failOnError = failOnError;
+            return this;
+        }
+
+        public RemoteLongTermMemoryMiddleware build() {
+            return new RemoteLongTermMemoryMiddleware(this);
+        }
+    }
+}
