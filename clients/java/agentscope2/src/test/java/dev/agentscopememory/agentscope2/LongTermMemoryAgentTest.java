@@ -182,6 +182,10 @@ class LongTermMemoryAgentTest {
                 .maxAttempts(1).build()) {
             assertEquals("", unreachable.retrieve(null).block());
             unreachable.record(List.of(Msg.builder().role(MsgRole.ASSISTANT).content(List.of()).build())).block();
+            // A message without text is left out before anything else of it is read: its broken
+            // name does not fail the record of the rest.
+            unreachable.record(List.of(Msg.builder().role(MsgRole.ASSISTANT).name("半\uD83D")
+                    .content(List.of(TextBlock.builder().text(" \n").build())).build())).block();
             assertThrows(RemoteMemoryException.Unavailable.class,
                     () -> unreachable.retrieve(Scripts.user("什么")).block());
         }

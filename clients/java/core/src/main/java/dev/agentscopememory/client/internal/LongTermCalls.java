@@ -89,6 +89,17 @@ public final class LongTermCalls implements AutoCloseable {
      */
     public static Msg textMessage(String id, String name, String role, String timestamp, List<String> texts) {
         Msg.Builder out = Msg.newBuilder().setRole(WireEnums.roleToProto(role));
+        boolean recorded = false;
+        for (int i = 0; i < texts.size(); i++) {
+            String text = texts.get(i) == null ? "" : Utf16.checkText(texts.get(i), "content[" + i + "].text");
+            recorded |= !text.isBlank();
+            out.addContent(ContentBlock.newBuilder().setText(TextBlock.newBuilder().setText(text)));
+        }
+        if (!recorded) {
+            // A record leaves it out, so nothing else of it is read: a broken name on a message
+            // without text (a tool call's) must not stop the rest of the conversation.
+            return out.build();
+        }
         if (id != null) {
             out.setId(Utf16.checkText(id, "id"));
         }
@@ -97,10 +108,6 @@ public final class LongTermCalls implements AutoCloseable {
         }
         if (timestamp != null) {
             out.setTimestamp(Utf16.checkText(timestamp, "timestamp"));
-        }
-        for (int i = 0; i < texts.size(); i++) {
-            String text = texts.get(i) == null ? "" : Utf16.checkText(texts.get(i), "content[" + i + "].text");
-            out.addContent(ContentBlock.newBuilder().setText(TextBlock.newBuilder().setText(text)));
         }
         return out.build();
     }
