@@ -31,11 +31,23 @@ public final class RemoteLongTermMemory implements LongTermMemory, AutoCloseable
 
     private final LongTermCalls calls;
     private final Scope scope;
+    private final boolean ownsCalls;
 
     private RemoteLongTermMemory(Builder b) {
         // The server's id rules and message, before any connection is opened.
         scope = b.scope();
         calls = new LongTermCalls(b, metadataJson(b), b.limitValue());
+        ownsCalls = true;
+    }
+
+    /**
+     * One scope of calls someone else owns (and closes): the middleware's per-call view, so its
+     * tools record and retrieve exactly as this class does.
+     */
+    RemoteLongTermMemory(LongTermCalls calls, Scope scope) {
+        this.calls = calls;
+        this.scope = scope;
+        ownsCalls = false;
     }
 
     public static Builder builder() {
@@ -72,7 +84,9 @@ public final class RemoteLongTermMemory implements LongTermMemory, AutoCloseable
     /** Closes the connection if this object created it. */
     @Override
     public void close() {
-        calls.close();
+        if (ownsCalls) {
+            calls.close();
+        }
     }
 
     /** The builder's metadata as the JSON AgentScope's codec writes, {@code ""} when none. */

@@ -9,6 +9,7 @@ import io.agentscope.core.agent.Agent;
 import io.agentscope.core.agent.RuntimeContext;
 import io.agentscope.core.event.AgentEvent;
 import io.agentscope.core.event.AgentResultEvent;
+import io.agentscope.core.memory.LongTermMemory;
 import io.agentscope.core.memory.LongTermMemoryTools;
 import io.agentscope.core.message.Msg;
 import io.agentscope.core.message.MsgRole;
@@ -16,6 +17,10 @@ import io.agentscope.core.message.TextBlock;
 import io.agentscope.core.middleware.AgentInput;
 import io.agentscope.core.middleware.MiddlewareBase;
 import io.agentscope.core.state.AgentState;
+import io.agentscope.core.tool.Tool;
+import io.agentscope.core.tool.ToolParam;
+import io.agentscope.core.tool.Toolkit;
+import io.agentscope.core.tool.ToolkitAware;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -28,16 +33,18 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
- * Long-term memory in "static control" for an AgentScope-Java 2.x agent, per call: the 2.x
- * replacement for {@code longTermMemoryMode(STATIC_CONTROL)}, whose hook in 2.0.0 records the
- * default session's conversation (it reads {@code agent.getAgentState()}) whatever user and session
- * the call's {@link RuntimeContext} names, and has one scope for every user.
+ * Long-term memory for an AgentScope-Java 2.x agent, per call, in AgentScope's three modes ({@link
+ * Builder#mode}): the 2.x replacement for {@code longTermMemory(...).longTermMemoryMode(...)}, whose
+ * memory has one scope for every user and whose static hook in 2.0.0 records the default session's
+ * conversation (it reads {@code agent.getAgentState()}) whatever user and session the call's
+ * {@link RuntimeContext} names.
  *
- * <p>Around each agent call ({@link #onAgent}) it
+ * <p>Every call has its own scope: the user id of the call's {@code RuntimeContext}, the agent name
+ * given to the builder or else the agent's own, and, when the builder says {@link
+ * Builder#sessionAsRunName}, the context's session id as run name.
+ *
+ * <p>{@link Mode#STATIC_CONTROL} (the default), around each agent call ({@link #onAgent}):
  * <ol>
- *   <li>builds the call's scope: the user id of the call's {@code RuntimeContext}, the agent name
- *       given to the builder or else the agent's own, and, when the builder says {@link
- *       Builder#sessionAsRunName}, the context's session id as run name;</li>
  *   <li>retrieves the memories relevant to the last user message of the call's input and, when
  *       any are found, appends them to the input as AgentScope's static hook does: one {@code
  *       USER} message named {@value #MEMORY_MSG_NAME} holding {@code
@@ -45,20 +52,45 @@ import reactor.core.publisher.Mono;
  *   <li>after the call, records what the call added to the context of its own slot (its input,
  *       the agent's steps and reply, as text) and never the injected memory message.</li>
  * </ol>
- *
- * <p>As AgentScope's hook does, a failing server is logged (at WARN) and the call goes on without
+ * As AgentScope's hook does, a failing server is logged (at WARN) and the call goes on without
  * memories (or without recording); {@link Builder#failOnError} makes the failure the call's
  * instead.
  *
+ * <p>{@link Mode#AGENT_CONTROL} gives the model AgentScope's own {@code recordToMemory} and {@code
+ * retrieveFromMemory} tools instead (same names, descriptions, parameters and result texts as
+ * {@code LongTermMemoryTools}, which does the work), each acting in the scope of the call that runs
+ * it; nothing is retrieved or recorded around the call. {@link Mode#BOTH} does both. The tools
+ * reach the agent through 2.0.0's {@link ToolkitAware}: {@code ReActAgent.builder().middleware(m)
+ * .build()} hands each middleware that implements it the agent's own toolkit, and this one
+ * registers its two tools there. So the tools need no wiring of their own and sit in the agent's
+ * toolkit like any other (schemas offered to the model, calls run by the toolkit, which passes
+ * them the call's {@code RuntimeContext}); a middleware's {@code onReasoning} could add schemas
+ * but would have to run the calls itself in {@code onActing}, around the agent's toolkit. As
+ * AgentScope's tools do, they never fail the call: a failure is the tool result's text ({@code
+ * "Error recording memory: ..."}), whatever {@code failOnError} says.
+ *
  * <pre>{@code
  * RemoteLongTermMemoryMiddleware ltm = RemoteLongTermMemoryMiddleware.builder()
- *         .target("127.0.0.1:50051").build();
+ *         .target("127.0.0.1:50051").mode(RemoteLongTermMemoryMiddleware.Mode.BOTH).build();
  * ReActAgent agent = ReActAgent.builder().name("Assistant").model(model).stateStore(store)
  *         .middleware(ltm).build();
  * agent.call(List.of(msg), RuntimeContext.builder().userId("张三").sessionId("s1").build()).block();
  * }</pre>
  */
-public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, AutoCloseable {
+public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, ToolkitAware, AutoCloseable {
+
+    /**
+     * Who uses the long-term memory, as AgentScope's {@code LongTermMemoryMode} (same constants;
+     * that enum is deprecated for removal in 2.0.0, so this class does not take it).
+     */
+    public enum Mode {
+        /** The model, through the {@code recordToMemory} and {@code retrieveFromMemory} tools. */
+        AGENT_CONTROL,
+        /** This middleware, before and after each call: retrieve and inject, then record. */
+        STATIC_CONTROL,
+        /** Both. */
+        BOTH
+    }
 
     /** The name of the injected memory message, as AgentScope's {@code StaticLongTermMemoryHook} names it. */
     public static final String MEMORY_MSG_NAME = "long_term_memory";
@@ -69,6 +101,7 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Aut
     private final String agentName;
     private final boolean sessionAsRunName;
     private final boolean failOnError;
+    private final Mode mode;
 
     private RemoteLongTermMemoryMiddleware(Builder b) {
         if (b.agentName != null) {
@@ -77,6 +110,7 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Aut
         agentName = b.agentName;
         sessionAsRunName = b.sessionAsRunName;
         failOnError = b.failOnError;
+        mode = Objects.requireNonNull(b.mode, "mode");
         calls = new LongTermCalls(b, RemoteLongTermMemory.metadataJson(b), b.limitValue());
     }
 
@@ -84,10 +118,30 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Aut
         return new Builder();
     }
 
-    /** Retrieves and injects before the call, records what the call added after it. */
+    /**
+     * In {@link Mode#AGENT_CONTROL} and {@link Mode#BOTH}, registers the per-call {@code
+     * recordToMemory} and {@code retrieveFromMemory} tools on the toolkit of the agent being built
+     * (2.0.0's {@code ReActAgent.Builder.build()} calls this); in {@link Mode#STATIC_CONTROL},
+     * nothing.
+     */
+    @Override
+    public void rebindToolkit(Toolkit toolkit) {
+        if (mode != Mode.STATIC_CONTROL && toolkit != null) {
+            toolkit.registerTool(new PerCallTools(this));
+        }
+    }
+
+    /**
+     * In {@link Mode#STATIC_CONTROL} and {@link Mode#BOTH}, retrieves and injects before the
+     * call, records what the call added after it; in {@link Mode#AGENT_CONTROL} the call runs as
+     * given.
+     */
     @Override
     public Flux<AgentEvent> onAgent(Agent agent, RuntimeContext ctx, AgentInput input,
             Function<AgentInput, Flux<AgentEvent>> next) {
+        if (mode == Mode.AGENT_CONTROL) {
+            return next.apply(input);
+        }
         return Flux.defer(() -> {
             List<Msg> msgs = input.msgs() == null ? List.of() : input.msgs();
             Scope scope;
@@ -111,6 +165,22 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Aut
                                 .then(Mono.empty()));
             });
         });
+    }
+
+    /**
+     * AgentScope's own {@code LongTermMemoryTools} on the memory of one call's scope, so the
+     * tools' checks and result texts are AgentScope's (a scope the server would refuse is the
+     * tool's error text, as a failing memory is).
+     */
+    @SuppressWarnings("removal")
+    private LongTermMemoryTools toolsOf(Agent agent, RuntimeContext ctx) {
+        Scope scope;
+        try {
+            scope = scopeOf(agent, ctx);
+        } catch (IllegalArgumentException e) {
+            return new LongTermMemoryTools(new FailingMemory(e));
+        }
+        return new LongTermMemoryTools(new RemoteLongTermMemory(calls, scope));
     }
 
     /** The scope of this call; the agent name alone when the context names no user. */
@@ -177,6 +247,58 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Aut
                         : logged("record to long-term memory", e, Mono.<Void>empty()));
     }
 
+    /**
+     * The tools AgentScope's {@code LongTermMemoryTools} offers, with its names, descriptions and
+     * parameters (a test compares the schemas), run in the scope of the call that runs them: the
+     * toolkit passes each call's {@code Agent} and {@code RuntimeContext} (parameters without
+     * {@code @ToolParam} are not in the schema).
+     */
+    static final class PerCallTools {
+        private final RemoteLongTermMemoryMiddleware owner;
+
+        PerCallTools(RemoteLongTermMemoryMiddleware owner) {
+            this.owner = owner;
+        }
+
+        @Tool(description = "Record important information to long-term memory for future reference. Use this when"
+                + " the user shares preferences, personal information, or important facts that should be"
+                + " remembered across conversations.")
+        public Mono<String> recordToMemory(
+                @ToolParam(name = "thinking", description = "Your reasoning about what to record and why")
+                        String thinking,
+                @ToolParam(name = "content",
+                        description = "List of specific facts to remember. Each item should be clear and concise.")
+                        List<String> content,
+                Agent agent, RuntimeContext ctx) {
+            return owner.toolsOf(agent, ctx).recordToMemory(thinking, content);
+        }
+
+        @Tool(description = "Retrieve information from long-term memory based on keywords. Use this to recall user"
+                + " preferences, past conversations, or important facts.")
+        public Mono<String> retrieveFromMemory(
+                @ToolParam(name = "keywords",
+                        description = "Keywords to search for in memory. Be specific (e.g., person names, dates,"
+                                + " locations).")
+                        List<String> keywords,
+                Agent agent, RuntimeContext ctx) {
+            return owner.toolsOf(agent, ctx).retrieveFromMemory(keywords);
+        }
+    }
+
+    /** The memory of a call whose scope the server would refuse: every use fails with why. */
+    @SuppressWarnings("removal")
+    private record FailingMemory(IllegalArgumentException why) implements LongTermMemory {
+        @Override
+        public Mono<Void> record(List<Msg> msgs) {
+            return Mono.error(why);
+        }
+
+        @Override
+        public Mono<String> retrieve(Msg msg) {
+            return Mono.error(why);
+        }
+    }
+
     private static <T> T logged(String what, Throwable e, T instead) {
         log.warn("Failed to {}: {}", what, e.getMessage());
         return instead;
@@ -197,8 +319,20 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Aut
         private String agentName;
         private boolean sessionAsRunName;
         private boolean failOnError;
+        private Mode mode = Mode.STATIC_CONTROL;
 
         private Builder() {}
+
+        /**
+         * Who uses the memory: {@link Mode#STATIC_CONTROL} (default) retrieves and records around
+         * each call, {@link Mode#AGENT_CONTROL} gives the model the {@code recordToMemory} and
+         * {@code retrieveFromMemory} tools instead (registered on the agent's toolkit when the agent
+         * is built), {@link Mode#BOTH} does both.
+         */
+        public Builder mode(Mode mode) {
+            this.mode = mode;
+            return this;
+        }
 
         /** The agent name of every scope (mem0 {@code agent_id}); default: the agent's own name. */
         public Builder agentName(String agentName) {
@@ -216,9 +350,10 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Aut
         }
 
         /**
-         * Whether a failure (server down, a user id the server refuses) fails the agent call with
-         * a {@link RemoteMemoryException} (or {@code IllegalArgumentException}); default false:
-         * it is logged at WARN and the call goes on, as AgentScope's static hook does.
+         * Whether a failure (server down, a user id the server refuses) of the static retrieve or
+         * record fails the agent call with a {@link RemoteMemoryException} (or {@code
+         * IllegalArgumentException}); default false: it is logged at WARN and the call goes on, as
+         * AgentScope's static hook does. The tools' failures are always their result text.
          */
         public Builder failOnError(boolean failOnError) {
             this.failOnError = failOnError;

@@ -14,13 +14,14 @@ import reactor.core.publisher.Flux;
 
 /**
  * An AgentScope-Java 2.x {@link Model} that answers each call with the next scripted response
- * and records the messages it was given. Response ids are {@code <prefix>-<step>}.
+ * and records the messages and tool schemas it was given. Response ids are {@code <prefix>-<step>}.
  */
 class ScriptedModel implements Model {
 
     private final List<List<ContentBlock>> script;
     private final String prefix;
     private final List<List<Msg>> calls = Collections.synchronizedList(new ArrayList<>());
+    private final List<List<ToolSchema>> offered = Collections.synchronizedList(new ArrayList<>());
     private final Object lock = new Object();
     private int next;
 
@@ -38,6 +39,7 @@ class ScriptedModel implements Model {
         int step;
         synchronized (lock) {
             calls.add(new ArrayList<>(messages));
+            offered.add(tools == null ? List.of() : new ArrayList<>(tools));
             if (next >= script.size()) {
                 return Flux.error(new IllegalStateException("the script has only " + script.size() + " responses"));
             }
@@ -57,6 +59,11 @@ class ScriptedModel implements Model {
 
     List<List<Msg>> calls() {
         return calls;
+    }
+
+    /** The tool schemas the model was offered, one list per call. */
+    List<List<ToolSchema>> tools() {
+        return offered;
     }
 
     int used() {

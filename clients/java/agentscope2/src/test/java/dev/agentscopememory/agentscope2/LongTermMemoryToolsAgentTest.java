@@ -1,0 +1,323 @@
+package dev.agentscopememory.agentscope2;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.agentscopememory.agentscope2.RemoteLongTermMemoryMiddleware.Mode;
+import dev.agentscopememory.client.RemoteConnection;
+import dev.agentscopememory.client.TestServer;
+import dev.agentscopememory.grpc.v1.ListLongTermMemoriesRequest;
+import dev.agentscopememory.grpc.v1.LongTermMemoryItem;
+import dev.agentscopememory.grpc.v1.RecordRequest;
+import dev.agentscopememory.grpc.v1.Scope;
+import io.agentscope.core.ReActAgent;
+import io.agentscope.core.agent.RuntimeContext;
+import io.agentscope.core.memory.LongTermMemoryTools;
+import io.agentscope.core.message.ContentBlock;
+import io.agentscope.core.message.Msg;
+import io.agentscope.core.message.TextBlock;
+import io.agentscope.core.message.ToolUseBlock;
+import io.agentscope.core.model.ToolSchema;
+import io.agentscope.core.state.InMemoryAgentStateStore;
+import io.agentscope.core.tool.Toolkit;
+import io.grpc.CallOptions;
+import io.grpc.Channel;
+import io.grpc.ClientCall;
+import io.grpc.ClientInterceptor;
+import io.grpc.ClientInterceptors;
+import io.grpc.ForwardingClientCall;
+import io.grpc.ManagedChannel;
+import io.grpc.MethodDescriptor;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link RemoteLongTermMemoryMiddleware}'s per-call {@code recordToMemory}/{@code
+ * retrieveFromMemory} tools (AGENT_CONTROL, BOTH) on a real AgentScope-Java 2.0.0 ReActAgent with a
+ * scripted model and the real server: each call's tools act in that call's user's scope, with
+ * AgentScope's own schemas and result texts.
+ */
+@SuppressWarnings({"deprecation", "removal"})
+class LongTermMemoryToolsAgentTest {
+
+    private static final Duration WAIT = Duration.ofSeconds(180);
+
+    private static TestServer server;
+    private static RemoteConnection connection;
+
+    @BeforeAll
+    static void start() throws Exception {
+        server = TestServer.shared();
+        connection = RemoteConnection.builder().target(server.target()).deadline(Duration.ofSeconds(120)).build();
+    }
+
+    @AfterAll
+    static void stop() {
+        connection.close();
+    }
+
+    static ContentBlock text(String text) {
+        return TextBlock.builder().text(text).build();
+    }
+
+    static ToolUseBlock record(String id, String thinking, String fact) {
+        return new ToolUseBlock(id, "recordToMemory", Map.of("thinking", thinking, "content", List.of(fact)),
+                "{\"thinking\":\"" + thinking + "\",\"content\":[\"" + fact + "\"]}", Map.of());
+    }
+
+    static ToolUseBlock retrieve(String id, String... keywords) {
+        String json = "{\"keywords\":[" + java.util.Arrays.stream(keywords).map(k -> "\"" + k + "\"")
+                .collect(Collectors.joining(",")) + "]}";
+        return new ToolUseBlock(id, "retrieveFromMemory", Map.of("keywords", List.of(keywords)), json, Map.of());
+    }
+
+    static ReActAgent agent(ScriptedModel model, RemoteLongTermMemoryMiddleware ltm) {
+        return LongTermMemoryAgentTest.agent(model).middleware(ltm).build();
+    }
+
+    static Msg call(ReActAgent agent, String userId, String sessionId, String text) {
+        return agent.call(List.of(Scripts.user(text)),
+                RuntimeContext.builder().userId(userId).sessionId(sessionId).build()).block(WAIT);
+    }
+
+    /** The memory texts stored in a scope, as the server lists them. */
+    static List<String> memories(String agentName, String userId) {
+        Scope scope = Scope.newBuilder().setAgentName(agentName).setUserId(userId).build();
+        return connection.longTermMemoryService()
+                .listLongTermMemories(ListLongTermMemoriesRequest.newBuilder().setScope(scope).setPageSize(100).build())
+                .getMemoriesList().stream().map(LongTermMemoryItem::getMemory).toList();
+    }
+
+    /** The text of the tool result the model was given last in its {@code step}-th call. */
+    static String lastToolResult(ScriptedModel model, int step) {
+        List<Msg> seen = model.calls().get(step);
+        return LongTermMemoryAgentTest.toolResultText(seen.get(seen.size() - 1));
+    }
+
+    /** A tool schema as the model receives it, comparable with equals. */
+    static JsonNode comparable(ToolSchema s) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("name", s.getName());
+        m.put("description", s.getDescription());
+        m.put("parameters", s.getParameters());
+        m.put("outputSchema", s.getOutputSchema());
+        m.put("strict", s.getStrict());
+        return Scripts.TREES.valueToTree(m);
+    }
+
+    static Map<String, JsonNode> memorySchemas(List<ToolSchema> offered) {
+        return offered.stream().filter(s -> s.getName().endsWith("Memory"))
+                .collect(Collectors.toMap(ToolSchema::getName, LongTermMemoryToolsAgentTest::comparable));
+    }
+
+    /** The schemas of AgentScope's own LongTermMemoryTools, as its toolkit makes them. */
+    static Map<String, JsonNode> agentScopeSchemas() {
+        Toolkit toolkit = new Toolkit();
+        try (RemoteLongTermMemory unused = RemoteLongTermMemory.builder().target("127.0.0.1:1").userId("u").build()) {
+            toolkit.registerTool(new LongTermMemoryTools(unused));
+        }
+        return memorySchemas(toolkit.getToolSchemas());
+    }
+
+    /** Counts the RPCs (by method name) sent through the channel and keeps the RecordRequests. */
+    static ClientInterceptor counting(List<String> methods, List<RecordRequest> records) {
+        return new ClientInterceptor() {
+            @Override
+            public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
+                methods.add(method.getBareMethodName());
+                return new ForwardingClientCall.SimpleForwardingClientCall<>(next.newCall(method, options)) {
+                    @Override
+                    public void sendMessage(Q message) {
+                        if (message instanceof RecordRequest r) {
+                            records.add(r);
+                        }
+                        super.sendMessage(message);
+                    }
+                };
+            }
+        };
+    }
+
+    static long count(List<String> methods, String name) {
+        return methods.stream().filter(name::equals).count();
+    }
+
+    @Test
+    void agentControlToolsActInEachCallsUserScope() {
+        // With one RemoteLongTermMemory (its fixed scope) the deprecated builder's tools would put
+        // both users' facts in one scope and give each the other's.
+        String alice = "alice-" + UUID.randomUUID();
+        String zhang = "张三-" + UUID.randomUUID();
+        List<String> methods = new CopyOnWriteArrayList<>();
+        List<RecordRequest> records = new CopyOnWriteArrayList<>();
+        ManagedChannel channel = server.channel();
+        try (RemoteLongTermMemoryMiddleware ltm = RemoteLongTermMemoryMiddleware.builder()
+                .channel(ClientInterceptors.intercept(channel, counting(methods, records)))
+                .mode(Mode.AGENT_CONTROL).build()) {
+            ScriptedModel model = new ScriptedModel(List.of(
+                    List.of(record("a1", "饮食禁忌很重要", "爱丽丝对花生过敏")),
+                    List.of(text("记住了。")),
+                    List.of(record("z1", "记下饮品喜好", "张三喜欢喝龙井茶")),
+                    List.of(text("好的。")),
+                    // Keywords that match both facts: only the caller's may come back.
+                    List.of(retrieve("a2", "花生", "龙井茶")),
+                    List.of(text("你对花生过敏。")),
+                    List.of(retrieve("z2", "花生", "龙井茶")),
+                    List.of(text("你喜欢龙井茶。"))));
+            ReActAgent agent = agent(model, ltm);
+            call(agent, alice, "alice-会话1", "请记住：我对花生过敏。");
+            call(agent, zhang, "张三-会话1", "请记住：我喜欢喝龙井茶。");
+            call(agent, alice, "alice-会话2", "我有什么忌口，喜欢喝什么？");
+            Msg last = call(agent, zhang, "张三-会话2", "我有什么忌口，喜欢喝什么？");
+            assertEquals("你喜欢龙井茶。", last.getTextContent());
+
+            // AgentScope's result texts (the model sees the returned String as JSON).
+            assertEquals("\"Successfully recorded to long-term memory\"", lastToolResult(model, 1));
+            assertEquals("\"Successfully recorded to long-term memory\"", lastToolResult(model, 3));
+            String aliceFound = lastToolResult(model, 5);
+            assertTrue(aliceFound.contains("<long_term_memory>") && aliceFound.contains("爱丽丝对花生过敏"), aliceFound);
+            assertFalse(aliceFound.contains("龙井"), aliceFound);
+            String zhangFound = lastToolResult(model, 7);
+            assertTrue(zhangFound.contains("<long_term_memory>") && zhangFound.contains("张三喜欢喝龙井茶"), zhangFound);
+            assertFalse(zhangFound.contains("花生"), zhangFound);
+
+            // Stored in each caller's scope (facts and reasoning, as AgentScope's tool records).
+            assertEquals(Set.of("爱丽丝对花生过敏", "饮食禁忌很重要"), Set.copyOf(memories("Assistant", alice)));
+            assertEquals(Set.of("张三喜欢喝龙井茶", "记下饮品喜好"), Set.copyOf(memories("Assistant", zhang)));
+
+            // The model is offered AgentScope's own tool schemas, on every step.
+            Map<String, JsonNode> expected = agentScopeSchemas();
+            assertEquals(Set.of("recordToMemory", "retrieveFromMemory"), expected.keySet());
+            for (List<ToolSchema> offered : model.tools()) {
+                assertEquals(expected, memorySchemas(offered));
+            }
+
+            // AGENT_CONTROL: only the tools' calls, no static retrieve or record, no injection.
+            assertEquals(2, count(methods, "Record"), methods.toString());
+            assertEquals(2, count(methods, "Retrieve"), methods.toString());
+            assertFalse(model.calls().stream().flatMap(List::stream).anyMatch(LongTermMemoryAgentTest::isInjection));
+            assertEquals(List.of(alice, zhang), records.stream().map(r -> r.getScope().getUserId()).toList());
+            assertEquals("Assistant", records.get(0).getScope().getAgentName());
+        } finally {
+            channel.shutdownNow();
+        }
+    }
+
+    @Test
+    void bothInjectsAndRecordsAroundTheCallAndOffersTheTools() {
+        String zhang = "张三-" + UUID.randomUUID();
+        List<String> methods = new CopyOnWriteArrayList<>();
+        List<RecordRequest> records = new CopyOnWriteArrayList<>();
+        ManagedChannel channel = server.channel();
+        try (RemoteLongTermMemoryMiddleware ltm = RemoteLongTermMemoryMiddleware.builder()
+                .channel(ClientInterceptors.intercept(channel, counting(methods, records)))
+                .mode(Mode.BOTH).build()) {
+            ScriptedModel model = new ScriptedModel(List.of(
+                    List.of(record("b1", "宠物信息", "张三的猫叫咪咪")),
+                    List.of(text("记住了，你的猫叫咪咪。")),
+                    List.of(retrieve("b2", "猫")),
+                    List.of(text("你的猫叫咪咪。"))));
+            ReActAgent agent = agent(model, ltm);
+            call(agent, zhang, "会话-1", "我的猫叫咪咪。");
+            call(agent, zhang, "会话-2", "我的猫叫什么？");
+
+            // Static: the 2nd call's input got the memories, after the user's message.
+            List<Msg> second = model.calls().get(2);
+            Msg injected = second.get(second.size() - 1);
+            assertTrue(LongTermMemoryAgentTest.isInjection(injected) && injected.getTextContent().contains("咪咪"),
+                    second.toString());
+            assertEquals("我的猫叫什么？", second.get(second.size() - 2).getTextContent());
+            // Tools: offered, and the retrieve tool found the fact the record tool stored.
+            assertEquals(agentScopeSchemas(), memorySchemas(model.tools().get(0)));
+            assertTrue(lastToolResult(model, 3).contains("张三的猫叫咪咪"), lastToolResult(model, 3));
+            // One Retrieve before each call plus the tool's; one Record after each call plus the tool's.
+            assertEquals(3, count(methods, "Retrieve"), methods.toString());
+            assertEquals(3, count(methods, "Record"), methods.toString());
+            assertTrue(memories("Assistant", zhang).containsAll(
+                    List.of("张三的猫叫咪咪", "我的猫叫咪咪。", "我的猫叫什么？")));
+        } finally {
+            channel.shutdownNow();
+        }
+    }
+
+    @Test
+    void theToolsScopeIsTheMiddlewaresWithAGivenAgentNameAndTheSessionAsRunName() {
+        String zhang = "张三-" + UUID.randomUUID();
+        List<String> methods = new CopyOnWriteArrayList<>();
+        List<RecordRequest> records = new CopyOnWriteArrayList<>();
+        ManagedChannel channel = server.channel();
+        try (RemoteLongTermMemoryMiddleware ltm = RemoteLongTermMemoryMiddleware.builder()
+                .channel(ClientInterceptors.intercept(channel, counting(methods, records)))
+                .agentName("助手").sessionAsRunName(true).mode(Mode.AGENT_CONTROL).build()) {
+            ScriptedModel model = new ScriptedModel(List.of(
+                    List.of(record("r1", "记下", "张三住在成都")),
+                    List.of(text("好。")),
+                    List.of(retrieve("r2", "成都")),
+                    List.of(text("不知道。"))));
+            ReActAgent agent = agent(model, ltm);
+            call(agent, zhang, "会话-1", "我住在成都。");
+            call(agent, zhang, "会话-2", "我住在哪里？");
+            Scope first = records.get(0).getScope();
+            assertEquals(List.of("助手", zhang, "会话-1"), List.of(first.getAgentName(), first.getUserId(), first.getRunName()));
+            // Another session is another run: the retrieve tool finds nothing of the first.
+            assertEquals("\"No relevant memories found\"", lastToolResult(model, 3));
+        } finally {
+            channel.shutdownNow();
+        }
+    }
+
+    @Test
+    void staticControlStaysTheDefaultAndOffersNoTools() {
+        try (RemoteLongTermMemoryMiddleware ltm = RemoteLongTermMemoryMiddleware.builder().connection(connection)
+                .build()) {
+            ScriptedModel model = new ScriptedModel(List.of(List.of(text("好。"))));
+            call(agent(model, ltm), "alice-" + UUID.randomUUID(), "s-1", "你好");
+            assertEquals(Map.of(), memorySchemas(model.tools().get(0)));
+            // The weather tools are still there: the toolkit is the agent's own.
+            assertTrue(model.tools().get(0).stream().anyMatch(s -> s.getName().equals("get_weather")));
+        }
+    }
+
+    @Test
+    void aServerThatIsDownIsTheToolsResultTextNotTheCallsFailure() {
+        // failOnError concerns the static part; AgentScope's tools never fail the call.
+        try (RemoteLongTermMemoryMiddleware down = RemoteLongTermMemoryMiddleware.builder().target("127.0.0.1:1")
+                .maxAttempts(1).deadline(Duration.ofSeconds(5)).failOnError(true).mode(Mode.AGENT_CONTROL).build();
+                RemoteLongTermMemory fixed = RemoteLongTermMemory.builder().target("127.0.0.1:1").maxAttempts(1)
+                        .deadline(Duration.ofSeconds(5)).agentName("Assistant").userId("alice").build()) {
+            ScriptedModel model = new ScriptedModel(List.of(
+                    List.of(record("d1", "记下", "爱丽丝住在杭州")),
+                    List.of(retrieve("d2", "杭州")),
+                    List.of(text("抱歉，我现在记不住。")),
+                    // A user id the server would refuse: the tool says why, the call goes on.
+                    List.of(record("d3", "记下", "住在杭州")),
+                    List.of(text("抱歉。"))));
+            ReActAgent agent = agent(model, down);
+            Msg reply = call(agent, "alice", "s-1", "我住在杭州，记住。");
+            assertEquals("抱歉，我现在记不住。", reply.getTextContent());
+            // AgentScope's own texts: what its LongTermMemoryTools says for the same failure.
+            LongTermMemoryTools upstream = new LongTermMemoryTools(fixed);
+            String recordError = upstream.recordToMemory("记下", List.of("爱丽丝住在杭州")).block(WAIT);
+            String retrieveError = upstream.retrieveFromMemory(List.of("杭州")).block(WAIT);
+            assertTrue(recordError.startsWith("Error recording memory: "), recordError);
+            assertTrue(retrieveError.startsWith("Error retrieving memory: "), retrieveError);
+            assertEquals(Scripts.TREES.valueToTree(recordError).toString(), lastToolResult(model, 1));
+            assertEquals(Scripts.TREES.valueToTree(retrieveError).toString(), lastToolResult(model, 2));
+
+            Msg blank = call(agent, "   ", "s-2", "我住在杭州。");
+            assertEquals("抱歉。", blank.getTextContent());
+            assertEquals("\"Error recording memory: scope.user_id: must not be blank\"", lastToolResult(model, 4));
+        }
+    }
+}
