@@ -12,12 +12,17 @@ import dev.agentscopememory.grpc.v1.LongTermMemoryItem;
 import dev.agentscopememory.grpc.v1.RecordRequest;
 import dev.agentscopememory.grpc.v1.Scope;
 import io.agentscope.core.ReActAgent;
+import io.agentscope.core.agent.Agent;
 import io.agentscope.core.agent.RuntimeContext;
+import io.agentscope.core.event.AgentEvent;
 import io.agentscope.core.message.ContentBlock;
 import io.agentscope.core.message.Msg;
+import io.agentscope.core.message.MsgRole;
 import io.agentscope.core.message.TextBlock;
 import io.agentscope.core.message.ToolUseBlock;
 import io.agentscope.core.middleware.MiddlewareBase;
+import io.agentscope.core.middleware.ReasoningInput;
+import io.agentscope.core.state.AgentState;
 import io.agentscope.core.state.InMemoryAgentStateStore;
 import io.agentscope.core.tool.Toolkit;
 import io.grpc.CallOptions;
@@ -41,15 +46,18 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Flux;
 
 /**
  * {@link RemoteLongTermMemoryMiddleware}'s record after the call on a real AgentScope-Java 2.0.0
  * ReActAgent with a scripted model and the real server: {@code asyncRecord(true)} (AgentScope's
- * {@code longTermMemoryAsyncRecord(true)}) against the default, and close() with records in flight.
+ * {@code longTermMemoryAsyncRecord(true)}) against the default, close() with records in flight, and
+ * what is recorded when the call's input is no longer in its slot's context.
  */
 class LongTermMemoryAsyncRecordAgentTest {
 
@@ -318,5 +326,63 @@ class LongTermMemoryAsyncRecordAgentTest {
         async.close();
         assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(10), "close() waited for a failed record");
         assertEquals(List.of(), memories(user));
+    }
+
+    /**
+     * Replaces the slot's context with one summary message before the call's second reasoning
+     * step, as a compaction during the call would.
+     */
+    static final class Compactor implements MiddlewareBase {
+        static final String SUMMARY = "摘要：用户问了北京的天气。";
+        private final AtomicInteger steps = new AtomicInteger();
+
+        @Override
+        public Flux<AgentEvent> onReasoning(Agent agent, RuntimeContext ctx, ReasoningInput input,
+                Function<ReasoningInput, Flux<AgentEvent>> next) {
+            if (steps.incrementAndGet() == 2) {
+                AgentState state = RuntimeContext.resolveAgentState(ctx, agent);
+                List<Msg> context = state.contextMutable();
+                context.clear();
+                context.add(Msg.builder().role(MsgRole.USER).name("summary").textContent(SUMMARY).build());
+            }
+            return next.apply(input);
+        }
+    }
+
+    @Test
+    void aCallWhoseInputWasCompactedAwayRecordsItsInputAndReply() throws Exception {
+        String user = "张三-" + UUID.randomUUID();
+        // A memory to inject, so that the record can be seen to leave it out.
+        try (RemoteLongTermMemory earlier = RemoteLongTermMemory.builder().connection(connection)
+                .agentName("Assistant").userId(user).build()) {
+            earlier.record(List.of(Scripts.user("我住在成都。"))).block(WAIT);
+        }
+        HeldRecords held = new HeldRecords();
+        held.release.countDown();
+        ManagedChannel channel = server.channel();
+        try (RemoteLongTermMemoryMiddleware ltm = middleware(ClientInterceptors.intercept(channel, held)).build()) {
+            ScriptedModel model = weatherModel();
+            // The compactor inside the middleware, as the agent runs them in the order given.
+            ReActAgent agent = agent(model, ltm, new Compactor());
+            Msg reply = call(agent, user, "会话-1", "北京天气如何？");
+            assertEquals("记住了，你住在成都。", reply.getTextContent());
+
+            // The memory was injected, and the call's input is gone from its slot.
+            List<Msg> firstSeen = model.calls().get(0);
+            Msg injected = firstSeen.get(firstSeen.size() - 1);
+            assertTrue(RemoteLongTermMemoryMiddleware.MEMORY_MSG_NAME.equals(injected.getName())
+                    && injected.getTextContent().contains("我住在成都。"), firstSeen.toString());
+            List<Msg> context = agent.getAgentState(user, "会话-1").getContext();
+            assertEquals(Compactor.SUMMARY, context.get(0).getTextContent());
+            assertFalse(context.stream().anyMatch(m -> "北京天气如何？".equals(m.getTextContent())), context.toString());
+
+            // Recorded: the input and the reply; not the summary, the injected memory, nor the
+            // step the compaction took away.
+            assertEquals(1, held.sent.size());
+            assertEquals(List.of("北京天气如何？", "记住了，你住在成都。"), texts(held.sent.get(0)));
+            assertEquals(Set.of("我住在成都。", "北京天气如何？", "记住了，你住在成都。"), Set.copyOf(memories(user)));
+        } finally {
+            channel.shutdownNow();
+        }
     }
 }
