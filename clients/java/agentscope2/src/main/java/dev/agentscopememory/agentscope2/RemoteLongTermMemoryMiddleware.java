@@ -21,10 +21,12 @@ import io.agentscope.core.tool.Tool;
 import io.agentscope.core.tool.ToolParam;
 import io.agentscope.core.tool.Toolkit;
 import io.agentscope.core.tool.ToolkitAware;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import org.slf4j.Logger;
@@ -54,7 +56,10 @@ import reactor.core.publisher.Mono;
  * </ol>
  * As AgentScope's hook does, a failing server is logged (at WARN) and the call goes on without
  * memories (or without recording); {@link Builder#failOnError} makes the failure the call's
- * instead.
+ * instead. By default the call's {@code Flux} completes only after the record; {@link
+ * Builder#asyncRecord} lets it complete first, as AgentScope's {@code
+ * longTermMemoryAsyncRecord(true)} does, and {@link #close} then waits (bounded) for the records
+ * still in flight.
  *
  * <p>{@link Mode#AGENT_CONTROL} gives the model AgentScope's own {@code recordToMemory} and {@code
  * retrieveFromMemory} tools instead (same names, descriptions, parameters and result texts as
@@ -102,6 +107,13 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Too
     private final boolean sessionAsRunName;
     private final boolean failOnError;
     private final Mode mode;
+    private final boolean asyncRecord;
+    private final Duration closeWait;
+
+    /** Guards {@link #inFlight}; close() waits on it. */
+    private final Object inFlightLock = new Object();
+    /** Asynchronous records subscribed and not yet ended. */
+    private int inFlight;
 
     private RemoteLongTermMemoryMiddleware(Builder b) {
         if (b.agentName != null) {
@@ -111,6 +123,8 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Too
         sessionAsRunName = b.sessionAsRunName;
         failOnError = b.failOnError;
         mode = Objects.requireNonNull(b.mode, "mode");
+        asyncRecord = b.asyncRecord;
+        closeWait = Objects.requireNonNull(b.closeWait, "closeWait");
         calls = new LongTermCalls(b, RemoteLongTermMemory.metadataJson(b), b.limitValue());
     }
 
@@ -161,8 +175,11 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Too
                                 reply.set(r.getResult());
                             }
                         })
-                        .concatWith(Mono.defer(() -> record(scope, added(agent, ctx, msgs, memory, reply.get())))
-                                .then(Mono.empty()));
+                        // What to record is read from the slot when the call ends, in both modes.
+                        .concatWith(Mono.defer(() -> {
+                            List<Msg> added = added(agent, ctx, msgs, memory, reply.get());
+                            return asyncRecord ? recordAsync(scope, added) : record(scope, added);
+                        }).then(Mono.empty()));
             });
         });
     }
@@ -248,6 +265,36 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Too
     }
 
     /**
+     * Starts the record and returns at once, as 2.0.0's {@code StaticLongTermMemoryHook} does with
+     * {@code async}: subscribed apart from the call (on Reactor's bounded-elastic scheduler, where
+     * {@link LongTermCalls#record} runs already, rather than the hook's own scheduler of one thread
+     * and three queued tasks), with the call's Reactor context, a failure logged at WARN as the
+     * hook logs it whatever {@code failOnError} says (the call has ended). Counted in flight until
+     * it ends, so {@link #close} can wait for it.
+     */
+    private Mono<Void> recordAsync(Scope scope, List<Msg> msgs) {
+        if (msgs.isEmpty()) {
+            return Mono.empty();
+        }
+        return Mono.deferContextual(callContext -> {
+            synchronized (inFlightLock) {
+                inFlight++;
+            }
+            calls.record(scope, msgs, RemoteLongTermMemory::text)
+                    .contextWrite(c -> c.putAll(callContext))
+                    .onErrorResume(e -> logged("asynchronously record to long-term memory", e, Mono.<Void>empty()))
+                    .doFinally(signal -> {
+                        synchronized (inFlightLock) {
+                            inFlight--;
+                            inFlightLock.notifyAll();
+                        }
+                    })
+                    .subscribe();
+            return Mono.empty();
+        });
+    }
+
+    /**
      * The tools AgentScope's {@code LongTermMemoryTools} offers, with its names, descriptions and
      * parameters (a test compares the schemas), run in the scope of the call that runs them: the
      * toolkit passes each call's {@code Agent} and {@code RuntimeContext} (parameters without
@@ -304,9 +351,32 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Too
         return instead;
     }
 
-    /** Closes the connection if this middleware created it. */
+    /**
+     * Waits for the asynchronous records still in flight ({@link Builder#asyncRecord}), at most 30
+     * seconds in all, then closes the connection if this middleware created it. A record still
+     * running after that wait is logged at WARN and may be lost (its connection closing under it).
+     */
     @Override
     public void close() {
+        long deadline = System.nanoTime() + closeWait.toNanos();
+        synchronized (inFlightLock) {
+            while (inFlight > 0) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    log.warn("Closing with {} asynchronous long-term memory record(s) still in flight after waiting {}:"
+                            + " they may be lost", inFlight, closeWait);
+                    break;
+                }
+                try {
+                    TimeUnit.NANOSECONDS.timedWait(inFlightLock, left);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    log.warn("Interrupted while waiting for {} asynchronous long-term memory record(s): they may be"
+                            + " lost", inFlight);
+                    break;
+                }
+            }
+        }
         calls.close();
     }
 
@@ -320,8 +390,31 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Too
         private boolean sessionAsRunName;
         private boolean failOnError;
         private Mode mode = Mode.STATIC_CONTROL;
+        private boolean asyncRecord;
+        private Duration closeWait = Duration.ofSeconds(30);
 
         private Builder() {}
+
+        /**
+         * Whether the record after a call runs apart from it, as AgentScope's {@code
+         * longTermMemoryAsyncRecord(true)}: the call's {@code Flux} completes without waiting for the
+         * {@code Record} RPC. What is recorded is the same either way, read from the call's slot when
+         * the call ends. {@link #failOnError} does not apply to an asynchronous record: its failure
+         * can only be logged at WARN ("Failed to asynchronously record to long-term memory: ..."), as
+         * the hook logs it. {@link RemoteLongTermMemoryMiddleware#close} waits up to 30 seconds for
+         * the records in flight. Default false: the call completes after its record (and with {@code
+         * failOnError}, fails with it).
+         */
+        public Builder asyncRecord(boolean asyncRecord) {
+            this.asyncRecord = asyncRecord;
+            return this;
+        }
+
+        /** How long close() waits for asynchronous records in flight (30 s; shorter in tests). */
+        Builder closeWait(Duration closeWait) {
+            this.closeWait = closeWait;
+            return this;
+        }
 
         /**
          * Who uses the memory: {@link Mode#STATIC_CONTROL} (default) retrieves and records around
@@ -353,7 +446,8 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Too
          * Whether a failure (server down, a user id the server refuses) of the static retrieve or
          * record fails the agent call with a {@link RemoteMemoryException} (or {@code
          * IllegalArgumentException}); default false: it is logged at WARN and the call goes on, as
-         * AgentScope's static hook does. The tools' failures are always their result text.
+         * AgentScope's static hook does. The tools' failures are always their result text, and an
+         * {@link #asyncRecord} record's failure is always logged: the call has ended.
          */
         public Builder failOnError(boolean failOnError) {
             this.failOnError = failOnError;
