@@ -1,5 +1,9 @@
 package dev.agentscopememory.agentscope2;
 
+import static dev.agentscopememory.agentscope2.LongTermAgents.WAIT;
+import static dev.agentscopememory.agentscope2.LongTermAgents.agent;
+import static dev.agentscopememory.agentscope2.LongTermAgents.text;
+import static dev.agentscopememory.agentscope2.LongTermAgents.texts;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -15,14 +19,11 @@ import dev.agentscopememory.grpc.v1.Scope;
 import io.agentscope.core.ReActAgent;
 import io.agentscope.core.agent.RuntimeContext;
 import io.agentscope.core.memory.LongTermMemoryMode;
-import io.agentscope.core.message.ContentBlock;
 import io.agentscope.core.message.Msg;
 import io.agentscope.core.message.MsgRole;
 import io.agentscope.core.message.TextBlock;
 import io.agentscope.core.message.ToolResultBlock;
 import io.agentscope.core.message.ToolUseBlock;
-import io.agentscope.core.state.InMemoryAgentStateStore;
-import io.agentscope.core.tool.Toolkit;
 import io.grpc.CallOptions;
 import io.grpc.Channel;
 import io.grpc.ClientCall;
@@ -36,7 +37,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -49,15 +49,13 @@ import org.junit.jupiter.api.Test;
 @SuppressWarnings("deprecation")
 class LongTermMemoryAgentTest {
 
-    private static final Duration WAIT = Duration.ofSeconds(180);
-
     private static TestServer server;
     private static RemoteConnection connection;
 
     @BeforeAll
     static void start() throws Exception {
         server = TestServer.shared();
-        connection = RemoteConnection.builder().target(server.target()).deadline(Duration.ofSeconds(120)).build();
+        connection = LongTermAgents.connect(server.target());
     }
 
     @AfterAll
@@ -65,31 +63,12 @@ class LongTermMemoryAgentTest {
         connection.close();
     }
 
-    static ContentBlock text(String text) {
-        return TextBlock.builder().text(text).build();
-    }
-
-    static ReActAgent.Builder agent(ScriptedModel model) {
-        return ReActAgent.builder().name("Assistant").sysPrompt("你记得用户的事情。").model(model)
-                .toolkit(weather()).maxIters(5).stateStore(new InMemoryAgentStateStore());
-    }
-
-    static Toolkit weather() {
-        Toolkit toolkit = new Toolkit();
-        toolkit.registerTool(new WeatherTools());
-        return toolkit;
-    }
-
     static RemoteLongTermMemory ltm(String userId) {
         return RemoteLongTermMemory.builder().connection(connection).agentName("Assistant").userId(userId).build();
     }
 
-    /** The memory texts stored in a scope, as the server lists them. */
     static List<String> memories(String agentName, String userId) {
-        Scope scope = Scope.newBuilder().setAgentName(agentName).setUserId(userId).build();
-        return connection.longTermMemoryService()
-                .listLongTermMemories(ListLongTermMemoriesRequest.newBuilder().setScope(scope).setPageSize(100).build())
-                .getMemoriesList().stream().map(LongTermMemoryItem::getMemory).collect(Collectors.toList());
+        return LongTermAgents.memories(connection, agentName, userId);
     }
 
     static boolean isInjection(Msg m) {
@@ -276,12 +255,6 @@ class LongTermMemoryAgentTest {
         } finally {
             channel.shutdownNow();
         }
-    }
-
-    static List<String> texts(RecordRequest request) {
-        return request.getMessagesList().stream()
-                .map(m -> m.getContentList().stream().map(b -> b.getText().getText()).collect(Collectors.joining()))
-                .toList();
     }
 
     /** Keeps every RecordRequest sent through the channel. */

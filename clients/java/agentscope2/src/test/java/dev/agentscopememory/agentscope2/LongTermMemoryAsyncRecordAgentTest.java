@@ -1,5 +1,8 @@
 package dev.agentscopememory.agentscope2;
 
+import static dev.agentscopememory.agentscope2.LongTermAgents.WAIT;
+import static dev.agentscopememory.agentscope2.LongTermAgents.text;
+import static dev.agentscopememory.agentscope2.LongTermAgents.texts;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -15,16 +18,12 @@ import io.agentscope.core.ReActAgent;
 import io.agentscope.core.agent.Agent;
 import io.agentscope.core.agent.RuntimeContext;
 import io.agentscope.core.event.AgentEvent;
-import io.agentscope.core.message.ContentBlock;
 import io.agentscope.core.message.Msg;
 import io.agentscope.core.message.MsgRole;
-import io.agentscope.core.message.TextBlock;
 import io.agentscope.core.message.ToolUseBlock;
 import io.agentscope.core.middleware.MiddlewareBase;
 import io.agentscope.core.middleware.ReasoningInput;
 import io.agentscope.core.state.AgentState;
-import io.agentscope.core.state.InMemoryAgentStateStore;
-import io.agentscope.core.tool.Toolkit;
 import io.grpc.CallOptions;
 import io.grpc.Channel;
 import io.grpc.ClientCall;
@@ -61,7 +60,6 @@ import reactor.core.publisher.Flux;
  */
 class LongTermMemoryAsyncRecordAgentTest {
 
-    private static final Duration WAIT = Duration.ofSeconds(180);
     /** How long a held record is shown to hold back what waits for it. */
     private static final long HOLD_MS = 700;
 
@@ -71,16 +69,12 @@ class LongTermMemoryAsyncRecordAgentTest {
     @BeforeAll
     static void start() throws Exception {
         server = TestServer.shared();
-        connection = RemoteConnection.builder().target(server.target()).deadline(Duration.ofSeconds(120)).build();
+        connection = LongTermAgents.connect(server.target());
     }
 
     @AfterAll
     static void stop() {
         connection.close();
-    }
-
-    static ContentBlock text(String text) {
-        return TextBlock.builder().text(text).build();
     }
 
     /** A call that takes a tool step: its slot gains the input, the step and the reply. */
@@ -93,10 +87,7 @@ class LongTermMemoryAsyncRecordAgentTest {
     }
 
     static ReActAgent agent(ScriptedModel model, MiddlewareBase... middlewares) {
-        Toolkit toolkit = new Toolkit();
-        toolkit.registerTool(new WeatherTools());
-        ReActAgent.Builder b = ReActAgent.builder().name("Assistant").sysPrompt("你记得用户的事情。").model(model)
-                .toolkit(toolkit).maxIters(5).stateStore(new InMemoryAgentStateStore());
+        ReActAgent.Builder b = LongTermAgents.agent(model);
         for (MiddlewareBase m : middlewares) {
             b.middleware(m);
         }
@@ -114,16 +105,7 @@ class LongTermMemoryAsyncRecordAgentTest {
     }
 
     static List<String> memories(String userId) {
-        Scope scope = Scope.newBuilder().setAgentName("Assistant").setUserId(userId).build();
-        return connection.longTermMemoryService()
-                .listLongTermMemories(ListLongTermMemoriesRequest.newBuilder().setScope(scope).setPageSize(100).build())
-                .getMemoriesList().stream().map(LongTermMemoryItem::getMemory).collect(Collectors.toList());
-    }
-
-    static List<String> texts(RecordRequest request) {
-        return request.getMessagesList().stream()
-                .map(m -> m.getContentList().stream().map(b -> b.getText().getText()).collect(Collectors.joining()))
-                .toList();
+        return LongTermAgents.memories(connection, "Assistant", userId);
     }
 
     static RemoteLongTermMemoryMiddleware.Builder middleware(Channel channel) {
@@ -240,7 +222,7 @@ class LongTermMemoryAsyncRecordAgentTest {
             held.release.countDown();
             held.awaitAnswered(2);
             // Exactly what the synchronous path sends (the test above stores these three).
-            Map<String, List<String>> byFirst = held.sent.stream().map(LongTermMemoryAsyncRecordAgentTest::texts)
+            Map<String, List<String>> byFirst = held.sent.stream().map(LongTermAgents::texts)
                     .collect(Collectors.toMap(t -> t.get(0), t -> t));
             assertEquals(Map.of(
                     "我住在成都，北京天气如何？", List.of("我住在成都，北京天气如何？", "我查一下北京的天气。", "记住了，你住在成都。"),

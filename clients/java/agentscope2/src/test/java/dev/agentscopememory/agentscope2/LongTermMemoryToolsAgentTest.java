@@ -1,5 +1,7 @@
 package dev.agentscopememory.agentscope2;
 
+import static dev.agentscopememory.agentscope2.LongTermAgents.WAIT;
+import static dev.agentscopememory.agentscope2.LongTermAgents.text;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -15,12 +17,9 @@ import dev.agentscopememory.grpc.v1.Scope;
 import io.agentscope.core.ReActAgent;
 import io.agentscope.core.agent.RuntimeContext;
 import io.agentscope.core.memory.LongTermMemoryTools;
-import io.agentscope.core.message.ContentBlock;
 import io.agentscope.core.message.Msg;
-import io.agentscope.core.message.TextBlock;
 import io.agentscope.core.message.ToolUseBlock;
 import io.agentscope.core.model.ToolSchema;
-import io.agentscope.core.state.InMemoryAgentStateStore;
 import io.agentscope.core.tool.Toolkit;
 import io.grpc.CallOptions;
 import io.grpc.Channel;
@@ -51,24 +50,18 @@ import org.junit.jupiter.api.Test;
 @SuppressWarnings({"deprecation", "removal"})
 class LongTermMemoryToolsAgentTest {
 
-    private static final Duration WAIT = Duration.ofSeconds(180);
-
     private static TestServer server;
     private static RemoteConnection connection;
 
     @BeforeAll
     static void start() throws Exception {
         server = TestServer.shared();
-        connection = RemoteConnection.builder().target(server.target()).deadline(Duration.ofSeconds(120)).build();
+        connection = LongTermAgents.connect(server.target());
     }
 
     @AfterAll
     static void stop() {
         connection.close();
-    }
-
-    static ContentBlock text(String text) {
-        return TextBlock.builder().text(text).build();
     }
 
     static ToolUseBlock record(String id, String thinking, String fact) {
@@ -83,7 +76,7 @@ class LongTermMemoryToolsAgentTest {
     }
 
     static ReActAgent agent(ScriptedModel model, RemoteLongTermMemoryMiddleware ltm) {
-        return LongTermMemoryAgentTest.agent(model).middleware(ltm).build();
+        return LongTermAgents.agent(model).middleware(ltm).build();
     }
 
     static Msg call(ReActAgent agent, String userId, String sessionId, String text) {
@@ -91,12 +84,8 @@ class LongTermMemoryToolsAgentTest {
                 RuntimeContext.builder().userId(userId).sessionId(sessionId).build()).block(WAIT);
     }
 
-    /** The memory texts stored in a scope, as the server lists them. */
     static List<String> memories(String agentName, String userId) {
-        Scope scope = Scope.newBuilder().setAgentName(agentName).setUserId(userId).build();
-        return connection.longTermMemoryService()
-                .listLongTermMemories(ListLongTermMemoriesRequest.newBuilder().setScope(scope).setPageSize(100).build())
-                .getMemoriesList().stream().map(LongTermMemoryItem::getMemory).toList();
+        return LongTermAgents.memories(connection, agentName, userId);
     }
 
     /** The text of the tool result the model was given last in its {@code step}-th call. */
