@@ -5,6 +5,12 @@ import dev.agentscopememory.grpc.v1.ListLongTermMemoriesRequest;
 import dev.agentscopememory.grpc.v1.LongTermMemoryItem;
 import dev.agentscopememory.grpc.v1.RecordRequest;
 import dev.agentscopememory.grpc.v1.Scope;
+import io.grpc.CallOptions;
+import io.grpc.Channel;
+import io.grpc.ClientCall;
+import io.grpc.ClientInterceptor;
+import io.grpc.ForwardingClientCall;
+import io.grpc.MethodDescriptor;
 import io.agentscope.core.ReActAgent;
 import io.agentscope.core.message.ContentBlock;
 import io.agentscope.core.message.TextBlock;
@@ -17,7 +23,8 @@ import java.util.stream.Collectors;
 /**
  * What the long-term memory agent tests share: the agent they run (a real 2.0.0 {@code ReActAgent}
  * named "Assistant" with a scripted model, the weather tool and an in-memory state store) and what
- * they read back (a scope's stored memories, the texts a {@code Record} call sent).
+ * they read back (a scope's stored memories, the calls a channel sent and the texts of its {@code
+ * Record} calls).
  */
 final class LongTermAgents {
 
@@ -56,5 +63,29 @@ final class LongTermAgents {
         return request.getMessagesList().stream()
                 .map(m -> m.getContentList().stream().map(b -> b.getText().getText()).collect(Collectors.joining()))
                 .toList();
+    }
+
+    /** Counts the RPCs (by method name) sent through the channel and keeps the RecordRequests. */
+    static ClientInterceptor counting(List<String> methods, List<RecordRequest> records) {
+        return new ClientInterceptor() {
+            @Override
+            public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
+                methods.add(method.getBareMethodName());
+                return new ForwardingClientCall.SimpleForwardingClientCall<>(next.newCall(method, options)) {
+                    @Override
+                    public void sendMessage(Q message) {
+                        if (message instanceof RecordRequest r) {
+                            records.add(r);
+                        }
+                        super.sendMessage(message);
+                    }
+                };
+            }
+        };
+    }
+
+    /** How many of the calls {@link #counting} saw were {@code name}. */
+    static long count(List<String> methods, String name) {
+        return methods.stream().filter(name::equals).count();
     }
 }

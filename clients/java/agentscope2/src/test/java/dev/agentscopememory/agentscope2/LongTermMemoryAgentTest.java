@@ -1,5 +1,6 @@
 package dev.agentscopememory.agentscope2;
 
+import static dev.agentscopememory.agentscope2.LongTermAgents.counting;
 import static dev.agentscopememory.agentscope2.LongTermAgents.WAIT;
 import static dev.agentscopememory.agentscope2.LongTermAgents.agent;
 import static dev.agentscopememory.agentscope2.LongTermAgents.text;
@@ -24,14 +25,8 @@ import io.agentscope.core.message.MsgRole;
 import io.agentscope.core.message.TextBlock;
 import io.agentscope.core.message.ToolResultBlock;
 import io.agentscope.core.message.ToolUseBlock;
-import io.grpc.CallOptions;
-import io.grpc.Channel;
-import io.grpc.ClientCall;
-import io.grpc.ClientInterceptor;
 import io.grpc.ClientInterceptors;
-import io.grpc.ForwardingClientCall;
 import io.grpc.ManagedChannel;
-import io.grpc.MethodDescriptor;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -198,7 +193,7 @@ class LongTermMemoryAgentTest {
         List<RecordRequest> records = new CopyOnWriteArrayList<>();
         ManagedChannel channel = server.channel();
         try (RemoteLongTermMemoryMiddleware ltm = RemoteLongTermMemoryMiddleware.builder()
-                .channel(ClientInterceptors.intercept(channel, recording(records))).build()) {
+                .channel(ClientInterceptors.intercept(channel, counting(new CopyOnWriteArrayList<>(), records))).build()) {
             ScriptedModel model = new ScriptedModel(List.of(
                     List.of(text("Noted, you live in Lisbon.")),
                     // 张三's first call takes a step: its text is recorded from the call's slot.
@@ -255,24 +250,6 @@ class LongTermMemoryAgentTest {
         } finally {
             channel.shutdownNow();
         }
-    }
-
-    /** Keeps every RecordRequest sent through the channel. */
-    static ClientInterceptor recording(List<RecordRequest> into) {
-        return new ClientInterceptor() {
-            @Override
-            public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
-                return new ForwardingClientCall.SimpleForwardingClientCall<>(next.newCall(method, options)) {
-                    @Override
-                    public void sendMessage(Q message) {
-                        if (message instanceof RecordRequest r) {
-                            into.add(r);
-                        }
-                        super.sendMessage(message);
-                    }
-                };
-            }
-        };
     }
 
     @Test

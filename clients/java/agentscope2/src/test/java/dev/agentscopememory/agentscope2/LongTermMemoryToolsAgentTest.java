@@ -1,5 +1,7 @@
 package dev.agentscopememory.agentscope2;
 
+import static dev.agentscopememory.agentscope2.LongTermAgents.counting;
+import static dev.agentscopememory.agentscope2.LongTermAgents.count;
 import static dev.agentscopememory.agentscope2.LongTermAgents.WAIT;
 import static dev.agentscopememory.agentscope2.LongTermAgents.text;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -21,14 +23,8 @@ import io.agentscope.core.message.Msg;
 import io.agentscope.core.message.ToolUseBlock;
 import io.agentscope.core.model.ToolSchema;
 import io.agentscope.core.tool.Toolkit;
-import io.grpc.CallOptions;
-import io.grpc.Channel;
-import io.grpc.ClientCall;
-import io.grpc.ClientInterceptor;
 import io.grpc.ClientInterceptors;
-import io.grpc.ForwardingClientCall;
 import io.grpc.ManagedChannel;
-import io.grpc.MethodDescriptor;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -117,29 +113,6 @@ class LongTermMemoryToolsAgentTest {
             toolkit.registerTool(new LongTermMemoryTools(unused));
         }
         return memorySchemas(toolkit.getToolSchemas());
-    }
-
-    /** Counts the RPCs (by method name) sent through the channel and keeps the RecordRequests. */
-    static ClientInterceptor counting(List<String> methods, List<RecordRequest> records) {
-        return new ClientInterceptor() {
-            @Override
-            public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
-                methods.add(method.getBareMethodName());
-                return new ForwardingClientCall.SimpleForwardingClientCall<>(next.newCall(method, options)) {
-                    @Override
-                    public void sendMessage(Q message) {
-                        if (message instanceof RecordRequest r) {
-                            records.add(r);
-                        }
-                        super.sendMessage(message);
-                    }
-                };
-            }
-        };
-    }
-
-    static long count(List<String> methods, String name) {
-        return methods.stream().filter(name::equals).count();
     }
 
     @Test
