@@ -41,8 +41,8 @@ public final class RemoteLongTermMemory implements LongTermMemory, AutoCloseable
     }
 
     /**
-     * One scope of calls someone else owns (and closes): the middleware's per-call view, so its
-     * tools record and retrieve exactly as this class does.
+     * One scope of calls someone else owns (and closes): the middleware's memory for one call, so
+     * its static retrieve and record and its tools act exactly as this class does.
      */
     RemoteLongTermMemory(LongTermCalls calls, Scope scope) {
         this.calls = calls;

@@ -4,7 +4,6 @@ import dev.agentscopememory.client.Ids;
 import dev.agentscopememory.client.LongTermOptions;
 import dev.agentscopememory.client.RemoteMemoryException;
 import dev.agentscopememory.client.internal.LongTermCalls;
-import dev.agentscopememory.grpc.v1.Scope;
 import io.agentscope.core.agent.Agent;
 import io.agentscope.core.agent.RuntimeContext;
 import io.agentscope.core.event.AgentEvent;
@@ -158,14 +157,14 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Too
         }
         return Flux.defer(() -> {
             List<Msg> msgs = input.msgs() == null ? List.of() : input.msgs();
-            Scope scope;
+            RemoteLongTermMemory ltm;
             try {
-                scope = scopeOf(agent, ctx);
+                ltm = memoryOf(agent, ctx);
             } catch (IllegalArgumentException e) {
                 // A user id the server would refuse: no memory for this call.
                 return failOnError ? Flux.error(e) : logged("use long-term memory", e, next.apply(input));
             }
-            return retrieve(scope, msgs).flatMapMany(memory -> {
+            return retrieve(ltm, msgs).flatMapMany(memory -> {
                 List<Msg> given = new ArrayList<>(msgs);
                 memory.ifPresent(given::add);
                 AtomicReference<Msg> reply = new AtomicReference<>();
@@ -178,7 +177,7 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Too
                         // What to record is read from the slot when the call ends, in both modes.
                         .concatWith(Mono.defer(() -> {
                             List<Msg> added = added(agent, ctx, msgs, memory, reply.get());
-                            return asyncRecord ? recordAsync(scope, added) : record(scope, added);
+                            return asyncRecord ? recordAsync(ltm, added) : record(ltm, added);
                         }).then(Mono.empty()));
             });
         });
@@ -191,35 +190,36 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Too
      */
     @SuppressWarnings("removal")
     private LongTermMemoryTools toolsOf(Agent agent, RuntimeContext ctx) {
-        Scope scope;
         try {
-            scope = scopeOf(agent, ctx);
+            return new LongTermMemoryTools(memoryOf(agent, ctx));
         } catch (IllegalArgumentException e) {
             return new LongTermMemoryTools(new FailingMemory(e));
         }
-        return new LongTermMemoryTools(new RemoteLongTermMemory(calls, scope));
     }
 
-    /** The scope of this call; the agent name alone when the context names no user. */
-    private Scope scopeOf(Agent agent, RuntimeContext ctx) {
+    /**
+     * The memory of this call's scope (the agent name alone when the context names no user), on
+     * this middleware's connection.
+     *
+     * @throws IllegalArgumentException when the scope breaks the server's id rules
+     */
+    private RemoteLongTermMemory memoryOf(Agent agent, RuntimeContext ctx) {
         String user = ctx == null ? null : ctx.getUserId();
         String run = sessionAsRunName && ctx != null ? ctx.getSessionId() : null;
-        return LongTermCalls.scope(agentName != null ? agentName : agent.getName(), user, run);
+        String name = agentName != null ? agentName : agent.getName();
+        return new RemoteLongTermMemory(calls, LongTermCalls.scope(name, user, run));
     }
 
     @SuppressWarnings("deprecation")
-    private Mono<Optional<Msg>> retrieve(Scope scope, List<Msg> msgs) {
+    private Mono<Optional<Msg>> retrieve(RemoteLongTermMemory ltm, List<Msg> msgs) {
         Msg query = null;
         for (int i = msgs.size() - 1; i >= 0 && query == null; i--) {
             if (msgs.get(i) != null && msgs.get(i).getRole() == MsgRole.USER) {
                 query = msgs.get(i);
             }
         }
-        if (query == null || query.getTextContent() == null || query.getTextContent().isEmpty()) {
-            return Mono.just(Optional.empty());
-        }
-        Msg q = query;
-        return calls.retrieve(scope, () -> RemoteLongTermMemory.text(q))
+        // No user message, or one without text: "" and no call.
+        return ltm.retrieve(query)
                 .filter(text -> !text.isEmpty())
                 .map(text -> Optional.of(Msg.builder().role(MsgRole.USER).name(MEMORY_MSG_NAME)
                         .content(TextBlock.builder().text(LongTermMemoryTools.wrap(text)).build()).build()))
@@ -258,8 +258,8 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Too
         return out;
     }
 
-    private Mono<Void> record(Scope scope, List<Msg> msgs) {
-        return calls.record(scope, msgs, RemoteLongTermMemory::text)
+    private Mono<Void> record(RemoteLongTermMemory ltm, List<Msg> msgs) {
+        return ltm.record(msgs)
                 .onErrorResume(e -> failOnError ? Mono.error(e)
                         : logged("record to long-term memory", e, Mono.<Void>empty()));
     }
@@ -272,7 +272,7 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Too
      * hook logs it whatever {@code failOnError} says (the call has ended). Counted in flight until
      * it ends, so {@link #close} can wait for it.
      */
-    private Mono<Void> recordAsync(Scope scope, List<Msg> msgs) {
+    private Mono<Void> recordAsync(RemoteLongTermMemory ltm, List<Msg> msgs) {
         if (msgs.isEmpty()) {
             return Mono.empty();
         }
@@ -280,7 +280,7 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Too
             synchronized (inFlightLock) {
                 inFlight++;
             }
-            calls.record(scope, msgs, RemoteLongTermMemory::text)
+            ltm.record(msgs)
                     .contextWrite(c -> c.putAll(callContext))
                     .onErrorResume(e -> logged("asynchronously record to long-term memory", e, Mono.<Void>empty()))
                     .doFinally(signal -> {
