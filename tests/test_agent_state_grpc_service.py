@@ -25,6 +25,7 @@ from agentscope_memory.client.agent_state import (
 from agentscope_memory.errors import InvalidArgumentError, ResourceExhaustedError
 from agentscope_memory.message import Msg, MsgRole
 from agentscope_memory.service import ServiceSettings
+from agentscope_memory.short_term.manager import DEFAULT_TENANT
 from agentscope_memory_server.cli import main
 
 STATE = '{"session_id":"会话/一","user_id":null,"summary":"","context":[{"id":"m1","text":"你好 \\"x\\"\\n"}],"cur_iter":0,"ratio":0.50}'
@@ -506,3 +507,40 @@ async def test_page_tokens_are_signed_and_bound_to_tenant_slot_and_key(server_fa
             with pytest.raises(InvalidArgumentError, match="invalid or expired") as error:
                 await call
             assert error.value.field == "page_token"
+
+
+async def test_a_deleted_1x_memory_takes_its_detachments_and_one_made_anew_resumes(server, state) -> None:
+    # A slot deleted while it resumed a 1.x memory leaves a marker so the memory does not bring
+    # it back. Once that memory is deleted too, the marker goes with it (one row per deleted
+    # session otherwise, for ever), and a new 1.x conversation under the same id resumes.
+    async with AsyncMemoryClient(server.address) as memory:
+        await memory.create_memory("会话-旧")
+        await memory.add_message("会话-旧", Msg.create(MsgRole.USER, "旧的对话"))
+        await memory.create_memory("other")
+        await memory.add_message("other", Msg.create(MsgRole.USER, "stays detached"))
+    for slot in (Slot("", "会话-旧"), Slot("张三", "会话-旧"), Slot("", "other")):
+        assert (await state.get_list(slot, "memory_messages")).found is True
+        assert await state.delete_session(slot) == 0
+        assert (await state.get_list(slot, "memory_messages")).found is False
+    assert await _detached_rows(server) == {("", "会话-旧"), ("张三", "会话-旧"), ("", "other")}
+
+    async with AsyncMemoryClient(server.address) as memory:
+        await memory.delete_memory("会话-旧")
+        assert await _detached_rows(server) == {("", "other")}
+        await memory.create_memory("会话-旧")
+        await memory.add_message("会话-旧", Msg.create(MsgRole.USER, "新的对话"))
+    for slot in (Slot("", "会话-旧"), Slot("张三", "会话-旧")):
+        resumed = await state.get_list(slot, "memory_messages")
+        assert [json.loads(i)["content"][0]["text"] for i in resumed.items] == ["新的对话"]
+        assert await state.session_exists(slot) is True
+    # The other memory's slot is still detached from it.
+    assert (await state.get_list(Slot("", "other"), "memory_messages")).found is False
+
+
+async def _detached_rows(server) -> set[tuple[str, str]]:
+    """The detached markers stored (bookkeeping no RPC shows), read through the server's store."""
+    def read(tx) -> list[tuple[str, str]]:
+        return tx._all("SELECT user_id, session_id FROM {agent_states} WHERE tenant = ? AND kind = 'detached'",
+                       (DEFAULT_TENANT,))
+
+    return {(r[0], r[1]) for r in await server.service.store.run(DEFAULT_TENANT, read, write=False)}

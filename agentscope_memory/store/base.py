@@ -431,6 +431,9 @@ class Tx(Protocol):
         """From now on the slot's list `key` is never answered from a 1.x memory (it was deleted);
         the marker is not state: no listing, count or slot delete sees it."""
         ...
+    def state_forget_detachments(self, session_id: str) -> None:
+        """Drops every slot's detached marker against the 1.x memory `session_id` (being deleted)."""
+        ...
     def state_legacy_detached(self, user_id: str, session_id: str, key: str) -> bool: ...
     def state_delete_key(self, user_id: str, session_id: str, kind: str, key: str, now: float) -> int:
         """Deletes one value or list, remembering its version; returns how many (0 or 1)."""

@@ -31,7 +31,11 @@ class SqlTx(LifecycleForgetStatements, LifecycleReflectStatements, MemoryStateme
         """A memory goes with its place in the hierarchy and its items' visibility marks,
         whichever path deletes it: its lists' sequence numbers start again at 1 if the id is
         used again, so marks left behind would make the new memory's LOCAL messages SHARED, and
-        links left behind would make the old children inherit from it."""
+        links left behind would make the old children inherit from it. Agent-state slots
+        detached from it as a 1.x memory forget it too: their markers would otherwise outlive it,
+        one row per deleted session for ever, and keep a memory made anew under the id from
+        being resumed."""
         super().delete_memory(memory_id)
         self.scope_forget_memory(memory_id)
         self.scope_detach_children("memory", memory_id)
+        self.state_forget_detachments(memory_id)

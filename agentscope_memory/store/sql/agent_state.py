@@ -33,7 +33,8 @@ from agentscope_memory.store.sql.base import SqlTxBase
 VALUE = "value"
 LIST = "list"
 # A marker row, not state: the slot's list `key` no longer resumes a 1.x memory (it was deleted
-# through the agent-state API). Never listed, counted or deleted with the slot.
+# through the agent-state API). Never listed, counted or deleted with the slot; it goes with the
+# 1.x memory (the index `agent_states_detached` in schema.py has this value in its predicate).
 DETACHED = "detached"
 # The tombstone of a deleted value or list: its last version, so the key goes on from it.
 TOMBSTONE = {VALUE: "deleted value", LIST: "deleted list"}
@@ -252,6 +253,16 @@ class AgentStateStatements(SqlTxBase):
             " size, update_time) VALUES (?, ?, ?, ?, ?, NULL, 1, 0, 0, ?)"
             " ON CONFLICT (tenant, user_id, session_id, kind, key) DO NOTHING",
             (self.tenant, user_id, session_id, DETACHED, key, now),
+        )
+
+    def state_forget_detachments(self, session_id: str) -> None:
+        """Drops every slot's marker against the 1.x memory `session_id`, which is being deleted:
+        a memory made anew under that id is another conversation, which the slot resumes."""
+        self._execute(
+            # The kind written out, as in the index's predicate, so PostgreSQL's generic plan
+            # uses that index too.
+            f"DELETE FROM {{agent_states}} WHERE tenant = ? AND session_id = ? AND kind = '{DETACHED}'",
+            (self.tenant, session_id),
         )
 
     def state_legacy_detached(self, user_id: str, session_id: str, key: str) -> bool:

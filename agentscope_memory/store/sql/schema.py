@@ -69,6 +69,10 @@ CREATE TABLE IF NOT EXISTS {agent_states} (
 -- `update_time` would cost every state write an index entry.
 CREATE INDEX IF NOT EXISTS {agent_states}_tombstones ON {agent_states} (kind)
     WHERE kind IN ('deleted value', 'deleted list');
+-- The slots detached from a 1.x memory, by that memory's id (the session id), so deleting the
+-- memory drops them (`SqlTx.delete_memory`) without reading the tenant's other state rows.
+CREATE INDEX IF NOT EXISTS {agent_states}_detached ON {agent_states} (tenant, session_id)
+    WHERE kind = 'detached';
 CREATE TABLE IF NOT EXISTS {agent_state_items} (
     tenant TEXT NOT NULL,
     user_id TEXT NOT NULL,
