@@ -115,15 +115,12 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Too
     private int inFlight;
 
     private RemoteLongTermMemoryMiddleware(Builder b) {
-        if (b.agentName != null) {
-            Ids.checkId(b.agentName, "scope.agent_name");
-        }
         agentName = b.agentName;
         sessionAsRunName = b.sessionAsRunName;
         failOnError = b.failOnError;
-        mode = Objects.requireNonNull(b.mode, "mode");
+        mode = b.mode;
         asyncRecord = b.asyncRecord;
-        closeWait = Objects.requireNonNull(b.closeWait, "closeWait");
+        closeWait = b.closeWait;
         calls = new LongTermCalls(b, RemoteLongTermMemory.metadataJson(b), b.limitValue());
     }
 
@@ -412,7 +409,7 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Too
 
         /** How long close() waits for asynchronous records in flight (30 s; shorter in tests). */
         Builder closeWait(Duration closeWait) {
-            this.closeWait = closeWait;
+            this.closeWait = Objects.requireNonNull(closeWait, "closeWait must not be null");
             return this;
         }
 
@@ -421,15 +418,22 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Too
          * each call, {@link Mode#AGENT_CONTROL} gives the model the {@code recordToMemory} and
          * {@code retrieveFromMemory} tools instead (registered on the agent's toolkit when the agent
          * is built), {@link Mode#BOTH} does both.
+         *
+         * @throws NullPointerException when {@code mode} is null
          */
         public Builder mode(Mode mode) {
-            this.mode = mode;
+            this.mode = Objects.requireNonNull(mode, "mode must not be null");
             return this;
         }
 
-        /** The agent name of every scope (mem0 {@code agent_id}); default: the agent's own name. */
+        /**
+         * The agent name of every scope (mem0 {@code agent_id}); default (and null): the agent's own
+         * name.
+         *
+         * @throws IllegalArgumentException when the name breaks the server's id rules
+         */
         public Builder agentName(String agentName) {
-            this.agentName = agentName;
+            this.agentName = agentName == null ? null : Ids.checkId(agentName, "scope.agent_name");
             return this;
         }
 
