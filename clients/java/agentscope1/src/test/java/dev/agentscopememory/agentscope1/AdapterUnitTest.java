@@ -128,6 +128,18 @@ class AdapterUnitTest {
                 .metadata(java.util.Map.of("来源", "整 \uD83D\uDE00")).build().close();
     }
 
+    /** Was accepted, then failed at build() as AgentScope's "Failed to serialize object to JSON". */
+    @Test
+    void aNullLongTermMetadataKeyIsRefusedAtTheCall() {
+        java.util.Map<String, Object> nullKey = new java.util.HashMap<>();
+        nullKey.put(null, "无键");
+        RemoteLongTermMemory.Builder builder = RemoteLongTermMemory.builder().target("127.0.0.1:1").userId("张三");
+        NullPointerException e = org.junit.jupiter.api.Assertions.assertThrows(NullPointerException.class,
+                () -> builder.metadata(nullKey));
+        assertEquals("metadata keys must not be null", e.getMessage());
+        builder.build().close();
+    }
+
     @Test
     void connectionOptionsAreValidated() {
         org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,

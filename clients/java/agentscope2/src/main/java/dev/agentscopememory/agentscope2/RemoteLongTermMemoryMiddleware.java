@@ -4,6 +4,7 @@ import dev.agentscopememory.client.Ids;
 import dev.agentscopememory.client.LongTermOptions;
 import dev.agentscopememory.client.RemoteMemoryException;
 import dev.agentscopememory.client.internal.LongTermCalls;
+import io.agentscope.core.ReActAgent;
 import io.agentscope.core.agent.Agent;
 import io.agentscope.core.agent.RuntimeContext;
 import io.agentscope.core.event.AgentEvent;
@@ -16,15 +17,19 @@ import io.agentscope.core.message.TextBlock;
 import io.agentscope.core.middleware.AgentInput;
 import io.agentscope.core.middleware.MiddlewareBase;
 import io.agentscope.core.state.AgentState;
+import io.agentscope.core.tool.AgentTool;
 import io.agentscope.core.tool.Tool;
 import io.agentscope.core.tool.ToolParam;
 import io.agentscope.core.tool.Toolkit;
 import io.agentscope.core.tool.ToolkitAware;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.WeakHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
@@ -73,6 +78,18 @@ import reactor.core.publisher.Mono;
  * AgentScope's tools do, they never fail the call: a failure is the tool result's text ({@code
  * "Error recording memory: ..."}), whatever {@code failOnError} says.
  *
+ * <p>An agent has one set of long-term memory tools. A toolkit keeps one tool per name and a
+ * later registration silently replaces an earlier one, so with the deprecated {@code
+ * ReActAgent.builder().longTermMemory(ltm).longTermMemoryMode(AGENT_CONTROL or BOTH)} beside this
+ * middleware in {@code AGENT_CONTROL} or {@code BOTH}, 2.0.0 would offer the model AgentScope's
+ * {@code LongTermMemoryTools} on {@code ltm} (registered after the middlewares) and every call
+ * would record to and retrieve from that memory's one fixed scope, not the caller's. This
+ * middleware refuses that instead of guessing which was meant: tools of these names already on the
+ * toolkit make the agent's {@code build()} fail (an {@code IllegalStateException} saying so), and
+ * tools registered after it under its names make each agent call fail before anything runs. Use
+ * the middleware in place of the builder's long-term memory, or give the middleware {@link
+ * Mode#STATIC_CONTROL}.
+ *
  * <pre>{@code
  * RemoteLongTermMemoryMiddleware ltm = RemoteLongTermMemoryMiddleware.builder()
  *         .target("127.0.0.1:50051").mode(RemoteLongTermMemoryMiddleware.Mode.BOTH).build();
@@ -101,6 +118,9 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Too
 
     private static final Logger log = LoggerFactory.getLogger(RemoteLongTermMemoryMiddleware.class);
 
+    /** The names of the tools of {@link Mode#AGENT_CONTROL}, AgentScope's {@code LongTermMemoryTools}' own. */
+    private static final List<String> TOOL_NAMES = List.of("recordToMemory", "retrieveFromMemory");
+
     private final LongTermCalls calls;
     private final String agentName;
     private final boolean sessionAsRunName;
@@ -109,21 +129,25 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Too
     private final boolean asyncRecord;
     private final Duration closeWait;
 
+    /**
+     * The tools this middleware registered, by the toolkit they went to (one per agent built with
+     * it; weak, so an agent dropped takes its entry along), in {@link #TOOL_NAMES} order: each
+     * call checks its agent's toolkit still holds these very tools.
+     */
+    private final Map<Toolkit, List<AgentTool>> registered = Collections.synchronizedMap(new WeakHashMap<>());
+
     /** Guards {@link #inFlight}; close() waits on it. */
     private final Object inFlightLock = new Object();
     /** Asynchronous records subscribed and not yet ended. */
     private int inFlight;
 
     private RemoteLongTermMemoryMiddleware(Builder b) {
-        if (b.agentName != null) {
-            Ids.checkId(b.agentName, "scope.agent_name");
-        }
         agentName = b.agentName;
         sessionAsRunName = b.sessionAsRunName;
         failOnError = b.failOnError;
-        mode = Objects.requireNonNull(b.mode, "mode");
+        mode = b.mode;
         asyncRecord = b.asyncRecord;
-        closeWait = Objects.requireNonNull(b.closeWait, "closeWait");
+        closeWait = b.closeWait;
         calls = new LongTermCalls(b, RemoteLongTermMemory.metadataJson(b), b.limitValue());
     }
 
@@ -136,12 +160,56 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Too
      * recordToMemory} and {@code retrieveFromMemory} tools on the toolkit of the agent being built
      * (2.0.0's {@code ReActAgent.Builder.build()} calls this); in {@link Mode#STATIC_CONTROL},
      * nothing.
+     *
+     * @throws IllegalStateException when the toolkit already has a tool of either name (AgentScope's
+     *     {@code LongTermMemoryTools}, or another such middleware's): the toolkit would silently
+     *     replace it, and the agent must have one set of memory tools
      */
     @Override
     public void rebindToolkit(Toolkit toolkit) {
-        if (mode != Mode.STATIC_CONTROL && toolkit != null) {
-            toolkit.registerTool(new PerCallTools(this));
+        if (mode == Mode.STATIC_CONTROL || toolkit == null) {
+            return;
         }
+        List<String> taken = TOOL_NAMES.stream().filter(name -> toolkit.getTool(name) != null).toList();
+        if (!taken.isEmpty()) {
+            throw new IllegalStateException("RemoteLongTermMemoryMiddleware in " + mode + " registers the tools "
+                    + TOOL_NAMES + ", but the agent's toolkit already has " + taken + " (AgentScope's"
+                    + " LongTermMemoryTools, or another long-term memory middleware's), which it would silently"
+                    + " replace: give the agent one set of long-term memory tools, either those or this"
+                    + " middleware's (or give this middleware Mode.STATIC_CONTROL)");
+        }
+        toolkit.registerTool(new PerCallTools(this));
+        registered.put(toolkit, TOOL_NAMES.stream().map(toolkit::getTool).toList());
+    }
+
+    /**
+     * Why this call must not run: the agent's toolkit no longer holds the tools this middleware
+     * registered on it under their names, because something registered after the middlewares
+     * replaced them (in 2.0.0, the builder's deprecated {@code longTermMemory(...)} in {@code
+     * AGENT_CONTROL} or {@code BOTH}); null when it does, or when the agent is not one this
+     * middleware registered tools for.
+     */
+    private IllegalStateException replacedTools(Agent agent) {
+        if (mode == Mode.STATIC_CONTROL || !(agent instanceof ReActAgent react)) {
+            return null;
+        }
+        Toolkit toolkit = react.getToolkit();
+        List<AgentTool> ours = toolkit == null ? null : registered.get(toolkit);
+        if (ours == null) {
+            return null;
+        }
+        for (int i = 0; i < TOOL_NAMES.size(); i++) {
+            if (toolkit.getTool(TOOL_NAMES.get(i)) != ours.get(i)) {
+                return new IllegalStateException("Agent '" + agent.getName() + "': its " + TOOL_NAMES.get(i)
+                        + " tool is no longer RemoteLongTermMemoryMiddleware's (mode " + mode + "): a tool of the"
+                        + " same name registered after it replaced it, as ReActAgent.builder().longTermMemory(...)"
+                        + " with longTermMemoryMode AGENT_CONTROL or BOTH does, so the model's memory calls would"
+                        + " reach that one memory's fixed scope instead of each call's. Give the agent one of"
+                        + " the two: drop longTermMemory(...) from its builder (this middleware replaces it), or"
+                        + " give this middleware Mode.STATIC_CONTROL");
+            }
+        }
+        return null;
     }
 
     /**
@@ -152,6 +220,10 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Too
     @Override
     public Flux<AgentEvent> onAgent(Agent agent, RuntimeContext ctx, AgentInput input,
             Function<AgentInput, Flux<AgentEvent>> next) {
+        IllegalStateException replaced = replacedTools(agent);
+        if (replaced != null) {
+            return Flux.error(replaced);
+        }
         if (mode == Mode.AGENT_CONTROL) {
             return next.apply(input);
         }
@@ -412,7 +484,7 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Too
 
         /** How long close() waits for asynchronous records in flight (30 s; shorter in tests). */
         Builder closeWait(Duration closeWait) {
-            this.closeWait = closeWait;
+            this.closeWait = Objects.requireNonNull(closeWait, "closeWait must not be null");
             return this;
         }
 
@@ -421,15 +493,22 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Too
          * each call, {@link Mode#AGENT_CONTROL} gives the model the {@code recordToMemory} and
          * {@code retrieveFromMemory} tools instead (registered on the agent's toolkit when the agent
          * is built), {@link Mode#BOTH} does both.
+         *
+         * @throws NullPointerException when {@code mode} is null
          */
         public Builder mode(Mode mode) {
-            this.mode = mode;
+            this.mode = Objects.requireNonNull(mode, "mode must not be null");
             return this;
         }
 
-        /** The agent name of every scope (mem0 {@code agent_id}); default: the agent's own name. */
+        /**
+         * The agent name of every scope (mem0 {@code agent_id}); default (and null): the agent's own
+         * name.
+         *
+         * @throws IllegalArgumentException when the name breaks the server's id rules
+         */
         public Builder agentName(String agentName) {
-            this.agentName = agentName;
+            this.agentName = agentName == null ? null : Ids.checkId(agentName, "scope.agent_name");
             return this;
         }
 

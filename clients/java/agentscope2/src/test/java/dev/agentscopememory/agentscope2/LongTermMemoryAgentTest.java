@@ -167,6 +167,36 @@ class LongTermMemoryAgentTest {
 
     // ------------------------------------------------------------ the middleware, per call
 
+    /**
+     * As AgentScope's own builders: a null argument fails at the option's call, naming it, not later
+     * in build() (mode(null) was a NullPointerException "mode" there) or at the first call.
+     */
+    @Test
+    void middlewareBuilderRefusesANullArgumentAtTheOptionsCall() {
+        RemoteLongTermMemoryMiddleware.Builder builder = RemoteLongTermMemoryMiddleware.builder()
+                .connection(connection).mode(RemoteLongTermMemoryMiddleware.Mode.BOTH);
+        NullPointerException mode = assertThrows(NullPointerException.class, () -> builder.mode(null));
+        assertEquals("mode must not be null", mode.getMessage());
+        java.util.Map<String, Object> nullKey = new java.util.HashMap<>();
+        nullKey.put(null, "无键");
+        assertEquals("metadata keys must not be null",
+                assertThrows(NullPointerException.class, () -> builder.metadata(nullKey)).getMessage());
+        assertEquals("closeWait must not be null",
+                assertThrows(NullPointerException.class, () -> builder.closeWait(null)).getMessage());
+        // A name the server refuses fails at agentName(...) too; null is the agent's own name.
+        IllegalArgumentException blank = assertThrows(IllegalArgumentException.class, () -> builder.agentName("  "));
+        assertEquals("scope.agent_name: must not be blank", blank.getMessage());
+        // The refused options left the builder as it was: BOTH, the agent's own name.
+        try (RemoteLongTermMemoryMiddleware ltm = builder.agentName("助手").agentName(null).build()) {
+            ScriptedModel model = new ScriptedModel(List.of(List.of(text("好。"))));
+            ReActAgent agent = agent(model).middleware(ltm).build();
+            assertTrue(agent.getToolkit().getToolNames().contains("recordToMemory"));
+            String userId = "张三-" + UUID.randomUUID();
+            agent.call(List.of(Scripts.user("我喜欢京都。")), ctx(userId, "s-1")).block(WAIT);
+            assertTrue(memories("Assistant", userId).contains("我喜欢京都。"), memories("Assistant", userId).toString());
+        }
+    }
+
     @Test
     void upstreamStaticHookRecordsTheDefaultSessionNotTheCalls() {
         // Why the middleware exists: with a RuntimeContext naming a user and session, AgentScope

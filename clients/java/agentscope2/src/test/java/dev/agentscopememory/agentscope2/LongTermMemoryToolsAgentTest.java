@@ -18,6 +18,7 @@ import dev.agentscopememory.grpc.v1.RecordRequest;
 import dev.agentscopememory.grpc.v1.Scope;
 import io.agentscope.core.ReActAgent;
 import io.agentscope.core.agent.RuntimeContext;
+import io.agentscope.core.memory.LongTermMemoryMode;
 import io.agentscope.core.memory.LongTermMemoryTools;
 import io.agentscope.core.message.Msg;
 import io.agentscope.core.message.ToolUseBlock;
@@ -236,6 +237,76 @@ class LongTermMemoryToolsAgentTest {
             assertEquals("\"No relevant memories found\"", lastToolResult(model, 3));
         } finally {
             channel.shutdownNow();
+        }
+    }
+
+    /**
+     * The deprecated builder's long-term memory in AGENT_CONTROL or BOTH beside the middleware in
+     * AGENT_CONTROL or BOTH: 2.0.0 registers AgentScope's LongTermMemoryTools after the middlewares,
+     * silently replacing the middleware's tools of the same names, so the model's recordToMemory
+     * went to the builder memory's one fixed scope (a 2.0.0 agent stored "张三住在成都" under the
+     * fixed user and nothing under the caller). Now every call fails before anything runs, saying
+     * to use one or the other.
+     */
+    @Test
+    void theDeprecatedBuildersToolsBesideTheMiddlewaresFailTheCallNotTheScope() {
+        String fixedUser = "固定用户-" + UUID.randomUUID();
+        String caller = "张三-" + UUID.randomUUID();
+        for (Mode mode : List.of(Mode.AGENT_CONTROL, Mode.BOTH)) {
+            List<String> methods = new CopyOnWriteArrayList<>();
+            List<RecordRequest> records = new CopyOnWriteArrayList<>();
+            ManagedChannel channel = server.channel();
+            try (RemoteLongTermMemoryMiddleware ltm = RemoteLongTermMemoryMiddleware.builder()
+                    .channel(ClientInterceptors.intercept(channel, counting(methods, records))).mode(mode).build();
+                    RemoteLongTermMemory fixed = RemoteLongTermMemory.builder().connection(connection)
+                            .agentName("Assistant").userId(fixedUser).build()) {
+                ScriptedModel model = new ScriptedModel(List.of(
+                        List.of(record("c1", "记下住址", "张三住在成都")),
+                        List.of(text("记住了。"))));
+                ReActAgent agent = LongTermAgents.agent(model).middleware(ltm).longTermMemory(fixed)
+                        .longTermMemoryMode(mode == Mode.BOTH ? LongTermMemoryMode.BOTH : LongTermMemoryMode.AGENT_CONTROL)
+                        .build();
+                for (String session : List.of("会话-1", "会话-2")) {
+                    IllegalStateException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
+                            () -> call(agent, caller, session, "请记住：我住在成都。"));
+                    assertTrue(e.getMessage().contains("recordToMemory") && e.getMessage().contains("longTermMemory(...)")
+                            && e.getMessage().contains("STATIC_CONTROL"), e.getMessage());
+                }
+                // Nothing ran: no model call, no static retrieve or record, nothing stored anywhere.
+                assertEquals(0, model.used(), mode.toString());
+                assertEquals(List.of(), methods, mode.toString());
+                assertEquals(List.of(), memories("Assistant", caller), mode.toString());
+                assertEquals(List.of(), memories("Assistant", fixedUser), mode.toString());
+            } finally {
+                channel.shutdownNow();
+            }
+        }
+    }
+
+    /**
+     * Tools of these names already on the toolkit given to the agent (AgentScope's, or another
+     * middleware's): the middleware used to replace them silently; now the agent's build() fails.
+     */
+    @Test
+    void toolsOfTheSameNamesAlreadyOnTheToolkitFailTheAgentsBuild() {
+        try (RemoteLongTermMemoryMiddleware ltm = RemoteLongTermMemoryMiddleware.builder().connection(connection)
+                .mode(Mode.AGENT_CONTROL).build();
+                RemoteLongTermMemoryMiddleware other = RemoteLongTermMemoryMiddleware.builder().connection(connection)
+                        .mode(Mode.BOTH).build();
+                RemoteLongTermMemory fixed = RemoteLongTermMemory.builder().connection(connection)
+                        .agentName("Assistant").userId("固定用户").build()) {
+            Toolkit toolkit = new Toolkit();
+            toolkit.registerTool(new LongTermMemoryTools(fixed));
+            ScriptedModel model = new ScriptedModel(List.of(List.of(text("好。"))));
+            IllegalStateException given = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
+                    () -> ReActAgent.builder().name("Assistant").model(model).toolkit(toolkit).middleware(ltm).build());
+            assertTrue(given.getMessage().contains("[recordToMemory, retrieveFromMemory]")
+                    && given.getMessage().contains("LongTermMemoryTools"), given.getMessage());
+            IllegalStateException twice = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
+                    () -> LongTermAgents.agent(model).middleware(ltm).middleware(other).build());
+            assertTrue(twice.getMessage().startsWith("RemoteLongTermMemoryMiddleware in BOTH"), twice.getMessage());
+            // Each middleware alone still builds and offers its tools.
+            assertTrue(agent(model, other).getToolkit().getToolNames().contains("retrieveFromMemory"));
         }
     }
 

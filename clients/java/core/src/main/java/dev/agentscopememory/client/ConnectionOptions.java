@@ -28,7 +28,7 @@ public abstract class ConnectionOptions<B extends ConnectionOptions<B>> {
 
     /** Share an existing connection (its deadline, API key and retries apply; the caller keeps ownership). */
     public B connection(RemoteConnection connection) {
-        this.shared = Objects.requireNonNull(connection, "connection");
+        this.shared = Objects.requireNonNull(connection, "connection must not be null");
         return (B) this;
     }
 

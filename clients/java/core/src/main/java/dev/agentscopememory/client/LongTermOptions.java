@@ -19,8 +19,16 @@ public abstract class LongTermOptions<B extends LongTermOptions<B>> extends Conn
 
     protected LongTermOptions() {}
 
-    /** Metadata stored with every recorded memory. */
+    /**
+     * Metadata stored with every recorded memory, replacing any given before; null (as in {@code
+     * Mem0LongTermMemory}'s builder) or empty for none.
+     *
+     * @throws NullPointerException when a key is null (JSON has no null key)
+     */
     public B metadata(Map<String, Object> metadata) {
+        if (metadata != null && metadata.keySet().stream().anyMatch(java.util.Objects::isNull)) {
+            throw new NullPointerException("metadata keys must not be null");
+        }
         this.metadata.clear();
         if (metadata != null) {
             this.metadata.putAll(metadata);

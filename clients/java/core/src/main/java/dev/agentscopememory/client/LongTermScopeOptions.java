@@ -6,7 +6,8 @@ import dev.agentscopememory.grpc.v1.Scope;
 /**
  * The builder options of a long-term memory with one fixed scope (agent name, user id, run name,
  * as in {@code Mem0LongTermMemory}), shared by the {@code RemoteLongTermMemory} of both AgentScope
- * majors.
+ * majors. As in {@code Mem0LongTermMemory}'s builder, a null id is one not given (so it undoes an
+ * earlier one); {@link #scope} then needs at least one of the three.
  *
  * @param <B> the concrete builder, returned by every option for chaining
  */

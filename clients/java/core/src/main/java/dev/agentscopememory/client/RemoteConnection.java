@@ -383,13 +383,13 @@ public final class RemoteConnection implements AutoCloseable {
 
         /** Use this channel (the caller keeps ownership and closes it). */
         public Builder channel(Channel channel) {
-            this.channel = Objects.requireNonNull(channel, "channel");
+            this.channel = Objects.requireNonNull(channel, "channel must not be null");
             return this;
         }
 
         /** Connect to this gRPC target, e.g. {@code 127.0.0.1:50051} or {@code dns:///host:port}. */
         public Builder target(String target) {
-            this.target = Objects.requireNonNull(target, "target");
+            this.target = Objects.requireNonNull(target, "target must not be null");
             return this;
         }
 
@@ -404,7 +404,7 @@ public final class RemoteConnection implements AutoCloseable {
          * server's {@code tls_cert_file}) instead of the system's roots.
          */
         public Builder trustedCertificates(Path pemFile) {
-            this.trustedCertificates = Objects.requireNonNull(pemFile, "pemFile");
+            this.trustedCertificates = Objects.requireNonNull(pemFile, "trustedCertificates must not be null");
             this.plaintext = false;
             return this;
         }
