@@ -55,5 +55,8 @@ class LongTermOptionsTest {
         // All three not given: AgentScope's Mem0LongTermMemory message, at build().
         refused(IllegalArgumentException.class, "At least one of agentName, userId, or runName must be provided",
                 () -> new Options().userId("张三").userId(null).scope());
+        // Empty ids are not ids either: a scope of none would fail every call at the server.
+        refused(IllegalArgumentException.class, "At least one of agentName, userId, or runName must be provided",
+                () -> new Options().agentName("").userId("").scope());
     }
 }

@@ -58,10 +58,12 @@ public final class LongTermCalls implements AutoCloseable {
     /**
      * The scope of these ids (null or empty leaves one out), checked by the server's rules.
      *
-     * @throws IllegalArgumentException when all three are null or one breaks the id rules
+     * @throws IllegalArgumentException when all three are null or empty (a scope of no id, which
+     *     the server refuses at every call, is refused here, with AgentScope's own message) or one
+     *     breaks the id rules
      */
     public static Scope scope(String agentName, String userId, String runName) {
-        if (agentName == null && userId == null && runName == null) {
+        if (isNullOrEmpty(agentName) && isNullOrEmpty(userId) && isNullOrEmpty(runName)) {
             throw new IllegalArgumentException("At least one of agentName, userId, or runName must be provided");
         }
         Scope.Builder s = Scope.newBuilder();
@@ -75,6 +77,10 @@ public final class LongTermCalls implements AutoCloseable {
             s.setRunName(Ids.checkId(runName, "scope.run_name"));
         }
         return s.build();
+    }
+
+    private static boolean isNullOrEmpty(String id) {
+        return id == null || id.isEmpty();
     }
 
     /**
