@@ -16,7 +16,8 @@ Chat answers wait while `hold` is set to a cleared `threading.Event` (a call kep
 for as long as a test needs, e.g. across a shutdown); `hold.set()` releases them.
 
 POST `.../embeddings` answers with vectors derived from the words of each input (texts that
-share words are similar), for tests of an OpenAI-compatible embedder.
+share words are similar), for tests of an OpenAI-compatible embedder, after
+`embedding_s_per_text` seconds per text (a slow endpoint).
 
 Usage:
     with ScriptedLLM(default=ScriptedReply.text("ok")) as llm:
@@ -98,6 +99,8 @@ class ScriptedLLM:
     requests: list[RecordedRequest] = field(default_factory=list)
     dims: int = 64
     hold: threading.Event | None = None
+    # Seconds an embeddings request takes per text it embeds (a slow embedding endpoint).
+    embedding_s_per_text: float = 0.0
 
     def __post_init__(self) -> None:
         self._queue: deque[ScriptedReply] = deque()
@@ -121,10 +124,13 @@ class ScriptedLLM:
                     body = raw.decode("utf-8", "replace")
                 with llm._lock:
                     llm.requests.append(RecordedRequest("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-                    if self.path.rstrip("/").endswith("/embeddings"):
-                        self._send(200, json.dumps(llm.embeddings(body)).encode())
-                        return
-                    reply = llm._queue.popleft() if llm._queue else llm.default
+                    embedded = llm.embeddings(body) if self.path.rstrip("/").endswith("/embeddings") else None
+                    reply = None if embedded is not None else llm._queue.popleft() if llm._queue else llm.default
+                if embedded is not None:
+                    if llm.embedding_s_per_text:
+                        time.sleep(llm.embedding_s_per_text * len(embedded["data"]))
+                    self._send(200, json.dumps(embedded).encode())
+                    return
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, json.dumps({"error": {"message": f"no route {self.path}"}}).encode())
                     return

@@ -28,12 +28,13 @@ import time
 import uuid
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence, cast
+from typing import Any, Awaitable, Callable, Mapping, Sequence, TypeVar, cast
 
 import numpy as np
 
 from agentscope_memory.errors import (
     AlreadyExistsError,
+    DeadlineExceededError,
     FailedPreconditionError,
     InvalidArgumentError,
     NotFoundError,
@@ -144,6 +145,39 @@ def _check_metadata(metadata: dict[str, Any] | None, field_name: str) -> None:
     for key in RESERVED_METADATA:
         if metadata and key in metadata:
             raise InvalidArgumentError(field_name, f"{key!r} is reserved")
+
+
+T = TypeVar("T")
+
+
+async def _acquire_by(lock: asyncio.Lock, by: float | None) -> None:
+    """`lock`, waited for until `by` (a `time.monotonic()` instant; None: for ever)."""
+    if by is None or not lock.locked():
+        await lock.acquire()
+        return
+    try:
+        await asyncio.wait_for(lock.acquire(), max(by - time.monotonic(), 0.0))
+    except TimeoutError:
+        raise DeadlineExceededError("another writer of the scope held it past the write's deadline; nothing was "
+                                    "written") from None
+
+
+async def _by(work: Awaitable[T], by: float | None) -> T:
+    """`work`'s result if it comes before `by` (None: whenever it comes). Work on a thread
+    (embedding) runs on unwatched; only its result is dropped."""
+    if by is None:
+        return await work
+    left = by - time.monotonic()
+    if left <= 0:
+        # Not even started: a call whose answer would come too late is not made.
+        if asyncio.iscoroutine(work):
+            work.close()
+        raise DeadlineExceededError("no time was left before the write's deadline to embed its texts; nothing was "
+                                    "written")
+    try:
+        return await asyncio.wait_for(work, left)
+    except TimeoutError:
+        raise DeadlineExceededError("the embedding outlasted the write's deadline; nothing was written") from None
 
 
 def _history_entry(row: LongTermHistoryRow) -> HistoryEntry:
@@ -298,30 +332,37 @@ class HybridEngine:
         return [item_of(by_hash[r.content_hash]) for r in rows if r.content_hash in by_hash]
 
     async def insert(self, tenant: str, scope: Scope, rows: list[LongTermRow], *, score_round: bool = False,
-                     history_detail: dict[str, Any] | None = None, key: str | None = None) -> list[LongTermRow]:
+                     history_detail: dict[str, Any] | None = None, key: str | None = None,
+                     write_by: float | None = None) -> list[LongTermRow]:
         """Insert `rows` of one exact scope that it does not hold yet (embedding them in one
         batch); returns those inserted. With `score_round`, queue the round's scoring job in the
-        same transaction. `key` is the rows' scope key when not the scope's own (a visibility)."""
+        same transaction. `key` is the rows' scope key when not the scope's own (a visibility).
+        `write_by`: a `time.monotonic()` instant; when the scope's lock or the embedding is not
+        had by then, `DeadlineExceededError` with nothing written. The write itself (one short
+        transaction) is not timed: cut short, it could commit with the scope's index never told."""
         stored, _ = await self._insert(tenant, scope, rows, score_round=score_round, history_detail=history_detail,
-                                       key=key)
+                                       key=key, write_by=write_by)
         return stored
 
     async def _insert(self, tenant: str, scope: Scope, rows: list[LongTermRow], *, score_round: bool = False,
                       history_detail: dict[str, Any] | None = None, key: str | None = None,
-                      pin_held: bool = False) -> tuple[list[LongTermRow], list[LongTermRow]]:
+                      pin_held: bool = False, write_by: float | None = None
+                      ) -> tuple[list[LongTermRow], list[LongTermRow]]:
         """`insert`, returning (rows inserted, memories pinned). With `pin_held`, the live
         memories of the scope already holding one of the texts are pinned in the same
         transaction (under the scope's lock: a concurrent delete or unpin is seen), each an
         UPDATE with `pinned` {old, new} as `update` writes; one pinned already is left as it is."""
         embedder = await self._ready()
         key = key or scope_key(scope)
-        async with self._lock(tenant, key):
+        lock = self._lock(tenant, key)
+        await _acquire_by(lock, write_by)
+        try:
             hashes = [r.content_hash for r in rows]
             known = await self._store.run(tenant, lambda tx: tx.ltm_existing_hashes(key, hashes), write=False)
             fresh = [r for r in rows if r.content_hash not in known]
             if not fresh and not (pin_held and known):
                 return [], []
-            vectors = (await asyncio.to_thread(embedder.embed, [r.text for r in fresh]) if fresh
+            vectors = (await _by(asyncio.to_thread(embedder.embed, [r.text for r in fresh]), write_by) if fresh
                        else np.zeros((0, 0), dtype=np.float32))
             for row, vector in zip(fresh, vectors, strict=True):
                 row.embedding = np.asarray(vector, dtype=np.float32).tobytes()
@@ -354,6 +395,8 @@ class HybridEngine:
                 index.add(stored)
                 for row in pinned:
                     index.set_metadata(row)
+        finally:
+            lock.release()
         if stored and (score_round or self.fact_jobs) and self._jobs is not None:
             self._jobs.wake()
         return stored, pinned

@@ -25,7 +25,9 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Sequence, TypeVar
 
-from agentscope_memory.errors import AbortedError, FailedPreconditionError, InvalidArgumentError, NotFoundError
+from agentscope_memory.errors import (
+    AbortedError, DeadlineExceededError, FailedPreconditionError, InvalidArgumentError, NotFoundError,
+)
 from agentscope_memory.long_term.engine import Scope
 from agentscope_memory.long_term.text import tokenize
 from agentscope_memory.message import Msg
@@ -65,6 +67,10 @@ LLM_SCORING_BUDGET_S = 10.0
 # summaries, end this long before the deadline; else a client with a short deadline (2 s) got
 # DEADLINE_EXCEEDED while the server waited for the LLM, although its items were stored.
 DEADLINE_MARGIN_S = 0.5
+# L3 summaries a pass under a caller's deadline writes to long-term memory at once (one
+# embedding call, one transaction): all at once, 50 summaries due behind a slow embedder missed
+# every short deadline and none ever left L3; the deadline now wastes one batch's embedding.
+VECTORIZE_BATCH = 16
 DEFAULT_QUERY_LIMIT = 10
 MAX_QUERY_LIMIT = 1000
 MAX_QUERY_CHARS = 32 * 1024
@@ -337,8 +343,10 @@ class TieredService:
         `answer_by`: the `time.monotonic()` instant the caller stops waiting (None: no deadline).
         The pass then ends its LLM summaries `DEADLINE_MARGIN_S` before it, each one the LLM has
         not written by then made offline instead (`extractive-fallback`, as when the LLM fails),
-        and it waits for another pass over the memory (holding its lock, maybe waiting for the
-        LLM itself) only as long: past that it does nothing, and the next pass moves what is due."""
+        writes L3's summaries to long-term memory only as long (those not written by then stay
+        in L3, see `_vectorize_by`), and it waits for another pass over the memory (holding its
+        lock, maybe waiting for the LLM itself) only as long: past that it does nothing, and the
+        next pass moves what is due."""
         check_id(memory_id, "memory_id")
         stop_at = None if answer_by is None else answer_by - DEADLINE_MARGIN_S
         with self._use(self._locks, (tenant, memory_id), asyncio.Lock) as lock:
@@ -416,12 +424,10 @@ class TieredService:
         ltm_ids: list[str] = []
         written: set[str] = set()
         if moves.vectorize:
-            try:
-                ltm_ids, written = await self._vectorize(tenant, memory_id, config, moves.vectorize)
-            except Exception:  # long-term memory unavailable: the summaries wait in L3
-                log.warning("tier pass could not write long-term memory; L3 keeps its summaries",
-                            extra={"fields": {"memory_id": memory_id}}, exc_info=True)
-                moves.vectorize = []
+            # Only what reached long-term memory leaves L3; the rest (new summaries included) is
+            # kept there, over its threshold, for the next pass.
+            moves.vectorize, ltm_ids, written = await self._vectorize_by(tenant, memory_id, config, moves.vectorize,
+                                                                         stop_at)
 
         def commit(tx: Tx) -> list[tuple[int, TierEvent]]:
             now_as = incarnation(tx, self._record(tx, memory_id))
@@ -541,10 +547,44 @@ class TieredService:
             if item.seq in origins and not item.covered:
                 tx.tiered_set_body(memory_id, item.seq, replace(item, covered=True).body_json())
 
-    async def _vectorize(self, tenant: str, memory_id: str, config: TieredConfig,
-                         items: list[TierItem]) -> tuple[list[str], set[str]]:
-        """Writes `items` to long-term memory; returns the id holding each ("" when none does any
-        more) and the ids this call wrote."""
+    async def _vectorize_by(self, tenant: str, memory_id: str, config: TieredConfig, items: list[TierItem],
+                            stop_at: float | None) -> tuple[list[TierItem], list[str], set[str]]:
+        """Writes `items` (oldest first) to long-term memory, as many as it can by `stop_at` (a
+        `time.monotonic()` instant; None: all of them); returns those written, the id holding
+        each ("" when none does any more) and the ids this call wrote.
+
+        Under a deadline they go `VECTORIZE_BATCH` at a time, each batch whole or not at all
+        (the engine writes nothing it could not embed in time): a pass with many summaries due
+        moves some of them rather than none, so adds under short deadlines still empty L3 in
+        turn. The rest stay in L3 for the next pass or `CompactTiers`; one that reached
+        long-term memory in a pass that then aborts is named by `vectorize_aborted` and stored
+        once all the same (see the module)."""
+        size = len(items) if stop_at is None else VECTORIZE_BATCH
+        moved: list[TierItem] = []
+        ids: list[str] = []
+        written: set[str] = set()
+        for start in range(0, len(items), size):
+            batch = items[start:start + size]
+            try:
+                batch_ids, batch_written = await self._vectorize(tenant, memory_id, config, batch, stop_at)
+            except DeadlineExceededError as exc:
+                log.warning("the caller's deadline leaves no more time for writing L3 summaries to long-term memory "
+                            "(%s); %d of %d stay in L3 for the next pass or CompactTiers", exc, len(items) - start,
+                            len(items), extra={"fields": {"memory_id": memory_id}})
+                break
+            except Exception:  # long-term memory unavailable: the summaries wait in L3
+                log.warning("tier pass could not write long-term memory; L3 keeps %d of its summaries",
+                            len(items) - start, extra={"fields": {"memory_id": memory_id}}, exc_info=True)
+                break
+            moved += batch
+            ids += batch_ids
+            written |= batch_written
+        return moved, ids, written
+
+    async def _vectorize(self, tenant: str, memory_id: str, config: TieredConfig, items: list[TierItem],
+                         write_by: float | None = None) -> tuple[list[str], set[str]]:
+        """Writes `items` to long-term memory, by `write_by` or not at all (`DeadlineExceededError`);
+        returns the id holding each ("" when none does any more) and the ids this call wrote."""
         from agentscope_memory.long_term.hybrid.records import content_hash, scope_key
         from agentscope_memory.store.base import LongTermRow
 
@@ -560,7 +600,7 @@ class TieredService:
             last_accessed=now, content_hash=content_hash(i.text),
             source={"memory_ids": [memory_id], "tiered_origins": i.origins},
         ) for i in items]
-        inserted = {r.memory_id for r in await self._long_term.insert(tenant, scope, rows,
+        inserted = {r.memory_id for r in await self._long_term.insert(tenant, scope, rows, write_by=write_by,
                                                                       history_detail={"tiered_memory_id": memory_id})}
         # One per item: a text long-term memory held already (stored once per scope) is named by
         # the memory holding it. Often this memory's own earlier write: a pass cancelled (its
