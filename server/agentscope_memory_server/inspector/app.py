@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope as AsgiScope, Send
 
 from agentscope_memory.errors import InvalidArgumentError, MemoryServiceError, NotFoundError, UnauthenticatedError
 from agentscope_memory.long_term.engine import Scope
@@ -168,9 +169,7 @@ class Inspector:
     def render(self, request: Request, template: str, status: int = 200, **values: Any) -> HTMLResponse:
         page = self.templates.get_template(template).render(
             tenant=values.pop("tenant", ""), admin=self.is_admin(request), auth=self.keys.enabled, **values)
-        return HTMLResponse(page, status_code=status, headers={
-            "content-security-policy": "default-src 'self'; img-src 'self' data: http: https:; style-src 'self'",
-            "x-content-type-options": "nosniff", "referrer-policy": "no-referrer"})
+        return HTMLResponse(page, status_code=status)
 
     # -- pages ---------------------------------------------------------------------------------
 
@@ -363,8 +362,63 @@ def _too_many(response: Response, exc: TooManyFailedAuthentications) -> Response
     return response
 
 
+# Every answer, pages, redirects, errors and the stylesheet alike: no script at all (the pages
+# need none, so stored text that slipped past escaping could not run either), forms post only
+# here, and no other site may frame a page (the delete button cannot be clicked through a
+# decoy). Images may come from http(s) URLs because a message's image block may name one.
+SECURITY_HEADERS = [
+    (b"content-security-policy", b"default-src 'none'; img-src 'self' data: http: https:; style-src 'self'; "
+                                 b"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    # Nothing to other sites (an image's host learns no memory id); this site's own forms keep
+    # their Origin, which "no-referrer" would turn into "null".
+    (b"referrer-policy", b"same-origin"),
+    (b"cache-control", b"no-store"),
+]
+
+
+class _Guard:
+    """Security headers on every answer, and no POST from another site's page: a browser sends
+    `Origin` (or at least `Sec-Fetch-Site`) with every form post, so a cross-site form can
+    neither log the victim in with the attacker's key, nor log them out, nor delete. Scripts
+    send neither header and are unaffected."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_secured(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                names = {name.lower() for name, _ in message.get("headers", [])}
+                message["headers"] = [*message.get("headers", []),
+                                      *((n, v) for n, v in SECURITY_HEADERS if n not in names)]
+            await send(message)
+
+        if scope["method"] not in ("GET", "HEAD") and not _same_origin(Request(scope)):
+            await PlainTextResponse("refused: this form was posted from another site's page (Origin / "
+                                    "Sec-Fetch-Site); post it from the inspector itself", status_code=403)(
+                scope, receive, send_secured)
+            return
+        await self.app(scope, receive, send_secured)
+
+
+def _same_origin(request: Request) -> bool:
+    # Sec-Fetch-Site is the browser's own verdict; without it (an older browser) the Origin,
+    # where "null" (a sandboxed frame, a data: page) is never this site.
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        return site in ("same-origin", "none")
+    origin = request.headers.get("origin")
+    return origin is None or origin.lower() == f"{request.url.scheme}://{request.headers.get('host', '')}".lower()
+
+
 def create_app(service: Service, keys: ApiKeys, admin_keys: frozenset[str] = frozenset(),
-               metrics: Callable[[], str] | None = None, session_secret: bytes | None = None) -> Starlette:
+               metrics: Callable[[], str] | None = None, session_secret: bytes | None = None) -> ASGIApp:
     """The inspector's app. `session_secret`: the key login sessions are signed with (the
     server passes one derived from its page-token key, so logins outlive a restart)."""
     inspector = Inspector(service, keys, admin_keys, metrics, session_secret)
@@ -372,7 +426,7 @@ def create_app(service: Service, keys: ApiKeys, admin_keys: frozenset[str] = fro
     def page(fn: Callable[[Request], Any]) -> Callable[[Request], Any]:
         return _guarded(inspector, fn)
 
-    return Starlette(routes=[
+    return _Guard(Starlette(routes=[
         Route("/", page(inspector.memories)),
         Route("/memories/{memory_id:path}/delete", page(inspector.delete_memory), methods=["POST"]),
         Route("/memories/{memory_id:path}", page(inspector.memory)),
@@ -384,7 +438,7 @@ def create_app(service: Service, keys: ApiKeys, admin_keys: frozenset[str] = fro
         Route("/login", inspector.login, methods=["GET", "POST"]),
         Route("/logout", inspector.logout, methods=["POST"]),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
-    ])
+    ]))
 
 
 __all__ = ["create_app"]

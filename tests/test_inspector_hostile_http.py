@@ -1,0 +1,82 @@
+"""The web inspector against what an outside tester tries over plain HTTP: framing a page,
+posting a form from another site, and pages made huge by what is stored."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+
+from agentscope_memory.client import AsyncMemoryClient
+from agentscope_memory.errors import NotFoundError
+
+READER = "inspector-reader-key-0001"
+ADMIN = "inspector-admin-key-00001"
+
+
+@pytest.fixture
+async def inspector(server_factory):
+    server = await server_factory(inspector_port=0, api_keys={READER: "tenant-a", ADMIN: "tenant-a"},
+                                  inspector_admin_keys=[ADMIN])
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.inspector_port}", timeout=60) as http:
+        yield server, http
+
+
+async def test_every_answer_forbids_framing_and_scripts(inspector) -> None:
+    # A page another site may frame can have its delete button clicked through a decoy; a page
+    # without a script ban runs whatever stored text slips past escaping.
+    server, http = inspector
+    async with AsyncMemoryClient(server.address, api_key=READER) as memories:
+        await memories.create_memory("会话")
+    answers = {
+        "page": await http.get("/memories/%E4%BC%9A%E8%AF%9D", headers={"x-api-key": READER}),
+        "login form": await http.get("/login"),
+        "redirect to login": await http.get("/"),
+        "error page": await http.get("/memories/%E6%B2%A1%E6%9C%89", headers={"x-api-key": READER}),
+        "refused delete": await http.post("/memories/%E4%BC%9A%E8%AF%9D/delete", headers={"x-api-key": READER}),
+        "unknown route": await http.get("/nowhere"),
+        "stylesheet": await http.get("/static/inspector.css"),
+    }
+    for what, answer in answers.items():
+        policy = answer.headers.get("content-security-policy", "")
+        directives = dict((d.strip().split(" ", 1) + [""])[:2] for d in policy.split(";") if d.strip())
+        assert directives.get("frame-ancestors") == "'none'", (what, policy)
+        assert directives.get("default-src") == "'none'" and "script-src" not in directives, (what, policy)
+        assert directives.get("form-action") == "'self'", (what, policy)
+        assert answer.headers.get("x-frame-options") == "DENY", what
+        assert answer.headers.get("x-content-type-options") == "nosniff", what
+
+
+async def test_a_form_posted_from_another_site_changes_nothing(inspector) -> None:
+    # SameSite keeps the victim's cookie off a cross-site post, but not the attacker's: a
+    # cross-site login form would log the victim in to the attacker's tenant (whatever they
+    # then tell the "inspector" lands there), a logout form would log them out.
+    server, http = inspector
+    own = f"http://127.0.0.1:{server.inspector_port}"
+    evil = {"origin": "https://evil.example"}
+    login = await http.post("/login", data={"key": READER}, headers=evil)
+    assert login.status_code == 403 and "set-cookie" not in login.headers and "another site" in login.text
+    for headers in ({"origin": "null"}, {"sec-fetch-site": "cross-site"}, {"sec-fetch-site": "same-site"}):
+        refused = await http.post("/login", data={"key": READER}, headers=headers)
+        assert refused.status_code == 403 and "set-cookie" not in refused.headers, headers
+    assert (await http.post("/logout", headers=evil)).status_code == 403
+
+    # The admin's own session and page token, replayed by another site's form: refused too.
+    logged_in = await http.post("/login", data={"key": ADMIN}, headers={"origin": own, "sec-fetch-site": "same-origin"})
+    assert logged_in.status_code == 303 and "agentscope_memory_key=" in logged_in.headers["set-cookie"]
+    session = {"cookie": logged_in.headers["set-cookie"].split(";", 1)[0]}
+    async with AsyncMemoryClient(server.address, api_key=ADMIN) as memories:
+        await memories.create_memory("主管")
+        page = await http.get("/memories/%E4%B8%BB%E7%AE%A1", headers=session)
+        csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', page.text)
+        assert csrf is not None
+        forged = await http.post("/memories/%E4%B8%BB%E7%AE%A1/delete", data={"csrf": csrf.group(1)},
+                                 headers={**session, **evil})
+        assert forged.status_code == 403
+        assert (await memories.get_memory("主管")).memory_id == "主管"
+        deleted = await http.post("/memories/%E4%B8%BB%E7%AE%A1/delete", data={"csrf": csrf.group(1)},
+                                  headers={**session, "origin": own})
+        assert deleted.status_code == 303
+        with pytest.raises(NotFoundError):
+            await memories.get_memory("主管")
