@@ -3,13 +3,17 @@ posting a form from another site, and pages made huge by what is stored."""
 
 from __future__ import annotations
 
+import base64
 import re
 
 import httpx
 import pytest
 
-from agentscope_memory.client import AsyncMemoryClient
+from agentscope_memory.client import AsyncMemoryClient, AsyncPoolClient
 from agentscope_memory.errors import NotFoundError
+from agentscope_memory.message import Base64Source, ImageBlock, Msg, MsgRole
+from agentscope_memory.session import StateEntry
+from agentscope_memory.short_term.auto_context.engine import CompressionEvent
 
 READER = "inspector-reader-key-0001"
 ADMIN = "inspector-admin-key-00001"
@@ -80,3 +84,53 @@ async def test_a_form_posted_from_another_site_changes_nothing(inspector) -> Non
         assert deleted.status_code == 303
         with pytest.raises(NotFoundError):
             await memories.get_memory("主管")
+
+
+async def test_no_page_grows_past_a_few_megabytes_whatever_is_stored(inspector) -> None:
+    # A page of messages holds up to 4 MiB of them; escaped ('"' is 6 bytes of HTML) that made a
+    # 20 MB page, and an inline image drawn as both link and thumbnail twice its size.
+    server, http = inspector
+    quotes = '"' * 78_000
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(2_800_000)).decode()
+    async with AsyncMemoryClient(server.address, api_key=READER) as memories, \
+            AsyncPoolClient(server.address, api_key=READER) as pools:
+        await memories.create_memory("引号")
+        await memories.add_messages("引号", [Msg.create(MsgRole.USER, f"第{i}条 {quotes}") for i in range(50)])
+        await memories.create_memory("图片")
+        await memories.add_messages("图片", [
+            Msg.create(MsgRole.USER, "小图", content=[ImageBlock(source=Base64Source(media_type="image/png", data="iVBORw0KGgo="))]),
+            Msg.create(MsgRole.USER, "大图", content=[ImageBlock(source=Base64Source(media_type="image/png", data=png))])])
+        for i in range(4):
+            await pools.write("大池", f"k{i}", {"v": "<" * 1_000_000}, writer="w")
+    headers = {"x-api-key": READER}
+
+    page = await http.get("/memories/%E5%BC%95%E5%8F%B7", headers=headers)
+    assert page.status_code == 200 and len(page.content) < 3_000_000, len(page.content)
+    assert "第0条 " + "&#34;" * 78_000 in page.text  # the first messages whole
+    cut = re.search(r'… ([\d,]+) more characters not shown', page.text)
+    assert cut is not None and "… 1 more block not shown" in page.text
+    assert page.text.count('<li class="msg role-user">') == 50  # every message listed, the last ones' text cut
+
+    page = await http.get("/memories/%E5%9B%BE%E7%89%87", headers=headers)
+    assert page.status_code == 200 and len(page.content) < 3_000_000, len(page.content)
+    assert page.text.count('src="data:image/png;base64,iVBORw0KGgo="') == 1 and 'href="data:' not in page.text
+    assert "image/png, 2,800,008 bytes inline, too large to show on this page" in page.text
+
+    page = await http.get("/pools/%E5%A4%A7%E6%B1%A0", headers=headers)
+    assert page.status_code == 200 and len(page.content) < 3_000_000, len(page.content)
+    assert "more characters not shown" in page.text
+
+
+async def test_a_memory_compressed_thousands_of_times_shows_its_first_events(inspector) -> None:
+    # Every compression event was drawn in one table: a memory compressed for months made a
+    # page without end.
+    server, http = inspector
+    event = CompressionEvent("TOOL_INVOCATION_COMPRESS", 0, 3, "前", "后", "摘要", {"inputToken": 10}).to_dict()
+    async with AsyncMemoryClient(server.address, api_key=READER) as memories:
+        await memories.create_memory("压缩", "AUTO_CONTEXT")
+        await memories.load_state("压缩", [StateEntry("autoContextMemory_compressionEvents", items=[event] * 3000)])
+    page = await http.get("/memories/%E5%8E%8B%E7%BC%A9", headers={"x-api-key": READER})
+    assert page.status_code == 200
+    events = re.search(r'<table id="events">.*?</table>', page.text, re.S)
+    assert events is not None and events.group(0).count("<tr><td") == 50
+    assert "Only the first 50 events are shown" in page.text

@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import quote
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup, escape
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
@@ -48,33 +49,103 @@ COOKIE = "agentscope_memory_key"
 PAGE_SIZE = 50
 
 
-def _block_view(block: Any) -> dict[str, Any]:
-    """What a template needs to draw one content block readably."""
+# How much of what is stored one page shows, in bytes of escaped HTML. A page of messages may
+# hold `max_page_bytes` (4 MiB) of them, five times that once every `"` is escaped, and an
+# inline image drawn as both link and thumbnail twice that: what is beyond the budget is cut,
+# with a note saying how much, so no page grows past a few MB whatever was stored.
+PAGE_SHOWN_BYTES = 2 * 1024 * 1024
+# What drawing one block or one row costs besides its text (tags, classes).
+_MARKUP_BYTES = 96
+# Escaping makes at most 5 bytes of one character (`"` is `&#34;`; a CJK character is 3).
+_MOST_BYTES_PER_CHAR = 5
+
+
+class Shown:
+    """The part of a page's budget (`PAGE_SHOWN_BYTES`) not yet spent on stored content."""
+
+    def __init__(self, budget: int = PAGE_SHOWN_BYTES) -> None:
+        self.left = budget
+
+    @property
+    def spent(self) -> bool:
+        return self.left <= 0
+
+    def take(self, size: int) -> bool:
+        """Spend `size` bytes if they fit, else spend nothing and say no."""
+        if size > self.left:
+            return False
+        self.left -= size
+        return True
+
+    def text(self, value: str) -> tuple[str, int]:
+        """As much of `value` as fits, and how many characters were left out."""
+        size = len(escape(value).encode("utf-8", "surrogatepass")) + _MARKUP_BYTES
+        if self.take(size):
+            return value, 0
+        keep = max(self.left - _MARKUP_BYTES, 0) // _MOST_BYTES_PER_CHAR
+        self.left = 0
+        return value[:keep], len(value) - keep
+
+
+def _cut(view: dict[str, Any], field: str, value: str, shown: Shown) -> dict[str, Any]:
+    """`view` with as much of `value` as fits as `field`, and `field`_cut: how much did not."""
+    view[field], view[field + "_cut"] = shown.text(value)
+    return view
+
+
+def _cut_note(count: int, what: str = "characters") -> Markup:
+    """The note a template draws where something was cut (nothing where nothing was)."""
+    if not count:
+        return Markup("")
+    return Markup('<span class="cut">… {:,} more {} not shown (a page shows at most {} MiB of what is stored)</span>'
+                  ).format(count, what if count > 1 else what.removesuffix("s"), PAGE_SHOWN_BYTES // (1024 * 1024))
+
+
+def _block_view(block: Any, shown: Shown | None = None) -> dict[str, Any]:
+    """What a template needs to draw one content block readably, within the page's budget."""
+    shown = shown if shown is not None else Shown()
     if isinstance(block, TextBlock):
-        return {"kind": "text", "text": block.text}
+        return _cut({"kind": "text"}, "text", block.text, shown)
     if isinstance(block, ThinkingBlock):
-        return {"kind": "thinking", "text": block.thinking}
+        return _cut({"kind": "thinking"}, "text", block.thinking, shown)
     if isinstance(block, ToolUseBlock):
-        return {"kind": "tool_use", "name": block.name, "id": block.id,
-                "input": json.dumps(block.input, ensure_ascii=False, indent=2)}
+        view = _cut(_cut({"kind": "tool_use"}, "name", block.name or "", shown), "id", block.id or "", shown)
+        return _cut(view, "input", json.dumps(block.input, ensure_ascii=False, indent=2), shown)
     if isinstance(block, ToolResultBlock):
-        return {"kind": "tool_result", "name": block.name, "id": block.id,
-                "output": [_block_view(b) for b in block.output]}
+        view = _cut(_cut({"kind": "tool_result"}, "name", block.name or "", shown), "id", block.id or "", shown)
+        view["output"], view["hidden"] = _blocks_view(block.output, shown)
+        return view
     if isinstance(block, (ImageBlock, AudioBlock, VideoBlock)):
-        source = block.source
         kind = type(block).__name__.removesuffix("Block").lower()
-        url: str | None = None
-        safe = False
-        # Only http(s) URLs and inline data of the block's own media kind (an image's must be
-        # image/*) are linked; anything else (file:, javascript:, data:text/html) is shown as text.
-        if isinstance(source, URLSource):
-            url = source.url
-            safe = url.split(":", 1)[0].lower() in ("http", "https")
-        elif isinstance(source, Base64Source):
-            url = f"data:{source.media_type};base64,{source.data}"
-            safe = source.media_type.lower().startswith(kind + "/") and ";" not in source.media_type
-        return {"kind": kind, "url": url if safe else None, "label": url if not safe else ""}
-    return {"kind": "other", "text": type(block).__name__}
+        source = block.source
+        # Only http(s) URLs and inline images (image/*) are drawn; anything else (file:,
+        # javascript:, data:text/html) is shown as text.
+        if isinstance(source, Base64Source):
+            media_type = source.media_type
+            size = f"{media_type}, {len(source.data) * 3 // 4:,} bytes inline"
+            if kind == "image" and media_type.lower().startswith("image/") and ";" not in media_type:
+                # A thumbnail only (browsers refuse to open a data: URL from a link), and only
+                # if it fits what is left of the page.
+                url = f"data:{media_type};base64,{source.data}"
+                if shown.take(len(url) + _MARKUP_BYTES):
+                    return {"kind": kind, "url": url, "inline": True}
+                size += ", too large to show on this page"
+            return _cut({"kind": kind, "url": None}, "label", size, shown)
+        url = source.url if isinstance(source, URLSource) else ""
+        if url.split(":", 1)[0].lower() in ("http", "https") and shown.take(2 * len(escape(url)) + _MARKUP_BYTES):
+            return {"kind": kind, "url": url, "inline": False}
+        return _cut({"kind": kind, "url": None}, "label", url, shown)
+    return {"kind": "other", "text": type(block).__name__, "text_cut": 0}
+
+
+def _blocks_view(blocks: list[Any], shown: Shown) -> tuple[list[dict[str, Any]], int]:
+    """The blocks drawn within the budget, and how many more were left out once it was spent."""
+    views: list[dict[str, Any]] = []
+    for i, block in enumerate(blocks):
+        if shown.spent:
+            return views, len(blocks) - i
+        views.append(_block_view(block, shown))
+    return views, 0
 
 
 def _position(request: Request, name: str) -> int:
@@ -88,10 +159,11 @@ def _position(request: Request, name: str) -> int:
     return int(raw)
 
 
-def _msg_view(msg: Msg, index: int) -> dict[str, Any]:
-    return {"index": index, "id": msg.id, "role": msg.role.value if msg.role else "", "name": msg.name or "",
-            "timestamp": msg.timestamp or "", "blocks": [_block_view(b) for b in msg.content],
-            "metadata": json.dumps(msg.metadata, ensure_ascii=False) if msg.metadata else ""}
+def _msg_view(msg: Msg, index: int, shown: Shown) -> dict[str, Any]:
+    view: dict[str, Any] = {"index": index, "role": msg.role.value if msg.role else ""}
+    _cut(_cut(view, "name", msg.name or "", shown), "timestamp", msg.timestamp or "", shown)
+    view["blocks"], view["hidden"] = _blocks_view(msg.content, shown)
+    return _cut(view, "metadata", json.dumps(msg.metadata, ensure_ascii=False) if msg.metadata else "", shown)
 
 
 @dataclass(frozen=True)
@@ -124,6 +196,7 @@ class Inspector:
         # An id as one URL path segment: "/" is escaped too, or an id holding "/../" would be
         # resolved away by the browser before the route (`{memory_id:path}`) ever saw it.
         self.templates.filters["segment"] = lambda value: quote(str(value), safe="")
+        self.templates.globals["cut"] = _cut_note
         self.templates.filters["datetime"] = lambda t: (
             time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t)) if t else "-")
 
@@ -187,22 +260,26 @@ class Inspector:
         token = request.query_params.get("page", "")
         start = _position(request, "start")
         page = await self.service.memories.get_messages_page(tenant, memory_id, PAGE_SIZE, token)
-        messages = [_msg_view(decode_msg(s), start + i) for i, s in enumerate(page.stored)]
+        shown = Shown()
+        messages = [_msg_view(decode_msg(s), start + i, shown) for i, s in enumerate(page.stored)]
         events: list[dict[str, Any]] = []
+        more_events = False
         offloads: list[dict[str, Any]] = []
         if info.record.kind == "AUTO_CONTEXT":
-            for seq, event in await self.service.auto_context.all_events(tenant, memory_id):
-                events.append({"seq": seq, **event.to_dict()})
+            # The first page of them: a memory compressed for months has thousands.
+            found = await self.service.auto_context.events(tenant, memory_id, 0, PAGE_SIZE)
+            events = [{"seq": seq, **event.to_dict()} for seq, event in found.items]
+            more_events = bool(found.next_page_token)
             offloads = await self._offloads(tenant, memory_id)
-        tiers = await self._tiers(tenant, memory_id) if info.record.kind == "TIERED" else None
+        tiers = await self._tiers(tenant, memory_id, shown) if info.record.kind == "TIERED" else None
         pools = None
         if self.service.pool_attachments is not None:
             pools = await self.service.pool_attachments.get(tenant, memory_id)
         return self.render(request, "memory.html", tenant=tenant, memory=info.record, count=info.message_count,
                            messages=messages, next_page=page.next_page_token, next_start=start + len(messages),
-                           events=events, offloads=offloads, tiers=tiers, pools=pools, csrf=self.csrf(request))
+                           events=events, more_events=more_events, offloads=offloads, tiers=tiers, pools=pools, csrf=self.csrf(request))
 
-    async def _tiers(self, tenant: str, memory_id: str) -> dict[str, Any] | None:
+    async def _tiers(self, tenant: str, memory_id: str, shown: Shown) -> dict[str, Any] | None:
         """A TIERED memory's status (Loom's visualiser), its L2 and L3 items and its moves."""
         tiered = self.service.tiered
         if tiered is None:
@@ -211,8 +288,8 @@ class Inspector:
         items = {}
         for tier in (2, 3):
             page, _ = await tiered.items_page(tenant, memory_id, tier, PAGE_SIZE)
-            items[tier] = [{"seq": i.seq, "kind": i.kind, "importance": i.importance, "tokens": i.tokens,
-                            "text": i.content, "method": i.method} for i in page]
+            items[tier] = [_cut({"seq": i.seq, "kind": i.kind, "importance": i.importance, "tokens": i.tokens,
+                                 "method": i.method}, "text", i.content, shown) for i in page]
         moves, _ = await tiered.events_page(tenant, memory_id, 0, PAGE_SIZE)
         return {"status": status, "items": items, "events": [
             {"seq": seq, "kind": e.kind, "from": e.from_tier, "to": e.to_tier, "items": len(e.item_seqs),
@@ -255,14 +332,15 @@ class Inspector:
             except MemoryServiceError as exc:
                 error = str(exc)
             else:
+                shown = Shown()
                 for item in items:
                     s = item.scores
-                    results.append({"id": item.id, "text": item.text, "type": item.memory_type, "domain": item.domain,
-                                    "importance": item.importance, "access_count": item.access_count,
-                                    "pinned": item.pinned,
-                                    "scores": None if s is None else {
-                                        "final": s.final, "semantic": s.semantic, "dense": s.dense,
-                                        "lexical": s.lexical, "decay": s.decay, "importance": s.importance}})
+                    results.append(_cut({
+                        "id": item.id, "type": item.memory_type, "domain": item.domain, "importance": item.importance,
+                        "access_count": item.access_count, "pinned": item.pinned,
+                        "scores": None if s is None else {
+                            "final": s.final, "semantic": s.semantic, "dense": s.dense,
+                            "lexical": s.lexical, "decay": s.decay, "importance": s.importance}}, "text", item.text, shown))
         return self.render(request, "long_term.html", tenant=tenant, scope=scope, query=query, results=results,
                            error=error)
 
@@ -280,16 +358,19 @@ class Inspector:
         after = _position(request, "after")
         events = await self.service.pools.events(tenant, pool_id, after, PAGE_SIZE)
         rendered = await self.service.pools.render(tenant, [pool_id], 0)
+        shown = Shown()
+        rendered_text, rendered_cut = shown.text(rendered.text)
+        rows = [_cut(_cut({"key": e.key, "version": e.version, "created_by": e.created_by, "updated_by": e.updated_by,
+                           "updated": e.updated_at}, "content", e.content_json, shown),
+                     "metadata", json.dumps(e.metadata, ensure_ascii=False) if e.metadata else "", shown)
+                for e in entries.entries]
         return self.render(request, "pool.html", tenant=tenant, pool_id=pool_id, prefix=q.get("prefix", ""),
-                           entries=[{"key": e.key, "content": e.content_json, "version": e.version,
-                                     "created_by": e.created_by, "updated_by": e.updated_by, "updated": e.updated_at,
-                                     "metadata": json.dumps(e.metadata, ensure_ascii=False) if e.metadata else ""}
-                                    for e in entries.entries],
+                           entries=rows, rendered=rendered, rendered_text=rendered_text, rendered_cut=rendered_cut,
                            next_page=entries.next_page_token,
                            events=[{"seq": e.sequence, "type": e.event_type, "key": e.key, "version": e.version,
                                     "writer": e.writer, "at": e.time} for e in events.events],
                            next_events=str(events.events[-1].sequence) if events.next_page_token else "",
-                           rendered=rendered)
+                           )
 
     async def history(self, request: Request) -> Response:
         tenant = self.tenant(request)
@@ -301,9 +382,11 @@ class Inspector:
         memories = self.service.memories
         entries, next_page = await history_page(self.service.long_term, memories.tokens, tenant, memory_id, PAGE_SIZE,
                                                 request.query_params.get("page", ""), memories.limits.max_page_bytes)
-        return self.render(request, "history.html", tenant=tenant, memory_id=memory_id, next_page=next_page, entries=[
-            {"event": e.event, "old": e.old_text, "new": e.new_text, "at": e.created_at,
-             "detail": json.dumps(e.detail, ensure_ascii=False) if e.detail else ""} for e in entries])
+        shown = Shown()
+        rows = [_cut(_cut(_cut({"event": e.event, "at": e.created_at}, "old", e.old_text or "", shown),
+                          "new", e.new_text or "", shown),
+                     "detail", json.dumps(e.detail, ensure_ascii=False) if e.detail else "", shown) for e in entries]
+        return self.render(request, "history.html", tenant=tenant, memory_id=memory_id, next_page=next_page, entries=rows)
 
     async def health(self, request: Request) -> Response:
         tenant = self.tenant(request)
