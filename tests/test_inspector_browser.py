@@ -250,3 +250,23 @@ def test_tiers_and_shared_pools(tmp_path: Path, browser) -> None:
         assert browser.find_element(By.ID, "no-entries").text == "No entries."
     finally:
         server.stop()
+
+
+def test_right_to_left_overrides_in_stored_text_stay_inside_their_field(tmp_path: Path, browser) -> None:
+    # A tool name ending in U+202E (RIGHT-TO-LEFT OVERRIDE) reversed what followed it on the
+    # line: the call's id was drawn to the left of the name, backwards, as if the name said it.
+    from selenium.webdriver.common.by import By
+
+    server = ServerThread(make_settings(tmp_path / "data", inspector_port=0))
+    try:
+        with MemoryClient(server.address) as client:
+            client.create_memory("双向")
+            client.add_messages("双向", [Msg.create(MsgRole.ASSISTANT, name="助手\u202e", content=[
+                ToolUseBlock(id="call-1", name="查询\u202eطقس", input={})])])
+        browser.get(f"http://127.0.0.1:{server.running.inspector_port}/memories/双向")
+        tool = browser.find_element(By.CSS_SELECTOR, ".tool-use .tool")
+        call_id = browser.find_element(By.CSS_SELECTOR, ".tool-use code")
+        assert call_id.text == "call-1"
+        assert call_id.rect["x"] >= tool.rect["x"] + tool.rect["width"] - 1, (tool.rect, call_id.rect)
+    finally:
+        server.stop()
