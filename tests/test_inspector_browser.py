@@ -164,7 +164,7 @@ def test_keys_decide_the_tenant_and_only_an_admin_key_deletes(tmp_path: Path, br
         assert browser.find_elements(By.ID, "delete") == []
         # A forged form (no admin key, no token) is refused and deletes nothing. (Posted as a
         # form: the pages' policy forbids them fetch().)
-        def forge() -> None:
+        def forge(refusal: str) -> None:
             browser.execute_script("""
                 const form = document.createElement('form');
                 form.method = 'post';
@@ -176,14 +176,14 @@ def test_keys_decide_the_tenant_and_only_an_admin_key_deletes(tmp_path: Path, br
                 document.body.appendChild(form);
                 form.submit();""")
             WebDriverWait(browser, 30, ignored_exceptions=[StaleElementReferenceException]).until(
-                lambda b: "deleting needs an admin key" in b.find_element(By.TAG_NAME, "body").text)
+                lambda b: refusal in b.find_element(By.TAG_NAME, "body").text)
 
-        forge()
+        forge("deleting needs an admin key")
 
         login(ADMIN)
         browser.get(base + "/memories/会话-1")
         # Even an admin's cookie does not delete without the page's token (a cross-site form).
-        forge()
+        forge("reload the page")
         browser.get(base + "/memories/会话-1")
         browser.find_element(By.ID, "delete").click()
         # The page may change between finding its heading and reading it (the delete's redirect

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import re
+import socket
 
 import httpx
 import pytest
@@ -134,3 +135,50 @@ async def test_a_memory_compressed_thousands_of_times_shows_its_first_events(ins
     events = re.search(r'<table id="events">.*?</table>', page.text, re.S)
     assert events is not None and events.group(0).count("<tr><td") == 50
     assert "Only the first 50 events are shown" in page.text
+
+
+async def test_an_inspector_without_keys_answers_no_other_sites_name(server_factory) -> None:
+    # DNS rebinding: a site the operator visits points a name of its own at 127.0.0.1, and its
+    # script reads the keyless inspector as its own origin.
+    server = await server_factory(inspector_port=0)
+    async with AsyncMemoryClient(server.address) as memories:
+        await memories.create_memory("私密会话")
+    port = server.inspector_port
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60) as http:
+        for host in ("evil.example", f"evil.example:{port}", f"127.0.0.1.evil.example:{port}"):
+            refused = await http.get("/", headers={"host": host})
+            assert refused.status_code == 403 and "私密会话" not in refused.text, host
+            assert "api_keys" in refused.text
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", "localhost", f"[::1]:{port}", f"{socket.gethostname()}:{port}"):
+            page = await http.get("/", headers={"host": host})
+            assert page.status_code == 200 and "私密会话" in page.text, host
+
+
+async def test_an_admins_page_still_deletes_after_a_restart(server_factory, tmp_path) -> None:
+    # The login outlives a restart; the delete form's token did not, and the admin was told
+    # they needed an admin key.
+    data = tmp_path / "data"
+    settings = {"data_dir": data, "inspector_port": 0, "api_keys": {ADMIN: "tenant-a"},
+                "inspector_admin_keys": [ADMIN], "long_term_enabled": False}
+    first = await server_factory(**settings)
+    async with httpx.AsyncClient(timeout=60) as http:
+        login = await http.post(f"http://127.0.0.1:{first.inspector_port}/login", data={"key": ADMIN})
+        session = {"cookie": login.headers["set-cookie"].split(";", 1)[0]}
+        async with AsyncMemoryClient(first.address, api_key=ADMIN) as memories:
+            await memories.create_memory("旧页面")
+        page = await http.get(f"http://127.0.0.1:{first.inspector_port}/memories/%E6%97%A7%E9%A1%B5%E9%9D%A2",
+                              headers=session)
+        csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', page.text)
+        assert csrf is not None
+        await first.stop(0)
+        second = await server_factory(**settings)
+        base = f"http://127.0.0.1:{second.inspector_port}"
+        stale = await http.post(base + "/memories/%E6%97%A7%E9%A1%B5%E9%9D%A2/delete", data={"csrf": "0" * 64},
+                                headers=session)
+        assert stale.status_code == 403 and "reload the page" in stale.text and "admin key" not in stale.text
+        deleted = await http.post(base + "/memories/%E6%97%A7%E9%A1%B5%E9%9D%A2/delete",
+                                  data={"csrf": csrf.group(1)}, headers=session)
+        assert deleted.status_code == 303, deleted.text
+        async with AsyncMemoryClient(second.address, api_key=ADMIN) as memories:
+            with pytest.raises(NotFoundError):
+                await memories.get_memory("旧页面")

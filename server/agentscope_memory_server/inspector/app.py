@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import json
 import os
+import socket
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -187,10 +189,13 @@ class Inspector:
         self.admin_digests = frozenset(key_digest(k) for k in admin_keys)
         self.metrics = metrics
         # Without the server's (a test's app), sessions last as long as this process.
-        self.sessions = Sessions(session_secret or os.urandom(32))
+        secret = session_secret or os.urandom(32)
+        self.sessions = Sessions(secret)
         self._digest_by_id = {self.sessions.key_id(d): d for d in keys.digests()}
-        # Forms that change something carry a token only pages served to this key can hold.
-        self._csrf_secret = os.urandom(32)
+        # Forms that change something carry a token only pages served to this key can hold;
+        # from the sessions' key, so a page drawn before a restart still works after it, as
+        # its login does.
+        self._csrf_secret = hmac.new(secret, b"csrf", hashlib.sha256).digest()
         self.templates = Environment(loader=FileSystemLoader(HERE / "templates"),
                                      autoescape=select_autoescape(["html"]))
         # An id as one URL path segment: "/" is escaped too, or an id holding "/../" would be
@@ -307,8 +312,11 @@ class Inspector:
         tenant = self.tenant(request)
         memory_id = request.path_params["memory_id"]
         form = await request.form()
-        if not self.is_admin(request) or not hmac.compare_digest(str(form.get("csrf", "")), self.csrf(request)):
+        if not self.is_admin(request):
             return PlainTextResponse("deleting needs an admin key (inspector_admin_keys)", status_code=403)
+        if not hmac.compare_digest(str(form.get("csrf", "")), self.csrf(request)):
+            return PlainTextResponse("this form's token is not this login's (logged in again since the page was "
+                                     "drawn?): reload the page and try again", status_code=403)
         # DeleteMemory's rule: a memory with children is refused unless `force` detaches them.
         if self.service.scopes is not None:
             await self.service.scopes.delete_memory(tenant, memory_id, form.get("force") == "on")
@@ -465,10 +473,16 @@ class _Guard:
     """Security headers on every answer, and no POST from another site's page: a browser sends
     `Origin` (or at least `Sec-Fetch-Site`) with every form post, so a cross-site form can
     neither log the victim in with the attacker's key, nor log them out, nor delete. Scripts
-    send neither header and are unaffected."""
+    send neither header and are unaffected.
 
-    def __init__(self, app: ASGIApp) -> None:
+    `host_names`: without API keys, the only names the inspector answers to besides IP
+    addresses and localhost. Any site an operator visits could otherwise point a name of its
+    own at 127.0.0.1 (DNS rebinding) and read, as its own origin, every page of an inspector
+    that asks no key; with keys that site has no login."""
+
+    def __init__(self, app: ASGIApp, host_names: frozenset[str] | None) -> None:
         self.app = app
+        self.host_names = host_names
 
     async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -482,6 +496,11 @@ class _Guard:
                                       *((n, v) for n, v in SECURITY_HEADERS if n not in names)]
             await send(message)
 
+        if self.host_names is not None and not _local_host(Request(scope), self.host_names):
+            await PlainTextResponse("refused: without api_keys the inspector answers only requests addressed to "
+                                    "an IP address, localhost or this machine's name; set api_keys to reach it "
+                                    "by another name", status_code=403)(scope, receive, send_secured)
+            return
         if scope["method"] not in ("GET", "HEAD") and not _same_origin(Request(scope)):
             await PlainTextResponse("refused: this form was posted from another site's page (Origin / "
                                     "Sec-Fetch-Site); post it from the inspector itself", status_code=403)(
@@ -500,6 +519,17 @@ def _same_origin(request: Request) -> bool:
     return origin is None or origin.lower() == f"{request.url.scheme}://{request.headers.get('host', '')}".lower()
 
 
+def _local_host(request: Request, names: frozenset[str]) -> bool:
+    host = request.headers.get("host", "").lower()
+    # "[::1]:8080", "127.0.0.1:8080", "name:8080", "name"
+    name = host[1:host.find("]")] if host.startswith("[") else host.rsplit(":", 1)[0]
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return not name or name == "localhost" or name.endswith(".localhost") or name in names
+    return True
+
+
 def create_app(service: Service, keys: ApiKeys, admin_keys: frozenset[str] = frozenset(),
                metrics: Callable[[], str] | None = None, session_secret: bytes | None = None) -> ASGIApp:
     """The inspector's app. `session_secret`: the key login sessions are signed with (the
@@ -509,6 +539,8 @@ def create_app(service: Service, keys: ApiKeys, admin_keys: frozenset[str] = fro
     def page(fn: Callable[[Request], Any]) -> Callable[[Request], Any]:
         return _guarded(inspector, fn)
 
+    # (Not getfqdn(): a reverse DNS lookup could hold the start for seconds.)
+    names = None if keys.enabled else frozenset({socket.gethostname().lower()})
     return _Guard(Starlette(routes=[
         Route("/", page(inspector.memories)),
         Route("/memories/{memory_id:path}/delete", page(inspector.delete_memory), methods=["POST"]),
@@ -521,7 +553,7 @@ def create_app(service: Service, keys: ApiKeys, admin_keys: frozenset[str] = fro
         Route("/login", inspector.login, methods=["GET", "POST"]),
         Route("/logout", inspector.logout, methods=["POST"]),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
-    ]))
+    ]), names)
 
 
 __all__ = ["create_app"]
