@@ -12,7 +12,7 @@ import pytest
 
 from agentscope_memory.client import AsyncMemoryClient, AsyncPoolClient
 from agentscope_memory.errors import NotFoundError
-from agentscope_memory.message import Base64Source, ImageBlock, Msg, MsgRole
+from agentscope_memory.message import Base64Source, ImageBlock, Msg, MsgRole, URLSource
 from agentscope_memory.session import StateEntry
 from agentscope_memory.short_term.auto_context.engine import CompressionEvent
 
@@ -182,3 +182,22 @@ async def test_an_admins_page_still_deletes_after_a_restart(server_factory, tmp_
         async with AsyncMemoryClient(second.address, api_key=ADMIN) as memories:
             with pytest.raises(NotFoundError):
                 await memories.get_memory("旧页面")
+
+
+async def test_an_image_blocks_url_is_a_link_the_page_never_fetches(inspector) -> None:
+    # Drawn as a thumbnail, a stored URL had the operator's browser call any address it can
+    # reach (a router's admin page, a tracker learning who looked at the memory, and when).
+    server, http = inspector
+    router = "http://192.168.1.1/cgi-bin/reboot?now=1"
+    async with AsyncMemoryClient(server.address, api_key=READER) as memories:
+        await memories.create_memory("链接")
+        await memories.add_messages("链接", [Msg.create(MsgRole.USER, "看图", content=[
+            ImageBlock(source=URLSource(url=router)), ImageBlock(source=URLSource(url="javascript:alert(1)"))])])
+    page = await http.get("/memories/%E9%93%BE%E6%8E%A5", headers={"x-api-key": READER})
+    assert page.status_code == 200
+    assert re.findall(r'<img [^>]*src="([^"]*)"', page.text) == []
+    link = re.search(r'<a href="([^"]*)" rel="noreferrer noopener"', page.text)
+    assert link is not None and link.group(1).replace("&amp;", "&") == router
+    assert "[image: javascript:alert(1)]" in page.text and 'href="javascript:' not in page.text
+    policy = page.headers["content-security-policy"]
+    assert "img-src 'self' data:;" in policy

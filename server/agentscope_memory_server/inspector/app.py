@@ -120,8 +120,8 @@ def _block_view(block: Any, shown: Shown | None = None) -> dict[str, Any]:
     if isinstance(block, (ImageBlock, AudioBlock, VideoBlock)):
         kind = type(block).__name__.removesuffix("Block").lower()
         source = block.source
-        # Only http(s) URLs and inline images (image/*) are drawn; anything else (file:,
-        # javascript:, data:text/html) is shown as text.
+        # Inline images (image/*) are drawn, http(s) URLs linked (not fetched: see
+        # SECURITY_HEADERS); anything else (file:, javascript:, data:text/html) is shown as text.
         if isinstance(source, Base64Source):
             media_type = source.media_type
             size = f"{media_type}, {len(source.data) * 3 // 4:,} bytes inline"
@@ -134,7 +134,7 @@ def _block_view(block: Any, shown: Shown | None = None) -> dict[str, Any]:
                 size += ", too large to show on this page"
             return _cut({"kind": kind, "url": None}, "label", size, shown)
         url = source.url if isinstance(source, URLSource) else ""
-        if url.split(":", 1)[0].lower() in ("http", "https") and shown.take(2 * len(escape(url)) + _MARKUP_BYTES):
+        if url.split(":", 1)[0].lower() in ("http", "https") and shown.take(2 * len(escape(url).encode()) + _MARKUP_BYTES):
             return {"kind": kind, "url": url, "inline": False}
         return _cut({"kind": kind, "url": None}, "label", url, shown)
     return {"kind": "other", "text": type(block).__name__, "text_cut": 0}
@@ -456,9 +456,11 @@ def _too_many(response: Response, exc: TooManyFailedAuthentications) -> Response
 # Every answer, pages, redirects, errors and the stylesheet alike: no script at all (the pages
 # need none, so stored text that slipped past escaping could not run either), forms post only
 # here, and no other site may frame a page (the delete button cannot be clicked through a
-# decoy). Images may come from http(s) URLs because a message's image block may name one.
+# decoy). Images only from here or inline: an image block's URL is a link, never fetched by
+# itself, or stored text could have the operator's browser call any address it reaches (a
+# router's admin page, a tracker learning who looked, and when).
 SECURITY_HEADERS = [
-    (b"content-security-policy", b"default-src 'none'; img-src 'self' data: http: https:; style-src 'self'; "
+    (b"content-security-policy", b"default-src 'none'; img-src 'self' data:; style-src 'self'; "
                                  b"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
     (b"x-frame-options", b"DENY"),
     (b"x-content-type-options", b"nosniff"),
