@@ -201,3 +201,33 @@ async def test_an_image_blocks_url_is_a_link_the_page_never_fetches(inspector) -
     assert "[image: javascript:alert(1)]" in page.text and 'href="javascript:' not in page.text
     policy = page.headers["content-security-policy"]
     assert "img-src 'self' data:;" in policy
+
+
+async def test_hostile_ids_tokens_and_bodies_get_client_errors(inspector) -> None:
+    # What an outside tester sends in a URL or a form body: a 4xx page, never a 500 or a trace.
+    server, http = inspector
+    async with AsyncMemoryClient(server.address, api_key=READER) as memories:
+        await memories.create_memory("甲")
+        await memories.add_messages("甲", [Msg.create(MsgRole.USER, f"第{i}条") for i in range(60)])
+        await memories.create_memory("乙")
+    headers = {"x-api-key": READER}
+    first = await http.get("/memories/%E7%94%B2", headers=headers)
+    token = re.search(r'href="\?page=([^"&]*)', first.text)
+    assert token is not None
+    paths = ["/memories/a%00b", "/memories/" + "长" * 300, "/memories/%2E%2E", "/memories/%2F",
+             "/?page=%00%FF", "/?page=-1", "/?page=" + "A" * 4000, "/memories/%E7%94%B2?page=%E4%B8%AD",
+             f"/memories/%E4%B9%99?page={token.group(1)}",  # another memory's token
+             f"/?page={token.group(1)}", f"/pools/p?page={token.group(1)}", "/pools/%00", "/pools?pool_id=" + "池" * 300,
+             "/long-term/%00/history", "/long-term/x/history?page=zz", "/static/../app.py", "/static/%2e%2e/app.py"]
+    for path in paths:
+        answer = await http.get(path, headers=headers)
+        assert 400 <= answer.status_code < 500, (path, answer.status_code)
+        assert "Traceback" not in answer.text and "Internal Server Error" not in answer.text, path
+    admin = {"x-api-key": ADMIN}
+    for content_type, body in [("multipart/form-data", b"x"), ("application/x-www-form-urlencoded",
+                                                               b"&".join(b"f%d=1" % i for i in range(5000)))]:
+        for path in ("/memories/%E7%94%B2/delete", "/login"):
+            answer = await http.post(path, content=body, headers={**admin, "content-type": content_type})
+            assert 400 <= answer.status_code < 500, (path, content_type, answer.status_code)
+    async with AsyncMemoryClient(server.address, api_key=READER) as memories:
+        assert len(await memories.get_messages("甲")) == 60
