@@ -123,18 +123,40 @@ async def test_no_page_grows_past_a_few_megabytes_whatever_is_stored(inspector) 
 
 
 async def test_a_memory_compressed_thousands_of_times_shows_its_first_events(inspector) -> None:
-    # Every compression event was drawn in one table: a memory compressed for months made a
-    # page without end.
+    # Every compression event (and every offloaded context) was drawn at once: a memory
+    # compressed for months made a page without end.
     server, http = inspector
     event = CompressionEvent("TOOL_INVOCATION_COMPRESS", 0, 3, "前", "后", "摘要", {"inputToken": 10}).to_dict()
     async with AsyncMemoryClient(server.address, api_key=READER) as memories:
         await memories.create_memory("压缩", "AUTO_CONTEXT")
-        await memories.load_state("压缩", [StateEntry("autoContextMemory_compressionEvents", items=[event] * 3000)])
+        offloaded = {f"卸载-{i:03d}": [] for i in range(120)}
+        await memories.load_state("压缩", [StateEntry("autoContextMemory_compressionEvents", items=[event] * 3000),
+                                           StateEntry("autoContextMemory_offloadContext",
+                                                      value={"offloadContext": offloaded})])
     page = await http.get("/memories/%E5%8E%8B%E7%BC%A9", headers={"x-api-key": READER})
     assert page.status_code == 200
     events = re.search(r'<table id="events">.*?</table>', page.text, re.S)
     assert events is not None and events.group(0).count("<tr><td") == 50
     assert "Only the first 50 events are shown" in page.text
+    offloads = re.search(r'<ul id="offloads">.*?</ul>', page.text, re.S)
+    assert offloads is not None and offloads.group(0).count("<li>") == 50 and "卸载-049" in offloads.group(0)
+    assert "… and 70 more offloaded contexts" in page.text
+
+
+async def test_compression_events_with_huge_fields_keep_the_page_small(inspector) -> None:
+    # An event's type, target id and token counts are whatever a loaded state said.
+    server, http = inspector
+    event = CompressionEvent('"' * 60_000, 0, 3, "前", "后", "摘" * 20_000,
+                             {"tokenBefore": "<" * 20_000, "tokenAfter": 1}).to_dict()
+    async with AsyncMemoryClient(server.address, api_key=READER) as memories:
+        await memories.create_memory("大事件", "AUTO_CONTEXT")
+        await memories.load_state("大事件", [StateEntry("autoContextMemory_compressionEvents", items=[event] * 40)])
+    page = await http.get("/memories/%E5%A4%A7%E4%BA%8B%E4%BB%B6", headers={"x-api-key": READER})
+    assert page.status_code == 200 and len(page.content) < 3_000_000, len(page.content)
+    events = re.search(r'<table id="events">.*?</table>', page.text, re.S)
+    assert events is not None and 0 < events.group(0).count("<tr><td") < 40  # a page of them: 4 MiB stored
+    assert "Only the first" in page.text
+    assert "&#34;" * 60_000 in events.group(0) and "more characters not shown" in events.group(0)
 
 
 async def test_an_inspector_without_keys_answers_no_other_sites_name(server_factory) -> None:

@@ -270,19 +270,27 @@ class Inspector:
         events: list[dict[str, Any]] = []
         more_events = False
         offloads: list[dict[str, Any]] = []
+        more_offloads = 0
         if info.record.kind == "AUTO_CONTEXT":
             # The first page of them: a memory compressed for months has thousands.
             found = await self.service.auto_context.events(tenant, memory_id, 0, PAGE_SIZE)
-            events = [{"seq": seq, **event.to_dict()} for seq, event in found.items]
+            for seq, event in found.items:
+                view: dict[str, Any] = {"seq": seq, "count": event.compressed_message_count}
+                for field, value in (("type", event.event_type), ("into", event.compressed_message_id or ""),
+                                     ("before", str(event.metadata.get("tokenBefore", ""))),
+                                     ("after", str(event.metadata.get("tokenAfter", "")))):
+                    _cut(view, field, value, shown)
+                events.append(view)
             more_events = bool(found.next_page_token)
-            offloads = await self._offloads(tenant, memory_id)
+            offloads, more_offloads = await self._offloads(tenant, memory_id)
         tiers = await self._tiers(tenant, memory_id, shown) if info.record.kind == "TIERED" else None
         pools = None
         if self.service.pool_attachments is not None:
             pools = await self.service.pool_attachments.get(tenant, memory_id)
         return self.render(request, "memory.html", tenant=tenant, memory=info.record, count=info.message_count,
                            messages=messages, next_page=page.next_page_token, next_start=start + len(messages),
-                           events=events, more_events=more_events, offloads=offloads, tiers=tiers, pools=pools, csrf=self.csrf(request))
+                           events=events, more_events=more_events, offloads=offloads,
+                           more_offloads=more_offloads, tiers=tiers, pools=pools, csrf=self.csrf(request))
 
     async def _tiers(self, tenant: str, memory_id: str, shown: Shown) -> dict[str, Any] | None:
         """A TIERED memory's status (Loom's visualiser), its L2 and L3 items and its moves."""
@@ -300,13 +308,17 @@ class Inspector:
             {"seq": seq, "kind": e.kind, "from": e.from_tier, "to": e.to_tier, "items": len(e.item_seqs),
              "tokens": e.tokens, "at": e.time} for seq, e in moves]}
 
-    async def _offloads(self, tenant: str, memory_id: str) -> list[dict[str, Any]]:
+    async def _offloads(self, tenant: str, memory_id: str) -> tuple[list[dict[str, Any]], int]:
+        """The first PAGE_SIZE offloaded contexts, and how many more there are."""
         _, entries = await self.service.memories.save_state(tenant, memory_id)
         for entry in entries:
-            if entry.key == "autoContextMemory_offloadContext" and isinstance(entry.value, Mapping):
+            # Java's shape: {"offloadContext": {uuid: [messages]}}.
+            offloaded = entry.value.get("offloadContext") if isinstance(entry.value, Mapping) else None
+            if entry.key == "autoContextMemory_offloadContext" and isinstance(offloaded, Mapping):
+                found = sorted(offloaded.items())
                 return [{"uuid": uuid, "messages": len(msgs) if isinstance(msgs, list) else 0}
-                        for uuid, msgs in sorted(entry.value.items())]
-        return []
+                        for uuid, msgs in found[:PAGE_SIZE]], max(len(found) - PAGE_SIZE, 0)
+        return [], 0
 
     async def delete_memory(self, request: Request) -> Response:
         tenant = self.tenant(request)
