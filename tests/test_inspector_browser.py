@@ -162,17 +162,29 @@ def test_keys_decide_the_tenant_and_only_an_admin_key_deletes(tmp_path: Path, br
         login(READER)
         browser.get(base + "/memories/会话-1")
         assert browser.find_elements(By.ID, "delete") == []
-        # A forged form (no admin key, no token) is refused and deletes nothing.
-        forge = """
-            const r = await fetch('/memories/' + encodeURIComponent('会话-1') + '/delete',
-                                  {method: 'POST', body: new URLSearchParams({csrf: 'x'})});
-            return r.status;"""
-        assert browser.execute_script(forge) == 403
+        # A forged form (no admin key, no token) is refused and deletes nothing. (Posted as a
+        # form: the pages' policy forbids them fetch().)
+        def forge(refusal: str) -> None:
+            browser.execute_script("""
+                const form = document.createElement('form');
+                form.method = 'post';
+                form.action = '/memories/' + encodeURIComponent('会话-1') + '/delete';
+                const token = document.createElement('input');
+                token.name = 'csrf';
+                token.value = 'x';
+                form.appendChild(token);
+                document.body.appendChild(form);
+                form.submit();""")
+            WebDriverWait(browser, 30, ignored_exceptions=[StaleElementReferenceException]).until(
+                lambda b: refusal in b.find_element(By.TAG_NAME, "body").text)
+
+        forge("deleting needs an admin key")
 
         login(ADMIN)
         browser.get(base + "/memories/会话-1")
         # Even an admin's cookie does not delete without the page's token (a cross-site form).
-        assert browser.execute_script(forge) == 403
+        forge("reload the page")
+        browser.get(base + "/memories/会话-1")
         browser.find_element(By.ID, "delete").click()
         # The page may change between finding its heading and reading it (the delete's redirect
         # lands): a stale heading is looked for again.
@@ -236,5 +248,25 @@ def test_tiers_and_shared_pools(tmp_path: Path, browser) -> None:
 
         browser.get(base + "/pools?pool_id=没有这个池")
         assert browser.find_element(By.ID, "no-entries").text == "No entries."
+    finally:
+        server.stop()
+
+
+def test_right_to_left_overrides_in_stored_text_stay_inside_their_field(tmp_path: Path, browser) -> None:
+    # A tool name ending in U+202E (RIGHT-TO-LEFT OVERRIDE) reversed what followed it on the
+    # line: the call's id was drawn to the left of the name, backwards, as if the name said it.
+    from selenium.webdriver.common.by import By
+
+    server = ServerThread(make_settings(tmp_path / "data", inspector_port=0))
+    try:
+        with MemoryClient(server.address) as client:
+            client.create_memory("双向")
+            client.add_messages("双向", [Msg.create(MsgRole.ASSISTANT, name="助手\u202e", content=[
+                ToolUseBlock(id="call-1", name="查询\u202eطقس", input={})])])
+        browser.get(f"http://127.0.0.1:{server.running.inspector_port}/memories/双向")
+        tool = browser.find_element(By.CSS_SELECTOR, ".tool-use .tool")
+        call_id = browser.find_element(By.CSS_SELECTOR, ".tool-use code")
+        assert call_id.text == "call-1"
+        assert call_id.rect["x"] >= tool.rect["x"] + tool.rect["width"] - 1, (tool.rect, call_id.rect)
     finally:
         server.stop()
