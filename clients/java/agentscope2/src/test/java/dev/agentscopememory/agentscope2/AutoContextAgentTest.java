@@ -379,6 +379,22 @@ class AutoContextAgentTest {
     }
 
     @Test
+    void aCallNamingNoUserNorSessionUsesTheAnonymousUsersDefaultSession() {
+        ScriptedModel model = ScriptedModel.answering(answers("助手", 2));
+        try (RemoteAutoContextMiddleware autoContext = middleware().build()) {
+            ReActAgent agent = agent(model, new InMemoryAgentStateStore(), autoContext);
+            agent.call(List.of(user("没有会话的问题。"))).block(WAIT);
+            agent.call(List.of(user("第二个问题。"))).block(WAIT);
+        }
+        assertEquals(List.of("没有会话的问题。", "助手的回答 0", "第二个问题。"),
+                model.calls().get(1).subList(1, 4).stream().map(Msg::getTextContent).toList());
+        // 2.0.0's default session is the agent's name.
+        String memoryId = RemoteAutoContextMiddleware.defaultMemoryId("Assistant", null, "Assistant");
+        assertEquals(3, connection.memoryService().getMemory(GetMemoryRequest.newBuilder().setMemoryId(memoryId).build())
+                .getMemory().getMessageCount());
+    }
+
+    @Test
     void defaultMemoryIdsNeverCollideAndStayWithinTheServersLimit() {
         // A separator inside an id cannot make two slots one.
         assertFalse(RemoteAutoContextMiddleware.defaultMemoryId("a", "b:c", "d")
