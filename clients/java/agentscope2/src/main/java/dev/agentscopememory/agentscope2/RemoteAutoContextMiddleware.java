@@ -198,12 +198,21 @@ public final class RemoteAutoContextMiddleware implements MiddlewareBase, Toolki
         return s.replace("%", "%25").replace(":", "%3A");
     }
 
-    /** Registers the per-call {@code context_reload} tool on the toolkit of the agent being built. */
+    /**
+     * Registers the per-call {@code context_reload} tool on the toolkit of the agent being built.
+     * A toolkit that already has a tool of that name keeps it (with a warning): one toolkit shared
+     * by agents with different middlewares offers the first one's.
+     */
     @Override
     public void rebindToolkit(Toolkit toolkit) {
-        if (toolkit != null && toolkit.getTool(TOOL_NAME) == null) {
-            toolkit.registerTool(new ReloadTool(this));
+        if (toolkit == null) {
+            return;
         }
+        if (toolkit.getTool(TOOL_NAME) != null) {
+            log.warn("the toolkit already has a {} tool: it answers, not this middleware's", TOOL_NAME);
+            return;
+        }
+        toolkit.registerTool(new ReloadTool(this));
     }
 
     /**
