@@ -86,6 +86,7 @@ import reactor.core.scheduler.Schedulers;
  * It also registers AgentScope's {@code context_reload} tool (1.x {@code ContextOffloadTool}'s
  * name, parameter and texts) on the agent's toolkit when the agent is built (2.0.0's {@link
  * ToolkitAware}); each call of it reads the offloaded messages of the memory of the call's slot.
+ * A toolkit that already has a tool of that name fails the agent's {@code build()}.
  *
  * <p>A failure (server down, a bad id) is logged at WARN and the step goes on with its context
  * uncompressed, as {@code CompactionMiddleware} does; {@link Builder#failOnError} fails the call
@@ -199,9 +200,12 @@ public final class RemoteAutoContextMiddleware implements MiddlewareBase, Toolki
     }
 
     /**
-     * Registers the per-call {@code context_reload} tool on the toolkit of the agent being built.
-     * A toolkit that already has a tool of that name keeps it (with a warning): one toolkit shared
-     * by agents with different middlewares offers the first one's.
+     * Registers the per-call {@code context_reload} tool on the toolkit of the agent being built
+     * (2.0.0's {@code build()} calls this on the agent's own copy of its toolkit).
+     *
+     * @throws IllegalStateException when the toolkit already has a tool of that name (the
+     *     application's own, or a second AutoContext middleware's): the toolkit would silently
+     *     replace it, and the model would reload from one of two memories without saying which
      */
     @Override
     public void rebindToolkit(Toolkit toolkit) {
@@ -209,8 +213,10 @@ public final class RemoteAutoContextMiddleware implements MiddlewareBase, Toolki
             return;
         }
         if (toolkit.getTool(TOOL_NAME) != null) {
-            log.warn("the toolkit already has a {} tool: it answers, not this middleware's", TOOL_NAME);
-            return;
+            throw new IllegalStateException("RemoteAutoContextMiddleware registers the " + TOOL_NAME + " tool, but the"
+                    + " agent's toolkit already has one (the application's, or another AutoContext middleware's),"
+                    + " which it would silently replace: give the agent one AutoContext middleware and no tool of"
+                    + " that name");
         }
         toolkit.registerTool(new ReloadTool(this));
     }

@@ -310,6 +310,32 @@ class AutoContextAgentTest {
         }
     }
 
+    /** A tool of {@code context_reload}'s name that is not the middleware's. */
+    public static class OwnReloadTool {
+        @Tool(name = "context_reload", description = "The application's own")
+        public String reload(@ToolParam(name = "working_context_offload_uuid", description = "uuid") String uuid) {
+            return "mine";
+        }
+    }
+
+    @Test
+    void anAgentWithAContextReloadToolOfItsOwnIsRefusedAtBuild() {
+        try (RemoteAutoContextMiddleware autoContext = middleware().build()) {
+            Toolkit toolkit = toolkit();
+            toolkit.registerTool(new OwnReloadTool());
+            IllegalStateException e = assertThrows(IllegalStateException.class, () -> ReActAgent.builder()
+                    .name("Assistant").model(ScriptedModel.answering(answers("助手", 1))).toolkit(toolkit)
+                    .stateStore(new InMemoryAgentStateStore()).middleware(autoContext).build());
+            assertTrue(e.getMessage().contains("already has one"), e.getMessage());
+            // A second AutoContext middleware on one agent is refused the same way.
+            try (RemoteAutoContextMiddleware second = middleware().build()) {
+                assertThrows(IllegalStateException.class, () -> ReActAgent.builder().name("Assistant")
+                        .model(ScriptedModel.answering(answers("助手", 1))).toolkit(toolkit())
+                        .stateStore(new InMemoryAgentStateStore()).middleware(autoContext).middleware(second).build());
+            }
+        }
+    }
+
     @Test
     void twoUsersAndTwoSessionsOnOneAgentStayApart() {
         String alice = "爱丽丝-" + UUID.randomUUID();
