@@ -11,6 +11,9 @@
  * dev.agentscopememory.agentscope2.RemoteLongTermMemory} is the 2.x build of the 1.x long-term
  * memory (the calls are core's, shared with it), and {@link
  * dev.agentscopememory.agentscope2.RemoteLongTermMemoryMiddleware} does AgentScope's static
- * long-term control per call, in the call's own user and session.
+ * long-term control per call, in the call's own user and session. {@link
+ * dev.agentscopememory.agentscope2.RemoteAutoContextMiddleware} is 1.x's {@code
+ * RemoteAutoContextMemory} + {@code RemoteAutoContextHook} for 2.x, which has no Memory API: the
+ * server compresses each user's and session's context before every reasoning step.
  */
 package dev.agentscopememory.agentscope2;

@@ -10,6 +10,7 @@ import io.agentscope.core.model.ToolSchema;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.function.Function;
 import reactor.core.publisher.Flux;
 
 /**
@@ -18,7 +19,7 @@ import reactor.core.publisher.Flux;
  */
 class ScriptedModel implements Model {
 
-    private final List<List<ContentBlock>> script;
+    private final List<Function<List<Msg>, List<ContentBlock>>> script;
     private final String prefix;
     private final List<List<Msg>> calls = Collections.synchronizedList(new ArrayList<>());
     private final List<List<ToolSchema>> offered = Collections.synchronizedList(new ArrayList<>());
@@ -30,13 +31,27 @@ class ScriptedModel implements Model {
     }
 
     ScriptedModel(List<List<ContentBlock>> script, String prefix) {
+        this(prefix, script.stream().<Function<List<Msg>, List<ContentBlock>>>map(r -> in -> r).toList());
+    }
+
+    /** Each response computed from the messages of its call (e.g. a tool call naming what they hold). */
+    private ScriptedModel(String prefix, List<Function<List<Msg>, List<ContentBlock>>> script) {
         this.script = script;
         this.prefix = prefix;
+    }
+
+    static ScriptedModel answering(List<Function<List<Msg>, List<ContentBlock>>> script) {
+        return answering("resp", script);
+    }
+
+    static ScriptedModel answering(String prefix, List<Function<List<Msg>, List<ContentBlock>>> script) {
+        return new ScriptedModel(prefix, script);
     }
 
     @Override
     public Flux<ChatResponse> stream(List<Msg> messages, List<ToolSchema> tools, GenerateOptions options) {
         int step;
+        List<ContentBlock> response;
         synchronized (lock) {
             calls.add(new ArrayList<>(messages));
             offered.add(tools == null ? List.of() : new ArrayList<>(tools));
@@ -44,10 +59,11 @@ class ScriptedModel implements Model {
                 return Flux.error(new IllegalStateException("the script has only " + script.size() + " responses"));
             }
             step = next++;
+            response = script.get(step).apply(messages);
         }
         return Flux.just(ChatResponse.builder()
                 .id(prefix + "-" + step)
-                .content(script.get(step))
+                .content(response)
                 .usage(new ChatUsage(100 + step, 10 + step, 0.5))
                 .build());
     }

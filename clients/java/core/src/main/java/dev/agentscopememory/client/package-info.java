@@ -2,7 +2,8 @@
  * The part of the agentscope-memory Java client that depends on no AgentScope release: {@link
  * dev.agentscopememory.client.RemoteConnection} (a channel with deadline, API key and retries),
  * the {@link dev.agentscopememory.client.RemoteMemoryException} failures, the enums of the
- * choices the adapters' builders offer, and {@link dev.agentscopememory.client.SharedMemoryPool}
+ * choices the adapters' builders offer, {@link dev.agentscopememory.client.AutoContextConfig} (for
+ * an AgentScope without its own), and {@link dev.agentscopememory.client.SharedMemoryPool}
  * (shared memory pools, whose entries name no AgentScope type; it needs reactor-core on the
  * classpath, which AgentScope-Java brings).
  *
