@@ -39,6 +39,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         return _export(args) if args.action == "export" else _import(args)
+    except BrokenPipeError:
+        raise  # the command line stops quietly when the reader of stdout goes away
     except (MemoryServiceError, OSError) as exc:
         print(f"agentscope-memory agent-state {args.action}: {exc}", file=sys.stderr)
         return 1

@@ -36,6 +36,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         with LongTermClient(args.target, api_key=args.api_key) as client:
             items = client.search(scope, args.query, top_k=args.top_k)
+    except BrokenPipeError:
+        raise  # the command line stops quietly when the reader of stdout goes away
     except (MemoryServiceError, OSError) as exc:
         print(f"agentscope-memory long-term {args.action}: {exc}", file=sys.stderr)
         return 1

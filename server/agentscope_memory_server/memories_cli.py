@@ -11,6 +11,7 @@ prints as it goes and never asks the server for more than one page at a time.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import time
@@ -47,8 +48,12 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None) -> int:
         with MemoryClient(args.target, api_key=args.api_key) as client:
             if args.action == "list":
                 count = 0
+                memories = iter(client.list_memories(page_size=args.page_size))
+                # The first page is asked for before the header is printed, so a server that is
+                # down or refuses the key leaves stdout empty rather than holding a bare header.
+                first = next(memories, None)
                 print("MEMORY\tKIND\tMESSAGES\tVERSION\tUPDATED")
-                for memory in client.list_memories(page_size=args.page_size):
+                for memory in itertools.chain([first] if first is not None else [], memories):
                     count += 1
                     print(f"{memory.memory_id}\t{memory.kind}\t{memory.message_count}\t{memory.version}\t"
                           f"{_when(memory.update_time)}")
@@ -72,6 +77,8 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None) -> int:
             client.delete_memory(args.memory_id)
             print(f"deleted {memory.memory_id}")
             return 0
+    except BrokenPipeError:
+        raise  # the command line stops quietly when the reader of stdout goes away
     except (MemoryServiceError, OSError) as exc:
         print(f"agentscope-memory memories {args.action}: {exc}", file=sys.stderr)
         return 1

@@ -30,6 +30,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         with MemoryClient(args.target, api_key=args.api_key) as client:
             added = client.close_pending_tool_calls(args.memory_id, args.agent_name)
+    except BrokenPipeError:
+        raise  # the command line stops quietly when the reader of stdout goes away
     except (MemoryServiceError, OSError) as exc:
         print(f"agentscope-memory memory {args.action}: {exc}", file=sys.stderr)
         return 1

@@ -72,6 +72,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         return _ACTIONS[args.action](args)
+    except BrokenPipeError:
+        raise  # the command line stops quietly when the reader of stdout goes away
     except (MemoryServiceError, OSError) as exc:
         print(f"agentscope-memory session {args.action}: {exc}", file=sys.stderr)
         return 1
@@ -142,8 +144,14 @@ def describe_block(block: object) -> str:
 def format_message(msg: Msg) -> str:
     role = msg.role.value if msg.role else "?"
     who = f"{role}" + (f" ({msg.name})" if msg.name else "")
-    body = "\n    ".join(describe_block(b) for b in msg.content) or "(empty)"
-    return f"[{msg.timestamp or '-'}] {who}:\n    {body}"
+    # Every line of a block is indented, so a text's own line breaks cannot start what reads as
+    # the next message.
+    body = "\n".join(describe_block(b) for b in msg.content) or "(empty)"
+    return f"[{msg.timestamp or '-'}] {who}:\n" + _indented(body)
+
+
+def _indented(text: str) -> str:
+    return "\n".join(f"    {line}" for line in text.split("\n"))
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -178,7 +186,7 @@ TIER_KEYS = (KEY_L1, KEY_L2, KEY_L3)
 def format_tier_item(item: dict[str, object], where: str) -> str:
     if isinstance(item.get("msg"), dict):
         return format_message(msg_from_dict(item["msg"], f"{where}.msg"))
-    return f"[{item.get('kind', 'summary')}]:\n    {item.get('text', '')}"
+    return f"[{item.get('kind', 'summary')}]:\n" + _indented(str(item.get("text", "")))
 
 
 _ACTIONS = {"export": _export, "import": _import, "list": _list, "show": _show}

@@ -25,6 +25,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         with TieredClient(args.target, api_key=args.api_key) as client:
             status = client.status(args.memory_id)
+    except BrokenPipeError:
+        raise  # the command line stops quietly when the reader of stdout goes away
     except (MemoryServiceError, OSError) as exc:
         print(f"agentscope-memory status: {exc}", file=sys.stderr)
         return 1
