@@ -13,6 +13,7 @@ import sys
 from agentscope_memory.client.long_term import LongTermClient
 from agentscope_memory.errors import MemoryServiceError
 from agentscope_memory.long_term.engine import Scope
+from agentscope_memory_server.cli_calls import RETRIES
 
 COMPONENTS = ("final", "semantic", "dense", "lexical", "decay", "importance", "frequency")
 
@@ -34,7 +35,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     scope = Scope(agent_name=args.agent_name, user_id=args.user_id, run_name=args.run_name)
     try:
-        with LongTermClient(args.target, api_key=args.api_key) as client:
+        with LongTermClient(args.target, api_key=args.api_key, retries=RETRIES) as client:
             items = client.search(scope, args.query, top_k=args.top_k)
     except BrokenPipeError:
         raise  # the command line stops quietly when the reader of stdout goes away

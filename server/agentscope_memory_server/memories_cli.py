@@ -21,6 +21,7 @@ from agentscope_memory.client import MemoryClient
 from agentscope_memory.errors import MemoryServiceError
 from agentscope_memory.message import msg_to_dict
 from agentscope_memory_server.session_cli import format_message
+from agentscope_memory_server.cli_calls import RETRIES
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -45,7 +46,7 @@ def _when(seconds: float) -> str:
 
 def run(args: argparse.Namespace, stdin: TextIO | None = None) -> int:
     try:
-        with MemoryClient(args.target, api_key=args.api_key) as client:
+        with MemoryClient(args.target, api_key=args.api_key, retries=RETRIES) as client:
             if args.action == "list":
                 count = 0
                 memories = iter(client.list_memories(page_size=args.page_size))

@@ -11,6 +11,7 @@ import sys
 
 from agentscope_memory.client import MemoryClient
 from agentscope_memory.errors import MemoryServiceError
+from agentscope_memory_server.cli_calls import RETRIES
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -28,7 +29,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        with MemoryClient(args.target, api_key=args.api_key) as client:
+        with MemoryClient(args.target, api_key=args.api_key, retries=RETRIES) as client:
             added = client.close_pending_tool_calls(args.memory_id, args.agent_name)
     except BrokenPipeError:
         raise  # the command line stops quietly when the reader of stdout goes away

@@ -23,6 +23,7 @@ from agentscope_memory.short_term.auto_context.kind import AutoContextKind
 from agentscope_memory.short_term.in_memory import InMemoryKind
 from agentscope_memory.short_term.tiered.kind import KEY_L1, KEY_L2, KEY_L3, TieredKind
 from agentscope_memory_server.progress import byte_progress
+from agentscope_memory_server.cli_calls import RETRIES
 
 DEFAULT_DIR = Path("./data/sessions/default")
 # The state keys of each memory kind, (key, is_list), as the server's own ImportSession reads
@@ -80,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    with MemoryClient(args.target, api_key=args.api_key) as client, \
+    with MemoryClient(args.target, api_key=args.api_key, retries=RETRIES) as client, \
             byte_progress(f"export {args.memory_id}", force=args.progress) as progress:
         entries, version = client.save_state(args.memory_id, progress=progress)
     session = JsonSession(args.dir)
@@ -95,7 +96,7 @@ def _import(args: argparse.Namespace) -> int:
         print(f"no session {args.session_id!r} in {args.dir}", file=sys.stderr)
         return 1
     entries = read_entries(session, args.session_id, KNOWN_LIST_KEYS)
-    with MemoryClient(args.target, api_key=args.api_key) as client:
+    with MemoryClient(args.target, api_key=args.api_key, retries=RETRIES) as client:
         try:
             kind = client.get_memory(args.memory_id).kind
         except NotFoundError:
