@@ -16,7 +16,7 @@ from typing import Any
 import grpc
 
 from agentscope_memory.tracing import current_tracer
-from agentscope_memory_server.handlers import wrap_behaviour
+from agentscope_memory_server.handlers import call_status, wrap_behaviour
 
 # gRPC codes that make a server span an error, per OpenTelemetry's RPC semantic conventions.
 _SERVER_ERRORS = {
@@ -66,13 +66,6 @@ def record_status(span: Any, code: grpc.StatusCode) -> None:
         span.set_status(Status(StatusCode.ERROR, code.name))
 
 
-def _code_of(context: grpc.aio.ServicerContext, failed: bool) -> grpc.StatusCode:
-    code = context.code() if hasattr(context, "code") else None
-    if isinstance(code, grpc.StatusCode):
-        return code
-    return grpc.StatusCode.UNKNOWN if failed else grpc.StatusCode.OK
-
-
 class TracingInterceptor(grpc.aio.ServerInterceptor):
     """Runs every call inside a SERVER span named after its method, with the tracer current."""
 
@@ -104,21 +97,18 @@ class TracingInterceptor(grpc.aio.ServerInterceptor):
                                                 attributes=attributes, record_exception=False,
                                                 set_status_on_exception=False)
 
-        def finish(span: Any, context: grpc.aio.ServicerContext, failed: bool) -> None:
-            record_status(span, _code_of(context, failed))
-
         def unary_response(inner: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
             async def traced(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 # Each call runs in its own task, so what is set here ends with the call.
                 current_tracer.set(tracer)
                 with start() as span:
-                    failed = True
                     try:
                         result = await inner(request, context)
-                        failed = False
-                        return result
-                    finally:
-                        finish(span, context, failed)
+                    except BaseException as exc:
+                        record_status(span, call_status(context, exc))
+                        raise
+                    record_status(span, call_status(context, None))
+                    return result
 
             return traced
 
@@ -126,13 +116,13 @@ class TracingInterceptor(grpc.aio.ServerInterceptor):
             async def traced(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
                 current_tracer.set(tracer)
                 with start() as span:
-                    failed = True
                     try:
                         async for item in inner(request, context):
                             yield item
-                        failed = False
-                    finally:
-                        finish(span, context, failed)
+                    except BaseException as exc:
+                        record_status(span, call_status(context, exc))
+                        raise
+                    record_status(span, call_status(context, None))
 
             return traced
 
