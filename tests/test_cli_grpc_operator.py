@@ -3,6 +3,7 @@ at a server that is not there. Each ends with at most one line on stderr, never 
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -94,3 +95,22 @@ def test_a_text_of_several_lines_stays_inside_its_message(threaded_server, capsy
     lines = capsys.readouterr().out.splitlines()[1:]
     assert [line for line in lines if not line.startswith("    ")] == [lines[0]] and "USER" in lines[0]
     assert lines[1:] == ["    第一行", "    [2026-01-01 10:00:00.000] ASSISTANT:", "    我没说过这句"]
+
+
+def test_delete_asks_on_stderr_and_an_empty_stdin_deletes_nothing(
+        threaded_server, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # `memories delete ID > log < /dev/null`: the question is seen (not written into the log),
+    # and no answer is no.
+    with MemoryClient(threaded_server.address) as client:
+        client.create_memory("留着")
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    assert main(["memories", "delete", "留着", "--target", threaded_server.address]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "delete 留着 (IN_MEMORY, 0 messages)? [y/N]" in err
+    assert err.rstrip().endswith("留着 not deleted: no answer on stdin (--yes deletes without asking)")
+    with MemoryClient(threaded_server.address) as client:
+        assert client.get_memory("留着").memory_id == "留着"
+    monkeypatch.setattr("sys.stdin", io.StringIO("yes\n"))
+    assert main(["memories", "delete", "留着", "--target", threaded_server.address]) == 0
+    assert capsys.readouterr().out == "deleted 留着\n"

@@ -53,7 +53,8 @@ def test_delete_asks_first_and_a_missing_memory_is_named(threaded_server, monkey
         client.add_message("keep-me", Msg.create(MsgRole.USER, "hello"))
     monkeypatch.setattr("sys.stdin", io.StringIO("n\n"))
     assert main(["memories", "delete", "keep-me", *target]) == 1
-    assert "delete keep-me (IN_MEMORY, 1 messages)?" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "delete keep-me (IN_MEMORY, 1 messages)?" in err and "keep-me not deleted" in err and out == ""
     with MemoryClient(threaded_server.address) as client:
         assert client.get_memory("keep-me").message_count == 1
     monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))

@@ -70,10 +70,17 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None) -> int:
                 return 0
             memory = client.get_memory(args.memory_id)
             if not args.yes:
+                # The question goes to stderr, as a failure would: with stdout redirected into a
+                # file it is still seen, rather than the command seeming to hang.
                 print(f"delete {memory.memory_id} ({memory.kind}, {memory.message_count} messages)? [y/N] ",
-                      end="", flush=True)
-                if (stdin or sys.stdin).readline().strip().lower() not in ("y", "yes"):
-                    print("not deleted")
+                      end="", file=sys.stderr, flush=True)
+                answer = (stdin or sys.stdin).readline()
+                if not answer:
+                    print(f"\n{memory.memory_id} not deleted: no answer on stdin (--yes deletes without asking)",
+                          file=sys.stderr)
+                    return 1
+                if answer.strip().lower() not in ("y", "yes"):
+                    print(f"{memory.memory_id} not deleted", file=sys.stderr)
                     return 1
             client.delete_memory(args.memory_id)
             print(f"deleted {memory.memory_id}")
