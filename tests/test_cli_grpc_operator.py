@@ -114,3 +114,15 @@ def test_delete_asks_on_stderr_and_an_empty_stdin_deletes_nothing(
     monkeypatch.setattr("sys.stdin", io.StringIO("yes\n"))
     assert main(["memories", "delete", "留着", "--target", threaded_server.address]) == 0
     assert capsys.readouterr().out == "deleted 留着\n"
+
+
+def test_long_term_search_keeps_one_row_per_result(threaded_server, capsys: pytest.CaptureFixture[str]) -> None:
+    from agentscope_memory.client.long_term import LongTermClient
+    from agentscope_memory.long_term.engine import Scope
+
+    with LongTermClient(threaded_server.address) as ltm:
+        ltm.record(Scope(user_id="alice"), [Msg.create(MsgRole.USER, "我每天早上\t喝绿茶\r\n和红茶")])
+    assert main(["long-term", "search", "绿茶", "--user-id", "alice", "--target", threaded_server.address]) == 0
+    rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()[1:]]
+    assert rows and all(len(row) == 8 for row in rows)
+    assert rows[0][7] == "我每天早上 喝绿茶 和红茶"

@@ -52,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
     for item in items:
         s = item.scores
         numbers = [f"{getattr(s, name):.3f}" if s else "-" for name in COMPONENTS[:6]]
-        print("\t".join([*numbers, item.memory_type, item.text.replace("\n", " ")]))
+        # One row per result whatever the text holds: a tab or line break of its own would
+        # shift or split the columns a script cuts.
+        print("\t".join([*numbers, item.memory_type, " ".join(item.text.split())]))
     print(f"{len(items)} results", file=sys.stderr)
     return 0
