@@ -76,7 +76,8 @@ def test_each_key_sees_only_its_tenant(tmp_path: Path, capsys: pytest.CaptureFix
         assert main(["memories", "delete", "a-only", "--yes", "--target", server.address,
                      "--api-key", "tenant-b-key-0000001"]) == 1
         assert main(["memories", "list", "--target", server.address]) == 1
-        assert "missing API key" in capsys.readouterr().err
+        err = capsys.readouterr().err
+        assert "missing API key" in err and err.rstrip().endswith("--api-key or $AGENTSCOPE_MEMORY_API_KEY")
         with MemoryClient(server.address, api_key="tenant-a-key-0000001") as a:
             assert a.get_memory("a-only").memory_id == "a-only"
     finally:

@@ -16,7 +16,7 @@ from agentscope_memory.agent_state.json_files import SlotFiles, read_slot, write
 from agentscope_memory.client.agent_state import AgentStateClient
 from agentscope_memory.errors import MemoryServiceError
 from agentscope_memory_server.progress import byte_progress
-from agentscope_memory_server.cli_calls import RETRIES
+from agentscope_memory_server.cli_calls import RETRIES, failure
 
 DEFAULT_DIR = Path.home() / ".agentscope" / "state"
 
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         raise  # the command line stops quietly when the reader of stdout goes away
     except (MemoryServiceError, OSError) as exc:
-        print(f"agentscope-memory agent-state {args.action}: {exc}", file=sys.stderr)
+        print(f"agentscope-memory agent-state {args.action}: {failure(exc, args.api_key)}", file=sys.stderr)
         return 1
 
 

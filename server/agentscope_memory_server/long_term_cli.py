@@ -13,7 +13,7 @@ import sys
 from agentscope_memory.client.long_term import LongTermClient
 from agentscope_memory.errors import MemoryServiceError
 from agentscope_memory.long_term.engine import Scope
-from agentscope_memory_server.cli_calls import RETRIES
+from agentscope_memory_server.cli_calls import RETRIES, failure
 
 COMPONENTS = ("final", "semantic", "dense", "lexical", "decay", "importance", "frequency")
 
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         raise  # the command line stops quietly when the reader of stdout goes away
     except (MemoryServiceError, OSError) as exc:
-        print(f"agentscope-memory long-term {args.action}: {exc}", file=sys.stderr)
+        print(f"agentscope-memory long-term {args.action}: {failure(exc, args.api_key)}", file=sys.stderr)
         return 1
     if args.json:
         for item in items:

@@ -21,7 +21,7 @@ from agentscope_memory.client import MemoryClient
 from agentscope_memory.errors import MemoryServiceError
 from agentscope_memory.message import msg_to_dict
 from agentscope_memory_server.session_cli import format_message
-from agentscope_memory_server.cli_calls import RETRIES
+from agentscope_memory_server.cli_calls import RETRIES, failure
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -88,5 +88,5 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None) -> int:
     except BrokenPipeError:
         raise  # the command line stops quietly when the reader of stdout goes away
     except (MemoryServiceError, OSError) as exc:
-        print(f"agentscope-memory memories {args.action}: {exc}", file=sys.stderr)
+        print(f"agentscope-memory memories {args.action}: {failure(exc, args.api_key)}", file=sys.stderr)
         return 1

@@ -11,7 +11,7 @@ import sys
 
 from agentscope_memory.client import MemoryClient
 from agentscope_memory.errors import MemoryServiceError
-from agentscope_memory_server.cli_calls import RETRIES
+from agentscope_memory_server.cli_calls import RETRIES, failure
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         raise  # the command line stops quietly when the reader of stdout goes away
     except (MemoryServiceError, OSError) as exc:
-        print(f"agentscope-memory memory {args.action}: {exc}", file=sys.stderr)
+        print(f"agentscope-memory memory {args.action}: {failure(exc, args.api_key)}", file=sys.stderr)
         return 1
     if not added:
         print(f"{args.memory_id}: no unanswered tool call")

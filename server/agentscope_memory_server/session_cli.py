@@ -23,7 +23,7 @@ from agentscope_memory.short_term.auto_context.kind import AutoContextKind
 from agentscope_memory.short_term.in_memory import InMemoryKind
 from agentscope_memory.short_term.tiered.kind import KEY_L1, KEY_L2, KEY_L3, TieredKind
 from agentscope_memory_server.progress import byte_progress
-from agentscope_memory_server.cli_calls import RETRIES
+from agentscope_memory_server.cli_calls import RETRIES, failure
 
 DEFAULT_DIR = Path("./data/sessions/default")
 # The state keys of each memory kind, (key, is_list), as the server's own ImportSession reads
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         raise  # the command line stops quietly when the reader of stdout goes away
     except (MemoryServiceError, OSError) as exc:
-        print(f"agentscope-memory session {args.action}: {exc}", file=sys.stderr)
+        print(f"agentscope-memory session {args.action}: {failure(exc, args.api_key)}", file=sys.stderr)
         return 1
 
 

@@ -11,7 +11,7 @@ from dataclasses import asdict
 from agentscope_memory.client.tiered import TieredClient
 from agentscope_memory.errors import MemoryServiceError
 from agentscope_memory.short_term.tiered.visual import render_status
-from agentscope_memory_server.cli_calls import RETRIES
+from agentscope_memory_server.cli_calls import RETRIES, failure
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         raise  # the command line stops quietly when the reader of stdout goes away
     except (MemoryServiceError, OSError) as exc:
-        print(f"agentscope-memory status: {exc}", file=sys.stderr)
+        print(f"agentscope-memory status: {failure(exc, args.api_key)}", file=sys.stderr)
         return 1
     print(json.dumps(asdict(status), ensure_ascii=False) if args.json else render_status(status))
     return 0
