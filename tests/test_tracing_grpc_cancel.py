@@ -136,3 +136,24 @@ async def test_a_malformed_or_hostile_traceparent_starts_a_new_trace_and_the_cal
     valid = metadata[0][1] == "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
     assert (span.trace_id == "0af7651916cd43dd8448eb211c80319c") == valid
     assert span.trace_id != "0" * 32
+
+
+async def test_a_call_past_its_deadline_is_deadline_exceeded_not_unknown(receiver, server_factory) -> None:
+    from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2 as ltm_pb
+    from agentscope_memory._proto.agentscope.memory.v1 import long_term_memory_service_pb2_grpc as ltm_grpc
+    from scripted_llm import ScriptedLLM, ScriptedReply
+
+    slow = ScriptedReply.json({"domain": "user_preferences"})
+    with ScriptedLLM(default=ScriptedReply(content=slow.content, delay_s=3.0)) as llm:
+        server = await server_factory(otlp_endpoint=receiver.endpoint, llm_base_url=llm.base_url,
+                                      llm_api_key="sk-test", llm_max_retries=0)
+        async with grpc.aio.insecure_channel(server.address) as channel:
+            with pytest.raises(grpc.aio.AioRpcError) as late:
+                await ltm_grpc.LongTermMemoryServiceStub(channel).SearchLongTermMemories(
+                    ltm_pb.SearchLongTermMemoriesRequest(scope=ltm_pb.Scope(user_id="alice"), query="她喝什么茶",
+                                                         route_query=True), timeout=1.0)
+            assert late.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        await asyncio.sleep(0.5)
+        await server.stop(0)
+    span = await _one(receiver, "agentscope.memory.v1.LongTermMemoryService/SearchLongTermMemories")
+    assert span.attributes["rpc.grpc.status_code"] == grpc.StatusCode.DEADLINE_EXCEEDED.value[0]
