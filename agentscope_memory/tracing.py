@@ -15,6 +15,13 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar, cast
 
+from agentscope_memory.errors import (
+    DeadlineExceededError,
+    MemoryServiceError,
+    UnavailableError,
+    UnimplementedError,
+)
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 # An opentelemetry.trace.Tracer when tracing is on; typed loosely so the library does not need
@@ -32,8 +39,29 @@ def span(name: str, attributes: Mapping[str, str | int | float | bool] | None = 
     if tracer is None:
         yield None
         return
-    with tracer.start_as_current_span(name, attributes=dict(attributes or {})) as current:
-        yield current
+    # Not OpenTelemetry's default of recording the exception: its message quotes what the step
+    # handled (an LLM's malformed answer, a memory id), and a trace goes to a collector that
+    # people other than the memories' owners may read. The type says what failed.
+    with tracer.start_as_current_span(name, attributes=dict(attributes or {}), record_exception=False,
+                                      set_status_on_exception=False) as current:
+        try:
+            yield current
+        except Exception as exc:
+            if _is_failure(exc):
+                from opentelemetry.trace import Status, StatusCode
+
+                current.set_attribute("error.type", f"{type(exc).__module__}.{type(exc).__qualname__}")
+                current.set_status(Status(StatusCode.ERROR))
+            raise
+
+
+# The library's errors that are the step failing rather than its answer to the caller (a
+# memory not found, an invalid argument), as the server's spans count gRPC codes.
+_FAILURES = (UnavailableError, DeadlineExceededError, UnimplementedError)
+
+
+def _is_failure(exc: Exception) -> bool:
+    return not isinstance(exc, MemoryServiceError) or isinstance(exc, _FAILURES)
 
 
 def traced(name: str) -> Callable[[F], F]:

@@ -24,6 +24,9 @@ class ReceivedSpan:
     attributes: dict[str, Any]
     status_code: int
     service_name: str
+    status_message: str = ""
+    # (name, attributes) of each event, such as a recorded exception
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
 
 def _value(any_value: Any) -> Any:
@@ -73,6 +76,8 @@ class OtlpReceiver:
                             parent_span_id=s.parent_span_id.hex(), kind=s.kind,
                             attributes={a.key: _value(a.value) for a in s.attributes},
                             status_code=s.status.code, service_name=str(resource.get("service.name")),
+                            status_message=s.status.message,
+                            events=[(e.name, {a.key: _value(a.value) for a in e.attributes}) for e in s.events],
                         ))
 
     def named(self, name: str) -> list[ReceivedSpan]:

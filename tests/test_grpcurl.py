@@ -54,3 +54,15 @@ def test_create_add_get_round_trip(threaded_server) -> None:
                                 "metadataJson": '{"source":"cli","n":1}', "timestamp": "2026-01-01 10:00:00.000"}]
     health = json.loads(grpcurl(address, "grpc.health.v1.Health/Check"))
     assert health["status"] == "SERVING"
+
+
+def test_describe_a_method_and_an_unknown_one(threaded_server) -> None:
+    # `describe Service.Method` is how an operator reads one call's contract.
+    for method, says in (("agentscope.memory.v1.MemoryService.GetMemory", "rpc GetMemory"),
+                         ("grpc.health.v1.Health.Check", "rpc Check")):
+        described = grpcurl(threaded_server.address, "describe", method)
+        assert f"{method} is a method:" in described and says in described
+    command = [str(GRPCURL if GRPCURL.exists() else "grpcurl"), "-plaintext", threaded_server.address,
+               "describe", "agentscope.memory.v1.MemoryService.NoSuchMethod"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "NoSuchMethod" in done.stderr

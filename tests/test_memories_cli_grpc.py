@@ -53,7 +53,8 @@ def test_delete_asks_first_and_a_missing_memory_is_named(threaded_server, monkey
         client.add_message("keep-me", Msg.create(MsgRole.USER, "hello"))
     monkeypatch.setattr("sys.stdin", io.StringIO("n\n"))
     assert main(["memories", "delete", "keep-me", *target]) == 1
-    assert "delete keep-me (IN_MEMORY, 1 messages)?" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "delete keep-me (IN_MEMORY, 1 messages)?" in err and "keep-me not deleted" in err and out == ""
     with MemoryClient(threaded_server.address) as client:
         assert client.get_memory("keep-me").message_count == 1
     monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))
@@ -75,7 +76,8 @@ def test_each_key_sees_only_its_tenant(tmp_path: Path, capsys: pytest.CaptureFix
         assert main(["memories", "delete", "a-only", "--yes", "--target", server.address,
                      "--api-key", "tenant-b-key-0000001"]) == 1
         assert main(["memories", "list", "--target", server.address]) == 1
-        assert "missing API key" in capsys.readouterr().err
+        err = capsys.readouterr().err
+        assert "missing API key" in err and err.rstrip().endswith("--api-key or $AGENTSCOPE_MEMORY_API_KEY")
         with MemoryClient(server.address, api_key="tenant-a-key-0000001") as a:
             assert a.get_memory("a-only").memory_id == "a-only"
     finally:

@@ -77,3 +77,15 @@ async def test_reflection_needs_no_api_key_but_the_services_do(server_factory) -
         with pytest.raises(grpc.aio.AioRpcError) as refused:
             await get_memory(memory_service_pb2.GetMemoryRequest(memory_id="m"))
     assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+@pytest.mark.parametrize("version", ["v1", "v1alpha"])
+async def test_a_method_is_a_symbol_too(server: RunningServer, version: str) -> None:
+    # What `grpcurl describe agentscope.memory.v1.MemoryService.GetMemory` asks for.
+    found, missing = await ask(
+        server.address, version,
+        reflection_pb2.ServerReflectionRequest(file_containing_symbol="agentscope.memory.v1.MemoryService.GetMemory"),
+        reflection_pb2.ServerReflectionRequest(file_containing_symbol="agentscope.memory.v1.MemoryService.不存在"),
+    )
+    assert any(m.name == "GetMemory" for f in files(found) for s in f.service for m in s.method)
+    assert missing.error_response.error_code == grpc.StatusCode.NOT_FOUND.value[0]

@@ -16,6 +16,7 @@ from agentscope_memory.agent_state.json_files import SlotFiles, read_slot, write
 from agentscope_memory.client.agent_state import AgentStateClient
 from agentscope_memory.errors import MemoryServiceError
 from agentscope_memory_server.progress import byte_progress
+from agentscope_memory_server.cli_calls import RETRIES, failure
 
 DEFAULT_DIR = Path.home() / ".agentscope" / "state"
 
@@ -39,8 +40,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         return _export(args) if args.action == "export" else _import(args)
+    except BrokenPipeError:
+        raise  # the command line stops quietly when the reader of stdout goes away
     except (MemoryServiceError, OSError) as exc:
-        print(f"agentscope-memory agent-state {args.action}: {exc}", file=sys.stderr)
+        print(f"agentscope-memory agent-state {args.action}: {failure(exc, args.api_key)}", file=sys.stderr)
         return 1
 
 
@@ -52,7 +55,7 @@ def _export(args: argparse.Namespace) -> int:
     slot = Slot(args.user_id, args.session_id)
     files = SlotFiles()
     # The total is known only once every key is read: the bar counts the bytes as they come.
-    with AgentStateClient(args.target, api_key=args.api_key) as client, \
+    with AgentStateClient(args.target, api_key=args.api_key, retries=RETRIES) as client, \
             byte_progress(f"export {args.session_id}", force=args.progress) as progress:
         for kind, key in client.keys(slot):
             if kind == "value":
@@ -73,7 +76,7 @@ def _import(args: argparse.Namespace) -> int:
     slot = Slot(args.user_id, args.session_id)
     files = read_slot(args.dir, args.user_id, args.session_id)
     total = _size(list(files.values.values())) + sum(_size(items) for items in files.lists.values())
-    with AgentStateClient(args.target, api_key=args.api_key) as client, \
+    with AgentStateClient(args.target, api_key=args.api_key, retries=RETRIES) as client, \
             byte_progress(f"import {args.session_id}", total, force=args.progress) as progress:
         for key, value in files.values.items():
             client.put_value(slot, key, value)

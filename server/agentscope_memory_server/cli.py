@@ -107,6 +107,21 @@ def main(argv: list[str] | None = None) -> int:
             print(f"agentscope-memory: {exc}", file=sys.stderr)
             return 1
         return 0
+    try:
+        return _command(args)
+    except KeyboardInterrupt:
+        # Ctrl-C is how an operator stops a long listing or export: one line, not a traceback.
+        print(f"agentscope-memory {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`| head`): it has what it wanted. Stop quietly, with the status
+        # a process killed by SIGPIPE has, and without Python's complaint at exit when it
+        # flushes stdout into the closed pipe.
+        _silence_stdout()
+        return 141
+
+
+def _command(args: argparse.Namespace) -> int:
     if args.command == "session":
         return session_cli.run(args)
     if args.command == "memory":
@@ -124,6 +139,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "mcp":
         return _mcp(args)
     return 2
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is not a file (captured, replaced): nothing to flush
+        pass
 
 
 def _mcp(args: argparse.Namespace) -> int:

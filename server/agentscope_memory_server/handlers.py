@@ -10,6 +10,7 @@ each kind is wrapped, by the wrapper for calls answered once or for calls answer
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Callable
 
 import grpc
@@ -33,3 +34,22 @@ def wrap_behaviour(handler: grpc.RpcMethodHandler, answered_once: Callable[[Beha
     if handler.stream_stream is not None:
         return handler._replace(stream_stream=streamed(handler.stream_stream))
     return handler
+
+
+def call_status(context: grpc.aio.ServicerContext, exc: BaseException | None) -> grpc.StatusCode:
+    """The status a call ended with, for the interceptors that report it (`exc`: what ended the
+    behaviour, None when it returned).
+
+    A call the client cancelled, or whose deadline passed, ends with its task cancelled and no
+    code set: that is CANCELLED or DEADLINE_EXCEEDED as the client sees it, not UNKNOWN (which
+    would make every stream a client walks away from a server error).
+    """
+    code = context.code() if hasattr(context, "code") else None
+    if isinstance(code, grpc.StatusCode):
+        return code
+    if exc is None:
+        return grpc.StatusCode.OK
+    if isinstance(exc, (asyncio.CancelledError, GeneratorExit)):
+        remaining = context.time_remaining() if hasattr(context, "time_remaining") else None
+        return grpc.StatusCode.DEADLINE_EXCEEDED if remaining is not None and remaining <= 0 else grpc.StatusCode.CANCELLED
+    return grpc.StatusCode.UNKNOWN

@@ -13,6 +13,7 @@ import sys
 from agentscope_memory.client.long_term import LongTermClient
 from agentscope_memory.errors import MemoryServiceError
 from agentscope_memory.long_term.engine import Scope
+from agentscope_memory_server.cli_calls import RETRIES, failure
 
 COMPONENTS = ("final", "semantic", "dense", "lexical", "decay", "importance", "frequency")
 
@@ -34,10 +35,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     scope = Scope(agent_name=args.agent_name, user_id=args.user_id, run_name=args.run_name)
     try:
-        with LongTermClient(args.target, api_key=args.api_key) as client:
+        with LongTermClient(args.target, api_key=args.api_key, retries=RETRIES) as client:
             items = client.search(scope, args.query, top_k=args.top_k)
+    except BrokenPipeError:
+        raise  # the command line stops quietly when the reader of stdout goes away
     except (MemoryServiceError, OSError) as exc:
-        print(f"agentscope-memory long-term {args.action}: {exc}", file=sys.stderr)
+        print(f"agentscope-memory long-term {args.action}: {failure(exc, args.api_key)}", file=sys.stderr)
         return 1
     if args.json:
         for item in items:
@@ -49,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
     for item in items:
         s = item.scores
         numbers = [f"{getattr(s, name):.3f}" if s else "-" for name in COMPONENTS[:6]]
-        print("\t".join([*numbers, item.memory_type, item.text.replace("\n", " ")]))
+        # One row per result whatever the text holds: a tab or line break of its own would
+        # shift or split the columns a script cuts.
+        print("\t".join([*numbers, item.memory_type, " ".join(item.text.split())]))
     print(f"{len(items)} results", file=sys.stderr)
     return 0

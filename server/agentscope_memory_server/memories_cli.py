@@ -11,6 +11,7 @@ prints as it goes and never asks the server for more than one page at a time.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import time
@@ -20,6 +21,7 @@ from agentscope_memory.client import MemoryClient
 from agentscope_memory.errors import MemoryServiceError
 from agentscope_memory.message import msg_to_dict
 from agentscope_memory_server.session_cli import format_message
+from agentscope_memory_server.cli_calls import RETRIES, failure
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -44,11 +46,15 @@ def _when(seconds: float) -> str:
 
 def run(args: argparse.Namespace, stdin: TextIO | None = None) -> int:
     try:
-        with MemoryClient(args.target, api_key=args.api_key) as client:
+        with MemoryClient(args.target, api_key=args.api_key, retries=RETRIES) as client:
             if args.action == "list":
                 count = 0
+                memories = iter(client.list_memories(page_size=args.page_size))
+                # The first page is asked for before the header is printed, so a server that is
+                # down or refuses the key leaves stdout empty rather than holding a bare header.
+                first = next(memories, None)
                 print("MEMORY\tKIND\tMESSAGES\tVERSION\tUPDATED")
-                for memory in client.list_memories(page_size=args.page_size):
+                for memory in itertools.chain([first] if first is not None else [], memories):
                     count += 1
                     print(f"{memory.memory_id}\t{memory.kind}\t{memory.message_count}\t{memory.version}\t"
                           f"{_when(memory.update_time)}")
@@ -64,14 +70,23 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None) -> int:
                 return 0
             memory = client.get_memory(args.memory_id)
             if not args.yes:
+                # The question goes to stderr, as a failure would: with stdout redirected into a
+                # file it is still seen, rather than the command seeming to hang.
                 print(f"delete {memory.memory_id} ({memory.kind}, {memory.message_count} messages)? [y/N] ",
-                      end="", flush=True)
-                if (stdin or sys.stdin).readline().strip().lower() not in ("y", "yes"):
-                    print("not deleted")
+                      end="", file=sys.stderr, flush=True)
+                answer = (stdin or sys.stdin).readline()
+                if not answer:
+                    print(f"\n{memory.memory_id} not deleted: no answer on stdin (--yes deletes without asking)",
+                          file=sys.stderr)
+                    return 1
+                if answer.strip().lower() not in ("y", "yes"):
+                    print(f"{memory.memory_id} not deleted", file=sys.stderr)
                     return 1
             client.delete_memory(args.memory_id)
             print(f"deleted {memory.memory_id}")
             return 0
+    except BrokenPipeError:
+        raise  # the command line stops quietly when the reader of stdout goes away
     except (MemoryServiceError, OSError) as exc:
-        print(f"agentscope-memory memories {args.action}: {exc}", file=sys.stderr)
+        print(f"agentscope-memory memories {args.action}: {failure(exc, args.api_key)}", file=sys.stderr)
         return 1

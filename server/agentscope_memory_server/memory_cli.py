@@ -11,6 +11,7 @@ import sys
 
 from agentscope_memory.client import MemoryClient
 from agentscope_memory.errors import MemoryServiceError
+from agentscope_memory_server.cli_calls import RETRIES, failure
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -28,10 +29,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        with MemoryClient(args.target, api_key=args.api_key) as client:
+        with MemoryClient(args.target, api_key=args.api_key, retries=RETRIES) as client:
             added = client.close_pending_tool_calls(args.memory_id, args.agent_name)
+    except BrokenPipeError:
+        raise  # the command line stops quietly when the reader of stdout goes away
     except (MemoryServiceError, OSError) as exc:
-        print(f"agentscope-memory memory {args.action}: {exc}", file=sys.stderr)
+        print(f"agentscope-memory memory {args.action}: {failure(exc, args.api_key)}", file=sys.stderr)
         return 1
     if not added:
         print(f"{args.memory_id}: no unanswered tool call")

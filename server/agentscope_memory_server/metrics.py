@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, make_asgi_a
 
 from agentscope_memory.errors import UnauthenticatedError
 from agentscope_memory_server.auth_failures import TooManyFailedAuthentications
-from agentscope_memory_server.handlers import Behaviour, wrap_behaviour
+from agentscope_memory_server.handlers import Behaviour, call_status, wrap_behaviour
 from agentscope_memory_server.tenancy import ApiKeys
 
 
@@ -108,10 +108,7 @@ async def _no_lifespan(receive: Callable[[], Awaitable[dict[str, Any]]],
 
 
 def _code_of(exc: BaseException, context: grpc.aio.ServicerContext) -> str:
-    code = context.code() if hasattr(context, "code") else None
-    if isinstance(code, grpc.StatusCode):
-        return code.name
-    return "UNKNOWN" if not isinstance(exc, grpc.aio.AbortError) else "ABORTED_BY_HANDLER"
+    return call_status(context, exc).name
 
 
 def _observed_stream(inner: Callable[..., AsyncIterator[Any]], method: str, metrics: Metrics) -> Callable[..., AsyncIterator[Any]]:

@@ -63,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
         again = "; run the same command again to resume" if args.action == "store" else ""
         print(f"agentscope-memory migrate {args.action}: interrupted{again}", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        raise  # the command line stops quietly when the reader of stdout goes away
     except ValidationError as exc:
         return _fail(args, ValueError(f"invalid configuration: {describe_invalid(exc)}"))
     except (CopyRefused, OSError, ValueError, StoreOpenError, UnavailableError, sqlite3.Error) as exc:

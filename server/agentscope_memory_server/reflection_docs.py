@@ -60,7 +60,17 @@ class DocumentedPool:
         return _DocumentedFile(self._find("FindFileByName", name), self)
 
     def FindFileContainingSymbol(self, symbol: str) -> _DocumentedFile:
-        return _DocumentedFile(self._find("FindFileContainingSymbol", symbol), self)
+        try:
+            found = self._find("FindFileContainingSymbol", symbol)
+        except KeyError:
+            # The upb pool finds services, messages and fields by name but not methods, which
+            # `grpcurl describe pkg.Service.Method` asks for: found through their service.
+            service_name, _, method = symbol.rpartition(".")
+            service = self._find("FindServiceByName", service_name)
+            if method not in service.methods_by_name:
+                raise
+            found = service.file
+        return _DocumentedFile(found, self)
 
     def __getattr__(self, name: str) -> Any:
         return lambda *args: self._find(name, *args)

@@ -23,6 +23,7 @@ from agentscope_memory.short_term.auto_context.kind import AutoContextKind
 from agentscope_memory.short_term.in_memory import InMemoryKind
 from agentscope_memory.short_term.tiered.kind import KEY_L1, KEY_L2, KEY_L3, TieredKind
 from agentscope_memory_server.progress import byte_progress
+from agentscope_memory_server.cli_calls import RETRIES, failure
 
 DEFAULT_DIR = Path("./data/sessions/default")
 # The state keys of each memory kind, (key, is_list), as the server's own ImportSession reads
@@ -72,13 +73,15 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         return _ACTIONS[args.action](args)
+    except BrokenPipeError:
+        raise  # the command line stops quietly when the reader of stdout goes away
     except (MemoryServiceError, OSError) as exc:
-        print(f"agentscope-memory session {args.action}: {exc}", file=sys.stderr)
+        print(f"agentscope-memory session {args.action}: {failure(exc, args.api_key)}", file=sys.stderr)
         return 1
 
 
 def _export(args: argparse.Namespace) -> int:
-    with MemoryClient(args.target, api_key=args.api_key) as client, \
+    with MemoryClient(args.target, api_key=args.api_key, retries=RETRIES) as client, \
             byte_progress(f"export {args.memory_id}", force=args.progress) as progress:
         entries, version = client.save_state(args.memory_id, progress=progress)
     session = JsonSession(args.dir)
@@ -93,7 +96,7 @@ def _import(args: argparse.Namespace) -> int:
         print(f"no session {args.session_id!r} in {args.dir}", file=sys.stderr)
         return 1
     entries = read_entries(session, args.session_id, KNOWN_LIST_KEYS)
-    with MemoryClient(args.target, api_key=args.api_key) as client:
+    with MemoryClient(args.target, api_key=args.api_key, retries=RETRIES) as client:
         try:
             kind = client.get_memory(args.memory_id).kind
         except NotFoundError:
@@ -142,8 +145,14 @@ def describe_block(block: object) -> str:
 def format_message(msg: Msg) -> str:
     role = msg.role.value if msg.role else "?"
     who = f"{role}" + (f" ({msg.name})" if msg.name else "")
-    body = "\n    ".join(describe_block(b) for b in msg.content) or "(empty)"
-    return f"[{msg.timestamp or '-'}] {who}:\n    {body}"
+    # Every line of a block is indented, so a text's own line breaks cannot start what reads as
+    # the next message.
+    body = "\n".join(describe_block(b) for b in msg.content) or "(empty)"
+    return f"[{msg.timestamp or '-'}] {who}:\n" + _indented(body)
+
+
+def _indented(text: str) -> str:
+    return "\n".join(f"    {line}" for line in text.split("\n"))
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -178,7 +187,7 @@ TIER_KEYS = (KEY_L1, KEY_L2, KEY_L3)
 def format_tier_item(item: dict[str, object], where: str) -> str:
     if isinstance(item.get("msg"), dict):
         return format_message(msg_from_dict(item["msg"], f"{where}.msg"))
-    return f"[{item.get('kind', 'summary')}]:\n    {item.get('text', '')}"
+    return f"[{item.get('kind', 'summary')}]:\n" + _indented(str(item.get("text", "")))
 
 
 _ACTIONS = {"export": _export, "import": _import, "list": _list, "show": _show}

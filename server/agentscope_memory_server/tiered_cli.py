@@ -11,6 +11,7 @@ from dataclasses import asdict
 from agentscope_memory.client.tiered import TieredClient
 from agentscope_memory.errors import MemoryServiceError
 from agentscope_memory.short_term.tiered.visual import render_status
+from agentscope_memory_server.cli_calls import RETRIES, failure
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -23,10 +24,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        with TieredClient(args.target, api_key=args.api_key) as client:
+        with TieredClient(args.target, api_key=args.api_key, retries=RETRIES) as client:
             status = client.status(args.memory_id)
+    except BrokenPipeError:
+        raise  # the command line stops quietly when the reader of stdout goes away
     except (MemoryServiceError, OSError) as exc:
-        print(f"agentscope-memory status: {exc}", file=sys.stderr)
+        print(f"agentscope-memory status: {failure(exc, args.api_key)}", file=sys.stderr)
         return 1
     print(json.dumps(asdict(status), ensure_ascii=False) if args.json else render_status(status))
     return 0

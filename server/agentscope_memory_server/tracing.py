@@ -11,12 +11,18 @@ one process each export to their own endpoint.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+import threading
 from typing import Any
 
 import grpc
 
 from agentscope_memory.tracing import current_tracer
-from agentscope_memory_server.handlers import wrap_behaviour
+from agentscope_memory_server.handlers import call_status, wrap_behaviour
+
+# Seconds an export may take, and a shutdown (the daemon threads left behind when a collector
+# hangs do not hold up the process's exit).
+_EXPORT_S = 5
+_SHUTDOWN_S = 5
 
 # gRPC codes that make a server span an error, per OpenTelemetry's RPC semantic conventions.
 _SERVER_ERRORS = {
@@ -40,15 +46,27 @@ class Tracing:
             ) from exc
         resource = Resource.create({"service.name": service_name, "service.instance.id": instance})
         self.provider = TracerProvider(resource=resource)
-        # A collector that is down must not hold up calls or a shutdown: exports are bounded.
-        exporter = OTLPSpanExporter(endpoint=endpoint.rstrip("/") + "/v1/traces", timeout=5)
-        self.provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=1000))
+        # A collector that is down must not hold up calls or a shutdown: each export is bounded
+        # (calls never wait for one: a thread exports), and so is `shutdown`.
+        self._exporter = OTLPSpanExporter(endpoint=endpoint.rstrip("/") + "/v1/traces", timeout=_EXPORT_S)
+        self.provider.add_span_processor(BatchSpanProcessor(self._exporter, schedule_delay_millis=1000))
         self.tracer = self.provider.get_tracer("agentscope_memory_server")
 
     def shutdown(self) -> None:
-        """Exports what is pending (for at most 5 s) and stops the exporter."""
-        self.provider.force_flush(timeout_millis=5000)
-        self.provider.shutdown()
+        """Exports what is pending and stops the exporter, in at most `_SHUTDOWN_S` seconds.
+
+        Not OpenTelemetry's `force_flush`, whose timeout is not applied: with a collector that
+        accepts connections and never answers, it waited the export timeout for every batch
+        queued, then the provider's shutdown waited again, for minutes in all.
+        """
+        stopping = threading.Thread(target=self.provider.shutdown, name="otel-shutdown", daemon=True)
+        stopping.start()
+        stopping.join(_SHUTDOWN_S - 1)
+        if stopping.is_alive():
+            # The collector does not keep up: what is still queued is dropped, not waited for
+            # (a stopped exporter refuses the remaining batches at once).
+            self._exporter.shutdown()
+            stopping.join(1)
 
 
 def call_attributes(method: str) -> dict[str, str]:
@@ -64,13 +82,6 @@ def record_status(span: Any, code: grpc.StatusCode) -> None:
     span.set_attribute("rpc.grpc.status_code", code.value[0])
     if code in _SERVER_ERRORS:
         span.set_status(Status(StatusCode.ERROR, code.name))
-
-
-def _code_of(context: grpc.aio.ServicerContext, failed: bool) -> grpc.StatusCode:
-    code = context.code() if hasattr(context, "code") else None
-    if isinstance(code, grpc.StatusCode):
-        return code
-    return grpc.StatusCode.UNKNOWN if failed else grpc.StatusCode.OK
 
 
 class TracingInterceptor(grpc.aio.ServerInterceptor):
@@ -104,21 +115,18 @@ class TracingInterceptor(grpc.aio.ServerInterceptor):
                                                 attributes=attributes, record_exception=False,
                                                 set_status_on_exception=False)
 
-        def finish(span: Any, context: grpc.aio.ServicerContext, failed: bool) -> None:
-            record_status(span, _code_of(context, failed))
-
         def unary_response(inner: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
             async def traced(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 # Each call runs in its own task, so what is set here ends with the call.
                 current_tracer.set(tracer)
                 with start() as span:
-                    failed = True
                     try:
                         result = await inner(request, context)
-                        failed = False
-                        return result
-                    finally:
-                        finish(span, context, failed)
+                    except BaseException as exc:
+                        record_status(span, call_status(context, exc))
+                        raise
+                    record_status(span, call_status(context, None))
+                    return result
 
             return traced
 
@@ -126,13 +134,13 @@ class TracingInterceptor(grpc.aio.ServerInterceptor):
             async def traced(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
                 current_tracer.set(tracer)
                 with start() as span:
-                    failed = True
                     try:
                         async for item in inner(request, context):
                             yield item
-                        failed = False
-                    finally:
-                        finish(span, context, failed)
+                    except BaseException as exc:
+                        record_status(span, call_status(context, exc))
+                        raise
+                    record_status(span, call_status(context, None))
 
             return traced
 
