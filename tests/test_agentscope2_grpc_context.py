@@ -82,7 +82,7 @@ async def test_agentscope2_agent_compressed_by_the_server_saved_loaded_and_reloa
             assert "杭州天气怎么样？" in _texts(calls[-1])  # the first user message is kept
             assert events and "PREVIOUS_ROUND_CONVERSATION_SUMMARY" in " ".join(events), events
             # The offload instruction is in the system prompt (as AgentScope-Java's hook adds it).
-            assert "context_reload" in last[0]["content"] if isinstance(last[0]["content"], str) else _texts(calls[-1])
+            assert last[0]["role"] == "system" and "call the context_reload tool" in json.dumps(last[0], ensure_ascii=False)
             # The agent's context is the server's working history: the summary is one message.
             assert first["sizes"][-1] < first["sizes"][-2] + 2 and len(first["uuids"]) == 1, first
             uuid = first["uuids"][0]
@@ -90,7 +90,7 @@ async def test_agentscope2_agent_compressed_by_the_server_saved_loaded_and_reloa
             # A new process loads the saved state and goes on: the model gets the compressed
             # context, calls context_reload with the marker's uuid and reads the planted fact.
             llm.push(ScriptedReply.tool_call("context_reload", {"working_context_offload_uuid": uuid}),
-                     ScriptedReply.text("E12345678"), ScriptedReply.text("你好！"))
+                     ScriptedReply.text("E12345678"), ScriptedReply.text("你好！"), ScriptedReply.text("记得。"))
             seen = len(_agent_calls(llm))
             second = await _run("second", server.address, llm)
             calls = _agent_calls(llm)[seen:]
@@ -100,17 +100,24 @@ async def test_agentscope2_agent_compressed_by_the_server_saved_loaded_and_reloa
             assert any("我的护照号码是E12345678" in json.dumps(m, ensure_ascii=False) for m in tool_results), tool_results
             assert second["reply"] == "E12345678"
             # Nothing of the history was sent again: the server received the new user message,
-            # the tool call, its result and the answer.
-            assert await _originals(client, memory_id) == originals + 4
+            # the tool call, its result and the answer (and the last agent's two messages below).
+            assert await _originals(client, memory_id) == originals + 4 + 2
             # The other session has its own memory, holding none of the first one's.
             other = second["other_memory_id"]
             assert (memory_id, other) == ("agentscope2/Friday/会话-1", "agentscope2/Friday/会话-2")
-            assert "E12345678" not in _texts(calls[-1]) and "你好，我是新的会话。" in _texts(calls[-1])
+            assert "E12345678" not in _texts(calls[-2]) and "你好，我是新的会话。" in _texts(calls[-2])
+            assert "杭州" not in _texts(calls[-2])
             assert second["other_texts"] == ["你好，我是新的会话。", "你好！"]
             # A save from a stale load is refused, naming the slot, and the newer state stays.
             name, message, current, loaded = second["stale"]
             assert name == "AgentStateConflictError" and "会话-1" in message and "小明" in message
             assert current == loaded + 1 and second["after_stale"]
+            assert second["big_round_trip"]
+            # An agent with an empty state of that session continues the server's conversation,
+            # its messages whole (the metadata the application gave them, their ids).
+            assert MARKER.search(_texts(calls[-1])) and "杭州天气怎么样？" in _texts(calls[-1])
+            assert second["fresh_texts"] == second["texts"] + ["还记得我们聊过什么吗？", "记得。"]
+            assert second["fresh_first"] == [{"来源": "第1轮"}, True]
 
 
 async def test_agentscope2_agent_without_a_server_keeps_working_uncompressed() -> None:

@@ -360,11 +360,13 @@ class RemoteContextCompression:
     def __init__(self, target: str = DEFAULT_TARGET, *, api_key: str | None = None,
                  memory_id: str | Callable[[Any], str] | None = None,
                  auto_context_config: AutoContextConfig | None = None, raise_errors: bool = False,
-                 offload_instruction: bool = True, timeout: float = 30.0, retries: int = 2) -> None:
+                 offload_instruction: bool = True, send_after_reply: bool = True, timeout: float = 30.0,
+                 retries: int = 2) -> None:
         self._memory_id = memory_id
         self._config = auto_context_config
         self.raise_errors = raise_errors
         self.offload_instruction = offload_instruction
+        self.send_after_reply = send_after_reply
         self._clients = PerLoop(functools.partial(_ContextClient, target, api_key=api_key, timeout=timeout,
                                                   retries=retries))
         self._created: set[str] = set()
@@ -372,10 +374,11 @@ class RemoteContextCompression:
         self._system: dict[str, list[str]] = {}
 
     # AgentScope asks each middleware which hooks it implements.
-    _HOOKS = frozenset({"on_compress_context", "on_system_prompt"})
+    _HOOKS = frozenset({"on_compress_context", "on_system_prompt", "on_reply"})
 
     def is_implemented(self, hook_name: str) -> bool:
-        return hook_name in self._HOOKS and (hook_name != "on_system_prompt" or self.offload_instruction)
+        return hook_name in self._HOOKS and (hook_name != "on_system_prompt" or self.offload_instruction) and (
+            hook_name != "on_reply" or self.send_after_reply)
 
     async def get_middleware_key(self) -> str:
         return STATE_KEY
@@ -408,13 +411,23 @@ class RemoteContextCompression:
         added = self._system.get(self.memory_id_of(agent)) or [HOOK_INSTRUCTION]
         return "\n\n".join([current_prompt, *added] if current_prompt else added)
 
-    async def compress(self, agent: Any) -> bool:
-        """Send what the server lacks, let it compress, and make the agent's context its working
-        history; True when the server compressed. Raises what failed (the context unchanged)."""
-        client = self._clients.get()
-        memory_id = self.memory_id_of(agent)
-        state = agent.state
-        mine = state.middle_context.get(STATE_KEY)
+    async def on_reply(self, agent: Any, input_kwargs: dict[str, Any], next_handler: Callable[..., Any]) -> Any:
+        async for item in next_handler(**input_kwargs):
+            yield item
+        # The reply's last answer is sent now, not at the next compression: the memory holds
+        # the whole conversation between replies (for the inspector, other clients, a process
+        # that starts from the memory alone).
+        try:
+            await self.send(agent)
+        except Exception:
+            if self.raise_errors:
+                raise
+            logger.warning("agentscope-memory: sending agent %r's reply to the server failed; it is sent with "
+                           "the next compression", getattr(agent, "name", "?"), exc_info=True)
+
+    async def _seen(self, client: _ContextClient, agent: Any, memory_id: str) -> set[str]:
+        """The identities of the agent's blocks the memory holds (see `_identity`)."""
+        mine = agent.state.middle_context.get(STATE_KEY)
         seen: set[str] | None = None
         if isinstance(mine, dict) and mine.get("memory_id") == memory_id and isinstance(mine.get("seen"), list):
             seen = set(mine["seen"])
@@ -429,6 +442,15 @@ class RemoteContextCompression:
             # not sent again (a state saved without this middleware's record, say).
             seen = {key for stored in await client.get_messages(memory_id)
                     for key in ((_kept(stored) or {}).get("keys") or [])}
+        return seen
+
+    async def send(self, agent: Any) -> int:
+        """Sends the blocks of the agent's context the memory lacks; returns how many messages
+        that took. Raises what failed."""
+        client = self._clients.get()
+        memory_id = self.memory_id_of(agent)
+        state = agent.state
+        seen = await self._seen(client, agent, memory_id)
         unsent = _unsent(state.context, seen)
         for batch in _batches(unsent):
             await client.add_messages(memory_id, batch)
@@ -436,7 +458,15 @@ class RemoteContextCompression:
             for part in batch:
                 seen.update(part.metadata[METADATA_KEY]["keys"])
             state.middle_context[STATE_KEY] = {"memory_id": memory_id, "seen": sorted(seen)}
-        system, working, compressed = await client.working_input(memory_id)
+        return len(unsent)
+
+    async def compress(self, agent: Any) -> bool:
+        """Send what the server lacks, let it compress, and make the agent's context its working
+        history; True when the server compressed. Raises what failed (the context unchanged)."""
+        await self.send(agent)
+        memory_id = self.memory_id_of(agent)
+        state = agent.state
+        system, working, compressed = await self._clients.get().working_input(memory_id)
         self._system[memory_id] = [b.text for b in system.content if isinstance(b, TextBlock) and b.text]
         context = _rebuild(working, state.context)
         state.context = context

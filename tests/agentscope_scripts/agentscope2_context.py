@@ -58,8 +58,8 @@ async def main() -> None:
         return Agent(name="Friday", system_prompt="你是一个助手。", model=model, toolkit=toolkit,
                      middlewares=[compression], state=state)
 
-    def user(text: str) -> Msg:
-        return Msg(name="user", content=[TextBlock(text=text)], role="user")
+    def user(text: str, **metadata: str) -> Msg:
+        return Msg(name="user", content=[TextBlock(text=text)], role="user", metadata=metadata)
 
     states = AsyncAgentStateClient(TARGET, api_key=KEY)
     out: dict = {}
@@ -68,8 +68,8 @@ async def main() -> None:
         slot = RemoteAgentState(states, USER, SESSION)
         friday = await agent(compression, await slot.load())
         sizes = []
-        for text in ("杭州天气怎么样？", "请记住：我的护照号码是E12345678。上海呢？", "谢谢", "再见"):
-            await friday.reply(user(text))
+        for i, text in enumerate(("杭州天气怎么样？", "请记住：我的护照号码是E12345678。上海呢？", "谢谢", "再见")):
+            await friday.reply(user(text, 来源=f"第{i + 1}轮"))
             sizes.append(len(friday.state.context))
         out["sizes"] = sizes
         out["memory_id"] = compression.memory_id_of(friday)
@@ -101,6 +101,20 @@ async def main() -> None:
         except AgentStateConflictError as exc:
             out["stale"] = [type(exc).__name__, str(exc), exc.current_version, exc.loaded_version]
         out["after_stale"] = (await RemoteAgentState(states, USER, SESSION).load()).model_dump_json() == mine.model_dump_json()
+        # A state beyond gRPC's 4 MiB message goes and comes back in pieces.
+        big = await load_agent_state(states, USER, "大会话")
+        big.context.append(user("长" * (3 * 1024 * 1024)))
+        await save_agent_state(states, USER, "大会话", big)
+        out["big_round_trip"] = (await load_agent_state(states, USER, "大会话")).model_dump_json() == big.model_dump_json()
+        # An agent of the session with a new, empty state picks up the conversation the memory
+        # holds, its messages rebuilt whole from what the server stored.
+        from agentscope.state import AgentState
+
+        fresh = await agent(RemoteContextCompression(TARGET, api_key=KEY, auto_context_config=CONFIG),
+                            AgentState(session_id=SESSION))
+        await fresh.reply(user("还记得我们聊过什么吗？"))
+        out["fresh_texts"] = texts(fresh.state.context)
+        out["fresh_first"] = [fresh.state.context[0].metadata, fresh.state.context[0].id == state.context[0].id]
     elif PHASE == "down":
         logging.basicConfig(level=logging.WARNING)
         friday = await agent(RemoteContextCompression(TARGET, timeout=2))
