@@ -120,6 +120,29 @@ async def test_agentscope2_agent_compressed_by_the_server_saved_loaded_and_reloa
             assert second["fresh_first"] == [{"来源": "第1轮"}, True]
 
 
+async def test_agentscope2_agent_compressed_in_the_middle_of_a_reply(server_factory) -> None:
+    """2.x keeps a whole reply (its tool calls and results) in one message: the server offloads
+    one result of it while the reply goes on, and the agent's message keeps its other blocks,
+    its id (so the reply's next blocks join it) and a result for every call."""
+    server = await server_factory(api_keys={KEY: "python-tenant"})
+    with ScriptedLLM(default=ScriptedReply.text("完成。")) as llm:
+        llm.push(ScriptedReply.tool_call("fetch_report", {"name": "季度"}), ScriptedReply.tool_call("lookup", {"city": "北京"}))
+        result = await _run("tools", server.address, llm)
+        calls = _agent_calls(llm)
+    assert len(calls) == 3
+    results = {m["tool_call_id"]: m["content"] for m in calls[2]["messages"] if m.get("role") == "tool"}
+    assert set(results) == {"call_1_0", "call_2_0"}, calls[2]["messages"]
+    # The long result was in the second request whole, and is an offload stub in the third.
+    assert "R-42" in _texts(calls[1]) and "R-42" not in _texts(calls[2])
+    assert MARKER.search(json.dumps(results["call_1_0"], ensure_ascii=False))
+    assert "北京：晴，二十五度。" in json.dumps(results["call_2_0"], ensure_ascii=False)
+    assert result["reply"] == "完成。" and result["reply_id"] == [True, True]
+    assert result["blocks"] == ["tool_call", "tool_result", "tool_call", "tool_result", "text"], result
+    assert [state for _, state in result["calls"]] == ["finished", "finished"]
+    assert [offloaded for _, offloaded, _ in result["results"]] == [True, False] and result["results"][0][2] < 600
+    assert result["sent_again"] == 0
+
+
 async def test_agentscope2_agent_without_a_server_keeps_working_uncompressed() -> None:
     from conftest import free_port
 

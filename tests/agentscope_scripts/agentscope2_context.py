@@ -115,6 +115,33 @@ async def main() -> None:
         await fresh.reply(user("还记得我们聊过什么吗？"))
         out["fresh_texts"] = texts(fresh.state.context)
         out["fresh_first"] = [fresh.state.context[0].metadata, fresh.state.context[0].id == state.context[0].id]
+    elif PHASE == "tools":
+        # One reply with two tool calls, the first result long: the server offloads it before
+        # the third model call, in the middle of the reply.
+        def fetch_report(name: str) -> str:
+            """Fetches a report.
+
+            Args:
+                name: The report's name.
+            """
+            return f"{name}报告：" + "数据" * 1500 + "。报告编号R-42。"
+
+        allow = PermissionDecision(behavior=PermissionBehavior.ALLOW, message="test")
+        compression = RemoteContextCompression(TARGET, api_key=KEY, auto_context_config=AutoContextConfig(
+            msg_threshold=4, last_keep=2, large_payload_threshold=1000, profile="improved"))
+        model = OpenAIChatModel(OpenAICredential(api_key="sk-test", base_url=LLM), "scripted", stream=False)
+        toolkit = Toolkit(tools=[FunctionTool(lookup, permission=allow), FunctionTool(fetch_report, permission=allow),
+                                 *await compression.list_tools()])
+        friday = Agent(name="Friday", system_prompt="你是一个助手。", model=model, toolkit=toolkit,
+                       middlewares=[compression])
+        reply = await friday.reply(user("先取季度报告，再查北京天气。"))
+        last = friday.state.context[-1]
+        out["reply"] = reply.get_text_content()
+        out["reply_id"] = [last.id == friday.state.reply_id, reply.id == last.id]
+        out["blocks"] = [b.type for b in last.content if b.type != "hint"]
+        out["calls"] = [[b.id, b.state] for b in last.content if b.type == "tool_call"]
+        out["results"] = [[b.id, "CONTEXT_OFFLOAD" in str(b.output), len(str(b.output))] for b in last.content if b.type == "tool_result"]
+        out["sent_again"] = await compression.send(friday)
     elif PHASE == "down":
         logging.basicConfig(level=logging.WARNING)
         friday = await agent(RemoteContextCompression(TARGET, timeout=2))
