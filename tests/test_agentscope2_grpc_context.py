@@ -16,7 +16,8 @@ from agentscope_python import AGENTSCOPE_2, agentscope_python
 from scripted_llm import ScriptedLLM, ScriptedReply
 
 from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
-from agentscope_memory.client import AsyncMemoryClient
+from agentscope_memory.client import AsyncMemoryClient, AsyncPoolClient
+from agentscope_memory.short_term.auto_context.config import AutoContextConfig
 
 SCRIPT = Path(__file__).parent / "agentscope_scripts" / "agentscope2_context.py"
 KEY = "agentscope2-context-key-0001"
@@ -60,7 +61,14 @@ async def _events(client: AsyncMemoryClient, memory_id: str) -> list[str]:
 async def test_agentscope2_agent_compressed_by_the_server_saved_loaded_and_reloading(server_factory) -> None:
     with ScriptedLLM(default=ScriptedReply.text("好的。")) as llm:
         server = await server_factory(api_keys={KEY: "python-tenant"}, llm_base_url=llm.base_url, llm_max_retries=0)
-        async with AsyncMemoryClient(server.address, api_key=KEY) as client:
+        async with AsyncMemoryClient(server.address, api_key=KEY) as client, \
+                AsyncPoolClient(server.address, api_key=KEY) as pools:
+            # The session's memory exists already (as the script's configuration), with a
+            # shared pool attached: the agent's system prompt carries the pool's entries.
+            await client.create_memory("agentscope2/Friday/会话-1", "AUTO_CONTEXT", auto_context_config=AutoContextConfig(
+                msg_threshold=10, last_keep=2, min_compression_token_threshold=0, profile="improved"))
+            await pools.write("团队", "发布", "周五发布", writer="planner")
+            await pools.set_memory_pools("agentscope2/Friday/会话-1", ["团队"], max_tokens=500)
             # Four rounds: two with a tool call each (the second plants a fact), two plain ones;
             # before the fourth, the server's summariser is asked for the summary.
             llm.push(ScriptedReply.tool_call("lookup", {"city": "杭州"}), ScriptedReply.text("杭州晴。"),
@@ -83,6 +91,7 @@ async def test_agentscope2_agent_compressed_by_the_server_saved_loaded_and_reloa
             assert events and "PREVIOUS_ROUND_CONVERSATION_SUMMARY" in " ".join(events), events
             # The offload instruction is in the system prompt (as AgentScope-Java's hook adds it).
             assert last[0]["role"] == "system" and "call the context_reload tool" in json.dumps(last[0], ensure_ascii=False)
+            assert "[SHARED:发布] 周五发布" in json.dumps(last[0], ensure_ascii=False)
             # The agent's context is the server's working history: the summary is one message.
             assert first["sizes"][-1] < first["sizes"][-2] + 2 and len(first["uuids"]) == 1, first
             uuid = first["uuids"][0]
