@@ -293,15 +293,17 @@ def _rebuild(working: Sequence[Msg], context: Sequence[Any]) -> list[Any]:
             else:
                 groups.append(_Group(info["msg"], stored, info, blocks))
             continue
-        # A message the server wrote between two pieces of one reply (a summary of some of its
-        # tool calls) stays inside that reply, where 2.x keeps a reply's blocks.
+        # An assistant or tool message the server wrote between two pieces of one reply, or
+        # after its last piece (a summary or stub of some of its tool calls), stays inside that
+        # reply, where 2.x keeps a reply's blocks (and appends the reply's next ones).
         following = next((n for n in infos[i + 1:] if n is not None), None)
         last = groups[-1] if groups else None
-        if (last is not None and last.origin is not None and following is not None
-                and following["msg"] == last.origin and (last.info or {}).get("header", {}).get("role") == "assistant"):
+        assistant = stored.role not in (MsgRole.USER, MsgRole.SYSTEM)
+        if (assistant and last is not None and last.origin is not None
+                and (following is None or following["msg"] == last.origin)
+                and (last.info or {}).get("header", {}).get("role") == "assistant"):
             last.blocks += _from_library(stored, assistant=True)
         else:
-            assistant = stored.role not in (MsgRole.USER, MsgRole.SYSTEM)
             groups.append(_Group(None, stored, None, _from_library(stored, assistant)))
 
     out: list[Any] = []
