@@ -152,6 +152,18 @@ async def test_agentscope2_agent_compressed_in_the_middle_of_a_reply(server_fact
     assert result["sent_again"] == 0
 
 
+async def test_agentscope2_long_conversation_goes_in_batches_and_comes_back_in_pages(server_factory) -> None:
+    """1500 messages are more than one AddMessages call takes (the adapter sends 500 at a time)
+    and than one PrepareReasoningInput page holds (1000): the context comes back whole, the
+    agent's own objects, in order."""
+    server = await server_factory(api_keys={KEY: "python-tenant"})
+    with ScriptedLLM(default=ScriptedReply.text("收到。")) as llm:
+        result = await _run("many", server.address, llm)
+        calls = _agent_calls(llm)
+    assert result == {"same_objects": True, "size": 1502, "last": ["最后一条", "收到。"], "stderr": ""}
+    assert len(calls[0]["messages"]) > 1501 and "第0条" in _texts(calls[0])
+
+
 async def test_agentscope2_agent_without_a_server_keeps_working_uncompressed() -> None:
     from conftest import free_port
 

@@ -142,6 +142,21 @@ async def main() -> None:
         out["calls"] = [[b.id, b.state] for b in last.content if b.type == "tool_call"]
         out["results"] = [[b.id, "CONTEXT_OFFLOAD" in str(b.output), len(str(b.output))] for b in last.content if b.type == "tool_result"]
         out["sent_again"] = await compression.send(friday)
+    elif PHASE == "many":
+        # A long conversation: sent in several AddMessages calls, read back in several pages.
+        from agentscope.message import AssistantMsg
+        from agentscope.state import AgentState
+
+        compression = RemoteContextCompression(TARGET, api_key=KEY, auto_context_config=AutoContextConfig(
+            msg_threshold=5000, max_token=10**9, profile="improved"))
+        state = AgentState(context=[user(f"第{i}条") if i % 2 == 0 else AssistantMsg("Friday", f"回答{i}")
+                                    for i in range(1500)])
+        before = list(state.context)
+        friday = await agent(compression, state)
+        await friday.reply(user("最后一条"))
+        out["same_objects"] = all(a is b for a, b in zip(before, friday.state.context[:1500], strict=True))
+        out["size"] = len(friday.state.context)
+        out["last"] = texts(friday.state.context[-2:])
     elif PHASE == "down":
         logging.basicConfig(level=logging.WARNING)
         friday = await agent(RemoteContextCompression(TARGET, timeout=2))
