@@ -92,6 +92,8 @@ async def test_agentscope2_agent_with_mem0_middleware_over_remote_client(server_
 @pytest.mark.parametrize("version, example, check", [
     (AGENTSCOPE_1, "agentscope1", "print(type(ltm).__name__, ltm.agent_name, ltm.user_name)"),
     (AGENTSCOPE_2, "agentscope2", "print(type(memory).__name__, type(client).__name__)"),
+    (AGENTSCOPE_2, "agentscope2-context",
+     "print(type(compression).__name__, type(slot).__name__, asyncio.run(toolkit.get_tool('context_reload')).name)"),
 ])
 async def test_readme_examples_run_in_their_agentscope(server_factory, version, example, check) -> None:
     from test_mem0rest_grpc_readme import README_URL, readme_example
@@ -104,7 +106,9 @@ async def test_readme_examples_run_in_their_agentscope(server_factory, version, 
     out, err = await asyncio.wait_for(proc.communicate(), 300)
     assert proc.returncode == 0, err.decode()[-4000:]
     assert out.decode().split() == {"agentscope1": ["RemoteLongTermMemory", "Friday", "alice"],
-                                    "agentscope2": ["Mem0Middleware", "RemoteMem0Client"]}[example]
+                                    "agentscope2": ["Mem0Middleware", "RemoteMem0Client"],
+                                    "agentscope2-context": ["RemoteContextCompression", "RemoteAgentState",
+                                                            "context_reload"]}[example]
 
 
 async def test_agentscope1_remote_memory_under_a_react_agent(server_factory) -> None:

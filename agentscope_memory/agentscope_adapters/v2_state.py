@@ -1,0 +1,124 @@
+"""AgentScope-Python 2.x: an agent's `AgentState` kept in the server, with compare-and-set.
+
+    from agentscope_memory.client import AsyncAgentStateClient
+    from agentscope_memory.agentscope_adapters.v2_state import RemoteAgentState
+
+    slot = RemoteAgentState(AsyncAgentStateClient("127.0.0.1:50051", api_key="..."), "alice", "chat-1")
+    agent = Agent(..., state=await slot.load())    # a new AgentState when none is stored
+    await agent.reply(...)
+    await slot.save(agent)                          # AgentStateConflictError if another saved since
+
+2.x leaves persistence to the application; this stores `state.model_dump_json()` as one value
+of the server's AgentStateService slot (user, session), key `agentscope_python_agent_state`
+(AgentScope-Java 2.x writes `agent_state` in its own JSON, which a Python agent cannot read).
+A save names the version the load read: when another process saved the slot meanwhile, it
+fails instead of overwriting that turn. States of any size are sent and read in pieces
+when they do not fit one gRPC message.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from agentscope_memory.agent_state import Slot, StateConflictError
+from agentscope_memory.client.agent_state import AsyncAgentStateClient
+
+DEFAULT_KEY = "agentscope_python_agent_state"
+
+
+class AgentStateConflictError(StateConflictError):
+    """The slot was saved by another writer since this one loaded (or, never loaded, it exists)."""
+
+    def __init__(self, user_id: str, session_id: str, loaded_version: int, current_version: int) -> None:
+        self.user_id = user_id
+        self.session_id = session_id
+        self.loaded_version = loaded_version
+        what = (f"the agent state of user {user_id!r}, session {session_id!r} (loaded at version {loaded_version})"
+                if loaded_version else f"the agent state of user {user_id!r}, session {session_id!r} (never loaded)")
+        super().__init__(what, current_version)
+        self.args = (f"{self.args[0]}: load it again, then save",)
+
+
+def _state_of(agent_or_state: Any) -> Any:
+    return getattr(agent_or_state, "state", agent_or_state)
+
+
+class RemoteAgentState:
+    """One (user, session) slot's agent state; remembers the version it last read or wrote."""
+
+    def __init__(self, client: AsyncAgentStateClient, user_id: str, session_id: str, *, key: str = DEFAULT_KEY) -> None:
+        self.client = client
+        self.slot = Slot(user_id, session_id)
+        self.key = key
+        # 0: nothing stored when last read (a save creates the value, and fails if it exists).
+        self.version = 0
+
+    async def load(self, agent: Any = None) -> Any:
+        """The stored `AgentState`, or a new one with this session id when none is stored. With
+        `agent`, it also becomes the agent's state."""
+        from agentscope.state import AgentState
+
+        stored = await self.client.get_value(self.slot, self.key)
+        self.version = stored.version if stored.found else 0
+        state = AgentState.model_validate_json(stored.json) if stored.found else AgentState(session_id=self.slot.session_id)
+        if agent is not None:
+            _install(agent, state)
+        return state
+
+    async def save(self, agent_or_state: Any) -> int:
+        """Stores the state (an `Agent`'s or an `AgentState`) if the slot is still at the version
+        last read or written here; returns the new version."""
+        text = _state_of(agent_or_state).model_dump_json()
+        try:
+            self.version = await self.client.put_value(self.slot, self.key, text, expected_version=self.version)
+        except StateConflictError as exc:
+            raise AgentStateConflictError(self.slot.user_id, self.slot.session_id, self.version,
+                                          exc.current_version) from None
+        return self.version
+
+
+def _install(agent: Any, state: Any) -> None:
+    agent.state = state
+    # The agent's permission engine holds the state's permission context (built in __init__).
+    engine = getattr(agent, "_engine", None)
+    if engine is not None:
+        try:
+            agent._engine = type(engine)(state.permission_context)
+        except TypeError:
+            pass
+
+
+# The version each state object was loaded or saved at, for the two functions below.
+_versions: dict[tuple[int, str, str, str], int] = {}
+
+
+def _remember(state: Any, slot: RemoteAgentState) -> None:
+    key = (id(state), slot.slot.user_id, slot.slot.session_id, slot.key)
+    if key not in _versions:
+        weakref.finalize(state, _versions.pop, key, None)
+    _versions[key] = slot.version
+
+
+async def load_agent_state(client: AsyncAgentStateClient, user_id: str, session_id: str, agent: Any = None, *,
+                           key: str = DEFAULT_KEY) -> Any:
+    """`RemoteAgentState(...).load(agent)`; `save_agent_state` of the returned state (or of the
+    agent's) is guarded by the version read here."""
+    slot = RemoteAgentState(client, user_id, session_id, key=key)
+    state = await slot.load(agent)
+    _remember(state, slot)
+    return state
+
+
+async def save_agent_state(client: AsyncAgentStateClient, user_id: str, session_id: str, agent_or_state: Any, *,
+                           key: str = DEFAULT_KEY) -> int:
+    """Stores the state if nobody saved the slot since it was loaded (or last saved) with these
+    functions; a state never loaded is stored only if the slot holds none. Raises
+    `AgentStateConflictError` otherwise."""
+    state = _state_of(agent_or_state)
+    slot = RemoteAgentState(client, user_id, session_id, key=key)
+    slot.version = _versions.get((id(state), user_id, session_id, key), 0)
+    try:
+        return await slot.save(state)
+    finally:
+        _remember(state, slot)
