@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.agentscopememory.client.ScriptedLlmServer;
 import dev.agentscopememory.client.TestServer;
 import io.agentscope.core.ReActAgent;
 import io.agentscope.core.memory.Memory;

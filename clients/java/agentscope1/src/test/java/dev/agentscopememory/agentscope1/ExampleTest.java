@@ -3,6 +3,7 @@ package dev.agentscopememory.agentscope1;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.agentscopememory.client.ScriptedLlmServer;
 import dev.agentscopememory.client.TestServer;
 import dev.agentscopememory.examples.RemoteMemoryExample;
 import io.agentscope.core.memory.InMemoryMemory;

@@ -12,6 +12,7 @@ import dev.agentscopememory.client.AutoContextConfig;
 import dev.agentscopememory.client.AutoContextProfile;
 import dev.agentscopememory.client.RemoteConnection;
 import dev.agentscopememory.client.RemoteMemoryException;
+import dev.agentscopememory.client.ScriptedLlmServer;
 import dev.agentscopememory.client.TestServer;
 import dev.agentscopememory.client.TokenCounter;
 import dev.agentscopememory.grpc.v1.AddMessagesRequest;

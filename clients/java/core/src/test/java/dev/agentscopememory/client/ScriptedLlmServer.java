@@ -1,4 +1,4 @@
-package dev.agentscopememory.agentscope1;
+package dev.agentscopememory.client;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -17,8 +17,11 @@ import java.util.List;
  * The one test double the project allows: an OpenAI-compatible chat endpoint on 127.0.0.1 that
  * answers every {@code /chat/completions} call with the same text and token usage (streamed as
  * server-sent events when the request asks for it), recording the requests.
+ *
+ * <p>Public, and shipped in this module's test-jar (as {@link TestServer}), because the agent tests
+ * of both adapter modules run against it; it names no AgentScope type.
  */
-final class ScriptedLlmServer implements AutoCloseable {
+public final class ScriptedLlmServer implements AutoCloseable {
 
     private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -28,7 +31,7 @@ final class ScriptedLlmServer implements AutoCloseable {
     private final int completionTokens;
     private final List<JsonNode> requests = Collections.synchronizedList(new ArrayList<>());
 
-    ScriptedLlmServer(String reply, int promptTokens, int completionTokens) throws IOException {
+    public ScriptedLlmServer(String reply, int promptTokens, int completionTokens) throws IOException {
         this.reply = reply;
         this.promptTokens = promptTokens;
         this.completionTokens = completionTokens;
@@ -38,11 +41,12 @@ final class ScriptedLlmServer implements AutoCloseable {
     }
 
     /** The base URL to configure ({@code AGENTSCOPE_MEMORY_LLM_BASE_URL}). */
-    String baseUrl() {
+    public String baseUrl() {
         return "http://127.0.0.1:" + http.getAddress().getPort() + "/v1";
     }
 
-    List<JsonNode> requests() {
+    /** The chat requests received so far, in order, as JSON. */
+    public List<JsonNode> requests() {
         return requests;
     }
 
