@@ -544,7 +544,7 @@ public final class RemoteAutoContextMiddleware implements MiddlewareBase, Toolki
 
         /** The AutoContext settings (defaults: AgentScope-Java 1.0.12's {@code AutoContextConfig}'s). */
         public Builder config(AutoContextConfig config) {
-            this.config = Objects.requireNonNull(config, "config");
+            this.config = Objects.requireNonNull(config, "config must not be null");
             return this;
         }
 
@@ -554,7 +554,7 @@ public final class RemoteAutoContextMiddleware implements MiddlewareBase, Toolki
          * 1.0.12's {@code AutoContextMemory}).
          */
         public Builder profile(AutoContextProfile profile) {
-            this.profile = Objects.requireNonNull(profile, "profile");
+            this.profile = Objects.requireNonNull(profile, "profile must not be null");
             return this;
         }
 
@@ -563,7 +563,7 @@ public final class RemoteAutoContextMiddleware implements MiddlewareBase, Toolki
          * TokenCounter#CL100K} (improved profile only; the server refuses it otherwise).
          */
         public Builder tokenCounter(TokenCounter tokenCounter) {
-            this.tokenCounter = Objects.requireNonNull(tokenCounter, "tokenCounter");
+            this.tokenCounter = Objects.requireNonNull(tokenCounter, "tokenCounter must not be null");
             return this;
         }
 
@@ -574,7 +574,7 @@ public final class RemoteAutoContextMiddleware implements MiddlewareBase, Toolki
          * {@link #failOnError}).
          */
         public Builder memoryId(MemoryIdFunction memoryIds) {
-            this.memoryIds = Objects.requireNonNull(memoryIds, "memoryId");
+            this.memoryIds = Objects.requireNonNull(memoryIds, "memoryId must not be null");
             return this;
         }
 

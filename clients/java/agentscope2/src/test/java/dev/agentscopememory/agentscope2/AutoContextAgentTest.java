@@ -220,6 +220,19 @@ class AutoContextAgentTest {
     }
 
     @Test
+    void builderRefusesANullArgumentAtTheOptionsCallNamingIt() {
+        RemoteAutoContextMiddleware.Builder builder = RemoteAutoContextMiddleware.builder();
+        assertEquals("config must not be null",
+                assertThrows(NullPointerException.class, () -> builder.config(null)).getMessage());
+        assertEquals("profile must not be null",
+                assertThrows(NullPointerException.class, () -> builder.profile(null)).getMessage());
+        assertEquals("tokenCounter must not be null",
+                assertThrows(NullPointerException.class, () -> builder.tokenCounter(null)).getMessage());
+        assertEquals("memoryId must not be null",
+                assertThrows(NullPointerException.class, () -> builder.memoryId(null)).getMessage());
+    }
+
+    @Test
     void aConversationOverTheThresholdIsCompressedForTheModelAndInTheAgentState() {
         String userId = "张三-" + UUID.randomUUID();
         ScriptedModel model = ScriptedModel.answering(rounds("天气", "书", "电影"));
