@@ -6,6 +6,7 @@ over an in-process service, without a server or gRPC.
 
 from agentscope_memory.client.agent_state import AgentStateClient, AsyncAgentStateClient
 from agentscope_memory.client.aio import AsyncMemoryClient
+from agentscope_memory.client.auto_context import AsyncAutoContextClient, AutoContextClient
 from agentscope_memory.client.messages import (
     MarksUpdated,
     MessageDeleted,
@@ -20,6 +21,6 @@ from agentscope_memory.client.sync import MemoryClient
 from agentscope_memory.client.tiered import AsyncTieredClient, TieredClient
 from agentscope_memory.short_term.description import MemoryDescription
 
-__all__ = ["AgentStateClient", "AsyncAgentStateClient", "AsyncLongTermClient", "AsyncMemoryClient", "AsyncPoolClient",
-           "AsyncTieredClient", "LongTermClient", "MemoryClient", "MarksUpdated", "MemoryDescription", "MessageDeleted", "MessagesDeleted",
+__all__ = ["AgentStateClient", "AsyncAgentStateClient", "AsyncAutoContextClient", "AsyncLongTermClient", "AsyncMemoryClient", "AsyncPoolClient",
+           "AsyncTieredClient", "AutoContextClient", "LongTermClient", "MemoryClient", "MarksUpdated", "MemoryDescription", "MessageDeleted", "MessagesDeleted",
            "MessagesAdded", "MessagesRead", "MessagesReplaced", "PoolClient", "TieredClient", "Turn"]
