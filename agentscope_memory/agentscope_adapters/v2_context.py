@@ -31,12 +31,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from agentscope_memory._proto.agentscope.memory.v1 import memory_service_pb2 as pb
 from agentscope_memory.agentscope_adapters.per_loop import PerLoop
-from agentscope_memory.client import AsyncMemoryClient
+from agentscope_memory.client import AsyncAutoContextClient
 from agentscope_memory.client._common import DEFAULT_TARGET
-from agentscope_memory.convert.from_proto import msg_from_proto
-from agentscope_memory.errors import AbortedError
 from agentscope_memory.message import (
     AudioBlock,
     Base64Source,
@@ -65,9 +62,6 @@ _COMPRESSED = "_compress_meta"
 # At most this much goes in one AddMessages call (a stock server takes 1000 messages, 32 MiB).
 ADD_BATCH_MESSAGES = 500
 ADD_BATCH_BYTES = 8 * 1024 * 1024
-# How often a paged read is started again when the memory changed between its pages.
-READ_ATTEMPTS = 5
-
 TOOL_NAME = "context_reload"
 TOOL_DESCRIPTION = ("Bring back the original messages that context compression replaced, given the UUID shown in a "
                     "compressed message's offload tag. Use it when the full details of earlier tool calls or long "
@@ -79,32 +73,6 @@ BLANK_UUID_TEXT = "Error: UUID cannot be null or empty."
 def default_memory_id(agent_name: str, session_id: str) -> str:
     """The memory of an agent's session when none is given: one per agent name and session."""
     return f"agentscope2/{agent_name}/{session_id}"
-
-
-class _ContextClient(AsyncMemoryClient):
-    """The AUTO_CONTEXT calls the middleware needs, on `AsyncMemoryClient`'s channel and retries."""
-
-    async def working_input(self, memory_id: str) -> tuple[Msg, list[Msg], bool]:
-        """The server's system message (the offload instruction, the memory's shared pools) and
-        the working history after the server compressed it if needed, every page."""
-        for _ in range(READ_ATTEMPTS):
-            msgs: list[Msg] = []
-            compressed = False
-            try:
-                async for page in self._paged(self._stub.PrepareReasoningInput,
-                                              pb.PrepareReasoningInputRequest(memory_id=memory_id)):
-                    compressed = compressed or page.compressed
-                    msgs += [msg_from_proto(m) for m in page.messages]
-                # The first page starts with the system message AutoContextHook would send.
-                return msgs[0], msgs[1:], compressed
-            except AbortedError:
-                continue  # another client changed the memory between two pages: read again
-        raise AbortedError(f"memory {memory_id!r} kept changing while its working history was read; try again")
-
-    async def reload(self, memory_id: str, uuid: str) -> list[Msg]:
-        request = pb.ReloadContextRequest(memory_id=memory_id, working_context_offload_uuid=uuid)
-        return [msg_from_proto(m) async for page in self._paged(self._stub.ReloadContext, request)
-                for m in page.messages]
 
 
 # -- 2.x blocks -> the server's messages --------------------------------------------------------
@@ -369,7 +337,7 @@ class RemoteContextCompression:
         self.raise_errors = raise_errors
         self.offload_instruction = offload_instruction
         self.send_after_reply = send_after_reply
-        self._clients = PerLoop(functools.partial(_ContextClient, target, api_key=api_key, timeout=timeout,
+        self._clients = PerLoop(functools.partial(AsyncAutoContextClient, target, api_key=api_key, timeout=timeout,
                                                   retries=retries))
         self._created: set[str] = set()
         # Per memory, what the server's system message adds to the agent's prompt.
@@ -427,15 +395,14 @@ class RemoteContextCompression:
             logger.warning("agentscope-memory: sending agent %r's reply to the server failed; it is sent with "
                            "the next compression", getattr(agent, "name", "?"), exc_info=True)
 
-    async def _seen(self, client: _ContextClient, agent: Any, memory_id: str) -> set[str]:
+    async def _seen(self, client: AsyncAutoContextClient, agent: Any, memory_id: str) -> set[str]:
         """The identities of the agent's blocks the memory holds (see `_identity`)."""
         mine = agent.state.middle_context.get(STATE_KEY)
         seen: set[str] | None = None
         if isinstance(mine, dict) and mine.get("memory_id") == memory_id and isinstance(mine.get("seen"), list):
             seen = set(mine["seen"])
         if memory_id not in self._created:
-            made = await client.create_memory(memory_id, "AUTO_CONTEXT", allow_existing=True,
-                                              auto_context_config=self._config_for(agent))
+            made = await client.create_memory(memory_id, self._config_for(agent), allow_existing=True)
             self._created.add(memory_id)
             if made.message_count == 0:
                 seen = set()  # an empty memory (new, or cleared) has none of it
@@ -468,7 +435,11 @@ class RemoteContextCompression:
         await self.send(agent)
         memory_id = self.memory_id_of(agent)
         state = agent.state
-        system, working, compressed = await self._clients.get().working_input(memory_id)
+        # The server's system message (the offload instruction, the memory's shared pools) and the
+        # working history after the server compressed it if needed, every page (read again from
+        # the first page should another client change the memory between two pages).
+        prepared = await self._clients.get().prepare_reasoning_input(memory_id)
+        system, working, compressed = prepared.system, prepared.working, prepared.compressed
         self._system[memory_id] = [b.text for b in system.content if isinstance(b, TextBlock) and b.text]
         context = _rebuild(working, state.context)
         state.context = context
@@ -481,7 +452,7 @@ class RemoteContextCompression:
 
     async def reload(self, memory_id: str, uuid: str) -> list[Msg]:
         """The messages offloaded under `uuid` (the server's not-found message when none)."""
-        return await self._clients.get().reload(memory_id, uuid)
+        return (await self._clients.get().reload_context(memory_id, uuid)).messages
 
     async def list_tools(self) -> list[Any]:
         """The `context_reload` tool, answering from the memory of the agent calling it."""
