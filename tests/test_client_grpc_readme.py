@@ -1,6 +1,6 @@
 """The README's Python client examples, run as a new user would paste them: the quick start
-against a real server, local mode in a fresh directory, and the tiered and long-term turn
-examples (top-level `async with`, so run inside an async function)."""
+against a real server, local mode in a fresh directory, and the tiered, long-term turn and
+AutoContext examples (top-level `async with`, so run inside an async function)."""
 
 from __future__ import annotations
 
@@ -72,3 +72,10 @@ def test_long_term_turn_example_runs(threaded_server: ServerThread, tmp_path: Pa
     block = python_block("## Long-term memory", "begin_turn(")
     code = in_async_main(block.replace(README_ADDRESS, threaded_server.address) + "\nprint(sorted(turn.tools))")
     assert run(code, tmp_path).splitlines()[-1] == "['recordToMemory', 'retrieveFromMemory']"
+
+
+def test_auto_context_example_offloads_and_reloads_the_chinese_log(threaded_server: ServerThread,
+                                                                   tmp_path: Path) -> None:
+    block = python_block("## AutoContextMemory", "AsyncAutoContextClient(")
+    code = in_async_main(block.replace(README_ADDRESS, threaded_server.address) + "\nprint(len(model_input))")
+    assert run(code, tmp_path).splitlines() == ["['LARGE_MESSAGE_OFFLOAD_WITH_PROTECTION']", "部署窗口是周二上午十点。", "6"]
