@@ -253,6 +253,33 @@ async def test_reads_start_again_when_the_memory_changes_between_pages(server_fa
             await client.prepare_reasoning_input("改动", page_size=2)
 
 
+def test_blocking_reads_start_again_too(tmp_path: Path) -> None:
+    server = ServerThread(make_settings(tmp_path / "data", max_page_bytes=2_000))
+    msgs = [U(f"第{i}条" + "长" * 300) for i in range(6)]
+    late = U("另一个代理刚加的")
+    try:
+        with AutoContextClient(server.address, timeout=10) as client, \
+                AutoContextClient(server.address, timeout=10) as other:
+            client.create_memory("改动", AutoContextConfig(msg_threshold=100))
+            client.add_messages("改动", msgs)
+            stub = client._stub
+            for name in ("PrepareReasoningInput", "GetInteractionMessages"):
+                method, pages = getattr(stub, name), []
+
+                def once(request: Any, _method: Any = method, _pages: list[int] = pages, **kwargs: Any) -> Any:
+                    response = _method(request, **kwargs)
+                    _pages.append(1)
+                    if len(_pages) == 1:
+                        other.add_messages("改动", [late])
+                    return response
+
+                setattr(stub, name, once)
+            assert client.prepare_reasoning_input("改动", page_size=2).working == [*msgs, late]
+            assert client.get_interaction_messages("改动") == [*msgs, late, late]
+    finally:
+        server.stop()
+
+
 async def test_compressions_are_not_retried_reads_are(server_factory, tmp_path: Path) -> None:
     port = free_port()
     async with AsyncAutoContextClient(f"127.0.0.1:{port}", timeout=5) as client:

@@ -16,6 +16,7 @@ from agentscope_memory.client import _base
 from agentscope_memory.client._base import AsyncGrpcClient, BlockingGrpcClient
 from agentscope_memory.client.agent_state import AsyncAgentStateClient, AsyncLocalAgentStateClient
 from agentscope_memory.client.aio import AsyncMemoryClient
+from agentscope_memory.client.auto_context import AsyncAutoContextClient, AsyncLocalAutoContextClient, AutoContextClient
 from agentscope_memory.client.lifecycle_reflect import AsyncLocalReflectionClient, AsyncReflectionClient, ReflectionClient
 from agentscope_memory.client.local import AsyncLocalLongTermClient, AsyncLocalMemoryClient
 from agentscope_memory.client.long_term import AsyncLongTermClient, LongTermClient
@@ -26,8 +27,9 @@ from agentscope_memory.client.tiered import AsyncLocalTieredClient, AsyncTieredC
 from agentscope_memory.errors import InvalidArgumentError, UnavailableError
 
 ASYNC_CLIENTS = [AsyncMemoryClient, AsyncPoolClient, AsyncTieredClient, AsyncScopeClient, AsyncLongTermClient,
-                 AsyncReflectionClient]
-BLOCKING_CLIENTS = [MemoryClient, PoolClient, TieredClient, ScopeClient, LongTermClient, ReflectionClient]
+                 AsyncReflectionClient, AsyncAutoContextClient]
+BLOCKING_CLIENTS = [MemoryClient, PoolClient, TieredClient, ScopeClient, LongTermClient, ReflectionClient,
+                    AutoContextClient]
 
 
 def _parameters(cls: type) -> list[tuple[str, Any, Any]]:
@@ -173,7 +175,7 @@ def _methods(cls: type) -> dict[str, list[tuple[str, Any]]]:
     (AsyncMemoryClient, AsyncLocalMemoryClient), (AsyncLongTermClient, AsyncLocalLongTermClient),
     (AsyncPoolClient, AsyncLocalPoolClient), (AsyncTieredClient, AsyncLocalTieredClient),
     (AsyncScopeClient, AsyncLocalScopeClient), (AsyncReflectionClient, AsyncLocalReflectionClient),
-    (AsyncAgentStateClient, AsyncLocalAgentStateClient),
+    (AsyncAgentStateClient, AsyncLocalAgentStateClient), (AsyncAutoContextClient, AsyncLocalAutoContextClient),
 ])
 def test_the_local_mode_has_every_method_and_parameter_of_the_remote_client(remote: type, local: type) -> None:
     """Local mode promises the remote client's methods: a missing one (agent state's

@@ -14,6 +14,7 @@ from agentscope_memory.client.local import AsyncLocalLongTermClient, AsyncLocalM
 from agentscope_memory.client.long_term import AsyncLongTermClient
 from agentscope_memory.client.scopes import AsyncLocalScopeClient, AsyncScopeClient
 from agentscope_memory.client.sync import MemoryClient
+from agentscope_memory.client.auto_context import AsyncAutoContextClient, AsyncLocalAutoContextClient
 from agentscope_memory.client.tiered import AsyncLocalTieredClient, AsyncTieredClient
 from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.long_term import Scope
@@ -36,6 +37,7 @@ CALLS: dict[str, Call] = {
     "begin_turn": lambda c, m: c["long_term"].begin_turn("会话", SCOPE, "static_control", [m]),
     "tiered add": lambda c, m: c["tiered"].add("分层", [m]),
     "scoped add_messages": lambda c, m: c["scopes"].add_messages("会话", [m]),
+    "auto-context add_messages": lambda c, m: c["auto"].add_messages("自动", [m]),
 }
 
 
@@ -52,13 +54,16 @@ async def test_a_lone_surrogate_is_refused_naming_the_field_as_in_local_mode(ser
     remote = {"memory": AsyncMemoryClient(server.address, timeout=10),
               "long_term": AsyncLongTermClient(server.address, timeout=10),
               "tiered": AsyncTieredClient(server.address, timeout=10),
-              "scopes": AsyncScopeClient(server.address, timeout=10)}
+              "scopes": AsyncScopeClient(server.address, timeout=10),
+              "auto": AsyncAutoContextClient(server.address, timeout=10)}
     async with build_service(ServiceSettings(data_dir=tmp_path / "local")) as service:
         local = {"memory": AsyncLocalMemoryClient(service), "long_term": AsyncLocalLongTermClient(service),
-                 "tiered": AsyncLocalTieredClient(service), "scopes": AsyncLocalScopeClient(service)}
+                 "tiered": AsyncLocalTieredClient(service), "scopes": AsyncLocalScopeClient(service),
+                 "auto": AsyncLocalAutoContextClient(service)}
         for clients in (remote, local):
             await clients["memory"].create_memory("会话")
             await clients["tiered"].create_memory("分层")
+            await clients["auto"].create_memory("自动")
         refused = await _refusal(remote, CALLS[call], BAD[where])
         expected = await _refusal(local, CALLS[call], BAD[where])
     assert (refused.field, refused.reason) == (expected.field, expected.reason)
@@ -115,6 +120,10 @@ ID_CALLS: dict[str, Call] = {
     "iter_children": lambda c, _: _drain(c["scopes"].iter_children(BAD_ID)),
     "set_parent": lambda c, _: c["scopes"].set_parent("会话", BAD_ID),
     "tiered create_memory": lambda c, _: c["tiered"].create_memory(BAD_ID),
+    "auto-context create_memory": lambda c, _: c["auto"].create_memory(BAD_ID),
+    "auto-context get_events": lambda c, _: c["auto"].get_events(BAD_ID),
+    "auto-context iter_original_messages": lambda c, _: _drain(c["auto"].iter_original_messages(BAD_ID)),
+    "reload_context uuid": lambda c, _: c["auto"].reload_context("会话", BAD_ID),
 }
 
 
@@ -124,10 +133,12 @@ async def test_an_id_with_a_lone_surrogate_is_refused_naming_it_as_in_local_mode
     remote = {"memory": AsyncMemoryClient(server.address, timeout=10),
               "long_term": AsyncLongTermClient(server.address, timeout=10),
               "tiered": AsyncTieredClient(server.address, timeout=10),
-              "scopes": AsyncScopeClient(server.address, timeout=10)}
+              "scopes": AsyncScopeClient(server.address, timeout=10),
+              "auto": AsyncAutoContextClient(server.address, timeout=10)}
     async with build_service(ServiceSettings(data_dir=tmp_path / "local")) as service:
         local = {"memory": AsyncLocalMemoryClient(service), "long_term": AsyncLocalLongTermClient(service),
-                 "tiered": AsyncLocalTieredClient(service), "scopes": AsyncLocalScopeClient(service)}
+                 "tiered": AsyncLocalTieredClient(service), "scopes": AsyncLocalScopeClient(service),
+                 "auto": AsyncLocalAutoContextClient(service)}
         for clients in (remote, local):
             await clients["memory"].create_memory("会话")
         refused = await _refusal(remote, ID_CALLS[call], BAD["text"])
