@@ -312,3 +312,14 @@ async def test_watch_sees_a_compression_made_by_another_client(server_factory, l
         assert outcome.compressed and outcome.events
         assert await asyncio.wait_for(first, 10) == outcome.events[0]
         await watch.aclose()
+
+
+async def test_a_closed_client_refuses_its_message_calls_too(server) -> None:
+    client = AsyncAutoContextClient(server.address, timeout=10)
+    await client.create_memory("关闭")
+    assert await client.add_messages("关闭", [U("你好")]) == 1
+    await client.close()
+    for call in (lambda: client.get_messages("关闭"), lambda: client.add_messages("关闭", [U("再见")]),
+                 lambda: client.prepare_reasoning_input("关闭")):
+        with pytest.raises(FailedPreconditionError, match="client is closed"):
+            await call()  # the message calls' inner client is on this client's channel
