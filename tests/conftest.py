@@ -238,6 +238,18 @@ def private_postgres() -> Iterator[Any]:
     server.stop()
 
 
+@pytest.fixture
+def receiver() -> Iterator[Any]:
+    """A real OTLP/HTTP trace receiver (`tests/otlp_receiver.py`), started; `.endpoint` is the
+    server's `otlp_endpoint`."""
+    from otlp_receiver import OtlpReceiver
+
+    running = OtlpReceiver()
+    running.start()
+    yield running
+    running.stop()
+
+
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[Any]:
     """A private PostgreSQL server for the whole test session."""

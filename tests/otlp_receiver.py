@@ -36,6 +36,8 @@ def _value(any_value: Any) -> Any:
 @dataclass
 class OtlpReceiver:
     spans: list[ReceivedSpan] = field(default_factory=list)
+    # Where to export to (`otlp_endpoint`), once started.
+    endpoint: str = ""
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> str:
@@ -59,7 +61,8 @@ class OtlpReceiver:
 
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self._http.serve_forever, daemon=True).start()
-        return f"http://127.0.0.1:{self._http.server_port}"
+        self.endpoint = f"http://127.0.0.1:{self._http.server_port}"
+        return self.endpoint
 
     def stop(self) -> None:
         self._http.shutdown()

@@ -5,7 +5,6 @@ from the Python client's `traceparent`."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import grpc
 import pytest
@@ -18,18 +17,9 @@ from agentscope_memory.client import AsyncMemoryClient
 from agentscope_memory.errors import NotFoundError
 from agentscope_memory.message import Msg, MsgRole
 from agentscope_memory.convert.to_proto import msg_to_proto
-from otlp_receiver import OtlpReceiver
 from scripted_llm import ScriptedLLM, ScriptedReply
 
 SERVER = 2  # OTLP's SPAN_KIND_SERVER
-
-
-@pytest.fixture
-def receiver() -> Iterator[OtlpReceiver]:
-    running = OtlpReceiver()
-    running.endpoint = running.start()  # type: ignore[attr-defined]
-    yield running
-    running.stop()
 
 
 async def test_each_rpc_is_a_server_span_in_the_callers_trace_with_store_spans_below(receiver, server_factory) -> None:

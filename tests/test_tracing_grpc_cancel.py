@@ -5,7 +5,6 @@ hostile, which starts a new trace and never fails the call."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import grpc
 import httpx
@@ -22,14 +21,6 @@ from otlp_receiver import OtlpReceiver, ReceivedSpan
 ERROR = 2  # OTLP's STATUS_CODE_ERROR
 SAVE = "agentscope.memory.v1.StateService/StreamSaveState"
 WATCH = "agentscope.memory.v1.MemoryService/WatchMessages"
-
-
-@pytest.fixture
-def receiver() -> Iterator[OtlpReceiver]:
-    running = OtlpReceiver()
-    running.endpoint = running.start()  # type: ignore[attr-defined]
-    yield running
-    running.stop()
 
 
 async def _big_memory(address: str) -> None:

@@ -3,7 +3,6 @@ answer or a key. A collector is often run by other people than the memories' own
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 
 import grpc
 import pytest
@@ -21,14 +20,6 @@ ERROR = 2  # OTLP's STATUS_CODE_ERROR
 SECRET_TEXT = "我每天早上喝绿茶"
 SERVER_KEY = "tenant-a-key-0000001"
 LLM_KEY = "sk-llm-secret-0000001"
-
-
-@pytest.fixture
-def receiver() -> Iterator[OtlpReceiver]:
-    running = OtlpReceiver()
-    running.endpoint = running.start()  # type: ignore[attr-defined]
-    yield running
-    running.stop()
 
 
 def _everything(receiver: OtlpReceiver) -> str:
