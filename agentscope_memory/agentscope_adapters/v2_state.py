@@ -18,7 +18,6 @@ when they do not fit one gRPC message.
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 from agentscope_memory.agent_state import Slot, StateConflictError
@@ -54,17 +53,16 @@ class RemoteAgentState:
         # 0: nothing stored when last read (a save creates the value, and fails if it exists).
         self.version = 0
 
-    async def load(self, agent: Any = None) -> Any:
-        """The stored `AgentState`, or a new one with this session id when none is stored. With
-        `agent`, it also becomes the agent's state."""
+    async def load(self) -> Any:
+        """The stored `AgentState`, or a new one with this session id when none is stored; give
+        it to the agent when it is made (`Agent(..., state=...)`), which builds what it derives
+        from the state (its permission engine) from it."""
         from agentscope.state import AgentState
 
         stored = await self.client.get_value(self.slot, self.key)
         self.version = stored.version if stored.found else 0
-        state = AgentState.model_validate_json(stored.json) if stored.found else AgentState(session_id=self.slot.session_id)
-        if agent is not None:
-            _install(agent, state)
-        return state
+        return (AgentState.model_validate_json(stored.json) if stored.found
+                else AgentState(session_id=self.slot.session_id))
 
     async def save(self, agent_or_state: Any) -> int:
         """Stores the state (an `Agent`'s or an `AgentState`) if the slot is still at the version
@@ -76,49 +74,3 @@ class RemoteAgentState:
             raise AgentStateConflictError(self.slot.user_id, self.slot.session_id, self.version,
                                           exc.current_version) from None
         return self.version
-
-
-def _install(agent: Any, state: Any) -> None:
-    agent.state = state
-    # The agent's permission engine holds the state's permission context (built in __init__).
-    engine = getattr(agent, "_engine", None)
-    if engine is not None:
-        try:
-            agent._engine = type(engine)(state.permission_context)
-        except TypeError:
-            pass
-
-
-# The version each state object was loaded or saved at, for the two functions below.
-_versions: dict[tuple[int, str, str, str], int] = {}
-
-
-def _remember(state: Any, slot: RemoteAgentState) -> None:
-    key = (id(state), slot.slot.user_id, slot.slot.session_id, slot.key)
-    if key not in _versions:
-        weakref.finalize(state, _versions.pop, key, None)
-    _versions[key] = slot.version
-
-
-async def load_agent_state(client: AsyncAgentStateClient, user_id: str, session_id: str, agent: Any = None, *,
-                           key: str = DEFAULT_KEY) -> Any:
-    """`RemoteAgentState(...).load(agent)`; `save_agent_state` of the returned state (or of the
-    agent's) is guarded by the version read here."""
-    slot = RemoteAgentState(client, user_id, session_id, key=key)
-    state = await slot.load(agent)
-    _remember(state, slot)
-    return state
-
-
-async def save_agent_state(client: AsyncAgentStateClient, user_id: str, session_id: str, agent_or_state: Any, *,
-                           key: str = DEFAULT_KEY) -> int:
-    """Stores the state if nobody saved the slot since it was loaded (or last saved) with these
-    functions; a state never loaded is stored only if the slot holds none. Raises
-    `AgentStateConflictError` otherwise."""
-    state = _state_of(agent_or_state)
-    slot = RemoteAgentState(client, user_id, session_id, key=key)
-    slot.version = _versions.get((id(state), user_id, session_id, key), 0)
-    try:
-        return await slot.save(state)
-    finally:
-        _remember(state, slot)

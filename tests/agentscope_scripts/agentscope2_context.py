@@ -12,8 +12,6 @@ from agentscope_memory.agentscope_adapters.v2_context import RemoteContextCompre
 from agentscope_memory.agentscope_adapters.v2_state import (
     AgentStateConflictError,
     RemoteAgentState,
-    load_agent_state,
-    save_agent_state,
 )
 from agentscope_memory.client import AsyncAgentStateClient
 from agentscope_memory.short_term.auto_context.config import AutoContextConfig
@@ -78,19 +76,21 @@ async def main() -> None:
         out["version"] = await slot.save(friday)
     elif PHASE == "second":
         compression = RemoteContextCompression(TARGET, api_key=KEY, auto_context_config=CONFIG)
-        state = await load_agent_state(states, USER, SESSION)
+        slot = RemoteAgentState(states, USER, SESSION)
+        state = await slot.load()
         out["loaded"] = texts(state.context)
         friday = await agent(compression, state)
         reply = await friday.reply(user("我的护照号码是多少？"))
         out["reply"] = reply.get_text_content()
         out["texts"] = texts(friday.state.context)
-        out["saved"] = await save_agent_state(states, USER, SESSION, friday)
+        out["saved"] = await slot.save(friday)
         # Another session of the same agent and user: its own memory and state.
-        other = await agent(compression, await load_agent_state(states, USER, "会话-2"))
+        other_slot = RemoteAgentState(states, USER, "会话-2")
+        other = await agent(compression, await other_slot.load())
         await other.reply(user("你好，我是新的会话。"))
         out["other_memory_id"] = compression.memory_id_of(other)
         out["other_texts"] = texts(other.state.context)
-        await save_agent_state(states, USER, "会话-2", other)
+        await other_slot.save(other)
         # Two writers of one slot: the second save is refused.
         first, second = RemoteAgentState(states, USER, SESSION), RemoteAgentState(states, USER, SESSION)
         mine, theirs = await first.load(), await second.load()
@@ -102,10 +102,11 @@ async def main() -> None:
             out["stale"] = [type(exc).__name__, str(exc), exc.current_version, exc.loaded_version]
         out["after_stale"] = (await RemoteAgentState(states, USER, SESSION).load()).model_dump_json() == mine.model_dump_json()
         # A state beyond gRPC's 4 MiB message goes and comes back in pieces.
-        big = await load_agent_state(states, USER, "大会话")
+        big_slot = RemoteAgentState(states, USER, "大会话")
+        big = await big_slot.load()
         big.context.append(user("长" * (3 * 1024 * 1024)))
-        await save_agent_state(states, USER, "大会话", big)
-        out["big_round_trip"] = (await load_agent_state(states, USER, "大会话")).model_dump_json() == big.model_dump_json()
+        await big_slot.save(big)
+        out["big_round_trip"] = (await RemoteAgentState(states, USER, "大会话").load()).model_dump_json() == big.model_dump_json()
         # An agent of the session with a new, empty state picks up the conversation the memory
         # holds, its messages rebuilt whole from what the server stored.
         from agentscope.state import AgentState
