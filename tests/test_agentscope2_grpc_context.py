@@ -173,3 +173,22 @@ async def test_agentscope2_agent_without_a_server_keeps_working_uncompressed() -
     assert result["texts"] == ["服务器不在，你好吗？", "我很好。"]
     assert "compressing agent 'Friday'" in result["stderr"] and "left as it was" in result["stderr"]
     assert result["strict"] == "UnavailableError"
+
+
+async def test_agentscope2_memory_id_offload_instruction_and_send_after_reply_options(server_factory) -> None:
+    with ScriptedLLM(default=ScriptedReply.text("好的。")) as llm:
+        server = await server_factory(api_keys={KEY: "python-tenant"}, llm_base_url=llm.base_url, llm_max_retries=0)
+        llm.push(ScriptedReply.text("第一个回答"), ScriptedReply.text("第二个回答"))
+        result = await _run("options", server.address, llm)
+        calls = _agent_calls(llm)
+        async with AsyncMemoryClient(server.address, api_key=KEY) as client:
+            named = [m.text_content for m in await client.get_messages("自定义/Friday")]
+            fixed = [m.text_content for m in await client.get_messages("固定的记忆")]
+    assert (result["named"], result["fixed"]) == ("自定义/Friday", "固定的记忆")
+    # send_after_reply=False: the reply's answer waits for the next compression; by default it
+    # is sent when the reply ends.
+    assert named == ["第一个问题"]
+    assert len(fixed) == 2 and fixed[0] == "第二个问题" and fixed[1].endswith("第二个回答")  # after the agent's hints
+    # offload_instruction=False leaves AgentScope-Java's offload instruction out of the prompt.
+    assert "call the context_reload tool" not in json.dumps(calls[0]["messages"][0], ensure_ascii=False)
+    assert "call the context_reload tool" in json.dumps(calls[1]["messages"][0], ensure_ascii=False)

@@ -158,6 +158,18 @@ async def main() -> None:
         out["same_objects"] = all(a is b for a, b in zip(before, friday.state.context[:1500], strict=True))
         out["size"] = len(friday.state.context)
         out["last"] = texts(friday.state.context[-2:])
+    elif PHASE == "options":
+        # The memory named by a function of the agent, and by a string; no offload instruction
+        # in the prompt; the reply's last answer left for the next compression to send.
+        named = RemoteContextCompression(TARGET, api_key=KEY, memory_id=lambda a: f"自定义/{a.name}",
+                                         offload_instruction=False, send_after_reply=False)
+        friday = await agent(named)
+        await friday.reply(user("第一个问题"))
+        out["named"] = named.memory_id_of(friday)
+        fixed = RemoteContextCompression(TARGET, api_key=KEY, memory_id="固定的记忆")
+        other = await agent(fixed)
+        await other.reply(user("第二个问题"))
+        out["fixed"] = fixed.memory_id_of(other)
     elif PHASE == "down":
         logging.basicConfig(level=logging.WARNING)
         friday = await agent(RemoteContextCompression(TARGET, timeout=2))
