@@ -2,6 +2,7 @@ package dev.agentscopememory.agentscope1;
 
 import dev.agentscopememory.agentscope1.internal.MsgConverter;
 import dev.agentscopememory.client.RemoteMemoryException;
+import dev.agentscopememory.client.internal.ContextReloadTexts;
 import dev.agentscopememory.grpc.v1.ReloadContextResponse;
 import io.agentscope.core.message.Msg;
 import io.agentscope.core.message.TextBlock;
@@ -17,7 +18,7 @@ import java.util.List;
 public final class RemoteContextReloadTool {
 
     /** The tool's name, as AgentScope registers it. */
-    public static final String TOOL_NAME = "context_reload";
+    public static final String TOOL_NAME = ContextReloadTexts.TOOL_NAME;
 
     private final RemoteAutoContextMemory memory;
 
@@ -25,23 +26,19 @@ public final class RemoteContextReloadTool {
         this.memory = memory;
     }
 
-    @Tool(name = TOOL_NAME,
-            description = "Bring back the original messages that context compression replaced, given the"
-                    + " UUID shown in a compressed message's offload tag. Use it when the full details"
-                    + " of earlier tool calls or long messages are needed.")
+    @Tool(name = TOOL_NAME, description = ContextReloadTexts.DESCRIPTION)
     public List<Msg> reload(
-            @ToolParam(name = "working_context_offload_uuid",
-                    description = "The UUID from the offload tag of a compressed message")
+            @ToolParam(name = ContextReloadTexts.PARAMETER, description = ContextReloadTexts.PARAMETER_DESCRIPTION)
                     String uuid) {
         if (uuid == null || uuid.isBlank()) {
-            return List.of(text("Error: UUID cannot be null or empty."));
+            return List.of(text(ContextReloadTexts.BLANK_UUID));
         }
         try {
             ReloadContextResponse response = memory.reloadContext(uuid);
             // When nothing is stored the server answers with AgentScope's explanatory message.
             return MsgConverter.fromProto(response.getMessagesList());
         } catch (RemoteMemoryException e) {
-            return List.of(text("Error reloading context with UUID " + uuid + ": " + e.getMessage()));
+            return List.of(text(ContextReloadTexts.failed(uuid, e.getMessage())));
         }
     }
 

@@ -11,6 +11,7 @@ import dev.agentscopememory.client.RemoteConnection;
 import dev.agentscopememory.client.RemoteMemoryException;
 import dev.agentscopememory.client.TokenCounter;
 import dev.agentscopememory.client.internal.AutoContextWire;
+import dev.agentscopememory.client.internal.ContextReloadTexts;
 import dev.agentscopememory.client.internal.WireEnums;
 import dev.agentscopememory.grpc.v1.AddMessagesRequest;
 import dev.agentscopememory.grpc.v1.AddMessagesResponse;
@@ -107,7 +108,7 @@ import reactor.core.scheduler.Schedulers;
 public final class RemoteAutoContextMiddleware implements MiddlewareBase, ToolkitAware, AutoCloseable {
 
     /** The tool's name, as AgentScope's {@code ContextOffloadTool} registers it. */
-    public static final String TOOL_NAME = "context_reload";
+    public static final String TOOL_NAME = ContextReloadTexts.TOOL_NAME;
 
     /** The prefix of every id {@link #defaultMemoryId} makes. */
     public static final String DEFAULT_ID_PREFIX = "agentscope2-autocontext:";
@@ -504,22 +505,18 @@ public final class RemoteAutoContextMiddleware implements MiddlewareBase, Toolki
             this.owner = owner;
         }
 
-        @Tool(name = TOOL_NAME,
-                description = "Bring back the original messages that context compression replaced, given the"
-                        + " UUID shown in a compressed message's offload tag. Use it when the full details"
-                        + " of earlier tool calls or long messages are needed.")
+        @Tool(name = TOOL_NAME, description = ContextReloadTexts.DESCRIPTION)
         public List<Msg> reload(
-                @ToolParam(name = "working_context_offload_uuid",
-                        description = "The UUID from the offload tag of a compressed message")
+                @ToolParam(name = ContextReloadTexts.PARAMETER, description = ContextReloadTexts.PARAMETER_DESCRIPTION)
                         String uuid,
                 Agent agent, RuntimeContext ctx) {
             if (uuid == null || uuid.isBlank()) {
-                return List.of(text("Error: UUID cannot be null or empty."));
+                return List.of(text(ContextReloadTexts.BLANK_UUID));
             }
             try {
                 return owner.reload(agent, ctx, uuid);
             } catch (RemoteMemoryException | IllegalArgumentException e) {
-                return List.of(text("Error reloading context with UUID " + uuid + ": " + e.getMessage()));
+                return List.of(text(ContextReloadTexts.failed(uuid, e.getMessage())));
             }
         }
 
