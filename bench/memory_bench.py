@@ -1,4 +1,7 @@
-"""AddMessages (one message) and GetMessages (100 messages) against the echo baseline."""
+"""AddMessages (one message) and GetMessages (100 messages) against the echo baseline; for
+AddMessages also the floor (`floor_server.py`: the echo server plus the store's SQL transaction
+for one add), so the report shows how much of the service's cost over gRPC is the durable write
+itself and how much is its own logic."""
 
 from __future__ import annotations
 
@@ -49,22 +52,37 @@ def _merge(rounds: list[dict[str, float]]) -> dict[str, float]:
 
 
 async def run(results: list[dict]) -> None:
-    echo_port, port = free_port(), free_port()
+    echo_port, floor_port, port = free_port(), free_port(), free_port()
     echo_address, address = f"127.0.0.1:{echo_port}", f"127.0.0.1:{port}"
+    floor_address = f"127.0.0.1:{floor_port}"
     with tempfile.TemporaryDirectory() as data:
         args = [str(BIN / "agentscope-memory"), "serve", "--port", str(port), "--data-dir", data,
                 "--log-level", "WARNING"]
         with process([sys.executable, "-m", "bench.echo_server", str(echo_port)], echo_address, health=None), \
+                process([sys.executable, "-m", "bench.floor_server", str(floor_port)], floor_address, health=None), \
                 process(args, address):
-            echo, service = Workloads(echo_address), Workloads(address)
+            echo, floor, service = Workloads(echo_address), Workloads(floor_address), Workloads(address)
             await service.prepare()
             for name, pick in (("AddMessages", lambda w: w.add), ("GetMessages(100)", lambda w: w.get)):
                 for concurrency, total in CALLS.items():
-                    echo_rounds, service_rounds = [], []
+                    echo_rounds, floor_rounds, service_rounds = [], [], []
+                    with_floor = name == "AddMessages"
                     for _ in range(ROUNDS):
                         echo_rounds.append(await measure(pick(echo), total, concurrency))
+                        if with_floor:
+                            floor_rounds.append(await measure(pick(floor), total, concurrency))
                         service_rounds.append(await measure(pick(service), total, concurrency))
                     base, numbers = _merge(echo_rounds), _merge(service_rounds)
+                    if with_floor:
+                        lowest = _merge(floor_rounds)
+                        results.append({
+                            "benchmark": f"{name} sqlite floor (SQL only)",
+                            "concurrency": concurrency,
+                            **{k: round(v, 4) for k, v in lowest.items()},
+                            "echo_p50_ms": round(base["p50_ms"], 4),
+                            "ratio_to_echo": round(lowest["p50_ms"] / base["p50_ms"], 3),
+                            "throughput_ratio_to_echo": round(lowest["ops_per_s"] / base["ops_per_s"], 3),
+                        })
                     results.append({
                         "benchmark": f"{name} sqlite",
                         "concurrency": concurrency,
@@ -74,5 +92,5 @@ async def run(results: list[dict]) -> None:
                         "ratio_to_echo": round(numbers["p50_ms"] / base["p50_ms"], 3),
                         "throughput_ratio_to_echo": round(numbers["ops_per_s"] / base["ops_per_s"], 3),
                     })
-            await echo.channel.close()
-            await service.channel.close()
+            for workloads in (echo, floor, service):
+                await workloads.channel.close()
