@@ -436,6 +436,10 @@ class Inspector:
         return response
 
     async def logout(self, request: Request) -> Response:
+        # Ended here, not only forgotten by this browser: a copy of the cookie is refused too.
+        cookie = request.cookies.get(COOKIE)
+        if cookie:
+            self.sessions.end(cookie)
         response = RedirectResponse("/login", status_code=303)
         response.delete_cookie(COOKIE)
         return response
@@ -448,7 +452,12 @@ def _guarded(inspector: Inspector, page: Callable[[Request], Any]) -> Callable[[
     async def handle(request: Request) -> Response:
         try:
             return await page(request)
-        except UnauthenticatedError:
+        except UnauthenticatedError as exc:
+            # A browser without a key goes to the login form; a script that sent a key in a
+            # header is told why it was refused, as the other HTTP surfaces tell it.
+            if presented_key((k.lower(), v) for k, v in request.headers.items()) is not None:
+                return PlainTextResponse(f"{exc}\n", status_code=401,
+                                         headers={"www-authenticate": 'Bearer realm="agentscope-memory"'})
             return RedirectResponse("/login", status_code=303)
         except TooManyFailedAuthentications as exc:
             return _too_many(inspector.render(request, "error.html", status=429, message=str(exc)), exc)
@@ -483,6 +492,13 @@ SECURITY_HEADERS = [
 ]
 
 
+# Over TLS only (a browser ignores it over plain HTTP, and it must not pin a plain server):
+# from then on the browser reaches this host name over HTTPS only, so a network attacker cannot
+# downgrade a later visit and read the login form or the cookie. It covers the host name on
+# every port; no includeSubDomains or preload, which would bind other sites.
+HSTS = (b"strict-transport-security", b"max-age=15552000")
+
+
 class _Guard:
     """Security headers on every answer, and no POST from another site's page: a browser sends
     `Origin` (or at least `Sec-Fetch-Site`) with every form post, so a cross-site form can
@@ -508,6 +524,8 @@ class _Guard:
                 names = {name.lower() for name, _ in message.get("headers", [])}
                 message["headers"] = [*message.get("headers", []),
                                       *((n, v) for n, v in SECURITY_HEADERS if n not in names)]
+                if scope.get("scheme") == "https":
+                    message["headers"].append(HSTS)
             await send(message)
 
         if self.host_names is not None and not _local_host(Request(scope), self.host_names):
