@@ -83,8 +83,9 @@ async def test_the_inspector_cookie_is_a_signed_session_not_the_key(server_facto
         page = await browser.get("/memories/%E4%BC%9A%E8%AF%9D")
         assert page.status_code == 200 and "会话" in page.text and 'id="delete"' in page.text
     async with httpx.AsyncClient(base_url=base, timeout=30) as forger:
-        expiry, key_id, signature = cookie.split(".")
-        for forged in (f"{int(expiry) + 10**6}.{key_id}.{signature}", ADMIN, "x" * 5000):
+        expiry, nonce, key_id, signature = cookie.split(".")
+        for forged in (f"{int(expiry) + 10**6}.{nonce}.{key_id}.{signature}", f"{expiry}.{'0' * 16}.{key_id}.{signature}",
+                       ADMIN, "x" * 5000):
             forger.cookies.set("agentscope_memory_key", forged)
             answer = await forger.get("/", follow_redirects=False)
             assert answer.status_code == 303 and answer.headers["location"] == "/login"
@@ -115,6 +116,8 @@ def test_a_session_expires() -> None:
     # Not a session at all (an older version's cookie held the key): refused, not counted.
     assert sessions.read("the-right-key-0123456789") == (None, False)
     assert sessions.read("1.2.3") == (None, False)
+    # Nor is the previous version's session (no nonce): its browser logs in again.
+    assert sessions.read(token.split(".", 2)[0] + "." + token.split(".", 2)[2]) == (None, False)
 
 
 def test_a_refusal_ends_after_its_time_and_old_failures_leave_the_window() -> None:
@@ -151,7 +154,33 @@ async def test_forged_inspector_sessions_count_as_failed_authentications(server_
     server = await server_factory(api_keys={KEY: "tenant-a"}, auth_failure_limit=2, inspector_port=0,
                                   long_term_enabled=False)
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.inspector_port}", timeout=30) as forger:
-        forger.cookies.set("agentscope_memory_key", f"9999999999.{'0' * 32}.{'0' * 64}")
+        forger.cookies.set("agentscope_memory_key", f"9999999999.{'0' * 16}.{'0' * 32}.{'0' * 64}")
         assert (await forger.get("/", follow_redirects=False)).status_code == 303
         refused = await forger.get("/", follow_redirects=False)
         assert refused.status_code == 429 and "too many failed authentications" in refused.text
+
+
+def test_ended_sessions_are_remembered_only_while_they_could_be_used_and_within_a_bound() -> None:
+    # A logout ends its session; what is remembered of it must not grow with every logout.
+    now = [1_000_000.0]
+    sessions = Sessions(b"k" * 32, ttl_s=60, clock=lambda: now[0], ended_per_key=3)
+    kept = sessions.issue(b"other")
+    tokens = []
+    for _ in range(5):
+        tokens.append(sessions.issue(b"digest"))
+        now[0] += 1
+    assert sessions.end(tokens[0]) and sessions.read(tokens[0]) == (None, False)
+    assert not sessions.end(tokens[0])  # ended already: nothing more to remember
+    assert not sessions.end("9999999999." + "0" * 16 + "." + "0" * 32 + "." + "0" * 64)  # forged: nothing remembered
+    assert sessions.read(tokens[1])[0] is not None and sessions.ended_count == 1
+    for token in tokens[1:]:
+        sessions.end(token)
+    # Past the bound a key's ended sessions fold into one cut-off: still all refused.
+    assert sessions.ended_count <= 3 + 1
+    assert all(sessions.read(t) == (None, False) for t in tokens)
+    assert sessions.read(kept)[0] == sessions.key_id(b"other")  # another key's session is untouched
+    # Once they would have expired anyway, the next logout forgets them.
+    now[0] += 61
+    late = sessions.issue(b"digest")
+    assert sessions.read(late)[0] is not None  # issued after the cut-off
+    assert sessions.end(late) and sessions.ended_count == 1

@@ -8,14 +8,15 @@ import itertools
 
 import pytest
 
-from agentscope_memory.errors import AbortedError
+from agentscope_memory.errors import AbortedError, FailedPreconditionError, InvalidArgumentError, NotFoundError
 from agentscope_memory.short_term.auto_context.config import AutoContextConfig
 from agentscope_memory.short_term.auto_context.engine import Identity, Summary
 from agentscope_memory.short_term.auto_context.service import AutoContextService
 from agentscope_memory.short_term.auto_context.kind import AutoContextKind
 from agentscope_memory.short_term.in_memory import InMemoryKind
 from agentscope_memory.short_term.manager import Limits, MemoryManager
-from agentscope_memory.message import Msg
+from agentscope_memory.message import Msg, msg_to_dict
+from agentscope_memory.session import StateEntry
 from agentscope_memory.store.in_process import InProcessStore
 from auto_context_helpers import A, TR, TU, U
 
@@ -110,3 +111,35 @@ async def test_watchers_get_new_events_and_leave_nothing_behind(service) -> None
     await asyncio.wait_for(watcher, 2.0)
     assert got == ["TOOL_INVOCATION_COMPRESS"]
     assert svc._changed == {}
+
+
+async def test_offloaded_contexts_are_listed_a_page_at_a_time_without_their_messages(service) -> None:
+    # The inspector read the whole saved state (every offloaded message) to list them.
+    manager, svc, _ = service
+    await manager.create_memory("t", "压缩", "AUTO_CONTEXT", D3.to_json())
+    offloaded = {f"卸载-{i:04d}": [msg_to_dict(U(f"第{j}条")) for j in range(i % 4)] for i in range(2500)}
+    await manager.load_state("t", "压缩", [StateEntry("autoContextMemory_offloadContext",
+                                                      value={"offloadContext": offloaded})])
+    seen: list[tuple[str, int]] = []
+    after = ""
+    while True:
+        page, total = await svc.offloads("t", "压缩", after, 1000)
+        assert total == 2500 and len(page) <= 1000
+        if not page:
+            break
+        seen += page
+        after = page[-1][0]
+    assert seen == [(uuid, len(msgs)) for uuid, msgs in sorted(offloaded.items())]
+    assert await svc.offloads("t", "压缩", "卸载-0001", 2) == ([("卸载-0002", 2), ("卸载-0003", 3)], 2500)
+
+    await manager.create_memory("t", "空的", "AUTO_CONTEXT", D3.to_json())
+    assert await svc.offloads("t", "空的") == ([], 0)
+    with pytest.raises(InvalidArgumentError, match="limit"):
+        await svc.offloads("t", "压缩", "", 0)
+    with pytest.raises(InvalidArgumentError, match="after_uuid"):
+        await svc.offloads("t", "压缩", "坏\x00", 10)
+    with pytest.raises(NotFoundError):
+        await svc.offloads("t", "没有", "", 10)
+    await manager.create_memory("t", "普通", "IN_MEMORY")
+    with pytest.raises(FailedPreconditionError, match="AUTO_CONTEXT"):
+        await svc.offloads("t", "普通", "", 10)

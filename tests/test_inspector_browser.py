@@ -252,6 +252,52 @@ def test_tiers_and_shared_pools(tmp_path: Path, browser) -> None:
         server.stop()
 
 
+def test_offloaded_contexts_page_through_links(tmp_path: Path, browser) -> None:
+    # Only the first 50 of a memory's offloaded contexts were ever shown (the rest a count).
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from agentscope_memory.message import msg_to_dict
+    from agentscope_memory.session import StateEntry
+
+    server = ServerThread(make_settings(tmp_path / "data", inspector_port=0))
+    try:
+        offloaded = {f"卸载-{i:03d}": [msg_to_dict(Msg.create(MsgRole.TOOL, f"结果{j}")) for j in range(i % 3)]
+                     for i in range(120)}
+        with MemoryClient(server.address) as client:
+            client.create_memory("压缩记忆", "AUTO_CONTEXT")
+            client.load_state("压缩记忆", [StateEntry("autoContextMemory_offloadContext",
+                                                      value={"offloadContext": offloaded})])
+        browser.get(f"http://127.0.0.1:{server.running.inspector_port}/memories/压缩记忆")
+
+        def shown() -> list[str]:
+            return [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#offloads li")]
+
+        def follow(link: str, first: str) -> None:
+            browser.find_element(By.ID, link).click()
+            WebDriverWait(browser, 30, ignored_exceptions=[StaleElementReferenceException]).until(
+                lambda b: shown()[:1] == [first])
+
+        assert browser.find_element(By.ID, "offloads-total").text == "120 offloaded contexts in all."
+        def rows(start: int, end: int) -> list[str]:
+            return [f"卸载-{i:03d}: {i % 3} message{'' if i % 3 == 1 else 's'}" for i in range(start, end)]
+
+        assert shown() == rows(0, 50)
+        assert browser.find_elements(By.ID, "offloads-first") == []
+        follow("offloads-next", "卸载-050: 2 messages")
+        assert shown() == rows(50, 100)
+        assert "from after 卸载-049" in browser.find_element(By.ID, "offloads-total").text
+        follow("offloads-next", "卸载-100: 1 message")
+        assert shown() == rows(100, 120)
+        assert browser.find_elements(By.ID, "offloads-next") == []
+        follow("offloads-first", "卸载-000: 0 messages")
+        # The messages and the rest of the page are still there while paging.
+        assert browser.find_element(By.ID, "memory-id").text == "压缩记忆"
+    finally:
+        server.stop()
+
+
 def test_right_to_left_overrides_in_stored_text_stay_inside_their_field(tmp_path: Path, browser) -> None:
     # A tool name ending in U+202E (RIGHT-TO-LEFT OVERRIDE) reversed what followed it on the
     # line: the call's id was drawn to the left of the name, backwards, as if the name said it.

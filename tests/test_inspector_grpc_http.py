@@ -38,6 +38,14 @@ async def test_bad_positions_in_the_query_string_are_client_errors(inspector) ->
         assert response.status_code == 400, (path, response.text)
         assert "must be a whole number" in response.text, path
     assert (await http.get("/memories/chat?start=7")).status_code == 200
+    # Where the list of offloaded contexts starts: an id, like the offloads' own uuids.
+    async with AsyncMemoryClient(server.address, api_key=KEY) as memories:
+        await memories.create_memory("压缩", "AUTO_CONTEXT")
+    for after in ("%00", "%1B%5B31m", "x" * 3000):
+        response = await http.get(f"/memories/%E5%8E%8B%E7%BC%A9?offloads_after={after}")
+        assert response.status_code == 400 and "after_uuid" in response.text, (after, response.text)
+    response = await http.get("/memories/%E5%8E%8B%E7%BC%A9?offloads_after=%E5%8D%B8%E8%BD%BD-9")
+    assert response.status_code == 200 and "No offloaded context after" in response.text
     assert (await http.get("/pools/team?after=0")).status_code == 200
 
 

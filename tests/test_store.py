@@ -50,6 +50,33 @@ async def test_kv_and_requests(store) -> None:
     assert await store.run("t1", lambda tx: tx.request_get("m", "r")) == RequestRecord("f", "{}")
 
 
+async def test_a_page_of_keys_with_their_array_lengths_reads_no_value(store) -> None:
+    # The inspector lists a memory's offloaded contexts this way: in code point order, a page
+    # after a key, each value's item count from the database, and how many in all.
+    def fill(tx) -> None:
+        tx.kv_put("m", "off:卸载-b", '[{"a": 1}, {"b": [1, 2]}]')
+        tx.kv_put("m", "off:卸载-a", "[]")
+        tx.kv_put("m", "off:Z_%", '["x", "y", "z"]')
+        tx.kv_put("m", "off", "[1]")  # the prefix itself is no key after it
+        tx.kv_put("m", "offx", "[1]")
+        tx.kv_put("m", "plan", "{}")
+        tx.insert_memory(MemoryRecord("n", "IN_MEMORY", version=1))
+        tx.kv_put("n", "off:其他", "[1]")
+
+    await store.run("t1", fill)
+    await store.run("t2", lambda tx: (tx.insert_memory(MemoryRecord("m", "IN_MEMORY", version=1)),
+                                      tx.kv_put("m", "off:别的租户", "[1]")))
+    first = await store.run("t1", lambda tx: tx.kv_array_lengths("m", "off:", "off:", 2), write=False)
+    assert first == [("off:Z_%", 3), ("off:卸载-a", 0)]
+    rest = await store.run("t1", lambda tx: tx.kv_array_lengths("m", "off:", first[-1][0], 2), write=False)
+    assert rest == [("off:卸载-b", 2)]
+    assert await store.run("t1", lambda tx: tx.kv_array_lengths("m", "off:", "off:卸载-b", 2), write=False) == []
+    assert await store.run("t1", lambda tx: tx.kv_count("m", "off:"), write=False) == 3
+    assert await store.run("t1", lambda tx: (tx.kv_count("n", "off:"), tx.kv_count("m"))) == (1, 6)
+    assert await store.run("t2", lambda tx: tx.kv_array_lengths("m", "off:", "off:", 10), write=False) == [
+        ("off:别的租户", 1)]
+
+
 async def test_a_failing_transaction_changes_nothing(store) -> None:
     await store.run("t1", lambda tx: (tx.append("m", "l", ["a", "b"]), tx.kv_put("m", "k", "v")))
 

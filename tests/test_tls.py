@@ -95,3 +95,8 @@ async def test_the_http_surfaces_speak_only_tls_too(server_factory, certificate)
                                                           headers=headers)).text
         login = await https.post(f"https://127.0.0.1:{server.inspector_port}/login", data={"key": api_key})
         assert login.status_code == 303 and "secure" in login.headers["set-cookie"].lower().split("; ")
+        # Over TLS the browser is told to keep to HTTPS for this host (a later visit typed as
+        # http:// cannot be downgraded); a sensible time, nothing that binds other sites.
+        for answer in (login, await https.get(f"https://127.0.0.1:{server.inspector_port}/login"),
+                       await https.get(f"https://127.0.0.1:{server.inspector_port}/", headers=headers)):
+            assert answer.headers.get("strict-transport-security") == "max-age=15552000", answer.headers

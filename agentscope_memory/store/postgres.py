@@ -189,6 +189,7 @@ def postgres_dialect() -> Dialect:
         row_lock=" FOR UPDATE",
         claim_lock=" FOR UPDATE SKIP LOCKED",
         bytewise=' COLLATE "C"',
+        value_array_length="json_array_length(value::json)",
         is_unique_violation=lambda exc: isinstance(exc, pg_errors.UniqueViolation),
     )
 

@@ -401,6 +401,24 @@ class AutoContextService:
 
         return await self._paged(tenant, memory_id, "reload", [page_size, uuid], page_size, page_token, fetch), True
 
+    async def offloads(
+        self, tenant: str, memory_id: str, after_uuid: str = "", limit: int = DEFAULT_PAGE_SIZE
+    ) -> tuple[list[tuple[str, int]], int]:
+        """A page of the memory's offloaded contexts, in uuid order after `after_uuid` (""
+        for the first): (uuid, how many messages) each, and how many there are in all. The
+        offloaded messages themselves are not read, so a memory with thousands of large
+        offloads lists them as fast as a few."""
+        if after_uuid:
+            check_id(after_uuid, "after_uuid")
+        if not 0 < limit <= MAX_PAGE_SIZE:
+            raise InvalidArgumentError("limit", f"must be from 1 to {MAX_PAGE_SIZE}, not {limit}")
+
+        def read(tx: Tx, _: MemoryRecord) -> tuple[list[tuple[str, int]], int]:
+            found = tx.kv_array_lengths(memory_id, OFFLOAD_PREFIX, OFFLOAD_PREFIX + after_uuid, limit)
+            return [(key[len(OFFLOAD_PREFIX):], count) for key, count in found], tx.kv_count(memory_id, OFFLOAD_PREFIX)
+
+        return await self._read(tenant, memory_id, read)
+
     async def events(
         self, tenant: str, memory_id: str, after_seq: int = 0, page_size: int = 0, page_token: str = ""
     ) -> Page[tuple[int, CompressionEvent]]:

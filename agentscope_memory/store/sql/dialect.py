@@ -56,6 +56,9 @@ class Dialect:
     # store give; PostgreSQL follows the database's collation otherwise (`en_US.UTF-8` puts
     # `a` before `B` before `_x`), so a list's order would depend on how the database was made.
     bytewise: str = ""
+    # How many items the JSON array in a key/value's `value` column holds, counted by the
+    # database (`{value_array_length}`), so a listing of large values never reads them.
+    value_array_length: str = "json_array_length(value)"
     # Rendered statements, by source text. Per store instance, filled on first use (from any of
     # the store's threads: a racing first use renders the same text twice, harmlessly).
     _rendered: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
@@ -83,6 +86,7 @@ class Dialect:
         names["row_lock"] = self.row_lock
         names["claim_lock"] = self.claim_lock
         names["bytewise"] = self.bytewise
+        names["value_array_length"] = self.value_array_length
         rendered = text.format_map(names)
         if self.placeholder != "?":
             # psycopg reads `%` as the start of a placeholder; a literal one is `%%`.

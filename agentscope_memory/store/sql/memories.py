@@ -366,6 +366,21 @@ class MemoryStatements(SqlTxBase):
         )
         return [r[0] for r in rows]
 
+    def kv_array_lengths(self, memory_id: str, prefix: str, after_key: str, limit: int) -> list[tuple[str, int]]:
+        rows = self._all(
+            "SELECT key, {value_array_length} FROM {kv} WHERE tenant = ? AND memory_id = ? AND substr(key, 1, ?) = ?"
+            " AND key{bytewise} > ? ORDER BY key{bytewise} LIMIT ?",
+            (self.tenant, memory_id, len(prefix), prefix, after_key, limit),
+        )
+        return [(r[0], int(r[1])) for r in rows]
+
+    def kv_count(self, memory_id: str, prefix: str = "") -> int:
+        row = self._one(
+            "SELECT COUNT(*) FROM {kv} WHERE tenant = ? AND memory_id = ? AND substr(key, 1, ?) = ?",
+            (self.tenant, memory_id, len(prefix), prefix),
+        )
+        return int(row[0])
+
     def kv_scan(self, prefix: str) -> list[KvEntry]:
         rows = self._all(
             "SELECT tenant, memory_id, key, value FROM {kv} WHERE substr(key, 1, ?) = ?"

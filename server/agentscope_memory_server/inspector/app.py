@@ -9,7 +9,7 @@ import json
 import os
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -269,8 +269,7 @@ class Inspector:
         messages = [_msg_view(decode_msg(s), start + i, shown) for i, s in enumerate(page.stored)]
         events: list[dict[str, Any]] = []
         more_events = False
-        offloads: list[dict[str, Any]] = []
-        more_offloads = 0
+        offloads: dict[str, Any] | None = None
         if info.record.kind == "AUTO_CONTEXT":
             # The first page of them: a memory compressed for months has thousands.
             found = await self.service.auto_context.events(tenant, memory_id, 0, PAGE_SIZE)
@@ -282,15 +281,14 @@ class Inspector:
                     _cut(view, field, value, shown)
                 events.append(view)
             more_events = bool(found.next_page_token)
-            offloads, more_offloads = await self._offloads(tenant, memory_id)
+            offloads = await self._offloads(tenant, memory_id, request.query_params.get("offloads_after", ""), shown)
         tiers = await self._tiers(tenant, memory_id, shown) if info.record.kind == "TIERED" else None
         pools = None
         if self.service.pool_attachments is not None:
             pools = await self.service.pool_attachments.get(tenant, memory_id)
         return self.render(request, "memory.html", tenant=tenant, memory=info.record, count=info.message_count,
                            messages=messages, next_page=page.next_page_token, next_start=start + len(messages),
-                           events=events, more_events=more_events, offloads=offloads,
-                           more_offloads=more_offloads, tiers=tiers, pools=pools, csrf=self.csrf(request))
+                           events=events, more_events=more_events, offloads=offloads, tiers=tiers, pools=pools, csrf=self.csrf(request))
 
     async def _tiers(self, tenant: str, memory_id: str, shown: Shown) -> dict[str, Any] | None:
         """A TIERED memory's status (Loom's visualiser), its L2 and L3 items and its moves."""
@@ -308,17 +306,14 @@ class Inspector:
             {"seq": seq, "kind": e.kind, "from": e.from_tier, "to": e.to_tier, "items": len(e.item_seqs),
              "tokens": e.tokens, "at": e.time} for seq, e in moves]}
 
-    async def _offloads(self, tenant: str, memory_id: str) -> tuple[list[dict[str, Any]], int]:
-        """The first PAGE_SIZE offloaded contexts, and how many more there are."""
-        _, entries = await self.service.memories.save_state(tenant, memory_id)
-        for entry in entries:
-            # Java's shape: {"offloadContext": {uuid: [messages]}}.
-            offloaded = entry.value.get("offloadContext") if isinstance(entry.value, Mapping) else None
-            if entry.key == "autoContextMemory_offloadContext" and isinstance(offloaded, Mapping):
-                found = sorted(offloaded.items())
-                return [{"uuid": uuid, "messages": len(msgs) if isinstance(msgs, list) else 0}
-                        for uuid, msgs in found[:PAGE_SIZE]], max(len(found) - PAGE_SIZE, 0)
-        return [], 0
+    async def _offloads(self, tenant: str, memory_id: str, after: str, shown: Shown) -> dict[str, Any]:
+        """A page of PAGE_SIZE offloaded contexts after the uuid `after` (their uuids and
+        message counts, never the messages: a memory may hold thousands of large ones), how
+        many there are in all, and the uuid the next page starts after ("" on the last)."""
+        found, total = await self.service.auto_context.offloads(tenant, memory_id, after, PAGE_SIZE + 1)
+        rows = [_cut({"messages": count}, "uuid", uuid, shown) for uuid, count in found[:PAGE_SIZE]]
+        next_after = found[PAGE_SIZE - 1][0] if len(found) > PAGE_SIZE else ""
+        return {"rows": rows, "total": total, "after": after, "next": next_after}
 
     async def delete_memory(self, request: Request) -> Response:
         tenant = self.tenant(request)
@@ -436,6 +431,10 @@ class Inspector:
         return response
 
     async def logout(self, request: Request) -> Response:
+        # Ended here, not only forgotten by this browser: a copy of the cookie is refused too.
+        cookie = request.cookies.get(COOKIE)
+        if cookie:
+            self.sessions.end(cookie)
         response = RedirectResponse("/login", status_code=303)
         response.delete_cookie(COOKIE)
         return response
@@ -448,7 +447,12 @@ def _guarded(inspector: Inspector, page: Callable[[Request], Any]) -> Callable[[
     async def handle(request: Request) -> Response:
         try:
             return await page(request)
-        except UnauthenticatedError:
+        except UnauthenticatedError as exc:
+            # A browser without a key goes to the login form; a script that sent a key in a
+            # header is told why it was refused, as the other HTTP surfaces tell it.
+            if presented_key((k.lower(), v) for k, v in request.headers.items()) is not None:
+                return PlainTextResponse(f"{exc}\n", status_code=401,
+                                         headers={"www-authenticate": 'Bearer realm="agentscope-memory"'})
             return RedirectResponse("/login", status_code=303)
         except TooManyFailedAuthentications as exc:
             return _too_many(inspector.render(request, "error.html", status=429, message=str(exc)), exc)
@@ -483,6 +487,13 @@ SECURITY_HEADERS = [
 ]
 
 
+# Over TLS only (a browser ignores it over plain HTTP, and it must not pin a plain server):
+# from then on the browser reaches this host name over HTTPS only, so a network attacker cannot
+# downgrade a later visit and read the login form or the cookie. It covers the host name on
+# every port; no includeSubDomains or preload, which would bind other sites.
+HSTS = (b"strict-transport-security", b"max-age=15552000")
+
+
 class _Guard:
     """Security headers on every answer, and no POST from another site's page: a browser sends
     `Origin` (or at least `Sec-Fetch-Site`) with every form post, so a cross-site form can
@@ -508,6 +519,8 @@ class _Guard:
                 names = {name.lower() for name, _ in message.get("headers", [])}
                 message["headers"] = [*message.get("headers", []),
                                       *((n, v) for n, v in SECURITY_HEADERS if n not in names)]
+                if scope.get("scheme") == "https":
+                    message["headers"].append(HSTS)
             await send(message)
 
         if self.host_names is not None and not _local_host(Request(scope), self.host_names):
