@@ -11,7 +11,7 @@ import pytest
 
 from agentscope_memory.client import MemoryClient
 from agentscope_memory.errors import NotFoundError
-from agentscope_memory.message import Msg, MsgRole, ToolResultBlock, ToolUseBlock, TextBlock
+from agentscope_memory.message import Msg, MsgRole, ToolResultBlock, ToolUseBlock, TextBlock, msg_from_dict
 from agentscope_memory_server.cli import main
 from conftest import ServerThread, make_settings
 
@@ -43,6 +43,20 @@ def test_list_pages_through_every_memory_and_show_renders_messages(threaded_serv
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [m["role"] for m in lines] == ["USER", "ASSISTANT", "TOOL"]
     assert lines[0]["content"][0]["text"] == "巴黎天气怎么样?"
+
+
+def test_show_json_writes_each_message_as_agentscope_does(threaded_server, capsys: pytest.CaptureFixture[str]) -> None:
+    # AgentScope-Java writes a message without a name as "name":null (reference: agentscope-java
+    # core, "User message with no name"), compact; the lines were Python's json.dumps form.
+    nameless = '{"id":"m2","name":null,"role":"USER","content":[{"type":"text","text":"ok"}],"metadata":{},' \
+               '"timestamp":"2025-01-01 10:00:00.000"}'
+    named = '{"id":"m3","name":"助手","role":"ASSISTANT","content":[{"type":"text","text":"好的，明天见。"}],' \
+            '"metadata":{"来源":"测试"},"timestamp":"2025-01-01 10:00:01.000"}'
+    with MemoryClient(threaded_server.address) as client:
+        client.create_memory("无名")
+        client.add_messages("无名", [msg_from_dict(json.loads(nameless)), msg_from_dict(json.loads(named))])
+    assert main(["memories", "show", "无名", "--json", "--target", threaded_server.address]) == 0
+    assert capsys.readouterr().out.splitlines() == [nameless, named]
 
 
 def test_delete_asks_first_and_a_missing_memory_is_named(threaded_server, monkeypatch: pytest.MonkeyPatch,

@@ -111,6 +111,8 @@ class Service:
         if self.reflect_lifecycle is not None:
             await self.reflect_lifecycle.scheduler.stop()
         await self.jobs.stop(grace)
+        if self.tiered is not None:
+            await self.tiered.close()
         if self.agent_state is not None:
             await self.agent_state.close()
         if self.long_term is not None:

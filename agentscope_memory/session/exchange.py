@@ -16,11 +16,9 @@ SESSION_LABEL = "session_id"
 
 
 def write_entries(session: JsonSession, session_id: str, entries: list[StateEntry]) -> None:
-    for entry in entries:
-        if entry.items is not None:
-            session.save_list(session_id, entry.key, entry.items)
-        else:
-            session.save(session_id, entry.key, entry.value)
+    """Write `entries` into the session, all of them or (interrupted) none."""
+    session.save_all(session_id, [(e.key, e.items if e.items is not None else e.value, e.items is not None)
+                                  for e in entries])
 
 
 def read_entries(session: JsonSession, session_id: str, keys: list[tuple[str, bool]]) -> list[StateEntry]:

@@ -13,7 +13,10 @@ each still readable by Java:
   and the root itself; `delete(".")` wipes every session).
 - state keys must be plain names (`[A-Za-z0-9_\\-.]+`, not `.`/`..`); Java writes
   `save(key, "../../x")` outside the session directory.
-- files are replaced atomically (temp file + rename) and fsynced.
+- files are replaced atomically (temp file + rename) and fsynced; `save_all` (an export)
+  replaces a session's states all together: written into a copy beside the directory, which
+  is then swapped in, so an interrupted export leaves the session as it was, not old and new
+  files mixed.
 - list change detection uses a content hash (`sha256:<count>:<hex>`) instead of Java's identity
   hash, so appends are detected across processes. Java reads our `.hash` as "changed" and simply
   rewrites the list; we read Java's as unknown and compare the file's lines instead.
@@ -22,8 +25,11 @@ each still readable by Java:
 from __future__ import annotations
 
 import base64
+import ctypes
+import errno
 import hashlib
 import os
+import secrets
 import re
 import shutil
 import tempfile
@@ -98,6 +104,54 @@ def _write_atomic(path: Path, data: str) -> None:
         raise
 
 
+# Marks the directories `save_all` writes beside a session: `~` is in no session directory's
+# name (neither a plain id's nor base64url), so they are never taken for sessions.
+_WORK_MARK = "~"
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two directories in one step (Linux `renameat2(RENAME_EXCHANGE)`); False where the
+    system or the file system cannot."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(a), None, str(b))
+
+
+def _swap_in(new: Path, path: Path) -> None:
+    """Put directory `new` at `path`, whose old contents are removed."""
+    if not path.exists():
+        os.rename(new, path)
+    elif _exchange(new, path):
+        shutil.rmtree(new)
+    else:
+        # Two renames: between them the session is missing for an instant, never half-written.
+        old = path.with_name(new.name + ".old")
+        os.rename(path, old)
+        try:
+            os.rename(new, path)
+        except BaseException:
+            os.rename(old, path)
+            raise
+        shutil.rmtree(old)
+    _fsync_dir(path.parent)
+
+
 class JsonSession:
     """Sessions as directories of JSON files under `root`."""
 
@@ -125,6 +179,32 @@ class JsonSession:
         path.parent.mkdir(parents=True, exist_ok=True)
         _write_atomic(path, to_pretty_json(value))
 
+    def save_all(self, session_id: str, states: list[tuple[str, Any, bool]]) -> None:
+        """Store several states, (key, value, is_list) each, all or none: a memory's export
+        writes several keys, and one interrupted (Ctrl-C, a full disk) left old and new files
+        mixed, a session no memory ever had. They are written into a copy of the session
+        directory beside it (its other files kept), which then replaces it in one step."""
+        path = self.session_dir(session_id)
+        for key, _, _ in states:
+            _check_key(key)
+        # Not named after the session: its name may be as long as a name can be.
+        work = path.with_name(f".{_WORK_MARK}export-{secrets.token_hex(8)}")
+        try:
+            if path.is_dir():
+                shutil.copytree(path, work)
+            else:
+                work.mkdir()
+            for key, value, is_list in states:
+                if is_list:
+                    self._save_list_at(work, key, value)
+                else:
+                    _write_atomic(work / f"{key}.json", to_pretty_json(value))
+            _fsync_dir(work)
+            _swap_in(work, path)
+        except BaseException:
+            shutil.rmtree(work, ignore_errors=True)
+            raise
+
     def get(self, session_id: str, key: str) -> Any | None:
         """The state saved under `key`, or None when there is none."""
         path = self._file(session_id, key, ".json")
@@ -140,9 +220,12 @@ class JsonSession:
     def save_list(self, session_id: str, key: str, values: list[Any]) -> None:
         """Store a list state as `{key}.jsonl`. Callers pass the whole list; when it only grew,
         just the new items are appended (JsonSession's incremental save)."""
-        jsonl = self._file(session_id, key, ".jsonl")
-        hash_file = self._file(session_id, key, ".hash")
-        jsonl.parent.mkdir(parents=True, exist_ok=True)
+        self.session_dir(session_id).mkdir(parents=True, exist_ok=True)
+        self._save_list_at(self.session_dir(session_id), _check_key(key), values)
+
+    def _save_list_at(self, directory: Path, key: str, values: list[Any]) -> None:
+        jsonl = directory / f"{key}.jsonl"
+        hash_file = directory / f"{key}.hash"
         lines = [to_json_text(v) for v in values]
         existing = self._existing_prefix(jsonl, hash_file, lines)
         if existing is None:
@@ -210,7 +293,7 @@ class JsonSession:
 
     def list_session_dirs(self) -> list[str]:
         """The session directory names, sorted (Java's `listSessionKeys` returns these)."""
-        return sorted(p.name for p in self.root.iterdir() if p.is_dir())
+        return sorted(p.name for p in self.root.iterdir() if p.is_dir() and _WORK_MARK not in p.name)
 
     def keys(self, session_id: str) -> list[tuple[str, str]]:
         """The states in a session as (key, "single" | "list"); a key can be both."""

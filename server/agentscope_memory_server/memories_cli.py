@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import sys
 import time
 from typing import TextIO
 
 from agentscope_memory.client import MemoryClient
 from agentscope_memory.errors import MemoryServiceError
-from agentscope_memory.message import msg_to_dict
+from agentscope_memory.message import msg_to_json
 from agentscope_memory_server.session_cli import format_message
 from agentscope_memory_server.cli_calls import RETRIES, failure
 
@@ -66,7 +65,9 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None) -> int:
                     print(f"{memory.memory_id}: {memory.kind}, {memory.message_count} messages, version "
                           f"{memory.version}, created {_when(memory.create_time)}, updated {_when(memory.update_time)}")
                 for msg in client.iter_messages(args.memory_id, page_size=args.page_size):
-                    print(json.dumps(msg_to_dict(msg), ensure_ascii=False) if args.json else format_message(msg))
+                    # AgentScope's own line for the message, byte for byte (a session's .jsonl
+                    # line): a missing name is `"name":null`, as AgentScope-Java writes it.
+                    print(msg_to_json(msg) if args.json else format_message(msg))
                 return 0
             memory = client.get_memory(args.memory_id)
             if not args.yes:

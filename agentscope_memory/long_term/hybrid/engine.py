@@ -162,9 +162,10 @@ async def _acquire_by(lock: asyncio.Lock, by: float | None) -> None:
                                     "written") from None
 
 
-async def _by(work: Awaitable[T], by: float | None) -> T:
+async def _by(work: Awaitable[T], by: float | None, what: str = "embedding its texts") -> T:
     """`work`'s result if it comes before `by` (None: whenever it comes). Work on a thread
-    (embedding) runs on unwatched; only its result is dropped."""
+    (embedding, a read waiting for the database) runs on unwatched; only its result is dropped.
+    `work` must write nothing: cut short, it must leave nothing half done."""
     if by is None:
         return await work
     left = by - time.monotonic()
@@ -172,12 +173,11 @@ async def _by(work: Awaitable[T], by: float | None) -> T:
         # Not even started: a call whose answer would come too late is not made.
         if asyncio.iscoroutine(work):
             work.close()
-        raise DeadlineExceededError("no time was left before the write's deadline to embed its texts; nothing was "
-                                    "written")
+        raise DeadlineExceededError(f"no time was left before the write's deadline for {what}; nothing was written")
     try:
         return await asyncio.wait_for(work, left)
     except TimeoutError:
-        raise DeadlineExceededError("the embedding outlasted the write's deadline; nothing was written") from None
+        raise DeadlineExceededError(f"{what} outlasted the write's deadline; nothing was written") from None
 
 
 def _history_entry(row: LongTermHistoryRow) -> HistoryEntry:
@@ -213,6 +213,8 @@ class HybridEngine:
         self._clock = clock
         self._open_lock = asyncio.Lock()
         self._opened = False
+        # An opening a write under a deadline started and stopped waiting for (`_ready_by`).
+        self._opening: asyncio.Task[None] | None = None
         self._cache = IndexCache(self.settings.index_max_vectors)
         self._locks: weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock] = weakref.WeakValueDictionary()
         self._background: set[asyncio.Task[Any]] = set()
@@ -259,6 +261,29 @@ class HybridEngine:
     async def _ready(self) -> Embedder:
         if not self._opened:
             await self.open()
+        assert self._embedder is not None
+        return self._embedder
+
+    async def _ready_by(self, by: float | None) -> Embedder:
+        """`_ready()`, waited for until `by` (a `time.monotonic()` instant; None: for ever). The
+        first opening without preload loads the embedding model (seconds to minutes): a write
+        under a deadline stops waiting for it, and the opening goes on in the background, so
+        that a later write finds the model loaded instead of starting over."""
+        if self._opened or by is None:
+            return await self._ready()
+        opening = self._opening
+        if opening is None or opening.done():
+            opening = self._opening = asyncio.ensure_future(self.open())
+            self._background.add(opening)
+            opening.add_done_callback(self._background.discard)
+            # Seen here, so a failure nobody waited for is not reported as never retrieved; the
+            # next call opens again and hears of it.
+            opening.add_done_callback(lambda task: task.cancelled() or task.exception())
+        try:
+            await asyncio.wait_for(asyncio.shield(opening), max(by - time.monotonic(), 0.0))
+        except TimeoutError:
+            raise DeadlineExceededError("long-term memory was still loading its embedding model at the write's "
+                                        "deadline; nothing was written") from None
         assert self._embedder is not None
         return self._embedder
 
@@ -337,8 +362,9 @@ class HybridEngine:
         """Insert `rows` of one exact scope that it does not hold yet (embedding them in one
         batch); returns those inserted. With `score_round`, queue the round's scoring job in the
         same transaction. `key` is the rows' scope key when not the scope's own (a visibility).
-        `write_by`: a `time.monotonic()` instant; when the scope's lock or the embedding is not
-        had by then, `DeadlineExceededError` with nothing written. The write itself (one short
+        `write_by`: a `time.monotonic()` instant; when the engine's first opening (the embedding
+        model's loading), the scope's lock, the lookup of held texts or the embedding is not had
+        by then, `DeadlineExceededError` with nothing written. The write itself (one short
         transaction) is not timed: cut short, it could commit with the scope's index never told."""
         stored, _ = await self._insert(tenant, scope, rows, score_round=score_round, history_detail=history_detail,
                                        key=key, write_by=write_by)
@@ -352,13 +378,14 @@ class HybridEngine:
         memories of the scope already holding one of the texts are pinned in the same
         transaction (under the scope's lock: a concurrent delete or unpin is seen), each an
         UPDATE with `pinned` {old, new} as `update` writes; one pinned already is left as it is."""
-        embedder = await self._ready()
+        embedder = await self._ready_by(write_by)
         key = key or scope_key(scope)
         lock = self._lock(tenant, key)
         await _acquire_by(lock, write_by)
         try:
             hashes = [r.content_hash for r in rows]
-            known = await self._store.run(tenant, lambda tx: tx.ltm_existing_hashes(key, hashes), write=False)
+            known = await _by(self._store.run(tenant, lambda tx: tx.ltm_existing_hashes(key, hashes), write=False),
+                              write_by, "looking up the texts the scope holds")
             fresh = [r for r in rows if r.content_hash not in known]
             if not fresh and not (pin_held and known):
                 return [], []

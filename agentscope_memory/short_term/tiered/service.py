@@ -67,6 +67,10 @@ LLM_SCORING_BUDGET_S = 10.0
 # summaries, end this long before the deadline; else a client with a short deadline (2 s) got
 # DEADLINE_EXCEEDED while the server waited for the LLM, although its items were stored.
 DEADLINE_MARGIN_S = 0.5
+# How much of that margin the pass's commit may wait for the database (another program's write
+# lock): a commit usually takes milliseconds, and one begun at the end of the pass's time must
+# not be sent to the background for want of any; the rest is for the answer.
+COMMIT_GRACE_S = 0.25
 # L3 summaries a pass under a caller's deadline writes to long-term memory at once (one
 # embedding call, one transaction): all at once, 50 summaries due behind a slow embedder missed
 # every short deadline and none ever left L3; the deadline now wastes one batch's embedding.
@@ -165,6 +169,14 @@ def _parts(items: list[P], size: Callable[[P], int]) -> list[list[P]]:
     return parts
 
 
+class _LateCommit(Exception):
+    """A pass's commit still under way at its caller's deadline; `commit` ends it."""
+
+    def __init__(self, commit: asyncio.Future[list[tuple[int, TierEvent]]]) -> None:
+        super().__init__("the pass's commit outlasts the caller's deadline")
+        self.commit = commit
+
+
 def overlap(query_terms: set[str], text: str) -> float:
     """Share of the query's terms the text holds (CJK-aware terms of the long-term engine)."""
     if not query_terms:
@@ -187,6 +199,8 @@ class TieredService:
         self._long_term = long_term
         self._locks: dict[tuple[str, str], tuple[asyncio.Lock, list[int]]] = {}
         self._changed: dict[tuple[str, str], tuple[asyncio.Condition, list[int]]] = {}
+        # Pass commits going on after their callers' deadlines (`_commit_later`).
+        self._background: set[asyncio.Task[None]] = set()
         manager.on_added(KIND, self._after_add)
         # The memory's shared pools rendered as messages, set by the service assembly.
         self.shared_context: Callable[[str, str], Awaitable[list[Msg]]] | None = None
@@ -346,7 +360,8 @@ class TieredService:
         writes L3's summaries to long-term memory only as long (those not written by then stay
         in L3, see `_vectorize_by`), and it waits for another pass over the memory (holding its
         lock, maybe waiting for the LLM itself) only as long: past that it does nothing, and the
-        next pass moves what is due."""
+        next pass moves what is due. Its commit waits `COMMIT_GRACE_S` longer, then goes on in
+        the background (`_commit_later`) and the pass returns no events."""
         check_id(memory_id, "memory_id")
         stop_at = None if answer_by is None else answer_by - DEADLINE_MARGIN_S
         with self._use(self._locks, (tenant, memory_id), asyncio.Lock) as lock:
@@ -359,13 +374,56 @@ class TieredService:
                     return []
             else:
                 await lock.acquire()
+            handed_on = False
             try:
                 recorded = await self._pass(tenant, memory_id, stop_at)
+            except _LateCommit as late:
+                handed_on = True
+                self._commit_later(tenant, memory_id, late.commit, lock)
+                return []
             finally:
-                lock.release()
+                if not handed_on:
+                    lock.release()
         if recorded:
             await self._notify(tenant, memory_id)
         return recorded
+
+    def _commit_later(self, tenant: str, memory_id: str, committing: asyncio.Future[list[tuple[int, TierEvent]]],
+                      lock: asyncio.Lock) -> None:
+        """A pass's commit its caller's deadline did not wait for: it keeps the memory's pass lock
+        (and its entry in the table) until it ends, so that passes still never overlap, and then
+        tells the watchers, or logs why it did not commit."""
+        key = (tenant, memory_id)
+        entry = self._locks[key]
+        entry[1][0] += 1
+        log.info("the caller's deadline came before the tier pass's commit; it goes on in the background",
+                 extra={"fields": {"memory_id": memory_id}})
+
+        async def end() -> None:
+            try:
+                recorded = await committing
+            except (AbortedError, NotFoundError):
+                log.info("tier pass skipped", extra={"fields": {"memory_id": memory_id}}, exc_info=True)
+                recorded = []
+            except Exception:
+                log.warning("tier pass failed; the next add or CompactTiers retries it",
+                            extra={"fields": {"memory_id": memory_id}}, exc_info=True)
+                recorded = []
+            finally:
+                lock.release()
+                entry[1][0] -= 1
+                if entry[1][0] == 0 and self._locks.get(key) is entry:
+                    del self._locks[key]
+            if recorded:
+                await self._notify(tenant, memory_id)
+
+        task = asyncio.ensure_future(end())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def close(self) -> None:
+        """Wait for the pass commits that outlived their callers' deadlines (before the store closes)."""
+        await asyncio.gather(*list(self._background), return_exceptions=True)
 
     def _due(self, config: TieredConfig, totals: dict[int, tuple[int, int]]) -> bool:
         """Whether any threshold may be reached (L1 counted with its marker: never too low).
@@ -478,13 +536,26 @@ class TieredService:
             tx.touch_memory(memory_id)
             return append_events(tx, memory_id, events)
 
+        async def finish() -> list[tuple[int, TierEvent]]:
+            try:
+                return await self.store.run(tenant, commit)
+            except AbortedError:
+                if written:
+                    await self._record_aborted(tenant, memory_id, read_as, moves.vectorize,
+                                               [i if i in written else "" for i in ltm_ids], now)
+                raise
+
+        if stop_at is None:
+            return await finish()
+        # The commit waits for the database's write lock (another program's, or long writes of
+        # this process: up to SQLite's busy timeout). A transaction is not cut short: it goes on
+        # and commits whole or not at all, while the caller gets its answer.
+        committing = asyncio.ensure_future(finish())
         try:
-            return await self.store.run(tenant, commit)
-        except AbortedError:
-            if written:
-                await self._record_aborted(tenant, memory_id, read_as, moves.vectorize,
-                                           [i if i in written else "" for i in ltm_ids], now)
-            raise
+            return await asyncio.wait_for(asyncio.shield(committing),
+                                          max(stop_at + COMMIT_GRACE_S - time.monotonic(), 0.0))
+        except TimeoutError:
+            raise _LateCommit(committing) from None
 
     async def _record_aborted(self, tenant: str, memory_id: str, read_as: tuple[float, str], items: list[TierItem],
                               ltm_ids: list[str], now: float) -> None:
@@ -566,7 +637,7 @@ class TieredService:
         for start in range(0, len(items), size):
             batch = items[start:start + size]
             try:
-                batch_ids, batch_written = await self._vectorize(tenant, memory_id, config, batch, stop_at)
+                found, batch_written = await self._vectorize(tenant, memory_id, config, batch, stop_at)
             except DeadlineExceededError as exc:
                 log.warning("the caller's deadline leaves no more time for writing L3 summaries to long-term memory "
                             "(%s); %d of %d stay in L3 for the next pass or CompactTiers", exc, len(items) - start,
@@ -576,15 +647,24 @@ class TieredService:
                 log.warning("tier pass could not write long-term memory; L3 keeps %d of its summaries",
                             len(items) - start, extra={"fields": {"memory_id": memory_id}}, exc_info=True)
                 break
-            moved += batch
-            ids += batch_ids
+            known = [(item, ltm_id) for item, ltm_id in zip(batch, found, strict=True) if ltm_id is not None]
+            moved += [item for item, _ in known]
+            ids += [ltm_id for _, ltm_id in known]
             written |= batch_written
+            if len(known) < len(batch):
+                log.warning("the caller's deadline came before long-term memory named the holders of %d L3 summaries "
+                            "it held already; they and the %d after this batch stay in L3 for the next pass or "
+                            "CompactTiers", len(batch) - len(known), len(items) - start - len(batch),
+                            extra={"fields": {"memory_id": memory_id}})
+                break
         return moved, ids, written
 
     async def _vectorize(self, tenant: str, memory_id: str, config: TieredConfig, items: list[TierItem],
-                         write_by: float | None = None) -> tuple[list[str], set[str]]:
+                         write_by: float | None = None) -> tuple[list[str | None], set[str]]:
         """Writes `items` to long-term memory, by `write_by` or not at all (`DeadlineExceededError`);
-        returns the id holding each ("" when none does any more) and the ids this call wrote."""
+        returns the id holding each ("" when none does any more; None for a text held already
+        whose holder the lookup after the write had not named by `write_by`) and the ids this
+        call wrote."""
         from agentscope_memory.long_term.hybrid.records import content_hash, scope_key
         from agentscope_memory.store.base import LongTermRow
 
@@ -606,12 +686,21 @@ class TieredService:
         # the memory holding it. Often this memory's own earlier write: a pass cancelled (its
         # caller's deadline) or killed between that write and its commit names it nowhere else.
         held = [r.content_hash for r in rows if r.memory_id not in inserted]
-        holders: dict[str, str] = {}
+        holders: dict[str, str] | None = {}
         if held:
             key = rows[0].scope_key
-            holders = await self.store.run(tenant, lambda tx: tx.ltm_live_ids_by_hash(key, held), write=False,
-                                           small=True)
-        return [r.memory_id if r.memory_id in inserted else holders.get(r.content_hash, "") for r in rows], inserted
+            lookup = self.store.run(tenant, lambda tx: tx.ltm_live_ids_by_hash(key, held), write=False, small=True)
+            if write_by is None:
+                holders = await lookup
+            else:
+                # A read, safe to give up on: it waits for the database behind another program's
+                # lock (up to SQLite's busy timeout). What this call wrote is known without it.
+                try:
+                    holders = await asyncio.wait_for(lookup, max(write_by - time.monotonic(), 0.0))
+                except TimeoutError:
+                    holders = None
+        return [r.memory_id if r.memory_id in inserted else None if holders is None else holders.get(r.content_hash, "")
+                for r in rows], inserted
 
     # -- reading ----------------------------------------------------------------------------
 
