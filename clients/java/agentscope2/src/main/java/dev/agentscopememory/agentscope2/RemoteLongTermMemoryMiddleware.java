@@ -580,6 +580,12 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Too
             return this;
         }
 
+        /**
+         * The middleware, on its own connection (or the one given).
+         *
+         * @throws IllegalArgumentException when the metadata breaks the server's rules or
+         *     AgentScope's codec cannot write a metadata value (the message says where and why)
+         */
         public RemoteLongTermMemoryMiddleware build() {
             return new RemoteLongTermMemoryMiddleware(this);
         }
