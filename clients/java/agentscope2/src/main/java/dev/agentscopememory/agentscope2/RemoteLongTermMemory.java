@@ -110,49 +110,54 @@ public final class RemoteLongTermMemory implements LongTermMemory, AutoCloseable
         try {
             return JsonUtils.getJsonCodec().toJson(values);
         } catch (JsonException e) {
-            if (!(e.getCause() instanceof JsonMappingException why)) {
-                throw new IllegalArgumentException("metadata: cannot be written as JSON: " + e.getMessage(), e);
-            }
-            List<JsonMappingException.Reference> path = why.getPath();
-            Object value = values;
-            StringBuilder where = new StringBuilder("metadata");
-            if (path.isEmpty() || path.get(0).getFrom() != values) {
-                // Jackson keeps the innermost 1,000 steps only (a value holding itself fails at
-                // the nesting limit): find the key by writing each value alone.
-                for (Map.Entry<String, Object> entry : values.entrySet()) {
-                    try {
-                        JsonUtils.getJsonCodec().toJson(entry.getValue());
-                    } catch (JsonException alone) {
-                        where.append("[\"").append(entry.getKey()).append("\"]...");
-                        value = entry.getValue();
-                        break;
-                    }
-                }
-                path = List.of();
-            }
-            int depth = 0;
-            for (JsonMappingException.Reference ref : path) {
-                if (depth++ == MAX_PATH_SHOWN) {
-                    where.append("...");
+            throw unwritable(values, e);
+        }
+    }
+
+    /** Where in {@code values} the value the codec could not write is, and why, from Jackson's path. */
+    private static IllegalArgumentException unwritable(Map<String, Object> values, JsonException e) {
+        if (!(e.getCause() instanceof JsonMappingException why)) {
+            return new IllegalArgumentException("metadata: cannot be written as JSON: " + e.getMessage(), e);
+        }
+        List<JsonMappingException.Reference> path = why.getPath();
+        Object value = values;
+        StringBuilder where = new StringBuilder("metadata");
+        if (path.isEmpty() || path.get(0).getFrom() != values) {
+            // Jackson keeps the innermost 1,000 steps only (a value holding itself fails at
+            // the nesting limit): find the key by writing each value alone.
+            for (Map.Entry<String, Object> entry : values.entrySet()) {
+                try {
+                    JsonUtils.getJsonCodec().toJson(entry.getValue());
+                } catch (JsonException alone) {
+                    where.append("[\"").append(entry.getKey()).append("\"]...");
+                    value = entry.getValue();
                     break;
                 }
-                if (ref.getFrom() instanceof Map<?, ?> map) {
-                    where.append("[\"").append(ref.getFieldName()).append("\"]");
-                    value = map.get(ref.getFieldName());
-                } else if (ref.getFieldName() != null) {
-                    where.append('.').append(ref.getFieldName());
-                    value = null;
-                } else {
-                    where.append('[').append(ref.getIndex()).append(']');
-                    value = ref.getFrom() instanceof List<?> list && ref.getIndex() >= 0 && ref.getIndex() < list.size()
-                            ? list.get(ref.getIndex()) : null;
-                }
             }
-            throw new IllegalArgumentException(where + ": "
-                    + (value == null ? "this value" : "a " + value.getClass().getName())
-                    + " cannot be written as JSON by AgentScope's codec (" + why.getOriginalMessage() + "); give"
-                    + " values it can write: strings, numbers, booleans, lists and maps of them", e);
+            path = List.of();
         }
+        int depth = 0;
+        for (JsonMappingException.Reference ref : path) {
+            if (depth++ == MAX_PATH_SHOWN) {
+                where.append("...");
+                break;
+            }
+            if (ref.getFrom() instanceof Map<?, ?> map) {
+                where.append("[\"").append(ref.getFieldName()).append("\"]");
+                value = map.get(ref.getFieldName());
+            } else if (ref.getFieldName() != null) {
+                where.append('.').append(ref.getFieldName());
+                value = null;
+            } else {
+                where.append('[').append(ref.getIndex()).append(']');
+                value = ref.getFrom() instanceof List<?> list && ref.getIndex() >= 0 && ref.getIndex() < list.size()
+                        ? list.get(ref.getIndex()) : null;
+            }
+        }
+        return new IllegalArgumentException(where + ": "
+                + (value == null ? "this value" : "a " + value.getClass().getName())
+                + " cannot be written as JSON by AgentScope's codec (" + why.getOriginalMessage() + "); give"
+                + " values it can write: strings, numbers, booleans, lists and maps of them", e);
     }
 
     /** What the server reads of {@code m}: see {@link LongTermCalls#textMessage}. */
