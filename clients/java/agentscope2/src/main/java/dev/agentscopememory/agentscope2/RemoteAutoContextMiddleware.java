@@ -29,6 +29,7 @@ import io.agentscope.core.event.AgentEvent;
 import io.agentscope.core.message.Msg;
 import io.agentscope.core.message.MsgRole;
 import io.agentscope.core.message.TextBlock;
+import io.agentscope.core.middleware.AgentInput;
 import io.agentscope.core.middleware.MiddlewareBase;
 import io.agentscope.core.middleware.ReasoningInput;
 import io.agentscope.core.state.AgentState;
@@ -84,7 +85,11 @@ import reactor.core.scheduler.Schedulers;
  *       summary or offload stub is a new message. The agent's state store saves the compressed
  *       context as usual, so a rebuilt agent goes on from it.</li>
  * </ol>
- * It also registers AgentScope's {@code context_reload} tool (1.x {@code ContextOffloadTool}'s
+ * When the call ends ({@link #onAgent}, which 2.0.0 runs around the whole call), it sends what
+ * the call added after its last step, the final reply, so the server has it even if the process
+ * stops before the slot's next step.
+ *
+ * <p>It also registers AgentScope's {@code context_reload} tool (1.x {@code ContextOffloadTool}'s
  * name, parameter and texts) on the agent's toolkit when the agent is built (2.0.0's {@link
  * ToolkitAware}); each call of it reads the offloaded messages of the memory of the call's slot.
  * A toolkit that already has a tool of that name fails the agent's {@code build()}.
@@ -240,6 +245,58 @@ public final class RemoteAutoContextMiddleware implements MiddlewareBase, Toolki
                     return Mono.just(input);
                 })
                 .flatMapMany(next);
+    }
+
+    /**
+     * Runs the call, then sends what it added to its slot's context after its last reasoning step
+     * (the final reply): without this the reply would reach the server only with the slot's next
+     * step, never if the process ended first. One {@code AddMessages} (with its request id, so a
+     * retry cannot add it twice), after the same etag check as a step; the next step finds it
+     * stored and sends nothing again. A failure is logged at WARN and the call's result stands, or,
+     * with {@link Builder#failOnError}, the call fails with it. A call that fails sends nothing.
+     */
+    @Override
+    public Flux<AgentEvent> onAgent(Agent agent, RuntimeContext ctx, AgentInput input,
+            Function<AgentInput, Flux<AgentEvent>> next) {
+        return next.apply(input).concatWith(Mono.fromRunnable(() -> sendAfterCall(agent, ctx))
+                .subscribeOn(Schedulers.boundedElastic())
+                .onErrorResume(e -> {
+                    if (failOnError) {
+                        return Mono.error(e);
+                    }
+                    log.warn("AutoContext: sending the call's reply failed; it goes with the slot's next step: {}",
+                            e.getMessage());
+                    return Mono.empty();
+                })
+                .then(Mono.empty()));
+    }
+
+    /** Sends the messages of the call's slot context the memory does not hold yet. */
+    private void sendAfterCall(Agent agent, RuntimeContext ctx) {
+        AgentState state = RuntimeContext.resolveAgentState(ctx, agent);
+        if (state == null || state.getContext() == null) {
+            return;
+        }
+        String memoryId = memoryIdOf(agent, ctx);
+        List<Msg> conversation = new ArrayList<>();
+        for (Msg m : state.getContext()) {
+            // The context holds no system prompt (a step's input has it first, apart).
+            if (m != null) {
+                conversation.add(m);
+            }
+        }
+        Slot slot = slots.computeIfAbsent(memoryId, id -> new Slot());
+        synchronized (slot) {
+            try {
+                ensureCreated(slot, memoryId);
+                refresh(memoryId, slot);
+                send(memoryId, unseen(conversation, slot.ids), slot);
+            } catch (RuntimeException e) {
+                slot.ids = null;
+                slot.etag = null;
+                throw e;
+            }
+        }
     }
 
     /** The memory id of the call's slot, checked by the server's rules. */

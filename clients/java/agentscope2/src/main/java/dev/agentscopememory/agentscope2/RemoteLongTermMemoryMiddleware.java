@@ -6,11 +6,13 @@ import dev.agentscopememory.client.RemoteMemoryException;
 import dev.agentscopememory.client.internal.LongTermCalls;
 import io.agentscope.core.ReActAgent;
 import io.agentscope.core.agent.Agent;
+import io.agentscope.core.agent.AgentBase;
 import io.agentscope.core.agent.RuntimeContext;
 import io.agentscope.core.event.AgentEvent;
 import io.agentscope.core.event.AgentResultEvent;
 import io.agentscope.core.memory.LongTermMemory;
 import io.agentscope.core.memory.LongTermMemoryTools;
+import io.agentscope.core.memory.StaticLongTermMemoryHook;
 import io.agentscope.core.message.Msg;
 import io.agentscope.core.message.MsgRole;
 import io.agentscope.core.message.TextBlock;
@@ -89,6 +91,15 @@ import reactor.core.publisher.Mono;
  * tools registered after it under its names make each agent call fail before anything runs. Use
  * the middleware in place of the builder's long-term memory, or give the middleware {@link
  * Mode#STATIC_CONTROL}.
+ *
+ * <p>Likewise one static retrieve and record per call: the builder's {@code longTermMemory(...)}
+ * in {@code STATIC_CONTROL} or {@code BOTH} (AgentScope's default) adds AgentScope's {@code
+ * StaticLongTermMemoryHook}, which beside this middleware in {@link Mode#STATIC_CONTROL} or {@link
+ * Mode#BOTH} would retrieve and record each call a second time (in its fixed scope, from the
+ * default session). Each call of such an agent fails before anything runs (an {@code
+ * IllegalStateException} saying to keep the middleware and drop {@code longTermMemory(...)}): at
+ * the call, as 2.0.0's {@code build()} adds that hook only after handing the middlewares the
+ * toolkit.
  *
  * <pre>{@code
  * RemoteLongTermMemoryMiddleware ltm = RemoteLongTermMemoryMiddleware.builder()
@@ -205,11 +216,43 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Too
                         + " same name registered after it replaced it, as ReActAgent.builder().longTermMemory(...)"
                         + " with longTermMemoryMode AGENT_CONTROL or BOTH does, so the model's memory calls would"
                         + " reach that one memory's fixed scope instead of each call's. Give the agent one of"
-                        + " the two: drop longTermMemory(...) from its builder (this middleware replaces it), or"
-                        + " give this middleware Mode.STATIC_CONTROL");
+                        + " the two: drop longTermMemory(...) from its builder (this middleware replaces it)"
+                        // With the builder's static hook too, STATIC_CONTROL here would retrieve and record twice.
+                        + (hasStaticHook(agent) ? ", as its longTermMemoryMode also adds AgentScope's"
+                                + " StaticLongTermMemoryHook beside this middleware"
+                                : ", or give this middleware Mode.STATIC_CONTROL"));
             }
         }
         return null;
+    }
+
+    /**
+     * Why this call must not run: in {@link Mode#STATIC_CONTROL} or {@link Mode#BOTH}, the agent
+     * also has AgentScope's {@code StaticLongTermMemoryHook} (in 2.0.0, what the builder's
+     * deprecated {@code longTermMemory(...)} adds in {@code STATIC_CONTROL} or {@code BOTH}, its
+     * default), so each call would retrieve and inject twice and record twice; null otherwise.
+     * Checked at each call, not when the agent is built: 2.0.0's {@code build()} hands the
+     * middlewares the toolkit ({@link #rebindToolkit}) before it adds that hook, and tells them
+     * nothing after. The hook runs inside the call this middleware wraps, so nothing has run yet.
+     */
+    private IllegalStateException staticHookBeside(Agent agent) {
+        if (mode == Mode.AGENT_CONTROL || !hasStaticHook(agent)) {
+            return null;
+        }
+        return new IllegalStateException("Agent '" + agent.getName() + "' has AgentScope's StaticLongTermMemoryHook,"
+                + " which ReActAgent.builder().longTermMemory(...) adds with longTermMemoryMode STATIC_CONTROL or"
+                + " BOTH (its default), beside RemoteLongTermMemoryMiddleware in " + mode + ": every call would"
+                + " retrieve and record twice, the hook's in its memory's one fixed scope and from the default"
+                + " session's context whatever the call's. Keep the middleware: drop longTermMemory(...) from the"
+                + " agent's builder (give this middleware Mode.BOTH if the model should have the memory tools"
+                + " too)");
+    }
+
+    /** Whether the agent has AgentScope's {@code StaticLongTermMemoryHook} among its hooks. */
+    @SuppressWarnings("removal")
+    private static boolean hasStaticHook(Agent agent) {
+        return agent instanceof AgentBase base && base.getHooks() != null
+                && base.getHooks().stream().anyMatch(h -> h instanceof StaticLongTermMemoryHook);
     }
 
     /**
@@ -223,6 +266,10 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Too
         IllegalStateException replaced = replacedTools(agent);
         if (replaced != null) {
             return Flux.error(replaced);
+        }
+        IllegalStateException twice = staticHookBeside(agent);
+        if (twice != null) {
+            return Flux.error(twice);
         }
         if (mode == Mode.AGENT_CONTROL) {
             return next.apply(input);
@@ -533,6 +580,12 @@ public final class RemoteLongTermMemoryMiddleware implements MiddlewareBase, Too
             return this;
         }
 
+        /**
+         * The middleware, on its own connection (or the one given).
+         *
+         * @throws IllegalArgumentException when the metadata breaks the server's rules or
+         *     AgentScope's codec cannot write a metadata value (the message says where and why)
+         */
         public RemoteLongTermMemoryMiddleware build() {
             return new RemoteLongTermMemoryMiddleware(this);
         }

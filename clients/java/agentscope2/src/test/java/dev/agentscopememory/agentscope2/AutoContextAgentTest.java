@@ -394,8 +394,8 @@ class AutoContextAgentTest {
         Memory memory = connection.memoryService().getMemory(GetMemoryRequest.newBuilder()
                 .setMemoryId("自定义/Assistant/" + userId + "/会话-8").build()).getMemory();
         assertEquals(dev.agentscopememory.grpc.v1.MemoryKind.MEMORY_KIND_AUTO_CONTEXT, memory.getKind());
-        // The question; the reply goes with the slot's next step.
-        assertEquals(1, memory.getMessageCount());
+        // The question and the reply, sent when the call ended.
+        assertEquals(2, memory.getMessageCount());
         dev.agentscopememory.grpc.v1.AutoContextConfig config = memory.getAutoContextConfig();
         assertEquals(List.of(6, 2, 0), List.of(config.getMsgThreshold(), config.getLastKeep(),
                 config.getMinCompressionTokenThreshold()));
@@ -430,7 +430,7 @@ class AutoContextAgentTest {
                 model.calls().get(1).subList(1, 4).stream().map(Msg::getTextContent).toList());
         // 2.0.0's default session is the agent's name.
         String memoryId = RemoteAutoContextMiddleware.defaultMemoryId("Assistant", null, "Assistant");
-        assertEquals(3, connection.memoryService().getMemory(GetMemoryRequest.newBuilder().setMemoryId(memoryId).build())
+        assertEquals(4, connection.memoryService().getMemory(GetMemoryRequest.newBuilder().setMemoryId(memoryId).build())
                 .getMemory().getMessageCount());
     }
 
@@ -480,7 +480,7 @@ class AutoContextAgentTest {
             } finally {
                 channel.shutdownNow();
             }
-            // Only the previous call's answer (saved in the state, not sent yet) and the new question.
+            // Only the new question and its answer: the previous call's was sent when that call ended.
             assertEquals(2, added.get());
             List<Msg> input = second.calls().get(0);
             assertTrue(hasOffloadMarker(input), allText(input));
@@ -513,13 +513,13 @@ class AutoContextAgentTest {
             channelA.shutdownNow();
             channelB.shutdownNow();
         }
-        // 4 rounds of question, call, result and answer; the last answer goes with the next step.
+        // 4 rounds of question, call, result and answer, each answer sent when its call ended.
         String memoryId = RemoteAutoContextMiddleware.defaultMemoryId("Assistant", userId, "会话-10");
         List<String> ids = connection.memoryService().getOriginalMessages(GetOriginalMessagesRequest.newBuilder()
                 .setMemoryId(memoryId).build()).getMessagesList().stream().map(m -> m.getId()).toList();
-        assertEquals(15, ids.size(), ids.toString());
-        assertEquals(15, new HashSet<>(ids).size(), ids.toString());
-        assertEquals(15, added.get());
+        assertEquals(16, ids.size(), ids.toString());
+        assertEquals(16, new HashSet<>(ids).size(), ids.toString());
+        assertEquals(16, added.get());
     }
 
     @Test
@@ -560,6 +560,128 @@ class AutoContextAgentTest {
                     .anyMatch(t -> "call-2-故事".equals(t.getId()))).findFirst().orElseThrow();
             assertNotNull(keptCall.getUsage());
             assertEquals(104, keptCall.getUsage().getInputTokens());
+        }
+    }
+
+    /** Fails every {@code AddMessages} after the first {@code allowed} (UNAVAILABLE), as a server gone would. */
+    static ClientInterceptor failingAddsAfter(AtomicInteger allowed) {
+        return new ClientInterceptor() {
+            @Override
+            public <Q, R> ClientCall<Q, R> interceptCall(MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
+                if (!method.getBareMethodName().equals("AddMessages") || allowed.getAndDecrement() > 0) {
+                    return next.newCall(method, options);
+                }
+                return new ClientCall<>() {
+                    @Override
+                    public void start(Listener<R> listener, io.grpc.Metadata headers) {
+                        listener.onClose(io.grpc.Status.UNAVAILABLE.withDescription("服务器走开了"), new io.grpc.Metadata());
+                    }
+
+                    @Override
+                    public void request(int n) {}
+
+                    @Override
+                    public void cancel(String message, Throwable cause) {}
+
+                    @Override
+                    public void halfClose() {}
+
+                    @Override
+                    public void sendMessage(Q message) {}
+                };
+            }
+        };
+    }
+
+    static List<dev.agentscopememory.grpc.v1.Msg> stored(String memoryId) {
+        return connection.memoryService().getOriginalMessages(GetOriginalMessagesRequest.newBuilder()
+                .setMemoryId(memoryId).build()).getMessagesList();
+    }
+
+    /**
+     * A call's final reply reached the server only with the slot's next step, so a process that
+     * ended after replying never sent it (right after this call the memory held the question, the
+     * tool call and its result: 3 messages, not the reply). Now it is sent when the call ends, once:
+     * the next call sends its own messages only.
+     */
+    @Test
+    void theCallsReplyReachesTheServerWhenTheCallEnds() {
+        String userId = "郑二-" + UUID.randomUUID();
+        RuntimeContext ctx = ctx(userId, "会话-11");
+        String memoryId = RemoteAutoContextMiddleware.defaultMemoryId("Assistant", userId, "会话-11");
+        AtomicInteger added = new AtomicInteger();
+        ManagedChannel channel = server.channel();
+        List<Function<List<Msg>, List<ContentBlock>>> script = new ArrayList<>(rounds("护照"));
+        script.addAll(answers("再答", 1));
+        ScriptedModel model = ScriptedModel.answering(script);
+        // No compression here: the stored messages are the conversation's.
+        try (RemoteAutoContextMiddleware autoContext = RemoteAutoContextMiddleware.builder()
+                .channel(ClientInterceptors.intercept(channel, countingAdds(added))).deadline(Duration.ofSeconds(120))
+                .config(AutoContextConfig.builder().msgThreshold(60).lastKeep(20).build()).build()) {
+            ReActAgent agent = agent(model, new InMemoryAgentStateStore(), autoContext);
+            Msg reply = call(agent, ctx, "查一下我的护照档案。");
+            List<dev.agentscopememory.grpc.v1.Msg> afterFirst = stored(memoryId);
+            assertEquals(4, afterFirst.size(), afterFirst.toString());
+            assertEquals(reply.getId(), afterFirst.get(3).getId());
+            assertEquals("助手的回答 0", afterFirst.get(3).getContent(0).getText().getText());
+            assertEquals(4, added.get());
+
+            Msg second = call(agent, ctx, "谢谢。");
+            List<String> ids = stored(memoryId).stream().map(dev.agentscopememory.grpc.v1.Msg::getId).toList();
+            assertEquals(6, ids.size(), ids.toString());
+            assertEquals(6, new HashSet<>(ids).size(), ids.toString());
+            assertEquals(second.getId(), ids.get(5));
+            assertEquals(6, added.get());
+            // The model's second call saw the first reply once.
+            assertEquals(1, model.calls().get(2).stream().filter(m -> reply.getId().equals(m.getId())).count());
+        } finally {
+            channel.shutdownNow();
+        }
+    }
+
+    /**
+     * The reply's add fails as a step's does: logged, the call's reply stands and the reply goes
+     * with the next step; with failOnError the call fails with it.
+     */
+    @Test
+    void aFailedReplyAddIsLoggedOrFailsTheCallWhenAsked() {
+        String userId = "冯三-" + UUID.randomUUID();
+        String memoryId = RemoteAutoContextMiddleware.defaultMemoryId("Assistant", userId, "会话-12");
+        AtomicInteger allowed = new AtomicInteger(1);
+        ManagedChannel channel = server.channel();
+        ScriptedModel model = ScriptedModel.answering(answers("助手", 2));
+        try (RemoteAutoContextMiddleware autoContext = RemoteAutoContextMiddleware.builder()
+                .channel(ClientInterceptors.intercept(channel, failingAddsAfter(allowed))).maxAttempts(1)
+                .deadline(Duration.ofSeconds(120)).config(AutoContextConfig.builder().msgThreshold(60).build()).build()) {
+            ReActAgent agent = agent(model, new InMemoryAgentStateStore(), autoContext);
+            Msg reply = call(agent, ctx(userId, "会话-12"), "第一个问题。");
+            assertEquals("助手的回答 0", reply.getTextContent());
+            assertEquals(List.of("第一个问题。"), stored(memoryId).stream()
+                    .map(m -> m.getContent(0).getText().getText()).toList());
+            allowed.set(100);
+            call(agent, ctx(userId, "会话-12"), "第二个问题。");
+            assertEquals(List.of("第一个问题。", "助手的回答 0", "第二个问题。", "助手的回答 1"), stored(memoryId).stream()
+                    .map(m -> m.getContent(0).getText().getText()).toList());
+        } finally {
+            channel.shutdownNow();
+        }
+
+        AtomicInteger strictAllowed = new AtomicInteger(1);
+        ManagedChannel strictChannel = server.channel();
+        ScriptedModel strictModel = ScriptedModel.answering(answers("助手", 1));
+        try (RemoteAutoContextMiddleware autoContext = RemoteAutoContextMiddleware.builder()
+                .channel(ClientInterceptors.intercept(strictChannel, failingAddsAfter(strictAllowed))).maxAttempts(1)
+                .deadline(Duration.ofSeconds(120)).failOnError(true).build()) {
+            ReActAgent agent = agent(strictModel, new InMemoryAgentStateStore(), autoContext);
+            Throwable e = assertThrows(Throwable.class, () -> call(agent, ctx(userId, "会话-13"), "这次应该失败。"));
+            Throwable cause = e;
+            while (cause != null && !(cause instanceof RemoteMemoryException)) {
+                cause = cause.getCause();
+            }
+            assertTrue(cause instanceof RemoteMemoryException.Unavailable, String.valueOf(e));
+            assertEquals(1, strictModel.used());
+        } finally {
+            strictChannel.shutdownNow();
         }
     }
 

@@ -269,8 +269,11 @@ class LongTermMemoryToolsAgentTest {
                 for (String session : List.of("会话-1", "会话-2")) {
                     IllegalStateException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
                             () -> call(agent, caller, session, "请记住：我住在成都。"));
-                    assertTrue(e.getMessage().contains("recordToMemory") && e.getMessage().contains("longTermMemory(...)")
-                            && e.getMessage().contains("STATIC_CONTROL"), e.getMessage());
+                    assertTrue(e.getMessage().contains("recordToMemory") && e.getMessage().contains("longTermMemory(...)"),
+                            e.getMessage());
+                    // Mode.STATIC_CONTROL is offered only when the builder added no static hook
+                    // (its BOTH does): beside that hook it would retrieve and record twice.
+                    assertEquals(mode == Mode.AGENT_CONTROL, e.getMessage().contains("Mode.STATIC_CONTROL"), e.getMessage());
                 }
                 // Nothing ran: no model call, no static retrieve or record, nothing stored anywhere.
                 assertEquals(0, model.used(), mode.toString());
@@ -280,6 +283,69 @@ class LongTermMemoryToolsAgentTest {
             } finally {
                 channel.shutdownNow();
             }
+        }
+    }
+
+    /**
+     * The deprecated {@code longTermMemory(...)} in STATIC_CONTROL or BOTH (AgentScope's default)
+     * adds its StaticLongTermMemoryHook; beside the middleware in STATIC_CONTROL (or BOTH with the
+     * builder in STATIC_CONTROL) every call ran without a word and retrieved and recorded twice, the
+     * hook's in the builder memory's fixed scope from the default session. 2.0.0's build() adds that hook after it
+     * hands the middlewares the toolkit, so the first call is where it can be seen: now every call
+     * fails before anything runs, saying to keep the middleware.
+     */
+    @Test
+    void theDeprecatedBuildersStaticHookBesideTheMiddlewareFailsTheCallNotRecordingTwice() {
+        String fixedUser = "固定用户-" + UUID.randomUUID();
+        String caller = "张三-" + UUID.randomUUID();
+        record Pair(Mode middleware, LongTermMemoryMode builder) {}
+        for (Pair pair : List.of(new Pair(Mode.STATIC_CONTROL, LongTermMemoryMode.STATIC_CONTROL),
+                new Pair(Mode.STATIC_CONTROL, LongTermMemoryMode.BOTH),
+                new Pair(Mode.BOTH, LongTermMemoryMode.STATIC_CONTROL))) {
+            List<String> methods = new CopyOnWriteArrayList<>();
+            List<String> fixedMethods = new CopyOnWriteArrayList<>();
+            ManagedChannel channel = server.channel();
+            ManagedChannel fixedChannel = server.channel();
+            try (RemoteLongTermMemoryMiddleware ltm = RemoteLongTermMemoryMiddleware.builder()
+                    .channel(ClientInterceptors.intercept(channel, counting(methods, new CopyOnWriteArrayList<>())))
+                    .mode(pair.middleware()).build();
+                    RemoteLongTermMemory fixed = RemoteLongTermMemory.builder()
+                            .channel(ClientInterceptors.intercept(fixedChannel,
+                                    counting(fixedMethods, new CopyOnWriteArrayList<>())))
+                            .agentName("Assistant").userId(fixedUser).build()) {
+                ScriptedModel model = new ScriptedModel(List.of(List.of(text("记住了，你住在成都。"))));
+                ReActAgent agent = LongTermAgents.agent(model).middleware(ltm).longTermMemory(fixed)
+                        .longTermMemoryMode(pair.builder()).build();
+                for (String session : List.of("会话-1", "会话-2")) {
+                    IllegalStateException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
+                            () -> call(agent, caller, session, "请记住：我住在成都。"), pair.toString());
+                    assertTrue(e.getMessage().contains("StaticLongTermMemoryHook")
+                            && e.getMessage().contains("in " + pair.middleware() + ":")
+                            && e.getMessage().contains("Keep the middleware: drop longTermMemory(...)"), e.getMessage());
+                }
+                // Nothing ran: no model call, no retrieve or record by either, nothing stored anywhere.
+                assertEquals(0, model.used(), pair.toString());
+                assertEquals(List.of(), methods, pair.toString());
+                assertEquals(List.of(), fixedMethods, pair.toString());
+                assertEquals(List.of(), memories("Assistant", caller), pair.toString());
+                assertEquals(List.of(), memories("Assistant", fixedUser), pair.toString());
+            } finally {
+                channel.shutdownNow();
+                fixedChannel.shutdownNow();
+            }
+        }
+        // The builder's memory for its tools only (AGENT_CONTROL) beside the static middleware adds
+        // no hook: the call runs, and the middleware records it in the caller's scope alone.
+        try (RemoteLongTermMemoryMiddleware ltm = RemoteLongTermMemoryMiddleware.builder().connection(connection)
+                .build();
+                RemoteLongTermMemory fixed = RemoteLongTermMemory.builder().connection(connection)
+                        .agentName("Assistant").userId(fixedUser).build()) {
+            ScriptedModel model = new ScriptedModel(List.of(List.of(text("记住了，你住在成都。"))));
+            ReActAgent agent = LongTermAgents.agent(model).middleware(ltm).longTermMemory(fixed)
+                    .longTermMemoryMode(LongTermMemoryMode.AGENT_CONTROL).build();
+            call(agent, caller, "会话-3", "请记住：我住在成都。");
+            assertEquals(Set.of("请记住：我住在成都。", "记住了，你住在成都。"), Set.copyOf(memories("Assistant", caller)));
+            assertEquals(List.of(), memories("Assistant", fixedUser));
         }
     }
 
