@@ -4,10 +4,12 @@ import dev.agentscopememory.agentscope1.internal.MsgConverter;
 import dev.agentscopememory.client.LongTermScopeOptions;
 import dev.agentscopememory.client.RemoteMemoryException;
 import dev.agentscopememory.client.internal.LongTermCalls;
+import dev.agentscopememory.client.internal.MetadataJson;
 import dev.agentscopememory.grpc.v1.Scope;
 import io.agentscope.core.memory.LongTermMemory;
 import io.agentscope.core.message.Msg;
 import io.agentscope.core.message.TextBlock;
+import io.agentscope.core.util.JsonException;
 import io.agentscope.core.util.JsonUtils;
 import java.util.List;
 import reactor.core.publisher.Mono;
@@ -32,8 +34,10 @@ public final class RemoteLongTermMemory implements LongTermMemory, AutoCloseable
     private RemoteLongTermMemory(Builder b) {
         // The server's id rules and message, before any connection is opened.
         scope = b.scope();
-        calls = new LongTermCalls(b, b.metadataValues().isEmpty() ? ""
-                : JsonUtils.getJsonCodec().toJson(b.metadataValues()), b.limitValue());
+        // The codec's own error for a value it cannot write says only "Failed to serialize
+        // object to JSON": core's message says where in the metadata and why.
+        calls = new LongTermCalls(b, MetadataJson.write(b.metadataValues(), JsonUtils.getJsonCodec()::toJson,
+                JsonException.class), b.limitValue());
     }
 
     public static Builder builder() {
@@ -91,6 +95,13 @@ public final class RemoteLongTermMemory implements LongTermMemory, AutoCloseable
     public static final class Builder extends LongTermScopeOptions<Builder> {
         private Builder() {}
 
+        /**
+         * The memory, on its own connection (or the one given).
+         *
+         * @throws IllegalArgumentException when no scope id is given, an id or the metadata breaks
+         *     the server's rules, or AgentScope's codec cannot write a metadata value (the message
+         *     says where in the metadata and why)
+         */
         public RemoteLongTermMemory build() {
             return new RemoteLongTermMemory(this);
         }

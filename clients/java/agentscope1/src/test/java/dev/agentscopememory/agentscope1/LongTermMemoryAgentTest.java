@@ -69,6 +69,32 @@ class LongTermMemoryAgentTest {
         assertTrue(e.getMessage().contains("agentName"), e.getMessage());
     }
 
+    /**
+     * A metadata value AgentScope 1.x's codec (Jackson) cannot write failed build() with the codec's
+     * own JsonException, "Failed to serialize object to JSON", naming neither the key nor why; now
+     * the IllegalArgumentException says where in the metadata and what Jackson said, as in 2.x.
+     */
+    @Test
+    void metadataTheCodecCannotWriteIsNamedAtBuild() {
+        Map<String, Object> given = new java.util.LinkedHashMap<>();
+        given.put("团队", "研发");
+        given.put("来源", List.of("频道", new Object()));
+        IllegalArgumentException nested = assertThrows(IllegalArgumentException.class,
+                () -> RemoteLongTermMemory.builder().target("127.0.0.1:1").userId("u").metadata(given).build());
+        assertTrue(nested.getMessage().startsWith("metadata[\"来源\"][1]: a java.lang.Object cannot be written as JSON"
+                + " by AgentScope's codec (No serializer found for class java.lang.Object"), nested.getMessage());
+        Map<String, Object> loop = new java.util.HashMap<>();
+        loop.put("自己", loop);
+        IllegalArgumentException selfHolding = assertThrows(IllegalArgumentException.class,
+                () -> RemoteLongTermMemory.builder().target("127.0.0.1:1").agentName("助手")
+                        .metadata(Map.of("环", loop)).build());
+        assertTrue(selfHolding.getMessage().startsWith("metadata[\"环\"]...: a java.util.HashMap cannot be written as"
+                + " JSON by AgentScope's codec (Document nesting depth (1001) exceeds"), selfHolding.getMessage());
+        // What it can write still builds, with nothing sent yet.
+        given.put("来源", List.of("频道", 3, Map.of("深", true)));
+        RemoteLongTermMemory.builder().target("127.0.0.1:1").userId("u").metadata(given).build().close();
+    }
+
     @Test
     void emptyInputsMakeNoCall() {
         // A target nobody listens on: any call would fail, so these prove no call is made.
