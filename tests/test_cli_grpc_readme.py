@@ -41,3 +41,13 @@ def test_serve_metrics_port_serves_prometheus_metrics(tmp_path: Path) -> None:
         assert "agentscope_memory_rpc_calls_total" in body
     finally:
         server.close()
+
+
+def test_every_pip_install_of_this_project_names_a_checkout() -> None:
+    # agentscope-memory is not on PyPI: `pip install agentscope-memory` finds no distribution
+    # (or, one day, somebody else's). Every install of it the README shows is from a path.
+    readme = README.read_text(encoding="utf-8")
+    commands = re.findall(r"pip install[^`\n]*", readme)
+    assert commands
+    by_name = [c for c in commands if re.search(r"""(?<![\w/.-])["']?agentscope-memory\b""", c)]
+    assert by_name == []
