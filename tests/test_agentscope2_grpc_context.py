@@ -26,9 +26,9 @@ MARKER = re.compile(r"CONTEXT_OFFLOAD: uuid=[0-9a-f]")
 pytestmark = pytest.mark.slow
 
 
-async def _run(phase: str, target: str, llm: ScriptedLLM) -> dict[str, Any]:
+async def _run(phase: str, target: str, llm: ScriptedLLM, **extra: str) -> dict[str, Any]:
     python = await asyncio.to_thread(agentscope_python, AGENTSCOPE_2)
-    env = {**os.environ, "GRPC_TARGET": target, "LLM_URL": llm.base_url, "MEM0_KEY": KEY, "PHASE": phase}
+    env = {**os.environ, "GRPC_TARGET": target, "LLM_URL": llm.base_url, "MEM0_KEY": KEY, "PHASE": phase, **extra}
     proc = await asyncio.create_subprocess_exec(str(python), str(SCRIPT), env=env, stdout=asyncio.subprocess.PIPE,
                                                 stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(proc.communicate(), 600)
@@ -150,6 +150,31 @@ async def test_agentscope2_agent_compressed_in_the_middle_of_a_reply(server_fact
     assert [state for _, state in result["calls"]] == ["finished", "finished"]
     assert [offloaded for _, offloaded, _ in result["results"]] == [True, False] and result["results"][0][2] < 600
     assert result["sent_again"] == 0
+
+
+async def test_agentscope2_two_processes_of_one_saved_state_send_its_unsent_answer_once(server_factory,
+                                                                                         tmp_path: Path) -> None:
+    """Two processes load one saved state whose last answer the memory lacks and go on with the
+    session at once: the answer is stored once (the second process's batch, the same answer and
+    its own question, is refused under the first's request id, and it sends only its question),
+    no process's context holds a message twice, and the second save is a conflict saying what
+    to do."""
+    server = await server_factory(api_keys={KEY: "python-tenant"})
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    with ScriptedLLM(default=ScriptedReply.text("第一个回答")) as llm:
+        setup = await _run("twice-setup", server.address, llm)
+        llm.default = ScriptedReply.text("好的。")
+        both = await asyncio.gather(*(_run("twice", server.address, llm, QUESTION=q, BARRIER=str(barrier)) for q in ("甲的问题", "乙的问题")))
+    async with AsyncMemoryClient(server.address, api_key=KEY) as client:
+        stored = [m.text_content for m in await client.get_messages(setup["memory_id"])]
+    assert stored.count("第一个问题") == 1 and sum(t.endswith("第一个回答") for t in stored) == 1, stored
+    assert stored.count("甲的问题") == 1 and stored.count("乙的问题") == 1, stored
+    for result in both:
+        assert len(result["ids"]) == len(set(result["ids"])), result["ids"]
+    saved = sorted((r["saved"] for r in both), key=str)
+    assert saved[0] == setup["version"] + 1, saved
+    assert "两个进程" in saved[1] and "load it again, then save" in saved[1], saved
 
 
 async def test_agentscope2_long_conversation_goes_in_batches_and_comes_back_in_pages(server_factory) -> None:

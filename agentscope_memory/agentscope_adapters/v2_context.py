@@ -26,6 +26,7 @@ so an agent state saved and loaded (`v2_state`) goes on without sending its hist
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import logging
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from typing import Any, Callable, Sequence
 from agentscope_memory.agentscope_adapters.per_loop import PerLoop
 from agentscope_memory.client import AsyncAutoContextClient
 from agentscope_memory.client._common import DEFAULT_TARGET
+from agentscope_memory.errors import InvalidArgumentError
 from agentscope_memory.message import (
     AudioBlock,
     Base64Source,
@@ -68,6 +70,9 @@ TOOL_DESCRIPTION = ("Bring back the original messages that context compression r
                     "messages are needed.")
 PARAMETER_DESCRIPTION = "The UUID from the offload tag of a compressed message"
 BLANK_UUID_TEXT = "Error: UUID cannot be null or empty."
+# How many times a send reads what the memory received and tries again when another process
+# sent some of the same blocks at the same moment (see `_request_id`).
+SEND_ATTEMPTS = 4
 
 
 def default_memory_id(agent_name: str, session_id: str) -> str:
@@ -188,6 +193,25 @@ def _batches(msgs: list[Msg]) -> list[list[Msg]]:
         batches[-1].append(msg)
         size += _size(msg)
     return batches
+
+
+def _request_id(batch: Sequence[Msg]) -> str:
+    """The AddMessages request id of a batch, named by its first block: two processes holding
+    the same unsent blocks (one saved state loaded twice, going on at once) name their batches
+    alike, so the server stores the blocks once. A batch that goes on differently gets the
+    server's refusal of the reused id, and its sender reads what the memory received instead."""
+    first = batch[0].metadata[METADATA_KEY]["keys"][0]
+    return "agentscope2-" + hashlib.sha256(first.encode()).hexdigest()[:48]
+
+
+def _received_keys(stored: Sequence[Msg]) -> set[str]:
+    """The identities of the 2.x blocks in `stored` messages, compressed or not."""
+    keys: set[str] = set()
+    for msg in stored:
+        info = msg.metadata.get(METADATA_KEY)
+        if isinstance(info, dict) and isinstance(info.get("keys"), list):
+            keys.update(str(k) for k in info["keys"])
+    return keys
 
 
 # -- the server's working history -> 2.x messages -----------------------------------------------
@@ -420,14 +444,25 @@ class RemoteContextCompression:
         memory_id = self.memory_id_of(agent)
         state = agent.state
         seen = await self._seen(client, agent, memory_id)
-        unsent = _unsent(state.context, seen)
-        for batch in _batches(unsent):
-            await client.add_messages(memory_id, batch)
-            # Recorded at once: a failure further on must not send these again.
-            for part in batch:
-                seen.update(part.metadata[METADATA_KEY]["keys"])
-            state.middle_context[STATE_KEY] = {"memory_id": memory_id, "seen": sorted(seen)}
-        return len(unsent)
+        sent = 0
+        for attempt in range(1, SEND_ATTEMPTS + 1):
+            try:
+                for batch in _batches(_unsent(state.context, seen)):
+                    await client.add_messages(memory_id, batch, request_id=_request_id(batch))
+                    sent += len(batch)
+                    # Recorded at once: a failure further on must not send these again.
+                    for part in batch:
+                        seen.update(part.metadata[METADATA_KEY]["keys"])
+                    state.middle_context[STATE_KEY] = {"memory_id": memory_id, "seen": sorted(seen)}
+                return sent
+            except InvalidArgumentError as exc:
+                if exc.field != "request_id" or attempt == SEND_ATTEMPTS:
+                    raise
+                # Another process sent blocks this one holds too, with others after them: what
+                # the memory ever received (its original history, whatever was compressed
+                # since) is not sent again.
+                seen |= _received_keys(await client.get_original_messages(memory_id))
+        raise AssertionError("unreachable")
 
     async def compress(self, agent: Any) -> bool:
         """Send what the server lacks, let it compress, and make the agent's context its working

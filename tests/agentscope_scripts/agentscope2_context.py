@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import re
+from pathlib import Path
 
 from agentscope_memory.agentscope_adapters.v2_context import RemoteContextCompression
 from agentscope_memory.agentscope_adapters.v2_state import (
@@ -143,6 +144,34 @@ async def main() -> None:
         out["calls"] = [[b.id, b.state] for b in last.content if b.type == "tool_call"]
         out["results"] = [[b.id, "CONTEXT_OFFLOAD" in str(b.output), len(str(b.output))] for b in last.content if b.type == "tool_result"]
         out["sent_again"] = await compression.send(friday)
+    elif PHASE == "twice-setup":
+        # A reply whose answer has not reached the memory yet (its send failed, or, here, is
+        # left for the next compression), saved with the state.
+        compression = RemoteContextCompression(TARGET, api_key=KEY, send_after_reply=False)
+        slot = RemoteAgentState(states, USER, "两个进程")
+        friday = await agent(compression, await slot.load())
+        await friday.reply(user("第一个问题"))
+        out["memory_id"] = compression.memory_id_of(friday)
+        out["version"] = await slot.save(friday)
+    elif PHASE == "twice":
+        # One of two processes that loaded that state and go on with the session at once: both
+        # hold the unsent answer.
+        compression = RemoteContextCompression(TARGET, api_key=KEY, raise_errors=True)
+        slot = RemoteAgentState(states, USER, "两个进程")
+        friday = await agent(compression, await slot.load())
+        # Both have loaded before either goes on.
+        barrier = Path(os.environ["BARRIER"])
+        (barrier / os.environ["QUESTION"]).touch()
+        for _ in range(600):
+            if len(list(barrier.iterdir())) >= 2:
+                break
+            await asyncio.sleep(0.1)
+        await friday.reply(user(os.environ["QUESTION"]))
+        out["ids"] = [m.id for m in friday.state.context]
+        try:
+            out["saved"] = await slot.save(friday)
+        except AgentStateConflictError as exc:
+            out["saved"] = str(exc)
     elif PHASE == "many":
         # A long conversation: sent in several AddMessages calls, read back in several pages.
         from agentscope.message import AssistantMsg
