@@ -176,13 +176,16 @@ class AsyncGrpcClient:
         await self.close()
 
     async def _call(self, method: Callable[..., Awaitable[T]], request: Any, retry: bool = True,
-                     deadline: float | None = None) -> T:
-        """`deadline` (time.monotonic()): the end of a call made of several, instead of `timeout`."""
+                     deadline: float | None = None, wait_for_ready: bool = False) -> T:
+        """`deadline` (time.monotonic()): the end of a call made of several, instead of `timeout`.
+        `wait_for_ready`: the call waits, within its deadline, for a server that cannot be reached
+        (restarting, say) and is sent once it can be, where a call that is not retried would fail
+        at once; it is still sent at most once."""
         if self._channel.closed:
             raise closed_error()
         check_request(request)
         return await call_async(self.retry_policy, method, request, retry=retry, timeout=_left(self.timeout, deadline),
-                                metadata=self._metadata)
+                                metadata=self._metadata, **({"wait_for_ready": True} if wait_for_ready else {}))
 
     async def _paged(self, method: Callable[..., Awaitable[P]], request: Any,
                      deadline: float | None = None) -> AsyncIterator[P]:
@@ -230,13 +233,13 @@ class BlockingGrpcClient:
         self.close()
 
     def _call(self, method: Callable[..., T], request: Any, retry: bool = True,
-                     deadline: float | None = None) -> T:
-        """`deadline` (time.monotonic()): the end of a call made of several, instead of `timeout`."""
+                     deadline: float | None = None, wait_for_ready: bool = False) -> T:
+        """`AsyncGrpcClient._call`, blocking."""
         if self._channel.closed:
             raise closed_error()
         check_request(request)
         return call_blocking(self.retry_policy, method, request, retry=retry, timeout=_left(self.timeout, deadline),
-                             metadata=self._metadata)
+                             metadata=self._metadata, **({"wait_for_ready": True} if wait_for_ready else {}))
 
     def _paged(self, method: Callable[..., P], request: Any, deadline: float | None = None) -> Iterator[P]:
         """Every page of a listing, from the first: `request` with each page's token in turn;

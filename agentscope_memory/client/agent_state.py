@@ -105,9 +105,9 @@ class AsyncAgentStateClient(AsyncGrpcClient, _SessionIds):
         return AsyncLocalAgentStateClient(service)
 
     async def _call(self, method: Callable[..., Awaitable[T]], request: Any, retry: bool = True,
-                    deadline: float | None = None) -> T:
+                    deadline: float | None = None, wait_for_ready: bool = False) -> T:
         try:
-            return await super()._call(method, request, retry, deadline)
+            return await super()._call(method, request, retry, deadline, wait_for_ready)
         except AbortedError as exc:
             raise _conflict(exc) from None
 
