@@ -351,3 +351,15 @@ async def test_a_closed_client_refuses_its_message_calls_too(server) -> None:
                  lambda: client.prepare_reasoning_input("关闭")):
         with pytest.raises(FailedPreconditionError, match="client is closed"):
             await call()  # the message calls' inner client is on this client's channel
+
+
+async def test_a_blocking_client_inside_the_servers_event_loop_says_why_it_timed_out(server) -> None:
+    """The blocking client, called from a coroutine of the loop the server runs in, blocks that
+    loop: the server cannot answer. The deadline's error says so, and what to use instead."""
+    with AutoContextClient(server.address, timeout=1) as client:
+        began = time.monotonic()
+        with pytest.raises(DeadlineExceededError, match="inside a running asyncio event loop.*use the asyncio client"):
+            client.create_memory("阻塞的循环")
+        assert time.monotonic() - began < 5
+    async with AsyncAutoContextClient(server.address, timeout=10) as client:
+        await client.create_memory("阻塞的循环", allow_existing=True)  # the server was fine all along
