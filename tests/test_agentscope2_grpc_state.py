@@ -65,3 +65,14 @@ async def test_a_save_after_another_writers_is_a_conflict_saying_what_to_do(serv
         assert "小明" in str(error) and "会话-冲突" in str(error) and "load it again, then save" in str(error)
         stored = await client.get_value(Slot("小明", "会话-冲突"), DEFAULT_KEY)
         assert stored.json == State(session_id="会话-冲突", context=["他们的"]).model_dump_json()
+
+
+async def test_the_same_state_saved_by_another_writer_is_still_a_conflict(server) -> None:
+    """Only a save sent again after a lost reply may find its own state: another writer's save
+    of an equal state, the reply not lost, is the other writer's turn and a conflict."""
+    async with AsyncAgentStateClient(server.address, timeout=10) as client:
+        mine, theirs = RemoteAgentState(client, "小红", "会话-相同"), RemoteAgentState(client, "小红", "会话-相同")
+        state = State(session_id="会话-相同", context=["一样的"])
+        assert await theirs.save(state) == 1
+        with pytest.raises(AgentStateConflictError):
+            await mine.save(state)

@@ -72,12 +72,13 @@ class RemoteAgentState:
         try:
             self.version = await self.client.put_value(self.slot, self.key, text, expected_version=self.version)
         except StateConflictError as exc:
-            # A save whose reply was lost is retried, and the retry finds the slot moved on by
-            # the save itself: the stored state is this one, so it is no conflict.
-            stored = await self.client.get_value(self.slot, self.key)
-            if stored.found and stored.json == text:
-                self.version = stored.version
-                return self.version
+            if exc.retried:
+                # The save was sent again after its reply was lost: the slot may have moved on by
+                # this save itself, and when it holds this state, that is no conflict.
+                stored = await self.client.get_value(self.slot, self.key)
+                if stored.found and stored.json == text:
+                    self.version = stored.version
+                    return self.version
             raise AgentStateConflictError(self.slot.user_id, self.slot.session_id, self.version,
-                                          stored.version if stored.found else exc.current_version) from None
+                                          exc.current_version) from None
         return self.version

@@ -65,6 +65,7 @@ def _conflict(exc: AbortedError) -> AbortedError:
         return exc
     conflict = StateConflictError("state", int(match.group(2)), int(match.group(1)) if match.group(1) else None)
     conflict.args = exc.args
+    conflict.retried = getattr(exc, "attempts", 1) > 1
     return conflict
 
 
