@@ -177,6 +177,19 @@ async def test_agentscope2_two_processes_of_one_saved_state_send_its_unsent_answ
     assert "两个进程" in saved[1] and "load it again, then save" in saved[1], saved
 
 
+async def test_agentscope2_messages_beyond_the_message_limit_are_sent_and_rebuilt(server_factory) -> None:
+    """A 2.7 MB tool result: its piece carries its text once (it carried it twice, in the library
+    block and in the 2.x JSON, so was refused as beyond 4 MiB at every compression), and an agent
+    with only the memory rebuilds the result whole from it. A 6 MB one is sent cut to 3 MiB,
+    saying so (the server stores no message beyond 4 MiB): the agent's own stays whole."""
+    server = await server_factory(api_keys={KEY: "python-tenant"})
+    with ScriptedLLM(default=ScriptedReply.text("好的。")) as llm:
+        result = await _run("big", server.address, llm)
+    assert result["own"] == [["call_大", True], ["call_更大", True]], result
+    assert result["rebuilt"] == [["call_大", True, True, False, False], ["call_更大", False, True, True, True]], result
+    assert result["texts"] == ["查一下", "lookup"] and result["stderr"] == "", result
+
+
 async def test_agentscope2_long_conversation_goes_in_batches_and_comes_back_in_pages(server_factory) -> None:
     """1500 messages are more than one AddMessages call takes (the adapter sends 500 at a time)
     and than one PrepareReasoningInput page holds (1000): the context comes back whole, the

@@ -64,6 +64,9 @@ _COMPRESSED = "_compress_meta"
 # At most this much goes in one AddMessages call (a stock server takes 1000 messages, 32 MiB).
 ADD_BATCH_MESSAGES = 500
 ADD_BATCH_BYTES = 8 * 1024 * 1024
+# At most this much text goes in one piece (a stock server stores messages up to 4 MiB): a longer
+# block is sent cut (the agent's own context keeps it whole).
+PIECE_TEXT_BYTES = 3 * 1024 * 1024
 TOOL_NAME = "context_reload"
 TOOL_DESCRIPTION = ("Bring back the original messages that context compression replaced, given the UUID shown in a "
                     "compressed message's offload tag. Use it when the full details of earlier tool calls or long "
@@ -150,6 +153,66 @@ def _runs(blocks: Sequence[Any]) -> list[list[Any]]:
     return runs
 
 
+# The field of a 2.x block holding the text its library block carries too, by block type.
+_TEXT_FIELDS = {"text": "text", "thinking": "thinking", "hint": "hint", "tool_call": "input", "tool_result": "output"}
+# Set in a block's stored 2.x JSON in place of that field (whose text the library block holds).
+_ELIDED = "_agentscope_memory_elided"
+
+
+def _carried(block: ContentBlock) -> str | None:
+    """The text a library block carries of its 2.x block's text field."""
+    if isinstance(block, TextBlock):
+        return block.text
+    if isinstance(block, ThinkingBlock):
+        return block.thinking
+    if isinstance(block, ToolUseBlock):
+        return block.content
+    if isinstance(block, ToolResultBlock) and len(block.output) == 1 and isinstance(block.output[0], TextBlock):
+        return block.output[0].text
+    return None
+
+
+def _cut(text: str, limit: int) -> str:
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    kept = data[:limit].decode("utf-8", errors="ignore")
+    return f"{kept}\n[{len(text) - len(kept)} more characters not sent: beyond what one message holds on the server]"
+
+
+def _fit(block: ContentBlock, limit: int) -> ContentBlock:
+    """`block` with its text cut to `limit` bytes: the server stores no message beyond 4 MiB,
+    and one it refuses would hold back every later compression of the agent."""
+    if isinstance(block, TextBlock):
+        return TextBlock(_cut(block.text, limit))
+    if isinstance(block, ThinkingBlock):
+        return ThinkingBlock(_cut(block.thinking, limit))
+    if isinstance(block, ToolResultBlock) and len(block.output) == 1 and isinstance(block.output[0], TextBlock):
+        return ToolResultBlock(block.id, block.name, [TextBlock(_cut(block.output[0].text, limit))])
+    return block
+
+
+def _dump(block: Any, library: ContentBlock) -> dict[str, Any]:
+    """A block's 2.x JSON without the text its library block carries already (`_undump` puts it
+    back), so that a stored piece is about as large as its text, not twice: a message beyond
+    half the server's per-message limit could not be sent, and held every compression back."""
+    dumped: dict[str, Any] = block.model_dump(mode="json")
+    name = _TEXT_FIELDS.get(block.type)
+    if name is not None and isinstance(dumped.get(name), str) and dumped[name] == _carried(library):
+        del dumped[name]
+        dumped[_ELIDED] = name
+    return dumped
+
+
+def _undump(dumped: dict[str, Any], library: ContentBlock | None) -> dict[str, Any]:
+    name = dumped.get(_ELIDED)
+    if name is None:
+        return dumped
+    restored = {k: v for k, v in dumped.items() if k != _ELIDED}
+    restored[name] = (_carried(library) if library is not None else None) or ""
+    return restored
+
+
 def _parts(msg: Any, blocks: Sequence[Any]) -> list[Msg]:
     """The server messages carrying `blocks` (consecutive blocks of `msg` the server lacks)."""
     header = msg.model_dump(mode="json", exclude={"content"})
@@ -157,9 +220,12 @@ def _parts(msg: Any, blocks: Sequence[Any]) -> list[Msg]:
     for run in _runs(blocks):
         part_id = _identity(msg, run[0])
         role = MsgRole.TOOL if run[0].type == "tool_result" else _ROLES.get(msg.role, MsgRole.USER)
-        out.append(Msg(part_id, msg.name, role, [_to_library(b) for b in run], {METADATA_KEY: {
-            "msg": msg.id, "part": part_id, "keys": [_identity(msg, b) for b in run],
-            "blocks": [b.model_dump(mode="json") for b in run], "header": header}}))
+        library = [_to_library(b) for b in run]
+        # The 2.x JSON leaves out the text the library block carries; a process rebuilding the
+        # block from the memory takes it from the stored block, cut if it was.
+        out.append(Msg(part_id, msg.name, role, [_fit(lb, PIECE_TEXT_BYTES // len(run)) for lb in library], {
+            METADATA_KEY: {"msg": msg.id, "part": part_id, "keys": [_identity(msg, b) for b in run],
+                           "blocks": [_dump(b, lb) for b, lb in zip(run, library, strict=True)], "header": header}}))
     return out
 
 
@@ -180,7 +246,9 @@ def _unsent(context: Sequence[Any], seen: set[str]) -> list[Msg]:
 
 
 def _size(msg: Msg) -> int:
-    return len(json.dumps(msg.metadata.get(METADATA_KEY), ensure_ascii=False).encode()) * 2 + 1024
+    # The 2.x JSON, and the text the blocks carry beside it (left out of that JSON).
+    carried = sum(len((_carried(b) or "").encode()) for b in msg.content)
+    return len(json.dumps(msg.metadata.get(METADATA_KEY), ensure_ascii=False).encode()) + carried + 1024
 
 
 def _batches(msgs: list[Msg]) -> list[list[Msg]]:
@@ -276,10 +344,11 @@ def _rebuild(working: Sequence[Msg], context: Sequence[Any]) -> list[Any]:
         if info is not None:
             header = info.get("header") or {}
             blocks = []
-            for key, dumped in zip(info.get("keys") or [], info.get("blocks") or [], strict=False):
+            for j, (key, dumped) in enumerate(zip(info.get("keys") or [], info.get("blocks") or [], strict=False)):
                 own = own_blocks.get(key)
+                library = stored.content[j] if j < len(stored.content) else None
                 blocks.append(own if own is not None else
-                              Msg2.model_validate({**header, "content": [dumped]}).content[0])
+                              Msg2.model_validate({**header, "content": [_undump(dumped, library)]}).content[0])
             if groups and groups[-1].origin == info["msg"]:
                 groups[-1].blocks += blocks
             else:

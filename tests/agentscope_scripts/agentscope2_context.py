@@ -172,6 +172,33 @@ async def main() -> None:
             out["saved"] = await slot.save(friday)
         except AgentStateConflictError as exc:
             out["saved"] = str(exc)
+    elif PHASE == "big":
+        # Tool results of 2.7 MB (more than half the server's 4 MiB per message) and 6 MB (more
+        # than all of it) in the context: both sent, the second cut; the agent keeps both whole,
+        # and an agent that has only the memory rebuilds the first whole, the second cut.
+        from agentscope.message import AssistantMsg, ToolCallBlock, ToolResultBlock
+        from agentscope.state import AgentState
+
+        config = AutoContextConfig(msg_threshold=5000, max_token=10**9, large_payload_threshold=10**8)
+        long_text, longer_text = "长" * 900_000, "更长" * 1_000_000
+        blocks = []
+        for call_id, text in (("call_大", long_text), ("call_更大", longer_text)):
+            blocks += [ToolCallBlock(id=call_id, name="lookup", input='{"city": "大城市"}', state="finished"),
+                       ToolResultBlock(id=call_id, name="lookup", output=text, state="success")]
+        state = AgentState(session_id="大结果", context=[user("查一下"), AssistantMsg("Friday", blocks)])
+        friday = await agent(RemoteContextCompression(TARGET, api_key=KEY, auto_context_config=config,
+                                                      raise_errors=True), state)
+        await friday.reply(user("总结一下"))
+        results = [b for m in friday.state.context for b in m.content if b.type == "tool_result"]
+        out["own"] = [(b.id, b.output in (long_text, longer_text)) for b in results]
+        fresh = await agent(RemoteContextCompression(TARGET, api_key=KEY, raise_errors=True),
+                            AgentState(session_id="大结果"))
+        await fresh.reply(user("还在吗？"))
+        results = [b for m in fresh.state.context for b in m.content if b.type == "tool_result"]
+        out["rebuilt"] = [(b.id, b.output == long_text, len(b.output.encode()) < 3.1 * 1024 * 1024,
+                           b.output.startswith("更长更长"), b.output.endswith("beyond what one message holds on the server]"))
+                          for b in results]
+        out["texts"] = texts(fresh.state.context)[:2]
     elif PHASE == "many":
         # A long conversation: sent in several AddMessages calls, read back in several pages.
         from agentscope.message import AssistantMsg
