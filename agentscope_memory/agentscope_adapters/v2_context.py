@@ -36,6 +36,7 @@ from agentscope_memory.agentscope_adapters.per_loop import PerLoop
 from agentscope_memory.client import AsyncAutoContextClient
 from agentscope_memory.client._common import DEFAULT_TARGET
 from agentscope_memory.errors import InvalidArgumentError
+from agentscope_memory.validation.ids import check_id
 from agentscope_memory.message import (
     AudioBlock,
     Base64Source,
@@ -79,8 +80,16 @@ SEND_ATTEMPTS = 4
 
 
 def default_memory_id(agent_name: str, session_id: str) -> str:
-    """The memory of an agent's session when none is given: one per agent name and session."""
-    return f"agentscope2/{agent_name}/{session_id}"
+    """The memory of an agent's session when none is given: one per agent name and session,
+    `agentscope2/<name>/<session>`; when that is no memory id (over 256 bytes, a control
+    character: 2.x takes any session id), `agentscope2/` and a digest of the two, which the
+    server takes."""
+    readable = f"agentscope2/{agent_name}/{session_id}"
+    try:
+        return check_id(readable, "memory_id")
+    except InvalidArgumentError:
+        named = json.dumps([agent_name, session_id]).encode()  # ASCII: lone surrogates escaped
+        return f"agentscope2/{hashlib.sha256(named).hexdigest()}"
 
 
 # -- 2.x blocks -> the server's messages --------------------------------------------------------
