@@ -190,6 +190,17 @@ async def test_agentscope2_messages_beyond_the_message_limit_are_sent_and_rebuil
     assert result["texts"] == ["查一下", "lookup"] and result["stderr"] == "", result
 
 
+async def test_agentscope2_memory_deleted_by_another_client_is_made_again_from_the_context(server_factory) -> None:
+    """The process remembered it had made the memory, so every later step failed NOT_FOUND (the
+    agent uncompressed for the rest of the process); now it is made again, holding the context."""
+    server = await server_factory(api_keys={KEY: "python-tenant"})
+    with ScriptedLLM(default=ScriptedReply.text("好的。")) as llm:
+        result = await _run("deleted", server.address, llm)
+    assert result["texts"] == ["删除之前", "好的。", "删除之后", "好的。"], result
+    assert result["stored"][0] == "删除之前" and result["stored"][2] == "删除之后", result
+    assert len(result["stored"]) == 4 and result["stderr"] == "", result
+
+
 async def test_agentscope2_long_conversation_goes_in_batches_and_comes_back_in_pages(server_factory) -> None:
     """1500 messages are more than one AddMessages call takes (the adapter sends 500 at a time)
     and than one PrepareReasoningInput page holds (1000): the context comes back whole, the

@@ -35,7 +35,7 @@ from typing import Any, Callable, Sequence
 from agentscope_memory.agentscope_adapters.per_loop import PerLoop
 from agentscope_memory.client import AsyncAutoContextClient
 from agentscope_memory.client._common import DEFAULT_TARGET
-from agentscope_memory.errors import InvalidArgumentError
+from agentscope_memory.errors import InvalidArgumentError, NotFoundError
 from agentscope_memory.validation.ids import check_id
 from agentscope_memory.message import (
     AudioBlock,
@@ -518,6 +518,15 @@ class RemoteContextCompression:
     async def send(self, agent: Any) -> int:
         """Sends the blocks of the agent's context the memory lacks; returns how many messages
         that took. Raises what failed."""
+        try:
+            return await self._send(agent)
+        except NotFoundError:
+            # Deleted by another client since this process made it: made again (empty, so it
+            # is given the agent's whole context).
+            self._created.discard(self.memory_id_of(agent))
+            return await self._send(agent)
+
+    async def _send(self, agent: Any) -> int:
         client = self._clients.get()
         memory_id = self.memory_id_of(agent)
         state = agent.state
@@ -551,7 +560,12 @@ class RemoteContextCompression:
         # The server's system message (the offload instruction, the memory's shared pools) and the
         # working history after the server compressed it if needed, every page (read again from
         # the first page should another client change the memory between two pages).
-        prepared = await self._clients.get().prepare_reasoning_input(memory_id)
+        try:
+            prepared = await self._clients.get().prepare_reasoning_input(memory_id)
+        except NotFoundError:
+            self._created.discard(memory_id)  # deleted between the send and now: as in `send`
+            await self.send(agent)
+            prepared = await self._clients.get().prepare_reasoning_input(memory_id)
         system, working, compressed = prepared.system, prepared.working, prepared.compressed
         self._system[memory_id] = [b.text for b in system.content if isinstance(b, TextBlock) and b.text]
         context = _rebuild(working, state.context)

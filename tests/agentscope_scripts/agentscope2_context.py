@@ -199,6 +199,19 @@ async def main() -> None:
                            b.output.startswith("更长更长"), b.output.endswith("beyond what one message holds on the server]"))
                           for b in results]
         out["texts"] = texts(fresh.state.context)[:2]
+    elif PHASE == "deleted":
+        # Another client deletes the session's memory between two replies: the next compression
+        # makes it again and gives it the agent's context.
+        from agentscope_memory.client import AsyncMemoryClient
+
+        compression = RemoteContextCompression(TARGET, api_key=KEY, raise_errors=True)
+        friday = await agent(compression)
+        await friday.reply(user("删除之前"))
+        async with AsyncMemoryClient(TARGET, api_key=KEY) as other:
+            await other.delete_memory(compression.memory_id_of(friday))
+            await friday.reply(user("删除之后"))
+            out["texts"] = texts(friday.state.context)
+            out["stored"] = [m.text_content for m in await other.get_messages(compression.memory_id_of(friday))]
     elif PHASE == "many":
         # A long conversation: sent in several AddMessages calls, read back in several pages.
         from agentscope.message import AssistantMsg
