@@ -166,6 +166,9 @@ def _runs(blocks: Sequence[Any]) -> list[list[Any]]:
 _TEXT_FIELDS = {"text": "text", "thinking": "thinking", "hint": "hint", "tool_call": "input", "tool_result": "output"}
 # Set in a block's stored 2.x JSON in place of that field (whose text the library block holds).
 _ELIDED = "_agentscope_memory_elided"
+# The one argument of a tool call too large to send twice (`_fit`): the arguments as the model
+# wrote them (cut when beyond the limit).
+_RAW_ARGUMENTS = "agentscope_memory_raw_arguments"
 
 
 def _carried(block: ContentBlock) -> str | None:
@@ -175,7 +178,8 @@ def _carried(block: ContentBlock) -> str | None:
     if isinstance(block, ThinkingBlock):
         return block.thinking
     if isinstance(block, ToolUseBlock):
-        return block.content
+        cut = block.input.get(_RAW_ARGUMENTS) if block.content is None else None
+        return cut if isinstance(cut, str) else block.content
     if isinstance(block, ToolResultBlock) and len(block.output) == 1 and isinstance(block.output[0], TextBlock):
         return block.output[0].text
     return None
@@ -198,6 +202,10 @@ def _fit(block: ContentBlock, limit: int) -> ContentBlock:
         return ThinkingBlock(_cut(block.thinking, limit))
     if isinstance(block, ToolResultBlock) and len(block.output) == 1 and isinstance(block.output[0], TextBlock):
         return ToolResultBlock(block.id, block.name, [TextBlock(_cut(block.output[0].text, limit))])
+    if isinstance(block, ToolUseBlock) and block.content is not None and len(block.content.encode()) * 2 > limit:
+        # A call carries its arguments twice (parsed, for the token estimate, and as the model
+        # wrote them): a large one is sent once, as written (cut when beyond the limit).
+        return ToolUseBlock(block.id, block.name, {_RAW_ARGUMENTS: _cut(block.content, limit)}, None)
     return block
 
 

@@ -185,6 +185,12 @@ async def main() -> None:
         for call_id, text in (("call_大", long_text), ("call_更大", longer_text)):
             blocks += [ToolCallBlock(id=call_id, name="lookup", input='{"city": "大城市"}', state="finished"),
                        ToolResultBlock(id=call_id, name="lookup", output=text, state="success")]
+        # And a call whose arguments are 2.4 MB (a tool call carries them twice on the server)
+        # and one whose arguments are 4.8 MB.
+        arguments = [json.dumps({"content": "写" * n}, ensure_ascii=False) for n in (800_000, 1_600_000)]
+        for call_id, written in zip(("call_写", "call_写更多"), arguments, strict=True):
+            blocks += [ToolCallBlock(id=call_id, name="lookup", input=written, state="finished"),
+                       ToolResultBlock(id=call_id, name="lookup", output="已写入", state="success")]
         state = AgentState(session_id="大结果", context=[user("查一下"), AssistantMsg("Friday", blocks)])
         friday = await agent(RemoteContextCompression(TARGET, api_key=KEY, auto_context_config=config,
                                                       raise_errors=True), state)
@@ -199,6 +205,11 @@ async def main() -> None:
                            b.output.startswith("更长更长"), b.output.endswith("beyond what one message holds on the server]"))
                           for b in results]
         out["texts"] = texts(fresh.state.context)[:2]
+        calls = {b.id: b.input for m in fresh.state.context for b in m.content if b.type == "tool_call"}
+        mine = {b.id: b.input for m in friday.state.context for b in m.content if b.type == "tool_call"}
+        out["calls"] = [mine["call_写"] == arguments[0], mine["call_写更多"] == arguments[1],
+                        calls["call_写"] == arguments[0], calls["call_写更多"].startswith('{"content": "写写'),
+                        calls["call_写更多"].endswith("beyond what one message holds on the server]")]
     elif PHASE == "deleted":
         # Another client deletes the session's memory between two replies: the next compression
         # makes it again and gives it the agent's context.
