@@ -175,6 +175,12 @@ async def test_agentscope2_two_processes_of_one_saved_state_send_its_unsent_answ
     saved = sorted((r["saved"] for r in both), key=str)
     assert saved[0] == setup["version"] + 1, saved
     assert "两个进程" in saved[1] and "load it again, then save" in saved[1], saved
+    # Doing so loses neither turn: the state loaded again is the other's, and its compression
+    # brings this process's turn back from the memory.
+    loser = next(r for r in both if "again" in r)
+    again, version = loser["again"]
+    assert "甲的问题" in again and "乙的问题" in again and again.count("第一个问题") == 1, again
+    assert version == setup["version"] + 2
 
 
 async def test_agentscope2_messages_beyond_the_message_limit_are_sent_and_rebuilt(server_factory) -> None:

@@ -172,6 +172,11 @@ async def main() -> None:
             out["saved"] = await slot.save(friday)
         except AgentStateConflictError as exc:
             out["saved"] = str(exc)
+            # What the error says to do: load the other process's state (an agent made with
+            # it), whose next compression brings back this turn from the memory; then save.
+            again = await agent(compression, await slot.load())
+            await compression.compress(again)
+            out["again"] = [texts(again.state.context), await slot.save(again)]
     elif PHASE == "big":
         # Tool results of 2.7 MB (more than half the server's 4 MiB per message) and 6 MB (more
         # than all of it) in the context: both sent, the second cut; the agent keeps both whole,
