@@ -26,9 +26,9 @@ MARKER = re.compile(r"CONTEXT_OFFLOAD: uuid=[0-9a-f]")
 pytestmark = pytest.mark.slow
 
 
-async def _run(phase: str, target: str, llm: ScriptedLLM) -> dict[str, Any]:
+async def _run(phase: str, target: str, llm: ScriptedLLM, **extra: str) -> dict[str, Any]:
     python = await asyncio.to_thread(agentscope_python, AGENTSCOPE_2)
-    env = {**os.environ, "GRPC_TARGET": target, "LLM_URL": llm.base_url, "MEM0_KEY": KEY, "PHASE": phase}
+    env = {**os.environ, "GRPC_TARGET": target, "LLM_URL": llm.base_url, "MEM0_KEY": KEY, "PHASE": phase, **extra}
     proc = await asyncio.create_subprocess_exec(str(python), str(SCRIPT), env=env, stdout=asyncio.subprocess.PIPE,
                                                 stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(proc.communicate(), 600)
@@ -150,6 +150,63 @@ async def test_agentscope2_agent_compressed_in_the_middle_of_a_reply(server_fact
     assert [state for _, state in result["calls"]] == ["finished", "finished"]
     assert [offloaded for _, offloaded, _ in result["results"]] == [True, False] and result["results"][0][2] < 600
     assert result["sent_again"] == 0
+
+
+async def test_agentscope2_two_processes_of_one_saved_state_send_its_unsent_answer_once(server_factory,
+                                                                                         tmp_path: Path) -> None:
+    """Two processes load one saved state whose last answer the memory lacks and go on with the
+    session at once: the answer is stored once (the second process's batch, the same answer and
+    its own question, is refused under the first's request id, and it sends only its question),
+    no process's context holds a message twice, and the second save is a conflict saying what
+    to do."""
+    server = await server_factory(api_keys={KEY: "python-tenant"})
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    with ScriptedLLM(default=ScriptedReply.text("第一个回答")) as llm:
+        setup = await _run("twice-setup", server.address, llm)
+        llm.default = ScriptedReply.text("好的。")
+        both = await asyncio.gather(*(_run("twice", server.address, llm, QUESTION=q, BARRIER=str(barrier)) for q in ("甲的问题", "乙的问题")))
+    async with AsyncMemoryClient(server.address, api_key=KEY) as client:
+        stored = [m.text_content for m in await client.get_messages(setup["memory_id"])]
+    assert stored.count("第一个问题") == 1 and sum(t.endswith("第一个回答") for t in stored) == 1, stored
+    assert stored.count("甲的问题") == 1 and stored.count("乙的问题") == 1, stored
+    for result in both:
+        assert len(result["ids"]) == len(set(result["ids"])), result["ids"]
+    saved = sorted((r["saved"] for r in both), key=str)
+    assert saved[0] == setup["version"] + 1, saved
+    assert "两个进程" in saved[1] and "load it again, then save" in saved[1], saved
+    # Doing so loses neither turn: the state loaded again is the other's, and its compression
+    # brings this process's turn back from the memory.
+    loser = next(r for r in both if "again" in r)
+    again, version = loser["again"]
+    assert "甲的问题" in again and "乙的问题" in again and again.count("第一个问题") == 1, again
+    assert version == setup["version"] + 2
+
+
+async def test_agentscope2_messages_beyond_the_message_limit_are_sent_and_rebuilt(server_factory) -> None:
+    """A 2.7 MB tool result: its piece carries its text once (it carried it twice, in the library
+    block and in the 2.x JSON, so was refused as beyond 4 MiB at every compression), and an agent
+    with only the memory rebuilds the result whole from it. A 6 MB one is sent cut to 3 MiB,
+    saying so (the server stores no message beyond 4 MiB): the agent's own stays whole."""
+    server = await server_factory(api_keys={KEY: "python-tenant"})
+    with ScriptedLLM(default=ScriptedReply.text("好的。")) as llm:
+        result = await _run("big", server.address, llm)
+    assert result["own"][:2] == [["call_大", True], ["call_更大", True]], result
+    assert result["rebuilt"][:2] == [["call_大", True, True, False, False], ["call_更大", False, True, True, True]], result
+    # Tool calls' arguments likewise: 2.4 MB sent once (not twice) and rebuilt whole, 4.8 MB cut.
+    assert result["calls"] == [True, True, True, True, True], result
+    assert result["texts"] == ["查一下", "lookup"] and result["stderr"] == "", result
+
+
+async def test_agentscope2_memory_deleted_by_another_client_is_made_again_from_the_context(server_factory) -> None:
+    """The process remembered it had made the memory, so every later step failed NOT_FOUND (the
+    agent uncompressed for the rest of the process); now it is made again, holding the context."""
+    server = await server_factory(api_keys={KEY: "python-tenant"})
+    with ScriptedLLM(default=ScriptedReply.text("好的。")) as llm:
+        result = await _run("deleted", server.address, llm)
+    assert result["texts"] == ["删除之前", "好的。", "删除之后", "好的。"], result
+    assert result["stored"][0] == "删除之前" and result["stored"][2] == "删除之后", result
+    assert len(result["stored"]) == 4 and result["stderr"] == "", result
 
 
 async def test_agentscope2_long_conversation_goes_in_batches_and_comes_back_in_pages(server_factory) -> None:

@@ -121,6 +121,9 @@ class StateConflictError(AbortedError):
     def __init__(self, what: str, current_version: int, current_length: int | None = None) -> None:
         self.current_version = current_version
         self.current_length = current_length
+        # Set by a client that sent the write more than once (a reply was lost): the version
+        # found may be the write's own.
+        self.retried = False
         length = f", current length {current_length}" if current_length is not None else ""
         super().__init__(
             f"{what} was changed by another writer{length}; current version {current_version}"

@@ -26,6 +26,7 @@ so an agent state saved and loaded (`v2_state`) goes on without sending its hist
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import logging
 from dataclasses import dataclass, field
@@ -34,6 +35,8 @@ from typing import Any, Callable, Sequence
 from agentscope_memory.agentscope_adapters.per_loop import PerLoop
 from agentscope_memory.client import AsyncAutoContextClient
 from agentscope_memory.client._common import DEFAULT_TARGET
+from agentscope_memory.errors import InvalidArgumentError, NotFoundError
+from agentscope_memory.validation.ids import check_id
 from agentscope_memory.message import (
     AudioBlock,
     Base64Source,
@@ -62,17 +65,31 @@ _COMPRESSED = "_compress_meta"
 # At most this much goes in one AddMessages call (a stock server takes 1000 messages, 32 MiB).
 ADD_BATCH_MESSAGES = 500
 ADD_BATCH_BYTES = 8 * 1024 * 1024
+# At most this much text goes in one piece (a stock server stores messages up to 4 MiB): a longer
+# block is sent cut (the agent's own context keeps it whole).
+PIECE_TEXT_BYTES = 3 * 1024 * 1024
 TOOL_NAME = "context_reload"
 TOOL_DESCRIPTION = ("Bring back the original messages that context compression replaced, given the UUID shown in a "
                     "compressed message's offload tag. Use it when the full details of earlier tool calls or long "
                     "messages are needed.")
 PARAMETER_DESCRIPTION = "The UUID from the offload tag of a compressed message"
 BLANK_UUID_TEXT = "Error: UUID cannot be null or empty."
+# How many times a send reads what the memory received and tries again when another process
+# sent some of the same blocks at the same moment (see `_request_id`).
+SEND_ATTEMPTS = 4
 
 
 def default_memory_id(agent_name: str, session_id: str) -> str:
-    """The memory of an agent's session when none is given: one per agent name and session."""
-    return f"agentscope2/{agent_name}/{session_id}"
+    """The memory of an agent's session when none is given: one per agent name and session,
+    `agentscope2/<name>/<session>`; when that is no memory id (over 256 bytes, a control
+    character: 2.x takes any session id), `agentscope2/` and a digest of the two, which the
+    server takes."""
+    readable = f"agentscope2/{agent_name}/{session_id}"
+    try:
+        return check_id(readable, "memory_id")
+    except InvalidArgumentError:
+        named = json.dumps([agent_name, session_id]).encode()  # ASCII: lone surrogates escaped
+        return f"agentscope2/{hashlib.sha256(named).hexdigest()}"
 
 
 # -- 2.x blocks -> the server's messages --------------------------------------------------------
@@ -145,6 +162,74 @@ def _runs(blocks: Sequence[Any]) -> list[list[Any]]:
     return runs
 
 
+# The field of a 2.x block holding the text its library block carries too, by block type.
+_TEXT_FIELDS = {"text": "text", "thinking": "thinking", "hint": "hint", "tool_call": "input", "tool_result": "output"}
+# Set in a block's stored 2.x JSON in place of that field (whose text the library block holds).
+_ELIDED = "_agentscope_memory_elided"
+# The one argument of a tool call too large to send twice (`_fit`): the arguments as the model
+# wrote them (cut when beyond the limit).
+_RAW_ARGUMENTS = "agentscope_memory_raw_arguments"
+
+
+def _carried(block: ContentBlock) -> str | None:
+    """The text a library block carries of its 2.x block's text field."""
+    if isinstance(block, TextBlock):
+        return block.text
+    if isinstance(block, ThinkingBlock):
+        return block.thinking
+    if isinstance(block, ToolUseBlock):
+        cut = block.input.get(_RAW_ARGUMENTS) if block.content is None else None
+        return cut if isinstance(cut, str) else block.content
+    if isinstance(block, ToolResultBlock) and len(block.output) == 1 and isinstance(block.output[0], TextBlock):
+        return block.output[0].text
+    return None
+
+
+def _cut(text: str, limit: int) -> str:
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    kept = data[:limit].decode("utf-8", errors="ignore")
+    return f"{kept}\n[{len(text) - len(kept)} more characters not sent: beyond what one message holds on the server]"
+
+
+def _fit(block: ContentBlock, limit: int) -> ContentBlock:
+    """`block` with its text cut to `limit` bytes: the server stores no message beyond 4 MiB,
+    and one it refuses would hold back every later compression of the agent."""
+    if isinstance(block, TextBlock):
+        return TextBlock(_cut(block.text, limit))
+    if isinstance(block, ThinkingBlock):
+        return ThinkingBlock(_cut(block.thinking, limit))
+    if isinstance(block, ToolResultBlock) and len(block.output) == 1 and isinstance(block.output[0], TextBlock):
+        return ToolResultBlock(block.id, block.name, [TextBlock(_cut(block.output[0].text, limit))])
+    if isinstance(block, ToolUseBlock) and block.content is not None and len(block.content.encode()) * 2 > limit:
+        # A call carries its arguments twice (parsed, for the token estimate, and as the model
+        # wrote them): a large one is sent once, as written (cut when beyond the limit).
+        return ToolUseBlock(block.id, block.name, {_RAW_ARGUMENTS: _cut(block.content, limit)}, None)
+    return block
+
+
+def _dump(block: Any, library: ContentBlock) -> dict[str, Any]:
+    """A block's 2.x JSON without the text its library block carries already (`_undump` puts it
+    back), so that a stored piece is about as large as its text, not twice: a message beyond
+    half the server's per-message limit could not be sent, and held every compression back."""
+    dumped: dict[str, Any] = block.model_dump(mode="json")
+    name = _TEXT_FIELDS.get(block.type)
+    if name is not None and isinstance(dumped.get(name), str) and dumped[name] == _carried(library):
+        del dumped[name]
+        dumped[_ELIDED] = name
+    return dumped
+
+
+def _undump(dumped: dict[str, Any], library: ContentBlock | None) -> dict[str, Any]:
+    name = dumped.get(_ELIDED)
+    if name is None:
+        return dumped
+    restored = {k: v for k, v in dumped.items() if k != _ELIDED}
+    restored[name] = (_carried(library) if library is not None else None) or ""
+    return restored
+
+
 def _parts(msg: Any, blocks: Sequence[Any]) -> list[Msg]:
     """The server messages carrying `blocks` (consecutive blocks of `msg` the server lacks)."""
     header = msg.model_dump(mode="json", exclude={"content"})
@@ -152,9 +237,12 @@ def _parts(msg: Any, blocks: Sequence[Any]) -> list[Msg]:
     for run in _runs(blocks):
         part_id = _identity(msg, run[0])
         role = MsgRole.TOOL if run[0].type == "tool_result" else _ROLES.get(msg.role, MsgRole.USER)
-        out.append(Msg(part_id, msg.name, role, [_to_library(b) for b in run], {METADATA_KEY: {
-            "msg": msg.id, "part": part_id, "keys": [_identity(msg, b) for b in run],
-            "blocks": [b.model_dump(mode="json") for b in run], "header": header}}))
+        library = [_to_library(b) for b in run]
+        # The 2.x JSON leaves out the text the library block carries; a process rebuilding the
+        # block from the memory takes it from the stored block, cut if it was.
+        out.append(Msg(part_id, msg.name, role, [_fit(lb, PIECE_TEXT_BYTES // len(run)) for lb in library], {
+            METADATA_KEY: {"msg": msg.id, "part": part_id, "keys": [_identity(msg, b) for b in run],
+                           "blocks": [_dump(b, lb) for b, lb in zip(run, library, strict=True)], "header": header}}))
     return out
 
 
@@ -175,7 +263,9 @@ def _unsent(context: Sequence[Any], seen: set[str]) -> list[Msg]:
 
 
 def _size(msg: Msg) -> int:
-    return len(json.dumps(msg.metadata.get(METADATA_KEY), ensure_ascii=False).encode()) * 2 + 1024
+    # The 2.x JSON, and the text the blocks carry beside it (left out of that JSON).
+    carried = sum(len((_carried(b) or "").encode()) for b in msg.content)
+    return len(json.dumps(msg.metadata.get(METADATA_KEY), ensure_ascii=False).encode()) + carried + 1024
 
 
 def _batches(msgs: list[Msg]) -> list[list[Msg]]:
@@ -188,6 +278,25 @@ def _batches(msgs: list[Msg]) -> list[list[Msg]]:
         batches[-1].append(msg)
         size += _size(msg)
     return batches
+
+
+def _request_id(batch: Sequence[Msg]) -> str:
+    """The AddMessages request id of a batch, named by its first block: two processes holding
+    the same unsent blocks (one saved state loaded twice, going on at once) name their batches
+    alike, so the server stores the blocks once. A batch that goes on differently gets the
+    server's refusal of the reused id, and its sender reads what the memory received instead."""
+    first = batch[0].metadata[METADATA_KEY]["keys"][0]
+    return "agentscope2-" + hashlib.sha256(first.encode()).hexdigest()[:48]
+
+
+def _received_keys(stored: Sequence[Msg]) -> set[str]:
+    """The identities of the 2.x blocks in `stored` messages, compressed or not."""
+    keys: set[str] = set()
+    for msg in stored:
+        info = msg.metadata.get(METADATA_KEY)
+        if isinstance(info, dict) and isinstance(info.get("keys"), list):
+            keys.update(str(k) for k in info["keys"])
+    return keys
 
 
 # -- the server's working history -> 2.x messages -----------------------------------------------
@@ -252,10 +361,11 @@ def _rebuild(working: Sequence[Msg], context: Sequence[Any]) -> list[Any]:
         if info is not None:
             header = info.get("header") or {}
             blocks = []
-            for key, dumped in zip(info.get("keys") or [], info.get("blocks") or [], strict=False):
+            for j, (key, dumped) in enumerate(zip(info.get("keys") or [], info.get("blocks") or [], strict=False)):
                 own = own_blocks.get(key)
+                library = stored.content[j] if j < len(stored.content) else None
                 blocks.append(own if own is not None else
-                              Msg2.model_validate({**header, "content": [dumped]}).content[0])
+                              Msg2.model_validate({**header, "content": [_undump(dumped, library)]}).content[0])
             if groups and groups[-1].origin == info["msg"]:
                 groups[-1].blocks += blocks
             else:
@@ -416,18 +526,38 @@ class RemoteContextCompression:
     async def send(self, agent: Any) -> int:
         """Sends the blocks of the agent's context the memory lacks; returns how many messages
         that took. Raises what failed."""
+        try:
+            return await self._send(agent)
+        except NotFoundError:
+            # Deleted by another client since this process made it: made again (empty, so it
+            # is given the agent's whole context).
+            self._created.discard(self.memory_id_of(agent))
+            return await self._send(agent)
+
+    async def _send(self, agent: Any) -> int:
         client = self._clients.get()
         memory_id = self.memory_id_of(agent)
         state = agent.state
         seen = await self._seen(client, agent, memory_id)
-        unsent = _unsent(state.context, seen)
-        for batch in _batches(unsent):
-            await client.add_messages(memory_id, batch)
-            # Recorded at once: a failure further on must not send these again.
-            for part in batch:
-                seen.update(part.metadata[METADATA_KEY]["keys"])
-            state.middle_context[STATE_KEY] = {"memory_id": memory_id, "seen": sorted(seen)}
-        return len(unsent)
+        sent = 0
+        for attempt in range(1, SEND_ATTEMPTS + 1):
+            try:
+                for batch in _batches(_unsent(state.context, seen)):
+                    await client.add_messages(memory_id, batch, request_id=_request_id(batch))
+                    sent += len(batch)
+                    # Recorded at once: a failure further on must not send these again.
+                    for part in batch:
+                        seen.update(part.metadata[METADATA_KEY]["keys"])
+                    state.middle_context[STATE_KEY] = {"memory_id": memory_id, "seen": sorted(seen)}
+                return sent
+            except InvalidArgumentError as exc:
+                if exc.field != "request_id" or attempt == SEND_ATTEMPTS:
+                    raise
+                # Another process sent blocks this one holds too, with others after them: what
+                # the memory ever received (its original history, whatever was compressed
+                # since) is not sent again.
+                seen |= _received_keys(await client.get_original_messages(memory_id))
+        raise AssertionError("unreachable")
 
     async def compress(self, agent: Any) -> bool:
         """Send what the server lacks, let it compress, and make the agent's context its working
@@ -438,7 +568,12 @@ class RemoteContextCompression:
         # The server's system message (the offload instruction, the memory's shared pools) and the
         # working history after the server compressed it if needed, every page (read again from
         # the first page should another client change the memory between two pages).
-        prepared = await self._clients.get().prepare_reasoning_input(memory_id)
+        try:
+            prepared = await self._clients.get().prepare_reasoning_input(memory_id)
+        except NotFoundError:
+            self._created.discard(memory_id)  # deleted between the send and now: as in `send`
+            await self.send(agent)
+            prepared = await self._clients.get().prepare_reasoning_input(memory_id)
         system, working, compressed = prepared.system, prepared.working, prepared.compressed
         self._system[memory_id] = [b.text for b in system.content if isinstance(b, TextBlock) and b.text]
         context = _rebuild(working, state.context)

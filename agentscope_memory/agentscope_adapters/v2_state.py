@@ -12,7 +12,8 @@
 of the server's AgentStateService slot (user, session), key `agentscope_python_agent_state`
 (AgentScope-Java 2.x writes `agent_state` in its own JSON, which a Python agent cannot read).
 A save names the version the load read: when another process saved the slot meanwhile, it
-fails instead of overwriting that turn. States of any size are sent and read in pieces
+fails instead of overwriting that turn (a retried save that finds its own state stored, its
+first reply lost, does not). States of any size are sent and read in pieces
 when they do not fit one gRPC message.
 """
 
@@ -71,6 +72,13 @@ class RemoteAgentState:
         try:
             self.version = await self.client.put_value(self.slot, self.key, text, expected_version=self.version)
         except StateConflictError as exc:
+            if exc.retried:
+                # The save was sent again after its reply was lost: the slot may have moved on by
+                # this save itself, and when it holds this state, that is no conflict.
+                stored = await self.client.get_value(self.slot, self.key)
+                if stored.found and stored.json == text:
+                    self.version = stored.version
+                    return self.version
             raise AgentStateConflictError(self.slot.user_id, self.slot.session_id, self.version,
                                           exc.current_version) from None
         return self.version

@@ -30,12 +30,25 @@ from agentscope_memory.client._common import (
 )
 from agentscope_memory.client._retry import RetryPolicy, call_async, call_blocking
 from agentscope_memory.client._validate import check_request, refuse_unencodable_in
-from agentscope_memory.errors import FailedPreconditionError
+from agentscope_memory.errors import DeadlineExceededError, FailedPreconditionError
 
 T = TypeVar("T")
 
 # What every call on a closed client raises (`FailedPreconditionError`), in every mode.
 CLOSED = "the client is closed: make a new one"
+
+
+# Added to the deadline error of a blocking call made from a running event loop's thread.
+BLOCKING_IN_LOOP = ("this blocking call was made inside a running asyncio event loop, which waited for it, so nothing "
+                    "in that loop (an in-process server, say) could answer; use the asyncio client there")
+
+
+def _in_running_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def closed_error() -> FailedPreconditionError:
@@ -176,13 +189,16 @@ class AsyncGrpcClient:
         await self.close()
 
     async def _call(self, method: Callable[..., Awaitable[T]], request: Any, retry: bool = True,
-                     deadline: float | None = None) -> T:
-        """`deadline` (time.monotonic()): the end of a call made of several, instead of `timeout`."""
+                     deadline: float | None = None, wait_for_ready: bool = False) -> T:
+        """`deadline` (time.monotonic()): the end of a call made of several, instead of `timeout`.
+        `wait_for_ready`: the call waits, within its deadline, for a server that cannot be reached
+        (restarting, say) and is sent once it can be, where a call that is not retried would fail
+        at once; it is still sent at most once."""
         if self._channel.closed:
             raise closed_error()
         check_request(request)
         return await call_async(self.retry_policy, method, request, retry=retry, timeout=_left(self.timeout, deadline),
-                                metadata=self._metadata)
+                                metadata=self._metadata, **({"wait_for_ready": True} if wait_for_ready else {}))
 
     async def _paged(self, method: Callable[..., Awaitable[P]], request: Any,
                      deadline: float | None = None) -> AsyncIterator[P]:
@@ -230,13 +246,23 @@ class BlockingGrpcClient:
         self.close()
 
     def _call(self, method: Callable[..., T], request: Any, retry: bool = True,
-                     deadline: float | None = None) -> T:
-        """`deadline` (time.monotonic()): the end of a call made of several, instead of `timeout`."""
+                     deadline: float | None = None, wait_for_ready: bool = False) -> T:
+        """`AsyncGrpcClient._call`, blocking."""
         if self._channel.closed:
             raise closed_error()
         check_request(request)
-        return call_blocking(self.retry_policy, method, request, retry=retry, timeout=_left(self.timeout, deadline),
-                             metadata=self._metadata)
+        try:
+            return call_blocking(self.retry_policy, method, request, retry=retry,
+                                 timeout=_left(self.timeout, deadline), metadata=self._metadata,
+                                 **({"wait_for_ready": True} if wait_for_ready else {}))
+        except DeadlineExceededError as exc:
+            if not _in_running_loop():
+                raise
+            # The likely cause, which the bare deadline does not say: this call blocked the event
+            # loop of its thread, where the server (or whatever it waits for) may run.
+            error = DeadlineExceededError(f"{exc}: {BLOCKING_IN_LOOP}")
+            error.grpc_code = getattr(exc, "grpc_code", None)  # type: ignore[attr-defined]
+            raise error from None
 
     def _paged(self, method: Callable[..., P], request: Any, deadline: float | None = None) -> Iterator[P]:
         """Every page of a listing, from the first: `request` with each page's token in turn;

@@ -48,6 +48,13 @@ class RetryPolicy:
         return self.retries is None or attempt < self.retries
 
 
+def _attempted(error: Exception, attempts: int) -> Exception:
+    # How many times the call was sent: a write's failure after a retry may be its own first
+    # attempt's doing (a compare-and-set that landed, its reply lost).
+    error.attempts = attempts  # type: ignore[attr-defined]
+    return error
+
+
 def call_blocking(
     policy: RetryPolicy, method: Callable[..., T], request: Any, *, retry: bool, timeout: float, **kwargs: Any
 ) -> T:
@@ -60,7 +67,7 @@ def call_blocking(
         except grpc.RpcError as exc:
             pause = policy.delay(attempt)
             if not policy.again(exc, attempt, retry) or time.monotonic() + pause >= deadline:
-                raise translate(exc) from None
+                raise _attempted(translate(exc), attempt + 1) from None
             time.sleep(pause)
             attempt += 1
 
@@ -77,7 +84,7 @@ async def call_async(
         except grpc.aio.AioRpcError as exc:
             pause = policy.delay(attempt)
             if not policy.again(exc, attempt, retry) or time.monotonic() + pause >= deadline:
-                raise translate(exc) from None
+                raise _attempted(translate(exc), attempt + 1) from None
             await asyncio.sleep(pause)
             attempt += 1
 

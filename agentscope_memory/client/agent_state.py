@@ -65,6 +65,7 @@ def _conflict(exc: AbortedError) -> AbortedError:
         return exc
     conflict = StateConflictError("state", int(match.group(2)), int(match.group(1)) if match.group(1) else None)
     conflict.args = exc.args
+    conflict.retried = getattr(exc, "attempts", 1) > 1
     return conflict
 
 
@@ -105,9 +106,9 @@ class AsyncAgentStateClient(AsyncGrpcClient, _SessionIds):
         return AsyncLocalAgentStateClient(service)
 
     async def _call(self, method: Callable[..., Awaitable[T]], request: Any, retry: bool = True,
-                    deadline: float | None = None) -> T:
+                    deadline: float | None = None, wait_for_ready: bool = False) -> T:
         try:
-            return await super()._call(method, request, retry, deadline)
+            return await super()._call(method, request, retry, deadline, wait_for_ready)
         except AbortedError as exc:
             raise _conflict(exc) from None
 

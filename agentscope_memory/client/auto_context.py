@@ -12,7 +12,9 @@ changed between pages, as `AsyncMemoryClient.get_messages` is), an `iter_*` read
 Retries follow the other clients: reads, adds (with their request id) and plan notes are
 retried on UNAVAILABLE until the deadline; a compression is not (a replay after a lost reply
 could compress a second time), so neither is the first page of `prepare_reasoning_input`,
-the page that compresses.
+the page that compresses. Those two wait instead, within the deadline, for a server that cannot
+be reached (restarting, say) and are sent once it can be: a server restarted between two calls
+is ridden out as by the retried calls, and the compression still sent at most once.
 """
 
 from __future__ import annotations
@@ -180,7 +182,7 @@ class AsyncAutoContextClient(AsyncGrpcClient):
     async def compress_if_needed(self, memory_id: str) -> CompressOutcome:
         # Not retried: a replay after a lost reply could compress a second time.
         response = await self._call(self._stub.CompressIfNeeded, pb.CompressIfNeededRequest(memory_id=memory_id),
-                                    retry=False)
+                                    retry=False, wait_for_ready=True)
         return outcome_from_proto(response)
 
     async def prepare_reasoning_input(self, memory_id: str, system_prompt: str | None = None, *,
@@ -197,7 +199,7 @@ class AsyncAutoContextClient(AsyncGrpcClient):
             while True:
                 # The first page compresses: not retried. Later pages only read.
                 response = await self._call(self._stub.PrepareReasoningInput, _page_request(request, token),
-                                            retry=bool(token), deadline=deadline)
+                                            retry=bool(token), deadline=deadline, wait_for_ready=not token)
                 if not token:
                     events.extend(_events(response))
                 msgs += _msgs(response)
@@ -318,7 +320,8 @@ class AutoContextClient(BlockingGrpcClient):
     def compress_if_needed(self, memory_id: str) -> CompressOutcome:
         # Not retried: a replay after a lost reply could compress a second time.
         return outcome_from_proto(self._call(self._stub.CompressIfNeeded,
-                                             pb.CompressIfNeededRequest(memory_id=memory_id), retry=False))
+                                             pb.CompressIfNeededRequest(memory_id=memory_id), retry=False,
+                                             wait_for_ready=True))
 
     def prepare_reasoning_input(self, memory_id: str, system_prompt: str | None = None, *,
                                 system_message: Msg | None = None, page_size: int = 0) -> ReasoningInput:
@@ -331,7 +334,7 @@ class AutoContextClient(BlockingGrpcClient):
             token = ""
             while True:
                 response = self._call(self._stub.PrepareReasoningInput, _page_request(request, token),
-                                      retry=bool(token), deadline=deadline)
+                                      retry=bool(token), deadline=deadline, wait_for_ready=not token)
                 if not token:
                     events.extend(_events(response))
                 msgs += _msgs(response)

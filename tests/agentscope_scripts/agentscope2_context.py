@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import re
+from pathlib import Path
 
 from agentscope_memory.agentscope_adapters.v2_context import RemoteContextCompression
 from agentscope_memory.agentscope_adapters.v2_state import (
@@ -143,6 +144,90 @@ async def main() -> None:
         out["calls"] = [[b.id, b.state] for b in last.content if b.type == "tool_call"]
         out["results"] = [[b.id, "CONTEXT_OFFLOAD" in str(b.output), len(str(b.output))] for b in last.content if b.type == "tool_result"]
         out["sent_again"] = await compression.send(friday)
+    elif PHASE == "twice-setup":
+        # A reply whose answer has not reached the memory yet (its send failed, or, here, is
+        # left for the next compression), saved with the state.
+        compression = RemoteContextCompression(TARGET, api_key=KEY, send_after_reply=False)
+        slot = RemoteAgentState(states, USER, "两个进程")
+        friday = await agent(compression, await slot.load())
+        await friday.reply(user("第一个问题"))
+        out["memory_id"] = compression.memory_id_of(friday)
+        out["version"] = await slot.save(friday)
+    elif PHASE == "twice":
+        # One of two processes that loaded that state and go on with the session at once: both
+        # hold the unsent answer.
+        compression = RemoteContextCompression(TARGET, api_key=KEY, raise_errors=True)
+        slot = RemoteAgentState(states, USER, "两个进程")
+        friday = await agent(compression, await slot.load())
+        # Both have loaded before either goes on.
+        barrier = Path(os.environ["BARRIER"])
+        (barrier / os.environ["QUESTION"]).touch()
+        for _ in range(600):
+            if len(list(barrier.iterdir())) >= 2:
+                break
+            await asyncio.sleep(0.1)
+        await friday.reply(user(os.environ["QUESTION"]))
+        out["ids"] = [m.id for m in friday.state.context]
+        try:
+            out["saved"] = await slot.save(friday)
+        except AgentStateConflictError as exc:
+            out["saved"] = str(exc)
+            # What the error says to do: load the other process's state (an agent made with
+            # it), whose next compression brings back this turn from the memory; then save.
+            again = await agent(compression, await slot.load())
+            await compression.compress(again)
+            out["again"] = [texts(again.state.context), await slot.save(again)]
+    elif PHASE == "big":
+        # Tool results of 2.7 MB (more than half the server's 4 MiB per message) and 6 MB (more
+        # than all of it) in the context: both sent, the second cut; the agent keeps both whole,
+        # and an agent that has only the memory rebuilds the first whole, the second cut.
+        from agentscope.message import AssistantMsg, ToolCallBlock, ToolResultBlock
+        from agentscope.state import AgentState
+
+        config = AutoContextConfig(msg_threshold=5000, max_token=10**9, large_payload_threshold=10**8)
+        long_text, longer_text = "长" * 900_000, "更长" * 1_000_000
+        blocks = []
+        for call_id, text in (("call_大", long_text), ("call_更大", longer_text)):
+            blocks += [ToolCallBlock(id=call_id, name="lookup", input='{"city": "大城市"}', state="finished"),
+                       ToolResultBlock(id=call_id, name="lookup", output=text, state="success")]
+        # And a call whose arguments are 2.4 MB (a tool call carries them twice on the server)
+        # and one whose arguments are 4.8 MB.
+        arguments = [json.dumps({"content": "写" * n}, ensure_ascii=False) for n in (800_000, 1_600_000)]
+        for call_id, written in zip(("call_写", "call_写更多"), arguments, strict=True):
+            blocks += [ToolCallBlock(id=call_id, name="lookup", input=written, state="finished"),
+                       ToolResultBlock(id=call_id, name="lookup", output="已写入", state="success")]
+        state = AgentState(session_id="大结果", context=[user("查一下"), AssistantMsg("Friday", blocks)])
+        friday = await agent(RemoteContextCompression(TARGET, api_key=KEY, auto_context_config=config,
+                                                      raise_errors=True), state)
+        await friday.reply(user("总结一下"))
+        results = [b for m in friday.state.context for b in m.content if b.type == "tool_result"]
+        out["own"] = [(b.id, b.output in (long_text, longer_text)) for b in results]
+        fresh = await agent(RemoteContextCompression(TARGET, api_key=KEY, raise_errors=True),
+                            AgentState(session_id="大结果"))
+        await fresh.reply(user("还在吗？"))
+        results = [b for m in fresh.state.context for b in m.content if b.type == "tool_result"]
+        out["rebuilt"] = [(b.id, b.output == long_text, len(b.output.encode()) < 3.1 * 1024 * 1024,
+                           b.output.startswith("更长更长"), b.output.endswith("beyond what one message holds on the server]"))
+                          for b in results]
+        out["texts"] = texts(fresh.state.context)[:2]
+        calls = {b.id: b.input for m in fresh.state.context for b in m.content if b.type == "tool_call"}
+        mine = {b.id: b.input for m in friday.state.context for b in m.content if b.type == "tool_call"}
+        out["calls"] = [mine["call_写"] == arguments[0], mine["call_写更多"] == arguments[1],
+                        calls["call_写"] == arguments[0], calls["call_写更多"].startswith('{"content": "写写'),
+                        calls["call_写更多"].endswith("beyond what one message holds on the server]")]
+    elif PHASE == "deleted":
+        # Another client deletes the session's memory between two replies: the next compression
+        # makes it again and gives it the agent's context.
+        from agentscope_memory.client import AsyncMemoryClient
+
+        compression = RemoteContextCompression(TARGET, api_key=KEY, raise_errors=True)
+        friday = await agent(compression)
+        await friday.reply(user("删除之前"))
+        async with AsyncMemoryClient(TARGET, api_key=KEY) as other:
+            await other.delete_memory(compression.memory_id_of(friday))
+            await friday.reply(user("删除之后"))
+            out["texts"] = texts(friday.state.context)
+            out["stored"] = [m.text_content for m in await other.get_messages(compression.memory_id_of(friday))]
     elif PHASE == "many":
         # A long conversation: sent in several AddMessages calls, read back in several pages.
         from agentscope.message import AssistantMsg
