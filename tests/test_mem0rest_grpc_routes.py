@@ -92,6 +92,18 @@ async def test_metadata_holding_a_list_or_an_object_is_found_by_the_filters_java
     assert listed.json()["count"] == 2
 
 
+async def test_nested_and_filters_are_flattened(rest) -> None:
+    # mem0 nests its logical operators; an AND inside an AND was a metadata key named "AND".
+    for text, topic in (("周末去杭州玩", "旅行"), ("周末吃火锅", "饮食")):
+        added = await rest.post("/memories", json={"messages": text, "user_id": "小明", "metadata": {"主题": topic}})
+        assert added.status_code == 200, added.text
+    nested = {"AND": [{"user_id": "小明"}, {"AND": [{"主题": "旅行"}]}]}
+    found = await rest.post("/v3/memories/search/", json={"query": "周末", "filters": nested})
+    assert [h["memory"] for h in found.json()["results"]] == ["周末去杭州玩"], found.text
+    listed = await rest.post("/v3/memories/", json={"filters": nested})
+    assert [m["memory"] for m in listed.json()["results"]] == ["周末去杭州玩"], listed.text
+
+
 async def test_get_update_history_delete_one_memory(rest) -> None:
     added = (await rest.post("/memories", json={"messages": "我住在杭州", "user_id": "bob"})).json()
     memory_id = added["results"][0]["id"]
@@ -234,6 +246,19 @@ ERROR_CASES = [
          "filters.AND[1].user_id: is 'bob' but filters.AND[0].user_id is 'alice': no memory matches both"),
         ("post", "/v3/memories/", {"json": {"filters": {"user_id": "alice", "AND": [{"主题": "旅行"}, {"主题": "饮食"}]}}},
          400, "filters.AND[1].主题: is '饮食' but filters.AND[0].主题 is '旅行'"),
+        # An AND that is not a list, or an OR / NOT inside an AND, was matched as a metadata key
+        # named "AND" / "OR" and silently found nothing.
+        ("post", "/search", {"json": {"query": "x", "filters": {"user_id": "alice", "AND": {"主题": "旅行"}}}}, 400,
+         "filters.AND: must be a list of conditions"),
+        ("post", "/v3/memories/search/", {"json": {"query": "x", "filters": {
+            "AND": [{"user_id": "alice"}, {"OR": [{"主题": "旅行"}, {"主题": "饮食"}]}]}}}, 400,
+         "filters.AND[1].OR: is not supported"),
+        ("post", "/v3/memories/", {"json": {"filters": {"AND": [{"user_id": "alice"}, {"AND": [{"NOT": {"主题": "旅行"}}]}]}}},
+         400, "filters.AND[1].AND[0].NOT: is not supported"),
+        # mem0's platform reads "*" as any id: taken literally it found nothing and deleted nothing.
+        ("post", "/v3/memories/search/", {"json": {"query": "x", "filters": {"user_id": "*"}}}, 400,
+         "filters.user_id: '*' (mem0's wildcard for any id) is not supported"),
+        ("delete", "/v1/memories/?user_id=*", {}, 400, "user_id: '*' (mem0's wildcard"),
         ("delete", "/memories", {}, 400, "at least one of user_id"),
         ("put", "/memories/nope", {"json": {}}, 400, "text"),
         ("get", "/memories/00000000-0000-0000-0000-000000000000", {}, 404, "does not exist"),

@@ -98,6 +98,10 @@ def _scope(ids: dict[str, Any], where: str) -> Scope:
         value = ids.get(key)
         if value is not None and not isinstance(value, str):
             raise InvalidArgumentError(f"{where}{key}", "must be a string")
+        if value == "*":
+            # mem0's platform reads "*" as "any id"; taken literally it found nothing, and a
+            # delete of everyone's memories answered `deleted: 0`.
+            raise InvalidArgumentError(f"{where}{key}", "'*' (mem0's wildcard for any id) is not supported; name one id")
         if value:
             check_id(value, f"{where}{key}")
     if not any(ids.get(k) for k in _ID_KEYS):
@@ -117,7 +121,8 @@ def split_filters(request: Ids, filters: dict[str, Any] | None) -> tuple[Scope, 
 
     Top-level ids are merged in (AgentScope-Java sends `user_id` both ways); a filter naming a
     different id than the top level is refused rather than guessed. mem0's `{"AND": [...]}` of
-    plain conditions is flattened; operators (`{"gte": ...}`), `OR` and `NOT` are refused, and
+    plain conditions (nested ANDs too) is flattened; operators (`{"gte": ...}`), `OR` and `NOT`
+    anywhere are refused, and
     so are two conditions asking one key for different values (nothing could match both). Any
     other value, a list or an object included, is matched for equality."""
     flat: dict[str, Any] = {}
@@ -128,17 +133,24 @@ def split_filters(request: Ids, filters: dict[str, Any] | None) -> tuple[Scope, 
             raise InvalidArgumentError(field, f"is {value!r} but {where[key]} is {flat[key]!r}: no memory matches both")
         flat[key], where[key] = value, field
 
-    for key, value in (filters or {}).items():
-        if key == "AND" and isinstance(value, list):
-            for i, condition in enumerate(value):
-                if not isinstance(condition, dict):
-                    raise InvalidArgumentError(f"filters.AND[{i}]", "must be an object")
-                for name, wanted in condition.items():
-                    add(name, wanted, f"filters.AND[{i}].{name}")
-        elif key in ("OR", "NOT"):
-            raise InvalidArgumentError(f"filters.{key}", "is not supported; only equality filters (and AND) are")
-        else:
-            add(key, value, f"filters.{key}")
+    def conditions(given: dict[str, Any], field: str) -> None:
+        # An AND may hold another AND (mem0 nests them); an OR or NOT anywhere, or an AND that
+        # is not a list, was matched as a metadata key of that name and silently found nothing.
+        for key, value in given.items():
+            here = f"{field}.{key}"
+            if key == "AND":
+                if not isinstance(value, list):
+                    raise InvalidArgumentError(here, "must be a list of conditions, e.g. [{\"user_id\": \"alice\"}]")
+                for i, condition in enumerate(value):
+                    if not isinstance(condition, dict):
+                        raise InvalidArgumentError(f"{here}[{i}]", "must be an object")
+                    conditions(condition, f"{here}[{i}]")
+            elif key in ("OR", "NOT"):
+                raise InvalidArgumentError(here, "is not supported; only equality filters (and AND) are")
+            else:
+                add(key, value, here)
+
+    conditions(filters or {}, "filters")
     for key in _ID_KEYS:
         top = getattr(request, key)
         if top is None:
