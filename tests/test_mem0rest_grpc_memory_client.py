@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -83,3 +84,63 @@ def test_memory_client_pages_through_get_all(mem0_server: ServerThread) -> None:
     everything = client.get_all(filters={"user_id": "翻页"}, page=3, page_size=3)
     assert ([r["memory"] for r in everything["results"]], everything["count"]) == ([texts[6]], 7)
     assert client.get_all(filters={"user_id": "翻页"}, page=4, page_size=3)["results"] == []
+
+
+def test_memory_client_gives_ids_in_filters_as_its_options_ask(mem0_server: ServerThread) -> None:
+    # mem0ai 2.x's typed options put the ids in `filters` for add and delete_all, and
+    # delete_all sends them as a query parameter written with str() (`{'user_id': '王五'}`):
+    # both were refused as if no id had been given.
+    from mem0 import MemoryClient
+    from mem0.client.types import AddMemoryOptions, DeleteAllMemoryOptions
+
+    client = MemoryClient(api_key=KEY, host=f"http://127.0.0.1:{mem0_server.running.mem0_rest_port}")
+    added = client.add("我每天早上喝一杯豆浆", AddMemoryOptions(filters={"user_id": "王五"}, metadata={"类别": "饮食"}))
+    assert [(r["memory"], r["user_id"]) for r in added["results"]] == [("我每天早上喝一杯豆浆", "王五")]
+    client.add("I run on Sundays", filters={"user_id": "王五", "agent_id": "教练"})
+    client.add("赵六喜欢下棋", user_id="赵六")
+    assert client.get_all(filters={"user_id": "王五"})["count"] == 2
+    assert client.get_all(filters={"AND": [{"user_id": "王五"}, {"agent_id": "教练"}]})["count"] == 1
+
+    forgotten = client.delete_all(DeleteAllMemoryOptions(filters={"user_id": "王五", "agent_id": "教练"}))
+    assert forgotten["deleted"] == 1
+    assert [m["memory"] for m in client.get_all(filters={"user_id": "王五"})["results"]] == ["我每天早上喝一杯豆浆"]
+    assert client.delete_all(filters={"user_id": "王五"})["deleted"] == 1
+    assert client.get_all(filters={"user_id": "王五"})["count"] == 0
+    assert client.get_all(filters={"user_id": "赵六"})["count"] == 1
+
+
+def test_memory_client_update_of_time_or_expiry(mem0_server: ServerThread) -> None:
+    # The server keeps the time a memory was stored and expires nothing: setting either was
+    # answered "text is required", clearing an expiry (there is none) was refused the same way.
+    from mem0 import MemoryClient
+    from mem0.exceptions import ValidationError
+
+    client = MemoryClient(api_key=KEY, host=f"http://127.0.0.1:{mem0_server.running.mem0_rest_port}")
+    memory_id = client.add("周五下午开周会", user_id="钱七")["results"][0]["id"]
+    with pytest.raises(ValidationError, match="timestamp: is not supported"):
+        client.update(memory_id, text="周四下午开周会", timestamp=1_700_000_000)
+    with pytest.raises(ValidationError, match="expiration_date: is not supported"):
+        client.update(memory_id, expiration_date="2030-01-01")
+    with pytest.raises(ValidationError, match="expiration_date: is not supported"):
+        client.add("明天有雨", user_id="钱七", expiration_date="2030-01-01")
+    assert client.update(memory_id, expiration_date=None)["memory"] == "周五下午开周会"
+    assert [m["memory"] for m in client.get_all(filters={"user_id": "钱七"})["results"]] == ["周五下午开周会"]
+    assert [h["event"] for h in client.history(memory_id)] == ["ADD"]
+
+
+def test_async_memory_client_round_trip(mem0_server: ServerThread) -> None:
+    from mem0 import AsyncMemoryClient
+
+    async def run() -> None:
+        client = AsyncMemoryClient(api_key=KEY, host=f"http://127.0.0.1:{mem0_server.running.mem0_rest_port}")
+        await client.add([{"role": "user", "content": "我对花生过敏"}], filters={"user_id": "孙八"}, metadata={"健康": True})
+        found = await client.search("过敏", filters={"AND": [{"user_id": "孙八"}, {"健康": True}]}, top_k=3)
+        assert [r["memory"] for r in found["results"]] == ["我对花生过敏"]
+        memory_id = found["results"][0]["id"]
+        assert (await client.update(memory_id, text="我对花生和芝麻过敏"))["memory"] == "我对花生和芝麻过敏"
+        assert [h["event"] for h in await client.history(memory_id)] == ["ADD", "UPDATE"]
+        assert (await client.delete_all(filters={"user_id": "孙八"}))["deleted"] == 1
+        assert (await client.get_all(filters={"user_id": "孙八"}))["count"] == 0
+        await client.async_client.aclose()
+
+    asyncio.run(run())

@@ -127,6 +127,9 @@ async def test_delete_all_forgets_a_scope(rest) -> None:
     assert deleted.status_code == 200 and deleted.json()["deleted"] == 2
     assert (await rest.get("/memories", params={"user_id": "carol"})).json()["results"] == []
     assert len((await rest.get("/memories", params={"user_id": "dave"})).json()["results"]) == 1
+    # mem0 2.x names the scope in a `filters` parameter (JSON here; see the MemoryClient tests).
+    by_filters = await rest.delete("/v1/memories/", params={"filters": '{"user_id": "dave"}'})
+    assert by_filters.status_code == 200 and by_filters.json()["deleted"] == 1, by_filters.text
 
 
 @pytest.mark.parametrize("path", ["/memories", "/v1/memories/"])
@@ -260,6 +263,24 @@ ERROR_CASES = [
          "filters.user_id: '*' (mem0's wildcard for any id) is not supported"),
         ("delete", "/v1/memories/?user_id=*", {}, 400, "user_id: '*' (mem0's wildcard"),
         ("delete", "/memories", {}, 400, "at least one of user_id"),
+        # Ids in `filters` (mem0 2.x's MemoryClient) name whose memories; metadata there does not.
+        ("post", "/v3/memories/add/", {"json": {"messages": "x", "filters": {"user_id": "alice", "主题": "旅行"}}}, 400,
+         "filters.主题: only user_id, agent_id and run_id may be given here; metadata to store goes in `metadata`"),
+        ("post", "/v3/memories/add/", {"json": {"messages": "x", "user_id": "alice", "filters": {"user_id": "bob"}}}, 400,
+         "user_id: is 'alice' but filters.user_id is 'bob'"),
+        ("post", "/v3/memories/add/", {"json": {"messages": "x", "filters": {"主题": "旅行"}}}, 400,
+         "filters: at least one of user_id"),
+        ("delete", "/v1/memories/?filters={'user_id': 'alice', '主题': '旅行'}", {}, 400,
+         "filters.主题: only user_id, agent_id and run_id may be given here; a scope is forgotten whole"),
+        ("delete", "/v1/memories/?filters=user_id=alice", {}, 400, "query.filters: must be a JSON object"),
+        ("delete", "/v1/memories/?filters=" + "[" * 5000, {}, 400, "query.filters: must be a JSON object"),
+        ("delete", "/v1/memories/?filters=__import__('os')", {}, 400, "query.filters: must be a JSON object"),
+        # Nothing here sets a memory's time or expiry: asking to is refused, not ignored.
+        ("post", "/memories", {"json": {"messages": "x", "user_id": "alice", "expiration_date": "2030-01-01"}}, 400,
+         "expiration_date: is not supported"),
+        ("post", "/v3/memories/add/", {"json": {"messages": "x", "user_id": "alice", "timestamp": 1700000000}}, 400,
+         "timestamp: is not supported"),
+        ("put", "/v1/memories/nope/", {"json": {"text": "y", "timestamp": 1700000000}}, 400, "timestamp: is not supported"),
         ("put", "/memories/nope", {"json": {}}, 400, "text"),
         ("get", "/memories/00000000-0000-0000-0000-000000000000", {}, 404, "does not exist"),
         ("post", "/memories", {"json": JAVA_ADD, "headers": {"Authorization": "Token wrong-key-0000000000"}}, 401, "unknown API key"),

@@ -169,6 +169,27 @@ def split_filters(request: Ids, filters: dict[str, Any] | None) -> tuple[Scope, 
     return scope, {k: v for k, v in flat.items() if k not in _ID_KEYS}
 
 
+def write_scope(request: Ids, filters: dict[str, Any] | None, what: str) -> Scope:
+    """The scope an add or a forget names: its top-level ids and, as mem0 2.x's MemoryClient
+    sends them, ids in `filters`. Neither adds nor forgets by metadata, so any other filter key
+    is refused (`what` says where metadata goes instead)."""
+    if not filters:
+        return _scope(request.model_dump(), "")
+    scope, metadata = split_filters(request, filters)
+    if metadata:
+        raise InvalidArgumentError(f"filters.{next(iter(metadata))}", f"only user_id, agent_id and run_id may be given here; {what}")
+    return scope
+
+
+def _refuse_unsupported(request: AddRequest | UpdateRequest) -> None:
+    """mem0's fields for a memory's time and expiry: this server keeps the time a memory was
+    stored and never expires one, so a value for either is refused rather than ignored."""
+    if request.timestamp is not None:
+        raise InvalidArgumentError("timestamp", "is not supported: a memory carries the time it was stored")
+    if request.expiration_date is not None:
+        raise InvalidArgumentError("expiration_date", "is not supported: memories here do not expire (delete them instead)")
+
+
 def _message_text(message: Mem0Message, where: str) -> str:
     content = message.content
     if content is None:
@@ -218,7 +239,8 @@ class Mem0Api:
         return isinstance(getattr(self.engine, "scorer", None), LlmScorer)
 
     async def add(self, tenant: str, request: AddRequest) -> dict[str, Any]:
-        scope = _scope(request.model_dump(), "")
+        scope = write_scope(request, request.filters, "metadata to store goes in `metadata`")
+        _refuse_unsupported(request)
         msgs = to_msgs(request.messages)
         # The engine stores what was said; with an LLM, fact extraction runs in the background
         # (never delaying the answer, surviving a crash), so `inferred` is false here.
@@ -268,7 +290,11 @@ class Mem0Api:
 
     async def update(self, tenant: str, memory_id: str, request: UpdateRequest) -> dict[str, Any]:
         text = request.new_text()
+        _refuse_unsupported(request)
         if text is None and request.metadata is None:
+            if "expiration_date" in request.model_fields_set:
+                # Clearing an expiry (MemoryClient.update(id, expiration_date=None)): none is set.
+                return {**memory_json(await self.engine.get(tenant, memory_id)), "message": "Memory updated successfully!"}
             raise InvalidArgumentError("text", "is required (the memory's new text) unless metadata is given")
         item = await self.engine.update(tenant, memory_id, text, request.metadata)
         return {**memory_json(item), "message": "Memory updated successfully!"}
@@ -277,8 +303,9 @@ class Mem0Api:
         await self.engine.delete(tenant, memory_id)
         return {"message": "Memory deleted successfully!"}
 
-    async def delete_all(self, tenant: str, ids: Ids, force: bool = False) -> dict[str, Any]:
-        scope = _scope(ids.model_dump(), "")
+    async def delete_all(self, tenant: str, ids: Ids, force: bool = False,
+                         filters: dict[str, Any] | None = None) -> dict[str, Any]:
+        scope = write_scope(ids, filters, "a scope is forgotten whole (delete single memories by id)")
         if self.scopes is not None:
             deleted = await self.scopes.delete_long_term_scope(tenant, scope, force)
         else:

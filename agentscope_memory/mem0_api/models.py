@@ -34,6 +34,10 @@ class AddRequest(Ids):
     """`POST /memories`, `POST /v1/memories/`, `POST /v3/memories/add/`."""
 
     messages: list[Mem0Message] | str = Field(description="what to remember; a string is one user message")
+    filters: dict[str, Any] | None = Field(
+        None, description="whose memories, as mem0 2.x's MemoryClient sends them: user_id, agent_id or run_id only")
+    expiration_date: Any = Field(None, description="not supported (memories here do not expire): refused unless null")
+    timestamp: Any = Field(None, description="not supported (a memory carries the time it was stored): refused unless null")
     metadata: dict[str, Any] | None = Field(None, description="stored with every memory; searchable as a filter")
     infer: bool = Field(
         True,
@@ -69,6 +73,9 @@ class UpdateRequest(_Lenient):
     data: str | None = None
     memory: str | None = None
     metadata: dict[str, Any] | None = None
+    # mem0's, and refused unless null: a change the server cannot make is not answered with success.
+    timestamp: Any = Field(None, description="not supported: refused unless null")
+    expiration_date: Any = Field(None, description="not supported (memories here do not expire); null is accepted")
 
     def new_text(self) -> str | None:
         return next((t for t in (self.text, self.data, self.memory) if t is not None), None)

@@ -18,6 +18,8 @@ This module authenticates, parses and maps errors; what a request means is `Mem0
 
 from __future__ import annotations
 
+import ast
+import json
 import logging
 import uuid
 from typing import Any
@@ -91,6 +93,23 @@ def _unparsable_body(cause: BaseException) -> str:
     if isinstance(cause, RecursionError):
         return "the request body is not valid JSON this server can read (nested too deeply)"
     return f"the request body is not valid JSON this server can read ({cause})"
+
+
+def _query_filters(raw: str | None) -> dict[str, Any] | None:
+    """`filters` from a query string: JSON, or the Python dict mem0's MemoryClient.delete_all
+    sends (httpx writes a dict parameter with `str()`, so `{'user_id': 'alice'}` arrives)."""
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        try:
+            value = ast.literal_eval(raw)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            value = None
+    if not isinstance(value, dict):
+        raise errors.InvalidArgumentError("query.filters", 'must be a JSON object, e.g. {"user_id": "alice"}')
+    return value
 
 
 def create_app(engine: LongTermEngine | None, keys: ApiKeys, max_page_bytes: int = DEFAULT_PAGE_BYTES,
@@ -194,10 +213,13 @@ def create_app(engine: LongTermEngine | None, keys: ApiKeys, max_page_bytes: int
     @app.delete("/v1/memories/", tags=["mem0 platform"], summary="Forget a scope")
     async def delete_all(
         user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
-        force: bool = False, t: str = Tenant, m: Mem0Api = Api,
+        force: bool = False,
+        filters: str | None = Query(None, description='whose memories, e.g. {"user_id": "alice"} (JSON)'),
+        t: str = Tenant, m: Mem0Api = Api,
     ) -> dict[str, Any]:
         # mem0 has no `force`: ours, as DeleteScope's, for a scope other scopes inherit from.
-        return await m.delete_all(t, Ids(user_id=user_id, agent_id=agent_id, run_id=run_id), force)
+        ids = Ids(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        return await m.delete_all(t, ids, force, _query_filters(filters))
 
     # One memory.
     @app.get("/memories/{memory_id}", tags=["mem0 OSS server"], summary="Get a memory")
