@@ -8,6 +8,8 @@ with a UTC offset) is decided here, so the same rules hold for every route that 
 from __future__ import annotations
 
 import datetime as _dt
+import json
+from dataclasses import dataclass
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,7 +33,7 @@ from agentscope_memory.mem0_api.models import (
     UpdateRequest,
 )
 from agentscope_memory.message import Msg, MsgRole
-from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES
+from agentscope_memory.paging.budget import DEFAULT_PAGE_BYTES, cut_to_budget
 from agentscope_memory.scopes.engine import ScopeEngine
 
 DEFAULT_SEARCH_TOP_K = 10
@@ -49,6 +51,23 @@ NOT_INFERRED_NOTE = "stored verbatim (infer=false)"
 MEM0_EVENTS = ("ADD", "UPDATE", "DELETE")
 BACKGROUND_NOTE = ("stored verbatim; the server's LLM scores the round in the background and stores an "
                    "important fact as its own memory (metadata memory_type=fact)")
+
+
+@dataclass
+class ListPage:
+    """One page of `get_all`: its memories, how many match in all, the page size, the offset
+    of its first memory among the matches, and whether the answer's size limit cut it short."""
+
+    results: list[dict[str, Any]]
+    count: int
+    size: int
+    start: int
+    cut: bool = False
+
+
+def _json_size(value: Any) -> int:
+    # As the HTTP answer encodes it (compact, UTF-8).
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
 
 
 def utc_timestamp(value: str) -> str | None:
@@ -224,14 +243,19 @@ def to_msgs(messages: Sequence[Mem0Message] | str) -> list[Msg]:
 class Mem0Api:
     """mem0's REST operations for one tenant at a time over a `LongTermEngine`."""
 
-    def __init__(self, engine: LongTermEngine, max_history_bytes: int = DEFAULT_PAGE_BYTES,
+    def __init__(self, engine: LongTermEngine, max_answer_bytes: int = DEFAULT_PAGE_BYTES,
                  scopes: ScopeEngine | None = None) -> None:
         self.engine = engine
         # Forgetting a scope goes through the scope hierarchy when there is one, so a parent
         # scope is refused unless `force`, as `DeleteScope` refuses it.
         self.scopes = scopes
-        # What one `GET /memories/{id}/history` answer may hold (the server's page byte budget).
-        self.max_history_bytes = max_history_bytes
+        # What the memories or changes of one answer may take (the server's page byte budget):
+        # a stock client refuses an answer over 4 MiB, and mem0 pages only `get_all`.
+        self.max_answer_bytes = max_answer_bytes
+
+    def _fit(self, results: list[dict[str, Any]]) -> int:
+        """How many leading `results` fit in one answer, as its JSON encodes them."""
+        return cut_to_budget(results, _json_size, self.max_answer_bytes)
 
     @property
     def has_llm(self) -> bool:
@@ -254,7 +278,12 @@ class Mem0Api:
         results = [memory_json(i, "ADD") for i in items]
         for result in results:
             result["metadata"] = {**(request.metadata or {}), **result["metadata"]}
-        return {"results": results, "inferred": inferred, "message": note}
+        kept = self._fit(results)
+        if kept < len(results):
+            # A long text is stored as many memories; the answer lists what fits of them.
+            note += (f"; {len(results) - kept} more of the {len(results)} memories stored are not listed here "
+                     "(the answer's size limit): list them with get_all")
+        return {"results": results[:kept], "inferred": inferred, "message": note}
 
     async def search(self, tenant: str, request: SearchRequest) -> list[dict[str, Any]]:
         """The hits, best first (callers wrap them as `{"results": [...]}` or not)."""
@@ -268,22 +297,32 @@ class Mem0Api:
         hits = await self.engine.search(tenant, scope, request.query, top_k, touch=False, metadata=wanted)
         if request.threshold is not None:
             hits = [i for i in hits if i.score is None or i.score >= request.threshold]
-        self.engine.touch(tenant, [i.id for i in hits])
-        return [memory_json(i) for i in hits]
+        results = [memory_json(i) for i in hits]
+        # Best first, as many as one answer holds: what does not fit was not recalled.
+        kept = self._fit(results)
+        self.engine.touch(tenant, [i.id for i in hits[:kept]])
+        return results[:kept]
 
     async def list_memories(self, tenant: str, request: ListRequest) -> list[dict[str, Any]]:
         scope, wanted = split_filters(request, request.filters)
         top_k = request.top_k or request.page_size or DEFAULT_LIST_TOP_K
-        return [memory_json(i) for i in await self.engine.list(tenant, scope, top_k, metadata=wanted)]
+        results = [memory_json(i) for i in await self.engine.list(tenant, scope, top_k, metadata=wanted)]
+        # mem0's OSS list has no paging: the oldest that fit in one answer (get_all pages).
+        return results[:self._fit(results)]
 
     async def list_page(self, tenant: str, request: ListRequest, page: int = 1,
-                        page_size: int | None = None) -> tuple[list[dict[str, Any]], int, int]:
+                        page_size: int | None = None, offset: int | None = None) -> ListPage:
         """mem0's numbered pages (`POST /v3/memories/?page=2&page_size=50`, 1-indexed, oldest
-        first): (the page's memories, how many match in all, the page size used)."""
+        first), or the page starting after `offset` matches. A page whose memories outgrow one
+        answer is cut short: its `start` plus its length is where the next one starts."""
         scope, wanted = split_filters(request, request.filters)
         size = page_size or request.page_size or request.top_k or DEFAULT_LIST_TOP_K
-        items = await self.engine.list(tenant, scope, size, metadata=wanted, offset=(page - 1) * size)
-        return [memory_json(i) for i in items], await self.engine.count(tenant, scope, metadata=wanted), size
+        start = (page - 1) * size if offset is None else offset
+        items = await self.engine.list(tenant, scope, size, metadata=wanted, offset=start)
+        results = [memory_json(i) for i in items]
+        kept = self._fit(results)
+        return ListPage(results[:kept], await self.engine.count(tenant, scope, metadata=wanted), size, start,
+                        cut=kept < len(results))
 
     async def get(self, tenant: str, memory_id: str) -> dict[str, Any]:
         return memory_json(await self.engine.get(tenant, memory_id))
@@ -315,7 +354,7 @@ class Mem0Api:
     async def history(self, tenant: str, memory_id: str) -> list[dict[str, Any]]:
         """mem0's array of a memory's changes, oldest first, read from the engine a page at a
         time. mem0's REST API has no paging, so one answer is bounded instead: at most
-        `MAX_HISTORY_ENTRIES` entries and about `max_history_bytes` of them (the first always
+        `MAX_HISTORY_ENTRIES` entries and about `max_answer_bytes` of them (the first always
         goes); a longer history ends there (`GetLongTermMemoryHistory` and the MCP tool page
         through all of it). mem0's events only: the engine's own (ASSESS: background
         importance scoring; lifecycle jobs) stay in GetLongTermMemoryHistory."""
@@ -323,13 +362,13 @@ class Mem0Api:
         used = 0
         after = 0
         while True:
-            page = await self.engine.history_page(tenant, memory_id, HISTORY_READ_PAGE, after, self.max_history_bytes)
+            page = await self.engine.history_page(tenant, memory_id, HISTORY_READ_PAGE, after, self.max_answer_bytes)
             for entry in page.entries:
                 if entry.event not in MEM0_EVENTS:
                     continue
                 # Only the texts travel (mem0's entries carry no metadata).
                 size = 200 + sum(len(t.encode("utf-8", "surrogatepass")) for t in (entry.old_text, entry.new_text) if t)
-                if out and (len(out) >= MAX_HISTORY_ENTRIES or used + size > self.max_history_bytes):
+                if out and (len(out) >= MAX_HISTORY_ENTRIES or used + size > self.max_answer_bytes):
                     return out
                 out.append(history_json(entry))
                 used += size

@@ -115,8 +115,9 @@ def _query_filters(raw: str | None) -> dict[str, Any] | None:
 def create_app(engine: LongTermEngine | None, keys: ApiKeys, max_page_bytes: int = DEFAULT_PAGE_BYTES,
                scopes: ScopeEngine | None = None) -> FastAPI:
     """The facade as an ASGI app; `engine` None means long-term memory is off (501).
-    `max_page_bytes` bounds one history answer (mem0's history has no paging); `scopes`, the
-    server's scope hierarchy, makes forgetting a parent scope need `force` as over gRPC."""
+    `max_page_bytes` bounds the memories or changes of one answer (add, search, list, history);
+    `scopes`, the server's scope hierarchy, makes forgetting a parent scope need `force` as
+    over gRPC."""
     app = FastAPI(
         title="agentscope-memory: mem0-compatible REST API",
         description="mem0's memory routes over the agentscope-memory long-term engine. "
@@ -197,17 +198,27 @@ def create_app(engine: LongTermEngine | None, keys: ApiKeys, max_page_bytes: int
         request: Request, body: ListRequest,
         page: int = Query(1, ge=1, le=MAX_PAGE_NUMBER, description="1-indexed page number"),
         page_size: int | None = Query(None, ge=1, le=1000, description="memories per page (default 100)"),
+        offset: int | None = Query(None, ge=0, le=MAX_PAGE_NUMBER * 1000,
+                                   description="start after this many matches instead of at `page` (what `next` "
+                                   "gives after a page the 4 MiB answer limit cut short)"),
         t: str = Tenant, m: Mem0Api = Api,
     ) -> dict[str, Any]:
-        # mem0's MemoryClient.get_all sends `page` and `page_size` in the query string and
-        # follows `next` (the next page's URL) until it is null; `count` is all that match.
-        results, count, size = await m.list_page(t, body, page, page_size)
+        # mem0's MemoryClient.get_all sends `page` and `page_size` in the query string; `next`
+        # and `previous` are the neighbouring pages' URLs, null at either end; `count` is all
+        # that match. After a page cut short (its memories outgrew one answer) or one asked for
+        # by `offset`, they are offsets, so following `next` misses nothing.
+        got = await m.list_page(t, body, page, page_size, offset)
+        end = got.start + len(got.results)
+        by_offset = offset is not None or got.cut
 
-        def url(number: int) -> str:
-            return str(request.url.include_query_params(page=number, page_size=size))
+        def url(start: int, number: int) -> str:
+            if by_offset:
+                return str(request.url.remove_query_params("page").include_query_params(offset=start, page_size=got.size))
+            return str(request.url.include_query_params(page=number, page_size=got.size))
 
-        return {"count": count, "next": url(page + 1) if page * size < count else None,
-                "previous": url(page - 1) if page > 1 else None, "results": results}
+        return {"count": got.count, "next": url(end, page + 1) if end < got.count else None,
+                "previous": url(max(0, got.start - got.size), page - 1) if got.start > 0 else None,
+                "results": got.results}
 
     @app.delete("/memories", tags=["mem0 OSS server"], summary="Forget a scope")
     @app.delete("/v1/memories/", tags=["mem0 platform"], summary="Forget a scope")
