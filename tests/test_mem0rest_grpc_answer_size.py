@@ -3,7 +3,6 @@ what fits (best or oldest first), and a `get_all` page cut short leads on with `
 
 from __future__ import annotations
 
-
 import httpx
 import pytest
 

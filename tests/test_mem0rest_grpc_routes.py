@@ -92,7 +92,7 @@ async def test_metadata_holding_a_list_or_an_object_is_found_by_the_filters_java
     assert listed.json()["count"] == 2
 
 
-async def test_nested_and_filters_are_flattened(rest) -> None:
+async def test_nested_and_and_metadata_filters_match(rest) -> None:
     # mem0 nests its logical operators; an AND inside an AND was a metadata key named "AND".
     for text, topic in (("周末去杭州玩", "旅行"), ("周末吃火锅", "饮食")):
         added = await rest.post("/memories", json={"messages": text, "user_id": "小明", "metadata": {"主题": topic}})
@@ -102,6 +102,13 @@ async def test_nested_and_filters_are_flattened(rest) -> None:
     assert [h["memory"] for h in found.json()["results"]] == ["周末去杭州玩"], found.text
     listed = await rest.post("/v3/memories/", json={"filters": nested})
     assert [m["memory"] for m in listed.json()["results"]] == ["周末去杭州玩"], listed.text
+    # mem0 platform's `metadata` field: its keys must each equal the memory's (it was matched as
+    # a metadata key named "metadata", and found nothing).
+    platform = {"AND": [{"user_id": "小明"}, {"metadata": {"主题": "饮食"}}]}
+    found = await rest.post("/v3/memories/search/", json={"query": "周末", "filters": platform})
+    assert [h["memory"] for h in found.json()["results"]] == ["周末吃火锅"], found.text
+    listed = await rest.post("/v3/memories/", json={"filters": {"user_id": "小明", "metadata": {"主题": "饮食"}}})
+    assert listed.json()["count"] == 1, listed.text
 
 
 async def test_get_update_history_delete_one_memory(rest) -> None:
@@ -258,6 +265,17 @@ ERROR_CASES = [
          "filters.AND[1].OR: is not supported"),
         ("post", "/v3/memories/", {"json": {"filters": {"AND": [{"user_id": "alice"}, {"AND": [{"NOT": {"主题": "旅行"}}]}]}}},
          400, "filters.AND[1].AND[0].NOT: is not supported"),
+        # mem0 platform fields that were matched as metadata of that name and found nothing.
+        ("post", "/v3/memories/search/", {"json": {"query": "x", "filters": {"user_id": "alice", "app_id": "手机"}}}, 400,
+         "filters.app_id: is not supported: memories are scoped by user_id, agent_id and run_id only"),
+        ("post", "/v3/memories/", {"json": {"filters": {"AND": [{"user_id": "alice"}, {"memory_ids": ["a", "b"]}]}}}, 400,
+         "filters.AND[1].memory_ids: is not supported"),
+        ("post", "/v3/memories/", {"json": {"filters": {"user_id": "alice", "metadata": "旅行"}}}, 400,
+         "filters.metadata: must be an object of metadata keys and values"),
+        ("post", "/v3/memories/", {"json": {"filters": {"user_id": "alice", "metadata": {"user_id": "bob"}}}}, 400,
+         "filters.metadata.user_id: is a scope id, not metadata"),
+        ("post", "/v3/memories/", {"json": {"filters": {"user_id": "alice", "metadata": {"主题": {"in": ["旅行"]}}}}}, 400,
+         "filters.主题: operator filters are not supported"),
         # mem0's platform reads "*" as any id: taken literally it found nothing and deleted nothing.
         ("post", "/v3/memories/search/", {"json": {"query": "x", "filters": {"user_id": "*"}}}, 400,
          "filters.user_id: '*' (mem0's wildcard for any id) is not supported"),

@@ -43,6 +43,11 @@ MAX_HISTORY_ENTRIES = 1000
 HISTORY_READ_PAGE = 200
 _ROLES = {"user": MsgRole.USER, "assistant": MsgRole.ASSISTANT, "system": MsgRole.SYSTEM, "tool": MsgRole.TOOL}
 _ID_KEYS = ("user_id", "agent_id", "run_id")
+# mem0 platform filter fields that are no metadata here, and why they cannot filter.
+_UNFILTERABLE = {
+    "app_id": "is not supported: memories are scoped by user_id, agent_id and run_id only",
+    "memory_ids": "is not supported: get a memory by its id (GET /v1/memories/{id}/)",
+}
 # mem0's comparison operators in a filter condition.
 _OPERATORS = frozenset({"eq", "ne", "gt", "gte", "lt", "lte", "in", "nin", "contains", "icontains"})
 
@@ -166,6 +171,17 @@ def split_filters(request: Ids, filters: dict[str, Any] | None) -> tuple[Scope, 
                     conditions(condition, f"{here}[{i}]")
             elif key in ("OR", "NOT"):
                 raise InvalidArgumentError(here, "is not supported; only equality filters (and AND) are")
+            elif key == "metadata":
+                # mem0 platform's field: each of its keys must equal its value in the metadata.
+                if not isinstance(value, dict) or _is_operator(value):
+                    raise InvalidArgumentError(here, 'must be an object of metadata keys and values, e.g. {"topic": "travel"}')
+                for name, wanted in value.items():
+                    if name in _ID_KEYS:
+                        raise InvalidArgumentError(f"{here}.{name}", "is a scope id, not metadata: give it beside `metadata`")
+                    add(name, wanted, f"{here}.{name}")
+            elif key in _UNFILTERABLE:
+                # Matched as metadata of that name, these found nothing without saying why.
+                raise InvalidArgumentError(here, _UNFILTERABLE[key])
             else:
                 add(key, value, here)
 
