@@ -280,6 +280,8 @@ ERROR_CASES = [
         ("post", "/v3/memories/search/", {"json": {"query": "x", "filters": {"user_id": "*"}}}, 400,
          "filters.user_id: '*' (mem0's wildcard for any id) is not supported"),
         ("delete", "/v1/memories/?user_id=*", {}, 400, "user_id: '*' (mem0's wildcard"),
+        ("post", "/search", {"json": {"query": "x", "user_id": "alice", "filters": {"AND": [{"主题": "*"}]}}}, 400,
+         "filters.AND[0].主题: '*' (mem0's wildcard: the key is present) is not supported"),
         ("delete", "/memories", {}, 400, "at least one of user_id"),
         # Ids in `filters` (mem0 2.x's MemoryClient) name whose memories; metadata there does not.
         ("post", "/v3/memories/add/", {"json": {"messages": "x", "filters": {"user_id": "alice", "主题": "旅行"}}}, 400,

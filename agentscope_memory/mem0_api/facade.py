@@ -196,6 +196,9 @@ def split_filters(request: Ids, filters: dict[str, Any] | None) -> tuple[Scope, 
     for key, value in flat.items():
         if _is_operator(value) and key not in _ID_KEYS:
             raise InvalidArgumentError(f"filters.{key}", "operator filters are not supported; give a plain value to match")
+        if value == "*" and key not in _ID_KEYS:
+            # mem0 reads it as "the key is present"; as a value to equal it found nothing.
+            raise InvalidArgumentError(where[key], "'*' (mem0's wildcard: the key is present) is not supported; give a value to match")
         if key not in _ID_KEYS:
             # Stored metadata never holds NUL or a non-finite number: such a filter is a mistake
             # (and PostgreSQL's jsonb cannot even hold it).
