@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class _Lenient(BaseModel):
@@ -19,6 +19,19 @@ class Mem0Message(_Lenient):
 
     role: str = Field(description="user, assistant, system or tool")
     content: str | list[dict[str, Any]] | None = Field(None, description="the message text")
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _one_kind(cls, value: Any) -> Any:
+        # Checked before the union, whose errors name each of its branches (`content.str: ...;
+        # content.list[dict[str,any]]: ...`) rather than what the field takes.
+        if value is not None and not isinstance(value, (str, list)):
+            raise ValueError("must be text or a list of content parts")
+        if isinstance(value, list):
+            for i, part in enumerate(value):
+                if not isinstance(part, dict):
+                    raise ValueError(f"part {i} must be an object such as {{\"type\": \"text\", \"text\": \"...\"}}")
+        return value
 
 
 class Ids(_Lenient):
@@ -33,7 +46,21 @@ class Ids(_Lenient):
 class AddRequest(Ids):
     """`POST /memories`, `POST /v1/memories/`, `POST /v3/memories/add/`."""
 
-    messages: list[Mem0Message] | str = Field(description="what to remember; a string is one user message")
+    messages: list[Mem0Message] = Field(
+        description="what to remember: a list of messages, one message, or a string (one user message)")
+
+    @field_validator("messages", mode="before")
+    @classmethod
+    def _messages(cls, value: Any) -> Any:
+        # mem0's add takes one message object or a string too (its Memory.add does); one list
+        # type keeps an error's place plain (`messages.0.role`, not each union branch's).
+        if isinstance(value, str):
+            return [{"role": "user", "content": value}]
+        if isinstance(value, dict):
+            return [value]
+        if not isinstance(value, list):
+            raise ValueError("must be a list of messages, one message or a string")
+        return value
     filters: dict[str, Any] | None = Field(
         None, description="whose memories, as mem0 2.x's MemoryClient sends them: user_id, agent_id or run_id only")
     expiration_date: Any = Field(None, description="not supported (memories here do not expire): refused unless null")

@@ -81,7 +81,8 @@ def _validation_detail(exc: RequestValidationError) -> str:
         elif err.get("type") == "model_attributes_type" or not loc:
             problems.append(f"the request body must be a JSON object ({err.get('msg')})")
         else:
-            problems.append(f"{'.'.join(loc)}: {err.get('msg')}")
+            # A validator's own reason reads as the others do ("Value error, " is pydantic's).
+            problems.append(f"{'.'.join(loc)}: {str(err.get('msg')).removeprefix('Value error, ')}")
     return "; ".join(problems) or "invalid request"
 
 
