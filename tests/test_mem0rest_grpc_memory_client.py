@@ -144,3 +144,20 @@ def test_async_memory_client_round_trip(mem0_server: ServerThread) -> None:
         await client.async_client.aclose()
 
     asyncio.run(run())
+
+
+def test_memory_client_narrowing_options_the_server_cannot_apply_are_refused(mem0_server: ServerThread) -> None:
+    # get_all's start_date / end_date and categories were ignored: the answer held memories
+    # the caller had excluded, with nothing saying so.
+    from mem0 import MemoryClient
+    from mem0.exceptions import ValidationError
+
+    client = MemoryClient(api_key=KEY, host=f"http://127.0.0.1:{mem0_server.running.mem0_rest_port}")
+    client.add("去年的旅行计划", user_id="吴十")
+    for options, field in (({"start_date": "2030-01-01"}, "start_date"), ({"end_date": "2000-01-01"}, "end_date"),
+                           ({"categories": ["travel"]}, "categories")):
+        with pytest.raises(ValidationError, match=f"{field}: is not supported"):
+            client.get_all(filters={"user_id": "吴十"}, **options)
+    with pytest.raises(ValidationError, match="categories: is not supported"):
+        client.search("旅行", filters={"user_id": "吴十"}, categories=["travel"])
+    assert client.get_all(filters={"user_id": "吴十"})["count"] == 1

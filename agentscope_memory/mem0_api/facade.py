@@ -228,6 +228,16 @@ def _refuse_unsupported(request: AddRequest | UpdateRequest) -> None:
         raise InvalidArgumentError("expiration_date", "is not supported: memories here do not expire (delete them instead)")
 
 
+def _refuse_narrowing(request: SearchRequest | ListRequest) -> None:
+    """mem0 platform's options that narrow a search or a list by what this server does not
+    keep: ignoring one would answer memories the caller excluded."""
+    if request.categories is not None:
+        raise InvalidArgumentError("categories", "is not supported: memories here have no categories; filter by metadata")
+    for name in ("start_date", "end_date"):
+        if getattr(request, name, None) is not None:
+            raise InvalidArgumentError(name, "is not supported: memories cannot be filtered by date here")
+
+
 def _message_text(message: Mem0Message, where: str) -> str:
     content = message.content
     if content is None:
@@ -308,6 +318,7 @@ class Mem0Api:
         """The hits, best first (callers wrap them as `{"results": [...]}` or not)."""
         if not request.query.strip():
             raise InvalidArgumentError("query", "must not be empty")
+        _refuse_narrowing(request)
         scope, wanted = split_filters(request, request.filters)
         top_k = request.top_k or request.limit or DEFAULT_SEARCH_TOP_K
         # The engine filters before its top-k cut, so a match ranked below others is found. Not
@@ -323,6 +334,7 @@ class Mem0Api:
         return results[:kept]
 
     async def list_memories(self, tenant: str, request: ListRequest) -> list[dict[str, Any]]:
+        _refuse_narrowing(request)
         scope, wanted = split_filters(request, request.filters)
         top_k = request.top_k or request.page_size or DEFAULT_LIST_TOP_K
         results = [memory_json(i) for i in await self.engine.list(tenant, scope, top_k, metadata=wanted)]
@@ -334,6 +346,7 @@ class Mem0Api:
         """mem0's numbered pages (`POST /v3/memories/?page=2&page_size=50`, 1-indexed, oldest
         first), or the page starting after `offset` matches. A page whose memories outgrow one
         answer is cut short: its `start` plus its length is where the next one starts."""
+        _refuse_narrowing(request)
         scope, wanted = split_filters(request, request.filters)
         size = page_size or request.page_size or request.top_k or DEFAULT_LIST_TOP_K
         start = (page - 1) * size if offset is None else offset

@@ -82,6 +82,7 @@ class SearchRequest(Ids):
     top_k: int | None = Field(None, ge=1, le=1000, description="at most this many results (default 10)")
     limit: int | None = Field(None, ge=1, le=1000, description="older name of top_k")
     threshold: float | None = Field(None, allow_inf_nan=False, description="drop results scoring below this")
+    categories: Any = Field(None, description="not supported (memories here have no categories): refused unless null")
 
 
 class ListRequest(Ids):
@@ -90,6 +91,11 @@ class ListRequest(Ids):
     filters: dict[str, Any] | None = None
     top_k: int | None = Field(None, ge=1, le=1000)
     page_size: int | None = Field(None, ge=1, le=1000)
+    # mem0 platform's narrowing options (MemoryClient.get_all): refused unless null, as
+    # ignoring one would answer memories the caller excluded.
+    start_date: Any = Field(None, description="not supported: refused unless null")
+    end_date: Any = Field(None, description="not supported: refused unless null")
+    categories: Any = Field(None, description="not supported (memories here have no categories): refused unless null")
 
 
 class UpdateRequest(_Lenient):
