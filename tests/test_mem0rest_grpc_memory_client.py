@@ -161,3 +161,26 @@ def test_memory_client_narrowing_options_the_server_cannot_apply_are_refused(mem
     with pytest.raises(ValidationError, match="categories: is not supported"):
         client.search("旅行", filters={"user_id": "吴十"}, categories=["travel"])
     assert client.get_all(filters={"user_id": "吴十"})["count"] == 1
+
+
+def test_memory_client_delete_linked_forgets_the_chain(mem0_server: ServerThread) -> None:
+    # delete(id, delete_linked=True) was taken as a plain delete: the older memories the current
+    # one superseded stayed, and resurfaced in searches once it was gone.
+    from mem0 import MemoryClient
+
+    client = MemoryClient(api_key=KEY, host=f"http://127.0.0.1:{mem0_server.running.mem0_rest_port}")
+
+    def add(text: str, linked: list[str]) -> str:
+        return str(client.add(text, user_id="郑十一", metadata={"linked_memory_ids": linked})["results"][0]["id"])
+
+    oldest = add("我住在北京", [])
+    older = add("我搬到了上海", [oldest, "00000000-0000-0000-0000-000000000000"])
+    current = add("我现在住在深圳", [older, oldest])
+    other = add("我喜欢爬山", [])
+    keeps = add("我养了一只猫", [other])
+
+    assert client.delete(keeps) == {"message": "Memory deleted successfully!"}
+    assert client.get(other)["memory"] == "我喜欢爬山"
+    answer = client.delete(current, delete_linked=True)
+    assert [m["memory"] for m in client.get_all(filters={"user_id": "郑十一"})["results"]] == ["我喜欢爬山"]
+    assert answer == {"message": "Memory deleted successfully!", "deleted": 3}

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from collections.abc import Sequence
 from typing import Any
 
-from agentscope_memory.errors import InvalidArgumentError
+from agentscope_memory.errors import InvalidArgumentError, NotFoundError
 from agentscope_memory.ids import check_id
 from agentscope_memory.validation.messages import check_json_value
 from agentscope_memory.long_term.importance import LlmScorer
@@ -40,6 +40,8 @@ DEFAULT_SEARCH_TOP_K = 10
 DEFAULT_LIST_TOP_K = 100
 # The most entries one history answer holds, and how many the engine is asked for at a time.
 MAX_HISTORY_ENTRIES = 1000
+# The most memories one `delete_linked` forgets (a chain of superseded memories is short).
+MAX_LINKED_DELETES = 1000
 HISTORY_READ_PAGE = 200
 _ROLES = {"user": MsgRole.USER, "assistant": MsgRole.ASSISTANT, "system": MsgRole.SYSTEM, "tool": MsgRole.TOOL}
 _ID_KEYS = ("user_id", "agent_id", "run_id")
@@ -238,6 +240,11 @@ def _refuse_narrowing(request: SearchRequest | ListRequest) -> None:
             raise InvalidArgumentError(name, "is not supported: memories cannot be filtered by date here")
 
 
+def _linked_ids(item: LongTermItem) -> list[str]:
+    linked = item.metadata.get("linked_memory_ids")
+    return [i for i in linked if isinstance(i, str)] if isinstance(linked, list) else []
+
+
 def _message_text(message: Mem0Message, where: str) -> str:
     content = message.content
     if content is None:
@@ -370,9 +377,31 @@ class Mem0Api:
         item = await self.engine.update(tenant, memory_id, text, request.metadata)
         return {**memory_json(item), "message": "Memory updated successfully!"}
 
-    async def delete(self, tenant: str, memory_id: str) -> dict[str, Any]:
+    async def delete(self, tenant: str, memory_id: str, delete_linked: bool = False) -> dict[str, Any]:
+        """Forget one memory; with `delete_linked` (mem0's), also the older memories it links
+        to (`metadata.linked_memory_ids`, which mem0's extraction writes), transitively, so a
+        superseded memory does not resurface once the current one is gone."""
+        if not delete_linked:
+            await self.engine.delete(tenant, memory_id)
+            return {"message": "Memory deleted successfully!"}
+        item = await self.engine.get(tenant, memory_id)
         await self.engine.delete(tenant, memory_id)
-        return {"message": "Memory deleted successfully!"}
+        seen, deleted = {memory_id}, 1
+        waiting = _linked_ids(item)
+        while waiting and len(seen) < MAX_LINKED_DELETES:
+            linked = waiting.pop(0)
+            if linked in seen:
+                continue
+            seen.add(linked)
+            try:
+                item = await self.engine.get(tenant, linked)
+                await self.engine.delete(tenant, linked)
+            except (NotFoundError, InvalidArgumentError):
+                # Gone already (or never a memory id): nothing of it to forget.
+                continue
+            deleted += 1
+            waiting += _linked_ids(item)
+        return {"message": "Memory deleted successfully!", "deleted": deleted}
 
     async def delete_all(self, tenant: str, ids: Ids, force: bool = False,
                          filters: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -246,8 +246,13 @@ def create_app(engine: LongTermEngine | None, keys: ApiKeys, max_page_bytes: int
 
     @app.delete("/memories/{memory_id}", tags=["mem0 OSS server"], summary="Forget a memory")
     @app.delete("/v1/memories/{memory_id}/", tags=["mem0 platform"], summary="Forget a memory")
-    async def delete(memory_id: str, t: str = Tenant, m: Mem0Api = Api) -> dict[str, Any]:
-        return await m.delete(t, memory_id)
+    async def delete(
+        memory_id: str,
+        delete_linked: bool = Query(False, description="also forget the older memories it links to "
+                                    "(metadata.linked_memory_ids), transitively"),
+        t: str = Tenant, m: Mem0Api = Api,
+    ) -> dict[str, Any]:
+        return await m.delete(t, memory_id, delete_linked)
 
     @app.get("/memories/{memory_id}/history", tags=["mem0 OSS server"], summary="A memory's changes")
     @app.get("/v1/memories/{memory_id}/history/", tags=["mem0 platform"], summary="A memory's changes")
