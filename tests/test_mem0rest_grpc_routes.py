@@ -111,6 +111,19 @@ async def test_nested_and_and_metadata_filters_match(rest) -> None:
     assert listed.json()["count"] == 1, listed.text
 
 
+async def test_app_id_is_kept_as_metadata_and_filters_as_such(rest) -> None:
+    # mem0's app_id was dropped from an add, so a filter by it found nothing; AgentScope-Java
+    # users whose metadata holds an app_id send it as a filter too, and find it there.
+    added = await rest.post("/v3/memories/add/", json={"messages": "手机上提醒我喝水", "filters": {"user_id": "小红"},
+                                                       "app_id": "手机", "metadata": {"类别": "健康"}})
+    assert added.json()["results"][0]["metadata"] == {"类别": "健康", "app_id": "手机"}, added.text
+    await rest.post("/memories", json={"messages": "网页上提醒我休息", "user_id": "小红", "metadata": {"app_id": "网页"}})
+    for filters, expected in (({"AND": [{"user_id": "小红"}, {"app_id": "手机"}]}, ["手机上提醒我喝水"]),
+                              ({"user_id": "小红", "app_id": "网页"}, ["网页上提醒我休息"])):
+        found = await rest.post("/v3/memories/search/", json={"query": "提醒", "filters": filters})
+        assert [h["memory"] for h in found.json()["results"]] == expected, found.text
+
+
 async def test_add_takes_one_message_object(rest) -> None:
     # mem0's add takes a single message as well as a list or a string; a lone object was a 400.
     added = await rest.post("/memories", json={"messages": {"role": "assistant", "content": "好的，已记下您的生日"},
@@ -284,8 +297,8 @@ ERROR_CASES = [
         ("post", "/v3/memories/", {"json": {"filters": {"AND": [{"user_id": "alice"}, {"AND": [{"NOT": {"主题": "旅行"}}]}]}}},
          400, "filters.AND[1].AND[0].NOT: is not supported"),
         # mem0 platform fields that were matched as metadata of that name and found nothing.
-        ("post", "/v3/memories/search/", {"json": {"query": "x", "filters": {"user_id": "alice", "app_id": "手机"}}}, 400,
-         "filters.app_id: is not supported: memories are scoped by user_id, agent_id and run_id only"),
+        ("post", "/memories", {"json": {"messages": "x", "user_id": "alice", "app_id": "手机", "metadata": {"app_id": "网页"}}},
+         400, "app_id: is '手机' but metadata.app_id is '网页'"),
         ("post", "/v3/memories/", {"json": {"filters": {"AND": [{"user_id": "alice"}, {"memory_ids": ["a", "b"]}]}}}, 400,
          "filters.AND[1].memory_ids: is not supported"),
         ("post", "/v3/memories/", {"json": {"filters": {"user_id": "alice", "metadata": "旅行"}}}, 400,

@@ -45,9 +45,9 @@ MAX_LINKED_DELETES = 1000
 HISTORY_READ_PAGE = 200
 _ROLES = {"user": MsgRole.USER, "assistant": MsgRole.ASSISTANT, "system": MsgRole.SYSTEM, "tool": MsgRole.TOOL}
 _ID_KEYS = ("user_id", "agent_id", "run_id")
-# mem0 platform filter fields that are no metadata here, and why they cannot filter.
+# mem0 platform filter fields that are no metadata here, and why they cannot filter. (`app_id`
+# is metadata: an add keeps it there, and AgentScope-Java sends its metadata as filters.)
 _UNFILTERABLE = {
-    "app_id": "is not supported: memories are scoped by user_id, agent_id and run_id only",
     "memory_ids": "is not supported: get a memory by its id (GET /v1/memories/{id}/)",
 }
 # mem0's comparison operators in a filter condition.
@@ -304,7 +304,13 @@ class Mem0Api:
         msgs = to_msgs(request.messages)
         # The engine stores what was said; with an LLM, fact extraction runs in the background
         # (never delaying the answer, surviving a crash), so `inferred` is false here.
-        items = await self.engine.record(tenant, scope, msgs, request.metadata)
+        metadata = request.metadata
+        if request.app_id is not None:
+            # mem0's fourth id; no scope here, so it is kept as metadata, where a filter finds it.
+            if metadata and "app_id" in metadata and not json_equal(metadata["app_id"], request.app_id):
+                raise InvalidArgumentError("app_id", f"is {request.app_id!r} but metadata.app_id is {metadata['app_id']!r}")
+            metadata = {**(metadata or {}), "app_id": request.app_id}
+        items = await self.engine.record(tenant, scope, msgs, metadata)
         if not request.infer:
             note = NOT_INFERRED_NOTE
         else:
@@ -313,7 +319,7 @@ class Mem0Api:
         # An engine may answer with ids and texts only; what was stored carries the metadata.
         results = [memory_json(i, "ADD") for i in items]
         for result in results:
-            result["metadata"] = {**(request.metadata or {}), **result["metadata"]}
+            result["metadata"] = {**(metadata or {}), **result["metadata"]}
         kept = self._fit(results)
         if kept < len(results):
             # A long text is stored as many memories; the answer lists what fits of them.

@@ -63,6 +63,7 @@ class AddRequest(Ids):
         return value
     filters: dict[str, Any] | None = Field(
         None, description="whose memories, as mem0 2.x's MemoryClient sends them: user_id, agent_id or run_id only")
+    app_id: str | None = Field(None, description="kept as the metadata key app_id (memories are not scoped by it)")
     expiration_date: Any = Field(None, description="not supported (memories here do not expire): refused unless null")
     timestamp: Any = Field(None, description="not supported (a memory carries the time it was stored): refused unless null")
     metadata: dict[str, Any] | None = Field(None, description="stored with every memory; searchable as a filter")
