@@ -147,10 +147,11 @@ def split_filters(request: Ids, filters: dict[str, Any] | None) -> tuple[Scope, 
 
     Top-level ids are merged in (AgentScope-Java sends `user_id` both ways); a filter naming a
     different id than the top level is refused rather than guessed. mem0's `{"AND": [...]}` of
-    plain conditions (nested ANDs too) is flattened; operators (`{"gte": ...}`), `OR` and `NOT`
-    anywhere are refused, and
-    so are two conditions asking one key for different values (nothing could match both). Any
-    other value, a list or an object included, is matched for equality."""
+    plain conditions (nested ANDs too) is flattened, and mem0 platform's `{"metadata": {...}}`
+    asks each of its keys; operators (`{"gte": ...}`), `OR` and `NOT` anywhere, mem0's `"*"`
+    wildcard and fields this server cannot filter by are refused, and so are two conditions
+    asking one key for different values (nothing could match both). Any other value, a list or
+    an object included, is matched for equality."""
     flat: dict[str, Any] = {}
     where: dict[str, str] = {}
 

@@ -48,6 +48,17 @@ class AddRequest(Ids):
 
     messages: list[Mem0Message] = Field(
         description="what to remember: a list of messages, one message, or a string (one user message)")
+    filters: dict[str, Any] | None = Field(
+        None, description="whose memories, as mem0 2.x's MemoryClient sends them: user_id, agent_id or run_id only")
+    app_id: str | None = Field(None, description="kept as the metadata key app_id (memories are not scoped by it)")
+    expiration_date: Any = Field(None, description="not supported (memories here do not expire): refused unless null")
+    timestamp: Any = Field(None, description="not supported (a memory carries the time it was stored): refused unless null")
+    metadata: dict[str, Any] | None = Field(None, description="stored with every memory; searchable as a filter")
+    infer: bool = Field(
+        True,
+        description="extract facts with the server's LLM; without an LLM configured the messages are "
+        "stored verbatim, and the response says so (`inferred: false`)",
+    )
 
     @field_validator("messages", mode="before")
     @classmethod
@@ -61,17 +72,6 @@ class AddRequest(Ids):
         if not isinstance(value, list):
             raise ValueError("must be a list of messages, one message or a string")
         return value
-    filters: dict[str, Any] | None = Field(
-        None, description="whose memories, as mem0 2.x's MemoryClient sends them: user_id, agent_id or run_id only")
-    app_id: str | None = Field(None, description="kept as the metadata key app_id (memories are not scoped by it)")
-    expiration_date: Any = Field(None, description="not supported (memories here do not expire): refused unless null")
-    timestamp: Any = Field(None, description="not supported (a memory carries the time it was stored): refused unless null")
-    metadata: dict[str, Any] | None = Field(None, description="stored with every memory; searchable as a filter")
-    infer: bool = Field(
-        True,
-        description="extract facts with the server's LLM; without an LLM configured the messages are "
-        "stored verbatim, and the response says so (`inferred: false`)",
-    )
 
 
 class SearchRequest(Ids):
