@@ -307,7 +307,7 @@ async def test_history_is_read_a_page_at_a_time_from_the_store(engine) -> None:
     assert len(await engine.history("t", big.id)) == 41
     # mem0's REST history follows the pages (texts only), and is bounded by its byte budget.
     assert len(await Mem0Api(engine).history("t", big.id)) == 41
-    assert len(await Mem0Api(engine, max_history_bytes=1).history("t", big.id)) == 1
+    assert len(await Mem0Api(engine, max_answer_bytes=1).history("t", big.id)) == 1
 
     # The largest entry (an UPDATE of the longest text, in 4-byte characters, and of the
     # largest metadata) is far below a page's byte budget: one entry always travels.

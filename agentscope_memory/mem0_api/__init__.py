@@ -2,6 +2,7 @@
 server's mem0-compatible HTTP facade (AgentScope's Mem0LongTermMemory works against it)."""
 
 from agentscope_memory.mem0_api.facade import (
+    ListPage,
     Mem0Api,
     memory_json,
     split_filters,
@@ -17,6 +18,6 @@ from agentscope_memory.mem0_api.models import (
 )
 
 __all__ = [
-    "AddRequest", "Ids", "ListRequest", "Mem0Api", "Mem0Message", "SearchRequest", "UpdateRequest",
+    "AddRequest", "Ids", "ListPage", "ListRequest", "Mem0Api", "Mem0Message", "SearchRequest", "UpdateRequest",
     "memory_json", "split_filters", "utc_timestamp",
 ]

@@ -18,6 +18,8 @@ This module authenticates, parses and maps errors; what a request means is `Mem0
 
 from __future__ import annotations
 
+import ast
+import json
 import logging
 import uuid
 from typing import Any
@@ -79,7 +81,8 @@ def _validation_detail(exc: RequestValidationError) -> str:
         elif err.get("type") == "model_attributes_type" or not loc:
             problems.append(f"the request body must be a JSON object ({err.get('msg')})")
         else:
-            problems.append(f"{'.'.join(loc)}: {err.get('msg')}")
+            # A validator's own reason reads as the others do ("Value error, " is pydantic's).
+            problems.append(f"{'.'.join(loc)}: {str(err.get('msg')).removeprefix('Value error, ')}")
     return "; ".join(problems) or "invalid request"
 
 
@@ -93,11 +96,29 @@ def _unparsable_body(cause: BaseException) -> str:
     return f"the request body is not valid JSON this server can read ({cause})"
 
 
+def _query_filters(raw: str | None) -> dict[str, Any] | None:
+    """`filters` from a query string: JSON, or the Python dict mem0's MemoryClient.delete_all
+    sends (httpx writes a dict parameter with `str()`, so `{'user_id': 'alice'}` arrives)."""
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        try:
+            value = ast.literal_eval(raw)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            value = None
+    if not isinstance(value, dict):
+        raise errors.InvalidArgumentError("query.filters", 'must be a JSON object, e.g. {"user_id": "alice"}')
+    return value
+
+
 def create_app(engine: LongTermEngine | None, keys: ApiKeys, max_page_bytes: int = DEFAULT_PAGE_BYTES,
                scopes: ScopeEngine | None = None) -> FastAPI:
     """The facade as an ASGI app; `engine` None means long-term memory is off (501).
-    `max_page_bytes` bounds one history answer (mem0's history has no paging); `scopes`, the
-    server's scope hierarchy, makes forgetting a parent scope need `force` as over gRPC."""
+    `max_page_bytes` bounds the memories or changes of one answer (add, search, list, history);
+    `scopes`, the server's scope hierarchy, makes forgetting a parent scope need `force` as
+    over gRPC."""
     app = FastAPI(
         title="agentscope-memory: mem0-compatible REST API",
         description="mem0's memory routes over the agentscope-memory long-term engine. "
@@ -178,26 +199,39 @@ def create_app(engine: LongTermEngine | None, keys: ApiKeys, max_page_bytes: int
         request: Request, body: ListRequest,
         page: int = Query(1, ge=1, le=MAX_PAGE_NUMBER, description="1-indexed page number"),
         page_size: int | None = Query(None, ge=1, le=1000, description="memories per page (default 100)"),
+        offset: int | None = Query(None, ge=0, le=MAX_PAGE_NUMBER * 1000,
+                                   description="start after this many matches instead of at `page` (what `next` "
+                                   "gives after a page the 4 MiB answer limit cut short)"),
         t: str = Tenant, m: Mem0Api = Api,
     ) -> dict[str, Any]:
-        # mem0's MemoryClient.get_all sends `page` and `page_size` in the query string and
-        # follows `next` (the next page's URL) until it is null; `count` is all that match.
-        results, count, size = await m.list_page(t, body, page, page_size)
+        # mem0's MemoryClient.get_all sends `page` and `page_size` in the query string; `next`
+        # and `previous` are the neighbouring pages' URLs, null at either end; `count` is all
+        # that match. After a page cut short (its memories outgrew one answer) or one asked for
+        # by `offset`, they are offsets, so following `next` misses nothing.
+        got = await m.list_page(t, body, page, page_size, offset)
+        end = got.start + len(got.results)
+        by_offset = offset is not None or got.cut
 
-        def url(number: int) -> str:
-            return str(request.url.include_query_params(page=number, page_size=size))
+        def url(start: int, number: int) -> str:
+            if by_offset:
+                return str(request.url.remove_query_params("page").include_query_params(offset=start, page_size=got.size))
+            return str(request.url.include_query_params(page=number, page_size=got.size))
 
-        return {"count": count, "next": url(page + 1) if page * size < count else None,
-                "previous": url(page - 1) if page > 1 else None, "results": results}
+        return {"count": got.count, "next": url(end, page + 1) if end < got.count else None,
+                "previous": url(max(0, got.start - got.size), page - 1) if got.start > 0 else None,
+                "results": got.results}
 
     @app.delete("/memories", tags=["mem0 OSS server"], summary="Forget a scope")
     @app.delete("/v1/memories/", tags=["mem0 platform"], summary="Forget a scope")
     async def delete_all(
         user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
-        force: bool = False, t: str = Tenant, m: Mem0Api = Api,
+        force: bool = False,
+        filters: str | None = Query(None, description='whose memories, e.g. {"user_id": "alice"} (JSON)'),
+        t: str = Tenant, m: Mem0Api = Api,
     ) -> dict[str, Any]:
         # mem0 has no `force`: ours, as DeleteScope's, for a scope other scopes inherit from.
-        return await m.delete_all(t, Ids(user_id=user_id, agent_id=agent_id, run_id=run_id), force)
+        ids = Ids(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        return await m.delete_all(t, ids, force, _query_filters(filters))
 
     # One memory.
     @app.get("/memories/{memory_id}", tags=["mem0 OSS server"], summary="Get a memory")
@@ -212,8 +246,13 @@ def create_app(engine: LongTermEngine | None, keys: ApiKeys, max_page_bytes: int
 
     @app.delete("/memories/{memory_id}", tags=["mem0 OSS server"], summary="Forget a memory")
     @app.delete("/v1/memories/{memory_id}/", tags=["mem0 platform"], summary="Forget a memory")
-    async def delete(memory_id: str, t: str = Tenant, m: Mem0Api = Api) -> dict[str, Any]:
-        return await m.delete(t, memory_id)
+    async def delete(
+        memory_id: str,
+        delete_linked: bool = Query(False, description="also forget the older memories it links to "
+                                    "(metadata.linked_memory_ids), transitively"),
+        t: str = Tenant, m: Mem0Api = Api,
+    ) -> dict[str, Any]:
+        return await m.delete(t, memory_id, delete_linked)
 
     @app.get("/memories/{memory_id}/history", tags=["mem0 OSS server"], summary="A memory's changes")
     @app.get("/v1/memories/{memory_id}/history/", tags=["mem0 platform"], summary="A memory's changes")
