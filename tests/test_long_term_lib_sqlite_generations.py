@@ -15,6 +15,7 @@ import pytest
 from agentscope_memory.long_term import Scope
 from agentscope_memory.long_term.embedder import MiniLMEmbedder
 from agentscope_memory.long_term.hybrid import EngineSettings, HybridEngine
+from agentscope_memory.long_term.hybrid.ranking import RankOptions
 from agentscope_memory.long_term.hybrid.records import content_hash, scope_key
 from agentscope_memory.long_term.importance import HeuristicScorer
 from agentscope_memory.long_term.router import HeuristicRouter
@@ -114,6 +115,17 @@ async def test_a_store_from_before_sqlite_generations_gets_them_when_opened(tmp_
         # And the migrated store follows another engine's writes.
         (peanut,) = await other.insert("t", USER, [_fact("小明对花生过敏。")])
         assert peanut.memory_id in await _found(reopened, "花生过敏")
+        # The triggers are in the file: a writer that knows nothing of generations (a program
+        # of an earlier release, changing a text as its update did) is followed as well.
+        text = "小明的生日在国庆节。"
+        with sqlite3.connect(tmp_path / FILE) as conn:
+            conn.execute("UPDATE ltm SET text = ?, lex_terms = ?, content_hash = ? WHERE memory_id = ?",
+                         (text, " ".join(tokenize(text)), content_hash(text), birthday.memory_id))
+        lexical = RankOptions(ranking="lexical")
+        found, _ = await reopened.search_ranked("t", USER, "国庆", lexical, touch=False)
+        assert [(i.id, i.text) for i in found] == [(birthday.memory_id, text)]
+        found, _ = await reopened.search_ranked("t", USER, "三月五", lexical, touch=False)
+        assert found == []
     finally:
         await _close(reopened)
         await _close(other)
@@ -121,6 +133,7 @@ async def test_a_store_from_before_sqlite_generations_gets_them_when_opened(tmp_
     again = await _engine(tmp_path, embedder)
     try:
         assert set(await _found(again, "小明")) == {birthday.memory_id, peanut.memory_id}
+        assert (await again.get("t", birthday.memory_id)).text == "小明的生日在国庆节。"
     finally:
         await _close(again)
 
