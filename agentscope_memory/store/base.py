@@ -322,11 +322,11 @@ class Tx(Protocol):
         """Every live memory of one exact scope, embeddings included (to build an index)."""
         ...
     def ltm_scope_generations(self, scope_keys: Sequence[str]) -> dict[str, int]:
-        """PostgreSQL only: each scope's generation, stamped on every row change search reads."""
+        """Each scope's generation, stamped on every row change search reads."""
         ...
     def ltm_scope_live_count(self, scope_key: str) -> int: ...
     def ltm_scope_changes(self, scope_key: str, after: int) -> tuple[list[LongTermRow], int]:
-        """PostgreSQL only: rows of one exact scope changed after generation `after` (deleted
+        """Rows of one exact scope changed after generation `after` (deleted
         ones included) and the highest generation among them."""
         ...
     def ltm_update(self, row: LongTermRow) -> None:

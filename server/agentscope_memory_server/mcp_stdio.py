@@ -86,8 +86,8 @@ def main(args: Any, settings: Settings) -> int:
 
 def _hold_data_dir(settings: Settings) -> DataDirLock | None:
     """The server's data-dir lock, held while the embedded store is served. Beside a server on
-    the same sqlite file, what this process wrote was invisible to the server's searches (each
-    process keeps its own scope indexes) and to its coherent caches."""
+    the same sqlite file, what this process wrote was invisible to the server's coherent caches
+    (long-term searches follow it by the scopes' generations)."""
     if settings.store != "sqlite":
         return None
     lock = DataDirLock(settings.data_dir)

@@ -206,8 +206,9 @@ class HybridEngine:
         self.scorer = scorer
         self.router = router
         self.settings = settings or EngineSettings()
-        # PostgreSQL: scope indexes follow other replicas' writes by generation, and a scope
-        # over the index budget is searched in the database (pgvector, tsvector).
+        # PostgreSQL: a scope over the index budget is searched in the database (pgvector,
+        # tsvector). Scope indexes follow other processes' writes by generation on both SQL
+        # stores (replicas; a local-mode program beside a server on SQLite).
         self._in_database = in_database
         self._migrations = list(migrations)
         self._clock = clock
@@ -581,11 +582,11 @@ class HybridEngine:
         return items, domain
 
     def _search_keys(self, tx: Tx, scope: Scope) -> tuple[builtins.list[str], dict[str, int]]:
-        """The scope keys a search of `scope` reads and, on PostgreSQL, their generations."""
+        """The scope keys a search of `scope` reads and their generations."""
         keys = tx.ltm_scope_keys(scope.agent_name, scope.user_id, scope.run_name)
         if self.scopes is not None:
             keys = self.scopes.search_keys(tx, scope, keys)
-        return keys, tx.ltm_scope_generations(keys) if self._in_database else {}
+        return keys, tx.ltm_scope_generations(keys)
 
     async def _candidates(
         self, tenant: str, keys: Sequence[str], generations: dict[str, int],
@@ -639,9 +640,8 @@ class HybridEngine:
         task.add_done_callback(self._background.discard)
 
     async def _index(self, tenant: str, key: str, generation: int | None = None) -> ScopeIndex | None:
-        """The index of one exact scope, current to `generation` (PostgreSQL; None on SQLite,
-        where this process's writes are every write). None: the scope is over the index budget
-        and searched in the database (PostgreSQL)."""
+        """The index of one exact scope, current to `generation` (None: as kept). None: the
+        scope is over the index budget and searched in the database (PostgreSQL)."""
         index = self._cache.use((tenant, key))
         if index is not None and (generation is None or index.generation >= generation):
             return index
@@ -662,10 +662,8 @@ class HybridEngine:
         budget = self._cache
 
         def read(tx: Tx) -> tuple[builtins.list[LongTermRow] | None, int]:
-            if not in_database:
-                return tx.ltm_scope_rows(key), 0
             # One snapshot: the rows are exactly those of the generation read with them.
-            if not budget.fits(tx.ltm_scope_live_count(key)):
+            if in_database and not budget.fits(tx.ltm_scope_live_count(key)):
                 return None, 0
             return tx.ltm_scope_rows(key), tx.ltm_scope_generations([key]).get(key, 0)
 

@@ -6,9 +6,8 @@ candidates are an exact top-k (one matrix-vector product over the scope's rows o
 candidates are BM25 over the scope's postings only. Nothing here depends on the size of any
 other scope.
 
-Only this process writes an embedded (SQLite) store, so the engine's writes are every write.
-On PostgreSQL other replicas write too: the engine applies the rows changed since the index's
-`generation` (`apply`). Deleted rows stay in the arrays with `alive` false until they outnumber
+Other processes write too (PostgreSQL replicas; a local-mode program on a server's SQLite
+store): the engine applies the rows changed since the index's `generation` (`apply`). Deleted rows stay in the arrays with `alive` false until they outnumber
 the live ones; then the arrays are compacted.
 """
 
@@ -51,7 +50,7 @@ class ScopeIndex:
         # What search reads of each live row: a changed row seen again (another replica's
         # write, or this process's own write read back) is applied only when this differs.
         self._signatures: dict[str, tuple[Any, ...]] = {}
-        # PostgreSQL: the scope generation this index reflects.
+        # The scope generation this index reflects.
         self.generation = 0
 
     def __len__(self) -> int:

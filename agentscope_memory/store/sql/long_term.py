@@ -12,6 +12,11 @@ under the scope row's lock, so generations commit in order and a search reads on
 changed since its index's generation. Scopes too large for a replica's index budget are searched
 in the database (pgvector HNSW, tsvector).
 
+SQLite stamps generations the same way, by triggers of its own (its writers are serialised by
+the file's write lock, so its generations commit in order too): a server and a local-mode
+program on one data directory each see the other's writes at their next search of the scope.
+Only this freshness is shared; searching in the database stays PostgreSQL's.
+
 A text is stored once per live exact scope: a partial unique index on (tenant, scope, content
 hash) over live rows makes concurrent writers (several replicas recording the same
 conversation) insert it exactly once, and lets a deleted text be recorded again.
@@ -119,6 +124,27 @@ END $$""",
     ON {ltm} FOR EACH ROW EXECUTE FUNCTION {ltm}_stamp()""",
 )
 
+# SQLite: the generation columns and their triggers, added to a store of any earlier release
+# at open (`_sqlite_generation`). Its rows and scopes all start at generation 0, which an index
+# built from them reads as current. The triggers live in the file, so a program of an older
+# release writing to it stamps its changes as well. AFTER triggers (SQLite's BEFORE triggers
+# cannot set NEW's columns); the stamp's own UPDATE of `generation` is not among the columns
+# they watch, so it fires neither again.
+_SQLITE_GENERATION_COLUMNS = (("ltm", "generation"), ("ltm_scopes", "generation"))
+_SQLITE_STAMP = """UPDATE {ltm_scopes} SET generation = generation + 1
+        WHERE tenant = NEW.tenant AND scope_key = NEW.scope_key;
+    UPDATE {ltm} SET generation = COALESCE((SELECT generation FROM {ltm_scopes}
+        WHERE tenant = NEW.tenant AND scope_key = NEW.scope_key), 0)
+        WHERE tenant = NEW.tenant AND memory_id = NEW.memory_id;"""
+_SQLITE_GENERATION = (
+    "CREATE INDEX IF NOT EXISTS {ltm}_by_generation ON {ltm} (tenant, scope_key, generation)",
+    "CREATE TRIGGER IF NOT EXISTS {ltm}_stamp_insert AFTER INSERT ON {ltm} FOR EACH ROW BEGIN\n    "
+    + _SQLITE_STAMP + "\nEND",
+    """CREATE TRIGGER IF NOT EXISTS {ltm}_stamp_update AFTER UPDATE OF
+    scope_key, text, lex_terms, metadata_json, memory_type, domain, created, deleted, embedding_model, embedding
+    ON {ltm} FOR EACH ROW BEGIN\n    """ + _SQLITE_STAMP + "\nEND",
+)
+
 _COLUMNS = (
     "memory_id, scope_key, agent_name, user_id, run_name, text, lex_terms, metadata_json, memory_type,"
     " domain, importance, importance_method, created, updated, last_accessed, access_count,"
@@ -217,6 +243,17 @@ class LongTermStatements(SqlTxBase):
             for column, definition in _ADDED_COLUMNS:
                 if column not in have:
                     self._conn.execute(f'ALTER TABLE "{table}" ADD COLUMN {column} {definition}')
+            self._sqlite_generation()
+
+    def _sqlite_generation(self) -> None:
+        """SQLite: the generation columns, index and triggers, where the store lacks them."""
+        for logical, column in _SQLITE_GENERATION_COLUMNS:
+            table = self._dialect.table(logical)
+            have = {r[1] for r in self._conn.execute(f'PRAGMA table_info("{table}")').fetchall()}
+            if column not in have:
+                self._conn.execute(f'ALTER TABLE "{table}" ADD COLUMN {column} BIGINT NOT NULL DEFAULT 0')
+        for statement in _SQLITE_GENERATION:
+            self._conn.execute(self._dialect.ddl(statement))
 
     def _pg_schema_current(self, dimensions: int) -> bool:
         found = self._conn.execute(self._dialect.ddl(
@@ -429,7 +466,7 @@ class LongTermStatements(SqlTxBase):
         )
 
     def ltm_scope_generations(self, scope_keys: Sequence[str]) -> dict[str, int]:
-        """PostgreSQL: each scope's generation (the last row change search reads)."""
+        """Each scope's generation (the last row change search reads)."""
         if not scope_keys:
             return {}
         rows = self._all(
@@ -444,7 +481,7 @@ class LongTermStatements(SqlTxBase):
         return int(row[0]) if row else 0
 
     def ltm_scope_changes(self, scope_key: str, after: int) -> tuple[list[LongTermRow], int]:
-        """PostgreSQL: the rows of one exact scope changed after generation `after`, soft-deleted
+        """The rows of one exact scope changed after generation `after`, soft-deleted
         ones included, and the highest generation among them (`after` when none)."""
         embedding = "embedding::text" if self._pg else "embedding"
         columns = _COLUMNS.replace("embedding,", f"{embedding},")
