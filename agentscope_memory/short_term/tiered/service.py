@@ -69,7 +69,8 @@ LLM_SCORING_BUDGET_S = 10.0
 DEADLINE_MARGIN_S = 0.5
 # How much of that margin the pass's commit may wait for the database (another program's write
 # lock): a commit usually takes milliseconds, and one begun at the end of the pass's time must
-# not be sent to the background for want of any; the rest is for the answer.
+# not be sent to the background for want of any; the rest is for the answer. A caller that came
+# with less time than the margin gives the commit half of what it has left instead.
 COMMIT_GRACE_S = 0.25
 # L3 summaries a pass under a caller's deadline writes to long-term memory at once (one
 # embedding call, one transaction): all at once, 50 summaries due behind a slow embedder missed
@@ -551,9 +552,11 @@ class TieredService:
         # this process: up to SQLite's busy timeout). A transaction is not cut short: it goes on
         # and commits whole or not at all, while the caller gets its answer.
         committing = asyncio.ensure_future(finish())
+        now = time.monotonic()
+        answer_by = stop_at + DEADLINE_MARGIN_S
+        commit_by = max(stop_at + COMMIT_GRACE_S, now + (answer_by - now) / 2)
         try:
-            return await asyncio.wait_for(asyncio.shield(committing),
-                                          max(stop_at + COMMIT_GRACE_S - time.monotonic(), 0.0))
+            return await asyncio.wait_for(asyncio.shield(committing), max(commit_by - now, 0.0))
         except TimeoutError:
             raise _LateCommit(committing) from None
 
