@@ -278,25 +278,39 @@ public final class RemoteAutoContextMiddleware implements MiddlewareBase, Toolki
             return;
         }
         String memoryId = memoryIdOf(agent, ctx);
-        List<Msg> conversation = new ArrayList<>();
-        for (Msg m : state.getContext()) {
-            // The context holds no system prompt (a step's input has it first, apart).
-            if (m != null) {
-                conversation.add(m);
-            }
-        }
+        // The context holds no system prompt (a step's input has it first, apart).
+        List<Msg> conversation = present(state.getContext());
         Slot slot = slots.computeIfAbsent(memoryId, id -> new Slot());
         synchronized (slot) {
             try {
-                ensureCreated(slot, memoryId);
-                refresh(memoryId, slot);
-                send(memoryId, unseen(conversation, slot.ids), slot);
+                catchUp(memoryId, slot, conversation);
             } catch (RuntimeException e) {
-                slot.ids = null;
-                slot.etag = null;
+                slot.forget();
                 throw e;
             }
         }
+    }
+
+    /**
+     * Creates the slot's memory if need be, reads what it holds when its etag moved, and sends
+     * the messages of {@code conversation} after the last one it holds. The caller holds the
+     * slot's lock: two steps of one slot at once would send the same messages twice.
+     */
+    private void catchUp(String memoryId, Slot slot, List<Msg> conversation) {
+        ensureCreated(slot, memoryId);
+        refresh(memoryId, slot);
+        send(memoryId, unseen(conversation, slot.ids), slot);
+    }
+
+    /** The messages of {@code messages} that are not null, in order. */
+    private static List<Msg> present(List<Msg> messages) {
+        List<Msg> out = new ArrayList<>(messages.size());
+        for (Msg m : messages) {
+            if (m != null) {
+                out.add(m);
+            }
+        }
+        return out;
     }
 
     /** The memory id of the call's slot, checked by the server's rules. */
@@ -324,19 +338,11 @@ public final class RemoteAutoContextMiddleware implements MiddlewareBase, Toolki
         List<Msg> given = input.messages() == null ? List.of() : input.messages();
         Msg system = !given.isEmpty() && given.get(0) != null && given.get(0).getRole() == MsgRole.SYSTEM
                 ? given.get(0) : null;
-        List<Msg> conversation = new ArrayList<>();
-        for (Msg m : given.subList(system == null ? 0 : 1, given.size())) {
-            if (m != null) {
-                conversation.add(m);
-            }
-        }
+        List<Msg> conversation = present(given.subList(system == null ? 0 : 1, given.size()));
         Slot slot = slots.computeIfAbsent(memoryId, id -> new Slot());
-        // One step of a slot at a time: two would send the same messages twice.
         synchronized (slot) {
             try {
-                ensureCreated(slot, memoryId);
-                refresh(memoryId, slot);
-                send(memoryId, unseen(conversation, slot.ids), slot);
+                catchUp(memoryId, slot, conversation);
                 List<dev.agentscopememory.grpc.v1.Msg> prepared = prepareReasoningInput(memoryId, system, slot);
                 Map<String, Msg> own = new HashMap<>();
                 for (Msg m : conversation) {
@@ -367,9 +373,7 @@ public final class RemoteAutoContextMiddleware implements MiddlewareBase, Toolki
                 slot.ids = ids;
                 return new ReasoningInput(out, input.tools(), input.options());
             } catch (RuntimeException e) {
-                // What the server holds is no longer known for sure: read it again next step.
-                slot.ids = null;
-                slot.etag = null;
+                slot.forget();
                 throw e;
             }
         }
@@ -547,6 +551,12 @@ public final class RemoteAutoContextMiddleware implements MiddlewareBase, Toolki
         Set<String> ids;
         /** The etag of the memory's messages {@link #ids} names; null: unknown, read them. */
         String etag;
+
+        /** After a failed exchange what the server holds is no longer known: read it next time. */
+        void forget() {
+            ids = null;
+            etag = null;
+        }
     }
 
     /**
