@@ -51,6 +51,19 @@ def _merge(rounds: list[dict[str, float]]) -> dict[str, float]:
     return sorted(rounds, key=lambda r: r["p50_ms"])[len(rounds) // 2]
 
 
+def against_echo(benchmark: str, concurrency: int, numbers: dict[str, float], base: dict[str, float]) -> dict:
+    """A result row: `numbers` (a merged round) with the echo server's `base` and the ratios to it."""
+    return {
+        "benchmark": benchmark,
+        "concurrency": concurrency,
+        **{k: round(v, 4) for k, v in numbers.items()},
+        "echo_p50_ms": round(base["p50_ms"], 4),
+        "echo_ops_per_s": round(base["ops_per_s"], 1),
+        "ratio_to_echo": round(numbers["p50_ms"] / base["p50_ms"], 3),
+        "throughput_ratio_to_echo": round(numbers["ops_per_s"] / base["ops_per_s"], 3),
+    }
+
+
 async def run(results: list[dict]) -> None:
     echo_port, floor_port, port = free_port(), free_port(), free_port()
     echo_address, address = f"127.0.0.1:{echo_port}", f"127.0.0.1:{port}"
@@ -74,23 +87,8 @@ async def run(results: list[dict]) -> None:
                         service_rounds.append(await measure(pick(service), total, concurrency))
                     base, numbers = _merge(echo_rounds), _merge(service_rounds)
                     if with_floor:
-                        lowest = _merge(floor_rounds)
-                        results.append({
-                            "benchmark": f"{name} sqlite floor (SQL only)",
-                            "concurrency": concurrency,
-                            **{k: round(v, 4) for k, v in lowest.items()},
-                            "echo_p50_ms": round(base["p50_ms"], 4),
-                            "ratio_to_echo": round(lowest["p50_ms"] / base["p50_ms"], 3),
-                            "throughput_ratio_to_echo": round(lowest["ops_per_s"] / base["ops_per_s"], 3),
-                        })
-                    results.append({
-                        "benchmark": f"{name} sqlite",
-                        "concurrency": concurrency,
-                        **{k: round(v, 4) for k, v in numbers.items()},
-                        "echo_p50_ms": round(base["p50_ms"], 4),
-                        "echo_ops_per_s": round(base["ops_per_s"], 1),
-                        "ratio_to_echo": round(numbers["p50_ms"] / base["p50_ms"], 3),
-                        "throughput_ratio_to_echo": round(numbers["ops_per_s"] / base["ops_per_s"], 3),
-                    })
+                        results.append(against_echo(f"{name} sqlite floor (SQL only)", concurrency,
+                                                    _merge(floor_rounds), base))
+                    results.append(against_echo(f"{name} sqlite", concurrency, numbers, base))
             for workloads in (echo, floor, service):
                 await workloads.channel.close()

@@ -18,7 +18,7 @@ import grpc
 from agentscope_memory._proto.agentscope.memory.v1 import shared_pool_service_pb2 as pb
 from agentscope_memory._proto.agentscope.memory.v1 import shared_pool_service_pb2_grpc as pb_grpc
 from bench.harness import BIN, free_port, measure, percentile, process
-from bench.memory_bench import _merge
+from bench.memory_bench import _merge, against_echo
 from bench.workload import pool_content
 
 CALLS = {1: 1500, 32: 4800}
@@ -125,15 +125,7 @@ async def run(results: list[dict], scale: float = 1.0) -> None:
                     base, numbers = _merge(echo_rounds), _merge(service_rounds)
                     if name == "WritePoolEntry" and concurrency == 1:
                         echo_write_p50 = base["p50_ms"]
-                    results.append({
-                        "benchmark": f"pool {name} sqlite",
-                        "concurrency": concurrency,
-                        **{k: round(v, 4) for k, v in numbers.items()},
-                        "echo_p50_ms": round(base["p50_ms"], 4),
-                        "echo_ops_per_s": round(base["ops_per_s"], 1),
-                        "ratio_to_echo": round(numbers["p50_ms"] / base["p50_ms"], 3),
-                        "throughput_ratio_to_echo": round(numbers["ops_per_s"] / base["ops_per_s"], 3),
-                    })
+                    results.append(against_echo(f"pool {name} sqlite", concurrency, numbers, base))
             await echo.channel.close()
             await service.channel.close()
 
