@@ -394,9 +394,9 @@ class TieredService:
         """A pass's commit its caller's deadline did not wait for: it keeps the memory's pass lock
         (and its entry in the table) until it ends, so that passes still never overlap, and then
         tells the watchers, or logs why it did not commit."""
-        key = (tenant, memory_id)
-        entry = self._locks[key]
-        entry[1][0] += 1
+        # The memory's entry in the table stays while the commit goes on, as a pass's does.
+        held = contextlib.ExitStack()
+        held.enter_context(self._use(self._locks, (tenant, memory_id), asyncio.Lock))
         log.info("the caller's deadline came before the tier pass's commit; it goes on in the background",
                  extra={"fields": {"memory_id": memory_id}})
 
@@ -412,9 +412,7 @@ class TieredService:
                 recorded = []
             finally:
                 lock.release()
-                entry[1][0] -= 1
-                if entry[1][0] == 0 and self._locks.get(key) is entry:
-                    del self._locks[key]
+                held.close()
             if recorded:
                 await self._notify(tenant, memory_id)
 
