@@ -220,8 +220,9 @@ class JsonSession:
     def save_list(self, session_id: str, key: str, values: list[Any]) -> None:
         """Store a list state as `{key}.jsonl`. Callers pass the whole list; when it only grew,
         just the new items are appended (JsonSession's incremental save)."""
-        self.session_dir(session_id).mkdir(parents=True, exist_ok=True)
-        self._save_list_at(self.session_dir(session_id), _check_key(key), values)
+        directory = self.session_dir(session_id)
+        directory.mkdir(parents=True, exist_ok=True)
+        self._save_list_at(directory, _check_key(key), values)
 
     def _save_list_at(self, directory: Path, key: str, values: list[Any]) -> None:
         jsonl = directory / f"{key}.jsonl"
